@@ -1,0 +1,57 @@
+"""Writing user files atomically, and never inside a trace folder."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import InputError
+
+
+def check_target(path: str | os.PathLike, protect=()) -> Path:
+    """Raise InputError if ``path`` cannot or must not be written (checked before long work)."""
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    resolved_parent = parent.resolve()
+    for p in protect:
+        pp = Path(p).resolve()
+        if pp == target.resolve():
+            raise InputError(target, "refusing to overwrite an input file")
+        if pp.is_dir() and (resolved_parent == pp or pp in resolved_parent.parents):
+            raise InputError(target, f"refusing to write inside the input trace folder {p}")
+    if not parent.is_dir():
+        raise InputError(target, "the folder to write into does not exist")
+    if target.is_dir():
+        raise InputError(target, "is a folder, not a file")
+    if not os.access(parent, os.W_OK):
+        raise InputError(target, "the folder is not writable")
+    return target
+
+
+def atomic_write(path: str | os.PathLike, data: str | bytes, protect=()) -> Path:
+    """Write ``data`` to ``path`` so that readers see either the old file or the whole new one.
+
+    The data goes to a temporary file in the same folder, is flushed to disk, then renamed over
+    the target. ``protect``: folders (e.g. the input traces) that must never be written into."""
+    target = check_target(path, protect)
+    parent = target.parent if str(target.parent) else Path(".")
+    mode = "wb" if isinstance(data, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    try:
+        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": "\n"})) as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return target

@@ -1,0 +1,78 @@
+"""``perftriage info``: what a set of CTF traces holds, from one pass that decodes no payload."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .reader import CtfReader, ProgressFn, ReadSpec, TraceMeta
+
+
+@dataclass
+class TraceSummary:
+    traces: list[TraceMeta]
+    hosts: list[str]
+    event_counts: dict[str, int]
+    events: int
+    begin_ns: int | None
+    end_ns: int | None
+    error: str | None = None  # set when reading stopped part-way; counts cover what was read
+    per_host_events: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def duration_s(self) -> float:
+        if self.begin_ns is None or self.end_ns is None:
+            return 0.0
+        return (self.end_ns - self.begin_ns) / 1e9
+
+
+class EventCounter:
+    """Chunk consumer: events per name and per host, and the time span."""
+
+    def __init__(self):
+        self.counts = np.zeros(0, np.int64)
+        self.host_counts = np.zeros(0, np.int64)
+        self.begin = None
+        self.end = None
+        self.reader: CtfReader | None = None
+
+    def read_spec(self) -> ReadSpec:
+        return ReadSpec()
+
+    def bind(self, reader: CtfReader) -> None:
+        self.reader = reader
+
+    def consume(self, chunk) -> None:
+        c = np.bincount(chunk.event, minlength=len(self.reader.event_names))
+        self.counts = np.pad(self.counts, (0, len(c) - len(self.counts))) + c
+        h = np.bincount(chunk.host, minlength=len(self.reader.hosts))
+        self.host_counts = np.pad(self.host_counts, (0, len(h) - len(self.host_counts))) + h
+        if len(chunk):
+            if self.begin is None:
+                self.begin = int(chunk.ts[0])
+            self.end = int(chunk.ts[-1])
+
+    def finish(self) -> TraceSummary:
+        reader = self.reader
+        names = reader.event_names
+        event_counts = {names[i]: int(n) for i, n in enumerate(self.counts) if n}
+        return TraceSummary(
+            traces=reader.traces,
+            hosts=list(reader.hosts),
+            event_counts=dict(sorted(event_counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+            events=int(self.counts.sum()),
+            begin_ns=self.begin,
+            end_ns=self.end,
+            per_host_events={reader.hosts[i]: int(n) for i, n in enumerate(self.host_counts) if n},
+        )
+
+
+def summarize(paths, progress: ProgressFn | None = None) -> TraceSummary:
+    from ..pipeline import read_once  # noqa: PLC0415
+
+    result = read_once(paths, [EventCounter()], progress=progress)
+    summary = result.results[0]
+    if result.error is not None:
+        summary.error = str(result.error)
+    return summary

@@ -1,0 +1,87 @@
+"""What the paths the user gives hold: CTF traces, data files. Decided by content, not by name."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .ctf.discover import is_ctf_metadata, looks_like_ctf
+from .errors import InputError
+
+
+@dataclass
+class Inputs:
+    paths: list[str]
+    ctf: list[Path] = field(default_factory=list)  # trace folders (or session folders holding traces)
+    files: dict[str, list[Path]] = field(default_factory=dict)  # kind -> data files
+
+    @property
+    def all_paths(self) -> list[str]:
+        return list(self.paths)
+
+    def add_file(self, kind: str, path: Path) -> None:
+        self.files.setdefault(kind, []).append(path)
+
+
+# Each data-file kind registers a sniffer: (path, first bytes) -> bool. Later analyses add theirs.
+_SNIFFERS: list[tuple[str, callable]] = []
+
+
+def register_file_kind(kind: str, sniffer) -> None:
+    if all(k != kind for k, _ in _SNIFFERS):
+        _SNIFFERS.append((kind, sniffer))
+
+
+def sniff_file(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    if not head.strip():
+        raise InputError(path, "file is empty")
+    for kind, sniffer in _SNIFFERS:
+        if sniffer(path, head):
+            return kind
+    return None
+
+
+def classify(paths) -> Inputs:
+    """Sort the user's paths into CTF traces and data files; one clear error for anything else."""
+    inputs = Inputs(paths=[os.fspath(p) for p in paths])
+    if not paths:
+        raise InputError(None, "no input given: name a trace folder or a data file")
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise InputError(p, "no such file or folder")
+        if p.is_dir():
+            if looks_like_ctf(p):
+                inputs.ctf.append(p)
+                continue
+            kinds = 0
+            for child in sorted(p.iterdir()):
+                if child.is_file() and not child.name.startswith("."):
+                    kind = _sniff_quiet(child)
+                    if kind:
+                        inputs.add_file(kind, child)
+                        kinds += 1
+            if not kinds:
+                raise InputError(p, "holds neither a CTF trace (no 'metadata' file) nor a data file perftriage reads")
+            continue
+        if p.name == "metadata" and is_ctf_metadata(p):
+            inputs.ctf.append(p.parent)
+            continue
+        kind = sniff_file(p)
+        if kind is None:
+            raise InputError(p, "unrecognised input: not a CTF trace folder nor a data file perftriage reads")
+        inputs.add_file(kind, p)
+    return inputs
+
+
+def _sniff_quiet(path: Path) -> str | None:
+    try:
+        return sniff_file(path)
+    except InputError:
+        return None

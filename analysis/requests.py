@@ -1,0 +1,305 @@
+"""Requests cut out of a trace by start/end marker events, as a columnar request table.
+
+Built-in markers (the real instrumentation's names and fields):
+
+- ``ust_php:request_entry`` / ``ust_php:request_exit`` (LTTng PHP extension): paired per thread
+  (``vtid``); fields ``path``, ``uri``, ``method``, ``querystring``.
+- ``ust_apache:request_entry`` / ``ust_apache:request_exit`` (mod_lttng): paired by ``id``;
+  entry fields ``host``, ``method``, ``uri``, ``protocol``..., exit field ``status``.
+
+Any other pair is given as a :class:`MarkerSpec` (``--request-start``, ``--request-end``,
+``--request-key``; the key defaults to the thread, ``vtid``).
+
+Pairing: starts and ends are sorted by (host, key, time); a start is paired with the next
+event of the same key when that is an end. Starts without an end (the trace stopped first) and
+ends without a start (the request began before tracing) are counted, not guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .columns import MISSING
+from .ctf.reader import CtfReader, ReadSpec
+
+THREAD_KEYS = ("vtid", "tid")
+BASE_COLUMNS = ("id", "kind", "host", "pid", "tid", "start", "end", "duration")
+
+
+@dataclass(frozen=True)
+class MarkerSpec:
+    start: str
+    end: str
+    key: str = "vtid"  # "vtid"/"tid" = the thread; else a payload field present in both events
+    start_fields: tuple[str, ...] = ("*",)  # "*" = every payload field of the start event
+    end_fields: tuple[str, ...] = ("*",)
+    kind: str = ""
+
+    @property
+    def keyed_by_thread(self) -> bool:
+        return self.key in THREAD_KEYS
+
+
+PHP = MarkerSpec(
+    "ust_php:request_entry",
+    "ust_php:request_exit",
+    key="vtid",
+    start_fields=("path", "uri", "method", "querystring"),
+    end_fields=(),
+    kind="php",
+)
+APACHE = MarkerSpec(
+    "ust_apache:request_entry",
+    "ust_apache:request_exit",
+    key="id",
+    start_fields=("*",),
+    end_fields=("status",),
+    kind="apache",
+)
+BUILTIN_MARKERS = (PHP, APACHE)
+
+
+@dataclass
+class RequestTable:
+    """One row per request. Times in ns since the Unix epoch (the trace clock's origin)."""
+
+    id: np.ndarray
+    kind: np.ndarray  # object: "php", "apache", ...
+    host: np.ndarray  # object: hostname
+    pid: np.ndarray
+    tid: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    fields: dict[str, np.ndarray] = field(default_factory=dict)  # object arrays of marker fields
+    unmatched_starts: int = 0
+    unmatched_ends: int = 0
+
+    @property
+    def duration(self) -> np.ndarray:
+        return self.end - self.start
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+    def take(self, index) -> "RequestTable":
+        return RequestTable(
+            id=self.id[index],
+            kind=self.kind[index],
+            host=self.host[index],
+            pid=self.pid[index],
+            tid=self.tid[index],
+            start=self.start[index],
+            end=self.end[index],
+            fields={k: v[index] for k, v in self.fields.items()},
+            unmatched_starts=self.unmatched_starts,
+            unmatched_ends=self.unmatched_ends,
+        )
+
+    def by_duration(self) -> "RequestTable":
+        """Slowest first (ties by start time)."""
+        return self.take(np.lexsort((self.start, -self.duration)))
+
+    @property
+    def field_names(self) -> list[str]:
+        return list(self.fields)
+
+    def label(self, i: int) -> str:
+        """A short human name for row i: the uri/path when there is one."""
+        for name in ("uri", "path", "url", "name"):
+            col = self.fields.get(name)
+            if col is not None and col[i] not in ("", None, "-"):
+                return str(col[i])
+        return f"{self.kind[i]} #{self.id[i]}"
+
+    @staticmethod
+    def empty() -> "RequestTable":
+        e = np.empty(0, np.int64)
+        o = np.empty(0, object)
+        return RequestTable(e, o, o, e, e, e, e)
+
+    @staticmethod
+    def concat(tables: list["RequestTable"]) -> "RequestTable":
+        tables = [t for t in tables if t is not None]
+        if not tables:
+            return RequestTable.empty()
+        names: list[str] = []
+        for t in tables:
+            names.extend(n for n in t.fields if n not in names)
+        return RequestTable(
+            id=np.concatenate([t.id for t in tables]),
+            kind=np.concatenate([t.kind for t in tables]),
+            host=np.concatenate([t.host for t in tables]),
+            pid=np.concatenate([t.pid for t in tables]),
+            tid=np.concatenate([t.tid for t in tables]),
+            start=np.concatenate([t.start for t in tables]),
+            end=np.concatenate([t.end for t in tables]),
+            fields={
+                n: np.concatenate([t.fields.get(n, np.full(len(t), "", object)) for t in tables]) for n in names
+            },
+            unmatched_starts=sum(t.unmatched_starts for t in tables),
+            unmatched_ends=sum(t.unmatched_ends for t in tables),
+        )
+
+
+class _Side:
+    """Rows of start (or end) events gathered over the chunks."""
+
+    def __init__(self):
+        self.parts: list[dict[str, np.ndarray]] = []
+
+    def add(self, chunk, mask, field_names):
+        if not mask.any():
+            return
+        part = {
+            "ts": chunk.ts[mask],
+            "host": chunk.host[mask],
+            "tid": chunk.tid[mask],
+            "pid": chunk.pid[mask],
+        }
+        for f in field_names:
+            col = chunk.fields.get(f)
+            if col is not None:
+                part["f:" + f] = col[mask]
+        self.parts.append(part)
+
+    def collect(self) -> dict[str, np.ndarray]:
+        if not self.parts:
+            return {}
+        keys: list[str] = []
+        for p in self.parts:
+            keys.extend(k for k in p if k not in keys)
+        out = {}
+        for k in keys:
+            arrs = [p[k] if k in p else None for p in self.parts]
+            dt = next(a.dtype for a in arrs if a is not None)
+            fill = -1 if dt == np.int32 else (np.nan if dt.kind == "f" else MISSING)
+            out[k] = np.concatenate(
+                [a if a is not None else np.full(len(p["ts"]), fill, dt) for a, p in zip(arrs, self.parts)]
+            )
+        return out
+
+
+class MarkerRequests:
+    """Chunk consumer: pairs start/end markers into a :class:`RequestTable`."""
+
+    def __init__(self, markers=BUILTIN_MARKERS):
+        self.markers = tuple(markers)
+        self.reader: CtfReader | None = None
+        self._sides = [(_Side(), _Side()) for _ in self.markers]
+        self._codes: list[tuple[int, int]] = []
+
+    def read_spec(self) -> ReadSpec:
+        fields: dict[str, list[str]] = {}
+        for m in self.markers:
+            s = fields.setdefault(m.start, [])
+            s.extend(f for f in m.start_fields if f not in s)
+            e = fields.setdefault(m.end, [])
+            e.extend(f for f in m.end_fields if f not in e)
+            if not m.keyed_by_thread:
+                for ev in (m.start, m.end):
+                    if m.key not in fields[ev]:
+                        fields[ev].append(m.key)
+        events = []
+        for m in self.markers:
+            events.extend([m.start, m.end])
+        return ReadSpec(fields={k: tuple(v) for k, v in fields.items()}, events=events)
+
+    def bind(self, reader: CtfReader) -> None:
+        self.reader = reader
+        self._codes = [(reader.event_code(m.start), reader.event_code(m.end)) for m in self.markers]
+
+    def consume(self, chunk) -> None:
+        for (start_side, end_side), (cs, ce), _ in zip(self._sides, self._codes, self.markers):
+            names = list(chunk.fields)
+            start_side.add(chunk, chunk.event == cs, names)
+            end_side.add(chunk, chunk.event == ce, names)
+
+    def finish(self) -> RequestTable:
+        tables = [
+            self._pair(m, s.collect(), e.collect()) for m, (s, e) in zip(self.markers, self._sides)
+        ]
+        return RequestTable.concat([t for t in tables if t is not None])
+
+    def _pair(self, m: MarkerSpec, starts: dict, ends: dict) -> RequestTable | None:
+        if not starts and not ends:
+            return None
+        reader = self.reader
+        ns, ne = len(starts.get("ts", ())), len(ends.get("ts", ()))
+        if ns == 0 or ne == 0:
+            t = RequestTable.empty()
+            t.unmatched_starts, t.unmatched_ends = ns, ne
+            return t
+
+        def key_of(side):
+            if m.keyed_by_thread:
+                return side["tid"].astype(np.int64)
+            col = side.get("f:" + m.key)
+            if col is None:
+                return np.full(len(side["ts"]), MISSING, np.int64)
+            return col.astype(np.int64)
+
+        ts = np.concatenate([starts["ts"], ends["ts"]])
+        host = np.concatenate([starts["host"], ends["host"]]).astype(np.int64)
+        key = np.concatenate([key_of(starts), key_of(ends)])
+        is_end = np.r_[np.zeros(ns, bool), np.ones(ne, bool)]
+        order = np.lexsort((is_end, ts, key, host))
+        same = (host[order][1:] == host[order][:-1]) & (key[order][1:] == key[order][:-1])
+        pair = (~is_end[order][:-1]) & is_end[order][1:] & same
+        si = order[:-1][pair]  # indices into the start side
+        ei = order[1:][pair] - ns  # indices into the end side
+        paired_starts = len(si)
+        st = starts
+        hosts = np.array(reader.hosts + ["?"], dtype=object)
+        host_idx = np.where(st["host"][si] >= 0, st["host"][si], len(reader.hosts))
+        fields: dict[str, np.ndarray] = {}
+        start_names = self._field_names(starts, m.start, m.start_fields)
+        end_names = self._field_names(ends, m.end, m.end_fields)
+        for name in start_names:
+            fields[self._column_name(name)] = self._decode(starts["f:" + name][si])
+        for name in end_names:
+            col = self._column_name(name)
+            if col not in fields:
+                fields[col] = self._decode(ends["f:" + name][ei])
+        if m.keyed_by_thread:
+            ids = np.arange(paired_starts, dtype=np.int64)
+        else:
+            ids = key_of(starts)[si]
+        order_t = np.argsort(st["ts"][si], kind="stable")
+        if m.keyed_by_thread:
+            ids = np.empty(paired_starts, np.int64)
+            ids[order_t] = np.arange(paired_starts)  # ids in start-time order
+        table = RequestTable(
+            id=ids,
+            kind=np.full(paired_starts, m.kind or m.start, dtype=object),
+            host=hosts[host_idx],
+            pid=np.where(st["pid"][si] >= 0, st["pid"][si], -1).astype(np.int64),
+            tid=st["tid"][si].astype(np.int64),
+            start=st["ts"][si],
+            end=ends["ts"][ei],
+            fields=fields,
+            unmatched_starts=ns - paired_starts,
+            unmatched_ends=ne - paired_starts,
+        )
+        return table.take(order_t)
+
+    def _field_names(self, side: dict, event: str, wanted) -> list[str]:
+        """Columns decoded for ``event`` that the marker asked for ("*": all of them)."""
+        decoded = self.reader.event_fields.get(event, [])
+        have = [f for f in decoded if "f:" + f in side]
+        if "*" in wanted:
+            return have
+        return [f for f in wanted if f in have]
+
+    @staticmethod
+    def _column_name(name: str) -> str:
+        return f"field_{name}" if name in BASE_COLUMNS else name
+
+    def _decode(self, col: np.ndarray) -> np.ndarray:
+        if col.dtype == np.int32:  # string codes
+            return self.reader.strings.decode(col)
+        out = col.astype(object)
+        if col.dtype.kind == "i":
+            out[col == MISSING] = ""
+        return out

@@ -1,0 +1,293 @@
+"""The ``perftriage`` command: open the app, or run the analyses headless.
+
+Exit codes (also in ``perftriage --help``):
+  0  success
+  1  internal error (a bug: please report it with the traceback)
+  2  usage error (bad option or argument)
+  3  input error: a file or folder cannot be used; nothing was written
+  4  partial input: some trace could only be read in part; the output covers what was read
+  5  a system package is missing (e.g. babeltrace2's python3-bt2 for CTF traces)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from analysis import __version__
+from analysis.errors import InputError, MissingDependency, PerftriageError
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INPUT, EXIT_PARTIAL, EXIT_MISSING = 0, 1, 2, 3, 4, 5
+
+EXIT_CODES_HELP = """exit codes:
+  0  success
+  1  internal error (a bug: please report it with the traceback)
+  2  usage error (bad option or argument)
+  3  input error: a file or folder cannot be used; nothing was written
+  4  partial input: a trace could only be read in part; the output covers what was read
+  5  a system package is missing (e.g. python3-bt2 for CTF traces)
+"""
+
+COMMANDS = ("open", "report", "info")
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def _add_marker_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("requests from marker events")
+    g.add_argument("--request-start", metavar="EVENT", help="event that starts a request (e.g. myapp:req_begin)")
+    g.add_argument("--request-end", metavar="EVENT", help="event that ends a request")
+    g.add_argument(
+        "--request-key",
+        metavar="FIELD",
+        default="vtid",
+        help="pairs starts with ends: a payload field present in both, or vtid (the thread, default)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="perftriage",
+        formatter_class=_Formatter,
+        description=(
+            "Triage performance problems from traces and metrics: which requests, threads, methods "
+            "or servers misbehave, and why.\n\n"
+            "  perftriage PATH...            open the app on traces / data files / folders\n"
+            "  perftriage report PATH...     the same analyses, headless, as Markdown or JSON\n"
+            "  perftriage info PATH...       what a CTF trace holds"
+        ),
+        epilog=EXIT_CODES_HELP,
+    )
+    parser.add_argument("--version", action="version", version=f"perftriage {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p_open = sub.add_parser(
+        "open",
+        help="open the app on PATHs (the default command)",
+        formatter_class=_Formatter,
+        description="Open the terminal app on traces, data files or folders. Keys: ? in the app.",
+        epilog=EXIT_CODES_HELP,
+    )
+    p_open.add_argument("paths", nargs="+", metavar="PATH")
+    _add_marker_options(p_open)
+
+    p_report = sub.add_parser(
+        "report",
+        help="run the analyses headless and write the findings",
+        formatter_class=_Formatter,
+        description="Run every analysis that applies to the inputs and write the ranked findings.",
+        epilog=EXIT_CODES_HELP,
+    )
+    p_report.add_argument("paths", nargs="+", metavar="PATH")
+    p_report.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
+    p_report.add_argument("--format", choices=("md", "json"), default=None, help="md (default) or json; "
+                          "by default taken from the -o file's extension")
+    p_report.add_argument("--top", type=int, default=20, metavar="N", help="rows in 'slowest' tables (default 20)")
+    p_report.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    _add_marker_options(p_report)
+
+    p_info = sub.add_parser(
+        "info",
+        help="summarise CTF traces: hosts, domains, CPUs, time span, events per name, losses",
+        formatter_class=_Formatter,
+        description="Summarise CTF traces (several folders of one host are read together).",
+        epilog=EXIT_CODES_HELP,
+    )
+    p_info.add_argument("paths", nargs="+", metavar="PATH")
+    p_info.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return parser
+
+
+def _normalise_argv(argv: list[str]) -> list[str]:
+    """``perftriage PATH...`` means ``perftriage open PATH...``."""
+    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        return ["open", *argv]
+    return argv
+
+
+def _options(args):
+    from analysis.requests import BUILTIN_MARKERS, MarkerSpec  # noqa: PLC0415
+    from analysis.triage import Options  # noqa: PLC0415
+
+    markers = BUILTIN_MARKERS
+    if args.request_start or args.request_end:
+        if not (args.request_start and args.request_end):
+            raise _Usage("--request-start and --request-end go together")
+        markers = (MarkerSpec(args.request_start, args.request_end, key=args.request_key, kind="custom"),)
+    opts = Options(markers=markers)
+    if getattr(args, "top", None) is not None:
+        if args.top < 1:
+            raise _Usage("--top must be at least 1")
+        opts.top = args.top
+    return opts
+
+
+class _Usage(Exception):
+    pass
+
+
+def _stderr_progress():
+    """Progress on stderr when it is a terminal: one line, rewritten in place."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(p):
+        pct = f"{p.fraction * 100:5.1f}%" if p.fraction is not None else "     "
+        sys.stderr.write(f"\r{pct} {p.stage}: {p.text}".ljust(70)[:79])
+        sys.stderr.flush()
+
+    return show
+
+
+def cmd_report(args) -> int:
+    from analysis.atomic import atomic_write, check_target  # noqa: PLC0415
+    from analysis.findings import render  # noqa: PLC0415
+    from analysis.triage import run_triage  # noqa: PLC0415
+
+    if args.output:
+        check_target(args.output, protect=args.paths)
+    fmt = args.format
+    if fmt is None:
+        fmt = "json" if args.output and args.output.lower().endswith(".json") else "md"
+    progress = None if args.quiet else _stderr_progress()
+    result = run_triage(args.paths, _options(args), progress=progress)
+    if progress is not None:
+        sys.stderr.write("\r" + " " * 79 + "\r")
+    text = render(result.report, fmt)
+    if args.output:
+        atomic_write(args.output, text, protect=[str(p) for p in result.inputs.ctf])
+        print(f"wrote {args.output} ({len(result.report.findings)} findings)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    partial = any(n.startswith("partial data") for n in result.report.notes)
+    missing = [n for n in result.report.notes if "python3-bt2" in n]
+    if missing and not result.report.findings:
+        print(missing[0], file=sys.stderr)
+        return EXIT_MISSING
+    return EXIT_PARTIAL if partial else EXIT_OK
+
+
+def cmd_info(args) -> int:
+    from analysis.ctf.summary import summarize  # noqa: PLC0415
+    from analysis.units import fmt_duration, fmt_timestamp  # noqa: PLC0415
+
+    s = summarize(args.paths)
+    if args.json:
+        data = {
+            "traces": [
+                {
+                    "path": t.path,
+                    "hostname": t.hostname,
+                    "domain": t.domain,
+                    "tracer": t.tracer,
+                    "cpus": sorted(t.cpus),
+                    "discarded_events": t.discarded_events,
+                    "discarded_events_unknown": t.discarded_events_unknown,
+                    "lost_packets": t.discarded_packets,
+                    "size_bytes": t.size,
+                    "problems": list(t.problems),
+                }
+                for t in s.traces
+            ],
+            "hosts": s.hosts,
+            "events": s.events,
+            "begin_ns": s.begin_ns,
+            "end_ns": s.end_ns,
+            "event_counts": s.event_counts,
+            "error": s.error,
+        }
+        print(json.dumps(data, indent=2))
+    else:
+        out = []
+        for t in s.traces:
+            out.append(f"trace   {t.path}")
+            out.append(f"  host {t.hostname}  domain {t.domain}  tracer {t.tracer}  CPUs {len(t.cpus)} "
+                       f"({_ranges(sorted(t.cpus))})  {t.size / 1e6:.1f} MB")
+            loss = f"  discarded events {t.discarded_events:,}  lost packets {t.discarded_packets:,}"
+            if t.discarded_events_unknown:
+                loss += f"  (+{t.discarded_events_unknown} discard records of unknown size)"
+            out.append(loss)
+            for problem in t.problems:
+                out.append(f"  DAMAGED {problem}")
+        if s.begin_ns is not None:
+            out.append(f"time    {fmt_timestamp(s.begin_ns)} .. {fmt_timestamp(s.end_ns)} UTC "
+                       f"({fmt_duration(s.end_ns - s.begin_ns)})")
+        out.append(f"events  {s.events:,}" + (f"  ({', '.join(f'{h}: {n:,}' for h, n in s.per_host_events.items())})"
+                                             if len(s.per_host_events) > 1 else ""))
+        width = max((len(n) for n in s.event_counts), default=10)
+        for name, n in s.event_counts.items():
+            out.append(f"  {name:<{width}}  {n:>12,}")
+        if s.error:
+            out.append(f"error   {s.error}")
+        print("\n".join(out))
+    damaged = [p for t in s.traces for p in t.problems]
+    for problem in ([s.error] if s.error else []) + damaged:
+        print(f"perftriage: {problem}", file=sys.stderr)
+    return EXIT_PARTIAL if s.error or damaged else EXIT_OK
+
+
+def _ranges(nums: list[int]) -> str:
+    if not nums:
+        return "-"
+    parts = []
+    start = prev = nums[0]
+    for n in nums[1:] + [None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ",".join(parts)
+
+
+def cmd_open(args) -> int:
+    opts = _options(args)
+    for p in args.paths:
+        if not Path(p).exists():
+            raise InputError(p, "no such file or folder")
+    try:
+        from tui.app import run_app  # noqa: PLC0415
+    except ImportError as exc:
+        raise MissingDependency(f"the app needs textual, which is not importable here ({exc}): run `make run`")
+    return run_app(args.paths, opts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    args = parser.parse_args(_normalise_argv(argv))
+    handlers = {"open": cmd_open, "report": cmd_report, "info": cmd_info}
+    try:
+        return handlers[args.command](args)
+    except _Usage as exc:
+        parser.error(str(exc))
+    except MissingDependency as exc:
+        print(f"perftriage: {exc}", file=sys.stderr)
+        return EXIT_MISSING
+    except InputError as exc:
+        print(f"perftriage: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except PerftriageError as exc:
+        print(f"perftriage: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:
+        where = exc.filename or ""
+        print(f"perftriage: {where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("perftriage: interrupted", file=sys.stderr)
+        return 130
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+

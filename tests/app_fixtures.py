@@ -1,0 +1,42 @@
+"""Synthetic results for driving the app without a trace."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.findings import Report
+from analysis.inputs import Inputs
+from analysis.request_findings import request_findings
+from analysis.requests import RequestTable
+from analysis.triage import Options, Progress, TriageResult
+
+
+def synthetic_requests(n: int, seed: int = 1) -> RequestTable:
+    rng = np.random.default_rng(seed)
+    start = 1_700_000_000_000_000_000 + np.sort(rng.integers(0, 60_000_000_000, n))
+    dur = (rng.lognormal(np.log(20e6), 0.4, n)).astype(np.int64)
+    slow = rng.choice(n, max(1, n // 100), replace=False)
+    dur[slow] *= 15
+    uris = np.array([f"/shop/item/{i % 997}?q={i}" for i in range(n)], dtype=object)
+    uris[slow] = np.array([f"/checkout/{i}" for i in range(len(slow))], dtype=object)
+    return RequestTable(
+        id=np.arange(n, dtype=np.int64),
+        kind=np.full(n, "php", object),
+        host=np.full(n, "web1", object),
+        pid=np.full(n, 4242, np.int64),
+        tid=(4242 + np.arange(n) % 16).astype(np.int64),
+        start=start,
+        end=start + dur,
+        fields={"method": np.full(n, "GET", object), "uri": uris},
+    )
+
+
+def fake_analyse(n: int):
+    def analyse(paths, options=None, progress=None):
+        if progress:
+            progress(Progress("reading trace", 0.5, "half way"))
+        t = synthetic_requests(n)
+        report = Report(inputs=list(paths), findings=request_findings(t, top=5), created="2026-01-01T00:00:00+00:00")
+        return TriageResult(inputs=Inputs(paths=list(paths)), options=options or Options(), requests=t, report=report)
+
+    return analyse

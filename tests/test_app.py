@@ -1,0 +1,155 @@
+"""The app, driven with Pilot as a user would: open, navigate, filter, open a request, export."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from app_fixtures import fake_analyse
+from conftest import needs_bt2, real_trace
+
+from tui.app import PerftriageApp
+from tui.panes.requests import RequestsPane
+from tui.widgets.row_table import RowTable
+
+
+async def loaded(pilot):
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def table_of(app) -> RowTable:
+    return app.query_one("#requests-table", RowTable)
+
+
+def line_text(widget, y: int) -> str:
+    return "".join(seg.text for seg in widget.render_line(y))
+
+
+async def test_fifty_thousand_requests_navigate_and_filter():
+    app = PerftriageApp(["synthetic"], analyse=fake_analyse(50_000))
+    async with app.run_test() as pilot:  # 80x24, the minimum size
+        await loaded(pilot)
+        table = table_of(app)
+        assert table.row_count == 50_000
+        pane = app.query_one(RequestsPane)
+        durations = pane.table.duration
+        assert (durations[:-1] >= durations[1:]).all()  # slowest first
+        assert "/checkout/" in line_text(table, 1)  # the injected slow ones lead
+        await pilot.press("G")
+        assert table.cursor == 49_999
+        await pilot.press("g", "j", "j", "k")
+        assert table.cursor == 1
+        await pilot.press("slash")
+        await pilot.press(*"checkout")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert table.row_count == 500
+        assert "filter 'checkout': 500 shown" in str(app.query_one("#requests-title").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert table.row_count == 50_000
+
+
+async def test_enter_opens_the_request_and_escape_closes_it():
+    app = PerftriageApp(["synthetic"], analyse=fake_analyse(100))
+    async with app.run_test() as pilot:
+        await loaded(pilot)
+        await pilot.press("enter")
+        await pilot.pause()
+        text = str(app.screen.query_one("#request-detail-text").render())
+        assert "duration" in text and "/checkout/" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen.query("#request-detail-text") == [] or not app.screen.query("#request-detail-text")
+
+
+async def test_export_writes_markdown_atomically(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = PerftriageApp(["synthetic"], analyse=fake_analyse(100))
+    async with app.run_test() as pilot:
+        await loaded(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        files = sorted(os.listdir(tmp_path))
+        assert len(files) == 1 and files[0].startswith("perftriage-findings-") and files[0].endswith(".md")
+        md = (tmp_path / files[0]).read_text()
+        assert md.startswith("# perftriage findings")
+        assert "| id | kind | host | pid/tid | start (UTC) | duration | method | uri |" in md
+        assert "\x1b" not in md
+        assert app.last_export == files[0]
+
+
+async def test_help_and_tabs_and_quit():
+    app = PerftriageApp(["synthetic"], analyse=fake_analyse(10))
+    async with app.run_test() as pilot:
+        await loaded(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert "perftriage keys" in str(app.screen.query_one("#help-text").render())
+        await pilot.press("escape")
+        await pilot.press("6")
+        await pilot.pause()
+        assert app.query_one("#tabs").active == "findings"
+        await pilot.press("4")
+        assert app.query_one("#tabs").active == "threads"
+        await pilot.press("q")
+    assert app.return_code == 0 or app.return_code is None
+
+
+async def test_too_small_terminal_says_so():
+    app = PerftriageApp(["synthetic"], analyse=fake_analyse(10))
+    async with app.run_test(size=(70, 20)) as pilot:
+        await loaded(pilot)
+        assert app.screen.has_class("too-small")
+        assert "at least 80x24; this one is 70x20" in str(app.query_one("#too-small").render())
+
+
+async def test_load_error_is_shown_not_crashed():
+    def broken(paths, options=None, progress=None):
+        from analysis.errors import InputError
+
+        raise InputError(paths[0], "no such file or folder")
+
+    app = PerftriageApp(["/nope"], analyse=broken)
+    async with app.run_test() as pilot:
+        await loaded(pilot)
+        assert "error: /nope: no such file or folder" in str(app.query_one("#status").render())
+
+
+@needs_bt2
+async def test_real_php_trace_end_to_end():
+    app = PerftriageApp([str(real_trace("tracevizlab-php-ust"))])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        table = table_of(app)
+        assert table.row_count == 1
+        assert "script.php" in line_text(table, 1)
+        assert "1,871 events" in str(app.query_one("#status").render())
+
+
+def test_snapshot_requests_pane(snap_compare):
+    app = PerftriageApp(["synthetic"], analyse=fake_analyse(300))
+
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("j", "j")
+
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
+
+
+@pytest.mark.parametrize("term", ["xterm", "xterm-256color"])
+def test_runs_headless_under_common_terms(term, monkeypatch):
+    monkeypatch.setenv("TERM", term)
+    monkeypatch.setenv("NO_COLOR", "1")
+    import asyncio
+
+    async def go():
+        app = PerftriageApp(["synthetic"], analyse=fake_analyse(10))
+        async with app.run_test() as pilot:
+            await loaded(pilot)
+            return table_of(app).row_count
+
+    assert asyncio.run(go()) == 10

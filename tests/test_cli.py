@@ -1,0 +1,104 @@
+"""The perftriage command, run as users run it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import REAL_TRACE_EVENTS, ROOT, needs_bt2, real_trace
+
+from perftriage.cli import COMMANDS, main
+
+
+def cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "perftriage", *map(str, args)], capture_output=True, text=True,
+                          cwd=kw.pop("cwd", ROOT), **kw)
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_on_every_command_lists_exit_codes(command, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(([command] if command else []) + ["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "exit codes" in out and "partial input" in out
+
+
+def test_no_arguments_prints_usage_and_exit_2(capsys):
+    assert main([]) == 2
+    assert "usage" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2():
+    r = cli("report", "x", "--request-start", "a:b")
+    assert r.returncode == 2 and "go together" in r.stderr
+    r = cli("report", "x", "--format", "pdf")
+    assert r.returncode == 2
+
+
+def test_missing_input_exit_3_one_line():
+    r = cli("report", "/no/such/trace")
+    assert r.returncode == 3
+    assert r.stderr.strip() == "perftriage: /no/such/trace: no such file or folder"
+    assert r.stdout == ""
+
+
+@needs_bt2
+def test_report_on_the_real_php_trace_lists_its_request_with_uri():
+    r = cli("report", real_trace("tracevizlab-php-ust"))
+    assert r.returncode == 0, r.stderr
+    assert "| id | kind | host | pid/tid | start (UTC) | duration | method | uri | path | querystring |" in r.stdout
+    assert "script.php" in r.stdout and "arnaud-desktop" in r.stdout and "1.34 ms" in r.stdout
+
+
+@needs_bt2
+def test_report_to_file_md_and_json(tmp_path):
+    out = tmp_path / "f.json"
+    r = cli("report", real_trace("tracevizlab-php-ust"), "-o", out)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    assert data["findings"][0]["analysis"] == "requests"
+    assert data["inputs"] == [str(real_trace("tracevizlab-php-ust"))]
+    md = tmp_path / "f.md"
+    r = cli("report", real_trace("tracevizlab-php-ust"), "-o", md, "--format", "md")
+    assert md.read_text().startswith("# perftriage findings")
+
+
+@needs_bt2
+def test_report_with_custom_markers():
+    r = cli("report", real_trace("tracevizlab-php-ust"), "--request-start", "lttng_ust_statedump:start",
+            "--request-end", "lttng_ust_statedump:end")
+    assert r.returncode == 0
+    assert "custom request" in r.stdout
+
+
+@needs_bt2
+def test_info_text_and_json():
+    path = real_trace("tracevizlab-apt")
+    r = cli("info", path)
+    assert r.returncode == 0
+    assert "host basement-htpc  domain kernel  tracer lttng-modules 2.10.5  CPUs 2 (0-1)" in r.stdout
+    assert f"events  {REAL_TRACE_EVENTS['tracevizlab-apt']:,}" in r.stdout
+    r = cli("info", "--json", path)
+    data = json.loads(r.stdout)
+    assert data["events"] == REAL_TRACE_EVENTS["tracevizlab-apt"]
+    assert sum(data["event_counts"].values()) == data["events"]
+    assert data["traces"][0]["discarded_events"] == 0
+
+
+@needs_bt2
+def test_info_reads_kernel_and_ust_folders_together():
+    r = cli("info", real_trace("tracevizlab-cat-kern-ust") / "cat-kernel", real_trace("tracevizlab-cat-kern-ust") / "cat-ust")
+    assert r.returncode == 0
+    assert f"events  {REAL_TRACE_EVENTS['tracevizlab-cat-kern-ust']:,}" in r.stdout
+    assert "domain kernel" in r.stdout and "domain ust" in r.stdout
+
+
+def test_console_script_is_installed():
+    exe = ROOT / ".venv" / "bin" / "perftriage"
+    if not exe.exists():
+        pytest.skip("not installed in .venv")
+    r = subprocess.run([str(exe), "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("perftriage ")

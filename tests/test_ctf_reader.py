@@ -1,0 +1,148 @@
+"""The CTF reader against real LTTng traces and babeltrace2 itself."""
+
+from __future__ import annotations
+
+import collections
+import re
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import REAL_TRACE_EVENTS, needs_babeltrace2, needs_bt2, real_trace
+
+from analysis.columns import MISSING
+from analysis.ctf.names import canonical_event_name
+from analysis.ctf.reader import CtfReader, ReadSpec, _CurrentTask
+from analysis.ctf.summary import summarize
+
+pytestmark = needs_bt2
+
+_LINE = re.compile(r"^\[[^\]]+\] \([^)]*\) \S+ (\S+): ", re.M)
+
+
+def babeltrace2_counts(path) -> collections.Counter:
+    out = subprocess.run(["babeltrace2", str(path)], capture_output=True, text=True, check=True).stdout
+    names = [canonical_event_name(m.group(1)) for m in _LINE.finditer(out)]
+    assert len(names) == out.count("\n"), "every babeltrace2 line should parse"
+    return collections.Counter(names)
+
+
+@pytest.mark.parametrize("name", sorted(REAL_TRACE_EVENTS))
+def test_event_count_matches_provenance(name):
+    s = summarize([real_trace(name)])
+    assert s.error is None
+    assert s.events == REAL_TRACE_EVENTS[name]
+
+
+@needs_babeltrace2
+@pytest.mark.parametrize("name", ["tracevizlab-wget-k-20180802-115043", "tracevizlab-cat-kern-ust", "tracevizlab-php-ust"])
+def test_per_event_counts_match_babeltrace2(name):
+    s = summarize([real_trace(name)])
+    assert collections.Counter(s.event_counts) == babeltrace2_counts(real_trace(name))
+
+
+def test_metadata_facts_of_a_kernel_and_a_ust_trace():
+    s = summarize([real_trace("tracevizlab-cat-kern-ust")])
+    by_domain = {t.domain: t for t in s.traces}
+    assert set(by_domain) == {"kernel", "ust"}
+    assert by_domain["kernel"].hostname == "wilbrod"
+    assert by_domain["kernel"].tracer.startswith("lttng-modules 2.11")
+    assert by_domain["kernel"].cpus == set(range(8))
+    assert s.hosts == ["wilbrod"]
+    assert s.begin_ns < s.end_ns
+
+
+def test_chunks_are_time_ordered_and_chunking_does_not_change_the_data():
+    path = real_trace("tracevizlab-wget-k-20180802-115043")
+    spec = dict(fields={"sched_switch": ["prev_tid", "next_tid", "prev_comm"], "syscall_exit_*": ["ret"]})
+    small = CtfReader([path], ReadSpec(**spec, chunk_events=1000))
+    chunks = list(small.chunks())
+    # a chunk is cut at the first message batch that reaches the limit
+    assert len(chunks) >= 20 and all(len(c) < 1000 + 200 for c in chunks)
+    a = type(chunks[0]).concat(chunks)
+    b = CtfReader([path], ReadSpec(**spec)).read_all()
+    assert len(a) == len(b) == REAL_TRACE_EVENTS["tracevizlab-wget-k-20180802-115043"]
+    assert np.all(np.diff(a.ts) >= 0)
+    for col in ("ts", "cpu", "event", "tid"):
+        assert np.array_equal(getattr(a, col), getattr(b, col)), col
+    for f in ("prev_tid", "next_tid", "prev_comm", "ret"):
+        assert np.array_equal(a.fields[f], b.fields[f]), f
+
+
+def test_only_asked_fields_are_decoded_and_missing_rows_are_marked():
+    r = CtfReader([real_trace("tracevizlab-wget-k-20180802-115043")], ReadSpec(fields={"syscall_exit_read": ["ret"]}))
+    c = r.read_all()
+    assert set(c.fields) == {"ret"}  # sched_switch tids are decoded internally, not returned
+    is_read_exit = c.event == r.event_code("syscall_exit_read")
+    assert is_read_exit.any()
+    assert np.all(c.fields["ret"][~is_read_exit] == MISSING)
+    assert np.all(c.fields["ret"][is_read_exit] != MISSING)
+
+
+def test_event_filter_keeps_only_matching_events_but_still_tracks_tids():
+    path = real_trace("tracevizlab-wget-k-20180802-115043")
+    full = CtfReader([path]).read_all()
+    r = CtfReader([path], ReadSpec(events=["syscall_entry_*"]))
+    c = r.read_all()
+    names = {r.event_names[e] for e in np.unique(c.event)}
+    assert names and all(n.startswith("syscall_entry_") for n in names)
+    want = np.isin(full.event, [i for i, n in enumerate(full_names(path)) if n.startswith("syscall_entry_")])
+    assert len(c) == int(want.sum())
+    assert np.array_equal(c.tid, full.tid[want])
+
+
+def full_names(path):
+    r = CtfReader([path])
+    r.read_all()
+    return r.event_names
+
+
+def test_strings_are_interned_to_codes():
+    r = CtfReader([real_trace("tracevizlab-php-ust")], ReadSpec(fields={"ust_php:request_entry": ["uri", "path"]}))
+    c = r.read_all()
+    rows = np.flatnonzero(c.event == r.event_code("ust_php:request_entry"))
+    assert len(rows) == 1
+    assert c.fields["path"].dtype == np.int32
+    assert r.strings[int(c.fields["path"][rows[0]])].endswith("script.php")
+    assert r.strings[int(c.fields["uri"][rows[0]])] == "-"
+
+
+@needs_babeltrace2
+def test_ust_tid_and_pid_come_from_the_vtid_vpid_context():
+    path = real_trace("tracevizlab-php-ust")
+    out = subprocess.run(["babeltrace2", str(path)], capture_output=True, text=True, check=True).stdout
+    ctx = re.findall(r"\{ vpid = (\d+), vtid = (\d+) \}", out)
+    c = CtfReader([path]).read_all()
+    assert len(ctx) == len(c) == REAL_TRACE_EVENTS["tracevizlab-php-ust"]
+    assert c.pid.tolist() == [int(p) for p, _ in ctx]
+    assert c.tid.tolist() == [int(t) for _, t in ctx]
+
+
+def test_current_task_tracking_within_and_across_chunks():
+    t = _CurrentTask()
+    # cpu 0: events before the first switch belong to the switch's prev_tid; cpu 1 interleaved
+    host = np.zeros(6, np.int16)
+    cpu = np.array([0, 1, 0, 0, 1, 0], np.int32)
+    sw = np.array([False, False, True, False, True, False])
+    prev = np.array([MISSING, MISSING, 10, MISSING, 20, MISSING])
+    nxt = np.array([MISSING, MISSING, 11, MISSING, 21, MISSING])
+    tid = np.full(6, -1, np.int32)
+    t.fill(tid, np.ones(6, bool), sw, host, cpu, prev, nxt)
+    assert tid.tolist() == [10, 20, 10, 11, 20, 11]
+    # next chunk carries on from the state left by the first
+    tid2 = np.full(3, -1, np.int32)
+    t.fill(tid2, np.ones(3, bool), np.array([False, True, False]), np.zeros(3, np.int16),
+           np.array([1, 0, 0], np.int32), np.array([MISSING, 11, MISSING]), np.array([MISSING, 12, MISSING]))
+    assert tid2.tolist() == [21, 11, 12]
+
+
+def test_progress_reports_events_and_bytes_up_to_the_total():
+    seen = []
+    r = CtfReader([real_trace("tracevizlab-apt")], progress=seen.append, progress_every=0.0)
+    for _ in r.chunks():
+        pass
+    assert len(seen) > 3
+    assert [p.events for p in seen] == sorted(p.events for p in seen)
+    assert seen[-1].events == REAL_TRACE_EVENTS["tracevizlab-apt"]
+    assert seen[-1].bytes_done == seen[-1].bytes_total == r.bytes_total > 0
+    assert any(0 < p.bytes_done < p.bytes_total for p in seen)

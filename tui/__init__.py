@@ -1,0 +1,1 @@
+"""perftriage's Textual app. Displays analysis results; no analysis logic lives here."""

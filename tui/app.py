@@ -1,0 +1,223 @@
+"""The perftriage app: one tab per analysis, a status line, help on ?, export on e.
+
+The app only shows results and asks for new ones: the analyses run in a worker thread
+(:func:`analysis.triage.run_triage`), reporting progress to the status line.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from typing import Callable
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
+
+from analysis.atomic import atomic_write
+from analysis.errors import PerftriageError
+from analysis.findings import report_markdown
+from analysis.triage import Options, Progress, TriageResult, run_triage
+
+from .panes.findings import FindingsPane
+from .panes.pending import PendingPane
+from .panes.requests import RequestsPane
+from .screens import ExportScreen, HelpScreen
+
+MIN_WIDTH, MIN_HEIGHT = 80, 24
+
+TABS = [
+    ("requests", "1 Requests"),
+    ("clusters", "2 Clusters"),
+    ("calltrees", "3 Call trees"),
+    ("threads", "4 Threads"),
+    ("counters", "5 Counters"),
+    ("findings", "6 Findings"),
+]
+
+PENDING = {
+    "clusters": ("Request outliers and their clusters",
+                 "needs requests with execution-state features (a kernel + user-space trace)."),
+    "calltrees": ("Call-tree diagnosis (CloudDiag)",
+                  "needs request spans (OpenTelemetry / Jaeger / Zipkin JSON, span CSV)."),
+    "threads": ("Deviating threads in thread pools",
+                "needs per-thread resource time series (CSV, `perftriage record threads`)."),
+    "counters": ("Counters across servers (PAD)",
+                 "needs per-server counter time series (CSV, Prometheus JSON)."),
+}
+
+
+class PerftriageApp(App):
+    TITLE = "perftriage"
+
+    CSS = """
+    Screen { layout: vertical; }
+    #main { height: 1fr; }
+    #too-small { display: none; padding: 1 2; }
+    Screen.too-small #main { display: none; }
+    Screen.too-small #too-small { display: block; }
+    #status { height: 1; background: $panel; color: $text; padding: 0 1; }
+    #progress { height: 1; display: none; }
+    #progress.running { display: block; }
+    TabbedContent { height: 1fr; }
+    TabPane { padding: 0; }
+    """
+
+    BINDINGS = [
+        Binding("q", "quit", "quit"),
+        Binding("question_mark", "help", "help"),
+        Binding("e", "export", "export"),
+        Binding("1", "tab('requests')", "requests", show=False),
+        Binding("2", "tab('clusters')", "clusters", show=False),
+        Binding("3", "tab('calltrees')", "call trees", show=False),
+        Binding("4", "tab('threads')", "threads", show=False),
+        Binding("5", "tab('counters')", "counters", show=False),
+        Binding("6", "tab('findings')", "findings", show=False),
+    ]
+
+    def __init__(self, paths: list[str], options: Options | None = None,
+                 analyse: Callable[..., TriageResult] = run_triage):
+        super().__init__()
+        self.paths = [os.fspath(p) for p in paths]
+        self.options = options or Options()
+        self.analyse = analyse
+        self.result: TriageResult | None = None
+        self.load_error: str | None = None
+        self.last_export: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="main"):
+            with TabbedContent(initial="requests", id="tabs"):
+                for tab_id, title in TABS:
+                    with TabPane(title, id=tab_id):
+                        if tab_id == "requests":
+                            yield RequestsPane(id="requests-pane")
+                        elif tab_id == "findings":
+                            yield FindingsPane(id="findings-pane")
+                        else:
+                            what, needs = PENDING[tab_id]
+                            yield PendingPane(what, needs, id=f"{tab_id}-pane")
+            yield ProgressBar(id="progress", show_eta=False)
+        yield Static("", id="too-small")
+        yield Static("starting", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._check_size(self.size.width, self.size.height)
+        self.set_status(f"loading {', '.join(self.paths)}")
+        self.query_one("#progress", ProgressBar).add_class("running")
+        self.run_worker(self._load, thread=True, exclusive=True, name="triage", exit_on_error=False)
+        self.query_one("#requests-pane", RequestsPane).row_table.focus()
+
+    # -- loading ----------------------------------------------------------------------------
+
+    def _load(self) -> TriageResult:
+        def progress(p: Progress) -> None:
+            self.call_from_thread(self._on_progress, p)
+
+        return self.analyse(self.paths, self.options, progress=progress)
+
+    def _on_progress(self, p: Progress) -> None:
+        bar = self.query_one("#progress", ProgressBar)
+        if p.fraction is not None:
+            bar.update(total=100, progress=round(p.fraction * 100, 1))
+        pct = f" {p.fraction * 100:.0f}%" if p.fraction is not None else ""
+        self.set_status(f"{p.stage}{pct} · {p.text}")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name != "triage":
+            return
+        if event.state == WorkerState.SUCCESS:
+            self.query_one("#progress", ProgressBar).remove_class("running")
+            self.show_result(event.worker.result)
+        elif event.state == WorkerState.ERROR:
+            self.query_one("#progress", ProgressBar).remove_class("running")
+            err = event.worker.error
+            self.load_error = str(err) if isinstance(err, PerftriageError) else f"{type(err).__name__}: {err}"
+            self.set_status(f"error: {self.load_error}")
+            self.query_one("#requests-pane", RequestsPane).show_requests(None, f"could not load: {self.load_error}")
+            self.notify(self.load_error, title="cannot load", severity="error", timeout=10)
+
+    def show_result(self, result: TriageResult) -> None:
+        self.result = result
+        requests = result.requests
+        note = ""
+        if requests is None:
+            note = "no requests: the inputs hold no trace with request markers"
+        elif len(requests) == 0:
+            note = ("no requests: no ust_php/ust_apache markers (or the --request-start/--request-end given) "
+                    "in the trace")
+        self.query_one("#requests-pane", RequestsPane).show_requests(requests, note)
+        self.query_one("#findings-pane", FindingsPane).show_findings(result.findings)
+        self.set_status(self.status_text())
+        for n in result.report.notes:
+            self.notify(n, severity="warning", timeout=8)
+
+    def status_text(self) -> str:
+        r = self.result
+        if r is None:
+            return ""
+        parts = [", ".join(os.path.basename(p.rstrip("/")) or p for p in self.paths)]
+        if r.summary is not None:
+            s = r.summary
+            parts.append(f"{s.events:,} events")
+            parts.append(f"{len(s.hosts)} host{'s' if len(s.hosts) != 1 else ''}")
+        if r.requests is not None:
+            parts.append(f"{len(r.requests):,} requests")
+        parts.append(f"{len(r.findings)} findings")
+        if any(n.startswith("partial data") for n in r.report.notes):
+            parts.append("PARTIAL: trace read stopped early")
+        return " · ".join(parts)
+
+    def set_status(self, text: str) -> None:
+        self.query_one("#status", Static).update(text)
+
+    # -- layout -----------------------------------------------------------------------------
+
+    def on_resize(self, event) -> None:
+        self._check_size(event.size.width, event.size.height)
+
+    def _check_size(self, width: int, height: int) -> None:
+        small = width < MIN_WIDTH or height < MIN_HEIGHT
+        self.screen.set_class(small, "too-small")
+        if small:
+            self.query_one("#too-small", Static).update(
+                f"perftriage needs a terminal of at least {MIN_WIDTH}x{MIN_HEIGHT}; this one is {width}x{height}."
+            )
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def action_tab(self, tab_id: str) -> None:
+        self.query_one("#tabs", TabbedContent).active = tab_id
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_export(self) -> None:
+        if self.result is None:
+            self.notify("nothing to export yet: the analyses are still running", severity="warning")
+            return
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.push_screen(ExportScreen(f"perftriage-findings-{stamp}.md"), self._export_to)
+
+    def _export_to(self, path: str | None) -> None:
+        if not path:
+            return
+        try:
+            atomic_write(path, report_markdown(self.result.report),
+                         protect=[str(p) for p in self.result.inputs.ctf])
+        except (PerftriageError, OSError) as exc:
+            msg = str(exc) if isinstance(exc, PerftriageError) else f"{path}: {exc.strerror or exc}"
+            self.notify(msg, title="export failed", severity="error", timeout=10)
+            return
+        self.last_export = path
+        self.notify(f"{len(self.result.findings)} findings written to {path}", title="exported")
+        self.set_status(f"exported to {path} · " + self.status_text())
+
+
+def run_app(paths: list[str], options: Options | None = None) -> int:
+    app = PerftriageApp(paths, options)
+    app.run()
+    return 0 if app.load_error is None else 3

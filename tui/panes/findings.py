@@ -1,0 +1,54 @@
+"""Findings pane: every finding of the run, ranked; the selected one shown as it will export."""
+
+from __future__ import annotations
+
+from rich.markdown import Markdown
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from analysis.findings import Finding, finding_markdown
+
+from ..widgets.row_table import Column, ListSource, RowTable
+
+_SEVERITY_STYLE = {"critical": "alert", "warning": "alert", "info": None}
+
+
+class FindingsPane(Vertical):
+    DEFAULT_CSS = """
+    FindingsPane #findings-title { height: 1; color: $text-muted; }
+    FindingsPane #findings-table { height: 8; }
+    FindingsPane #findings-detail-box { height: 1fr; border-top: solid $panel; }
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.findings: list[Finding] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("no findings yet", id="findings-title")
+        yield RowTable(id="findings-table", empty_text="no findings")
+        with VerticalScroll(id="findings-detail-box"):
+            yield Static("", id="findings-detail")
+
+    def show_findings(self, findings: list[Finding]) -> None:
+        self.findings = findings
+        rows = [[str(i + 1), f.severity, f.analysis, f.title, f.subject] for i, f in enumerate(findings)]
+        styles = [_SEVERITY_STYLE.get(f.severity) for f in findings]
+        cols = [Column("#", "right", 2, 4), Column("severity", "left", 4, 8), Column("analysis", "left", 5, 10),
+                Column("finding", "left", 10, 40), Column("subject", "left", 10, 80, flex=True)]
+        self.query_one("#findings-table", RowTable).set_rows(cols, ListSource(rows, styles))
+        self.query_one("#findings-title", Static).update(
+            f"{len(findings)} findings, most severe first · e exports them all to Markdown"
+        )
+        self._show(0)
+
+    def _show(self, row: int) -> None:
+        detail = self.query_one("#findings-detail", Static)
+        if not self.findings:
+            detail.update("")
+            return
+        detail.update(Markdown(finding_markdown(self.findings[row], row + 1)))
+
+    def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
+        self._show(event.row)

@@ -1,0 +1,202 @@
+"""Requests pane: every request, slowest first; filter with /, open one with enter."""
+
+from __future__ import annotations
+
+import numpy as np
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from analysis.requests import RequestTable
+from analysis.units import fmt_clock, fmt_duration
+
+from ..widgets.row_table import Column, RowTable
+
+LABEL_FIELDS = ("method", "uri", "path", "querystring", "status")
+
+
+class RequestRows:
+    """Cells of the visible (filtered) requests, made only for the lines on screen."""
+
+    def __init__(self, table: RequestTable, index: np.ndarray, extra: list[str]):
+        self.table = table
+        self.index = index
+        self.extra = extra
+        self.duration = table.duration
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def cells(self, row: int) -> list[str]:
+        t = self.table
+        i = self.index[row]
+        out = [
+            fmt_duration(self.duration[i]),
+            fmt_clock(t.start[i])[:15],
+            str(t.kind[i]),
+            str(t.host[i]),
+            f"{t.tid[i]}",
+            str(t.id[i]),
+        ]
+        out += [str(t.fields[f][i]) for f in self.extra]
+        return out
+
+
+class RequestsPane(Vertical):
+    BINDINGS = [
+        Binding("slash", "filter", "filter"),
+        Binding("escape", "clear_filter", "clear filter", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    RequestsPane #requests-title { height: 1; color: $text-muted; }
+    RequestsPane #requests-filter { display: none; height: 3; }
+    RequestsPane #requests-filter.visible { display: block; }
+    RequestsPane #requests-detail { height: auto; max-height: 4; color: $text; background: $boost; }
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.table: RequestTable | None = None  # sorted by duration, slowest first
+        self.index = np.empty(0, np.int64)
+        self.filter_text = ""
+        self._search: np.ndarray | None = None
+        self._extra: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("no requests loaded", id="requests-title")
+        yield RowTable(id="requests-table", empty_text="no requests in the loaded inputs")
+        yield Input(placeholder="filter (text in uri, method, host, kind, tid, id); enter applies, escape clears",
+                    id="requests-filter")
+        yield Static("", id="requests-detail")
+
+    @property
+    def row_table(self) -> RowTable:
+        return self.query_one("#requests-table", RowTable)
+
+    def show_requests(self, table: RequestTable | None, note: str = "") -> None:
+        if table is None or len(table) == 0:
+            self.table = None
+            self.index = np.empty(0, np.int64)
+            self.query_one("#requests-title", Static).update(note or "no requests in the loaded inputs")
+            self.row_table.empty_text = note or "no requests in the loaded inputs"
+            self.row_table.set_rows(self._columns([]), RequestRows(RequestTable.empty(), self.index, []))
+            return
+        self.table = table.by_duration()
+        self._search = None
+        self._extra = [f for f in LABEL_FIELDS if f in self.table.fields] + [
+            f for f in self.table.fields if f not in LABEL_FIELDS
+        ]
+        self._apply_filter(self.filter_text)
+
+    def _columns(self, extra: list[str]) -> list[Column]:
+        cols = [
+            Column("duration", "right", 8, 10),
+            Column("start", "left", 8, 15),
+            Column("kind", "left", 3, 8),
+            Column("host", "left", 4, 16),
+            Column("tid", "right", 3, 8),
+            Column("id", "right", 2, 8),
+        ]
+        flex = next((f for f in ("uri", "path") if f in extra), extra[-1] if extra else None)
+        for f in extra:
+            cols.append(Column(f, "left", 3, 60, flex=(f == flex), keep_end=f in ("uri", "path", "url")))
+        return cols
+
+    def _search_text(self) -> np.ndarray:
+        if self._search is None:
+            t = self.table
+            parts = [t.kind.astype(str), t.host.astype(str), t.tid.astype(str), t.id.astype(str)]
+            parts += [t.fields[f].astype(str) for f in self._extra]
+            text = parts[0]
+            for p in parts[1:]:
+                text = np.char.add(np.char.add(text, "\t"), p)
+            self._search = np.char.lower(text)
+        return self._search
+
+    def _apply_filter(self, text: str) -> None:
+        self.filter_text = text
+        if self.table is None:
+            return
+        if text:
+            hits = np.char.find(self._search_text(), text.lower()) >= 0
+            self.index = np.flatnonzero(hits)
+        else:
+            self.index = np.arange(len(self.table))
+        self.row_table.set_rows(self._columns(self._extra), RequestRows(self.table, self.index, self._extra))
+        self._update_title()
+        self._update_detail(0)
+
+    def _update_title(self) -> None:
+        t = self.table
+        n = len(t)
+        shown = len(self.index)
+        med = fmt_duration(float(np.median(t.duration))) if n else "-"
+        parts = [f"{n:,} requests · median {med} · slowest first"]
+        if self.filter_text:
+            parts.append(f"filter '{self.filter_text}': {shown:,} shown")
+        if t.unmatched_starts or t.unmatched_ends:
+            parts.append(f"{t.unmatched_starts} unfinished, {t.unmatched_ends} begun before the trace")
+        self.query_one("#requests-title", Static).update(" · ".join(parts))
+
+    def _update_detail(self, row: int) -> None:
+        detail = self.query_one("#requests-detail", Static)
+        if self.table is None or not len(self.index):
+            detail.update("")
+            return
+        i = int(self.index[row])
+        t = self.table
+        label = t.label(i)
+        detail.update(
+            f"#{t.id[i]} {t.kind[i]} on {t.host[i]} pid {t.pid[i]} tid {t.tid[i]}: "
+            f"{fmt_duration(t.duration[i])} from {fmt_clock(t.start[i])} UTC · {label}"
+        )
+
+    def selected_request(self) -> int | None:
+        """Row of the highlighted request in ``self.table``."""
+        if self.table is None or not len(self.index):
+            return None
+        return int(self.index[self.row_table.cursor])
+
+    # -- events -----------------------------------------------------------------------------
+
+    def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
+        if event.table is self.row_table:
+            self._update_detail(event.row)
+
+    def on_row_table_selected(self, event: RowTable.Selected) -> None:
+        if event.table is not self.row_table or self.table is None:
+            return
+        event.stop()
+        from ..screens import RequestDetailScreen  # noqa: PLC0415
+
+        self.app.push_screen(RequestDetailScreen(self.table, int(self.index[event.row])))
+
+    def action_filter(self) -> None:
+        box = self.query_one("#requests-filter", Input)
+        box.add_class("visible")
+        box.value = self.filter_text
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#requests-filter", Input)
+        box.remove_class("visible")
+        if self.filter_text:
+            self._apply_filter("")
+        self.row_table.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "requests-filter":
+            return
+        event.stop()
+        event.input.remove_class("visible")
+        self._apply_filter(event.value.strip())
+        self.row_table.focus()
+
+    def on_key(self, event) -> None:
+        box = self.query_one("#requests-filter", Input)
+        if event.key == "escape" and box.has_focus:
+            event.stop()
+            box.remove_class("visible")
+            self.row_table.focus()

@@ -1,0 +1,276 @@
+"""A virtual table for very long lists (hundreds of thousands of rows).
+
+Textual's DataTable measures every cell and freezes the app at ~50,000 rows; this widget
+renders only the lines on screen (the Line API: ScrollView + render_line), takes its cells
+from a :class:`RowSource` on demand, and sizes its columns from the header and a sample of rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from rich.segment import Segment
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+
+@dataclass
+class Column:
+    title: str
+    align: str = "left"  # or "right"
+    min_width: int = 3
+    max_width: int = 60
+    flex: bool = False  # takes the remaining width
+    keep_end: bool = False  # truncate on the left ("…/dir/script.php"), for paths and uris
+
+
+class RowSource(Protocol):
+    def __len__(self) -> int: ...
+
+    def cells(self, row: int) -> list[str]: ...
+
+
+class ListSource:
+    """Rows given as a list of lists of strings (small tables)."""
+
+    def __init__(self, rows: list[list[str]], styles: list[str | None] | None = None):
+        self.rows = rows
+        self.styles = styles
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def cells(self, row: int) -> list[str]:
+        return self.rows[row]
+
+    def row_style(self, row: int) -> str | None:
+        return self.styles[row] if self.styles else None
+
+
+WIDTH_SAMPLE = 400
+
+
+class RowTable(ScrollView, can_focus=True):
+    """Header line + rows; a cursor row; ``Highlighted`` when it moves, ``Selected`` on enter."""
+
+    COMPONENT_CLASSES = {
+        "row-table--header",
+        "row-table--cursor",
+        "row-table--cursor-blurred",
+        "row-table--alert",
+        "row-table--muted",
+        "row-table--empty",
+    }
+
+    DEFAULT_CSS = """
+    RowTable {
+        height: 1fr;
+        overflow-x: hidden;
+        scrollbar-size-vertical: 1;
+    }
+    RowTable > .row-table--header { text-style: bold; background: $panel; color: $text; }
+    RowTable > .row-table--cursor { background: $accent; color: $text; text-style: bold; }
+    RowTable > .row-table--cursor-blurred { background: $panel-lighten-2; }
+    RowTable > .row-table--alert { color: $error; }
+    RowTable > .row-table--muted { color: $text-muted; }
+    RowTable > .row-table--empty { color: $text-muted; text-style: italic; }
+    """
+
+    BINDINGS = [
+        Binding("j,down", "cursor_down", "down", show=False),
+        Binding("k,up", "cursor_up", "up", show=False),
+        Binding("g,home", "first", "first", show=False),
+        Binding("G,end", "last", "last", show=False),
+        Binding("pagedown,ctrl+d,space", "page_down", "page down", show=False),
+        Binding("pageup,ctrl+u", "page_up", "page up", show=False),
+        Binding("enter", "select", "open", show=True),
+    ]
+
+    cursor = reactive(0, always_update=True)
+
+    class Highlighted(Message):
+        def __init__(self, table: "RowTable", row: int):
+            super().__init__()
+            self.table = table
+            self.row = row
+
+        @property
+        def control(self):
+            return self.table
+
+    class Selected(Message):
+        def __init__(self, table: "RowTable", row: int):
+            super().__init__()
+            self.table = table
+            self.row = row
+
+        @property
+        def control(self):
+            return self.table
+
+    def __init__(self, columns: list[Column] | None = None, source: RowSource | None = None,
+                 empty_text: str = "nothing to show", **kwargs):
+        super().__init__(**kwargs)
+        self.columns: list[Column] = columns or []
+        self.source: RowSource = source or ListSource([])
+        self.empty_text = empty_text
+        self._widths: list[int] = []
+
+    # -- data -------------------------------------------------------------------------------
+
+    def set_rows(self, columns: list[Column], source: RowSource, keep_cursor: bool = False) -> None:
+        self.columns = columns
+        self.source = source
+        self._widths = []
+        n = len(source)
+        self.virtual_size = Size(self.size.width or 80, n + 1)
+        if not keep_cursor:
+            self.scroll_to(y=0, animate=False)
+            self.cursor = 0
+        else:
+            self.cursor = min(self.cursor, max(0, n - 1))
+        self.refresh()
+
+    @property
+    def row_count(self) -> int:
+        return len(self.source)
+
+    def _compute_widths(self, total: int) -> list[int]:
+        n = len(self.source)
+        sample = range(min(n, WIDTH_SAMPLE))
+        widths = []
+        rows = [self.source.cells(i) for i in sample]
+        for c_i, col in enumerate(self.columns):
+            w = len(col.title)
+            for r in rows:
+                if c_i < len(r):
+                    w = max(w, len(r[c_i]))
+            widths.append(max(col.min_width, min(col.max_width, w)))
+        # fit: shrink the widest flexible columns first, then give spare width to the flex column
+        sep = max(0, len(widths) - 1)
+        avail = max(10, total - sep)
+        while sum(widths) > avail:
+            shrinkable = [k for k in range(len(widths)) if widths[k] > self.columns[k].min_width]
+            if not shrinkable:
+                break
+            i = max(shrinkable, key=lambda k: (self.columns[k].flex, widths[k]))
+            widths[i] -= 1
+        spare = avail - sum(widths)
+        flex = [i for i, c in enumerate(self.columns) if c.flex]
+        if spare > 0 and flex:
+            widths[flex[-1]] += spare
+        return widths
+
+    # -- rendering --------------------------------------------------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._widths = []
+        self.virtual_size = Size(event.size.width, len(self.source) + 1)
+
+    def _format(self, cells: list[str], widths: list[int]) -> str:
+        parts = []
+        for i, w in enumerate(widths):
+            text = cells[i] if i < len(cells) else ""
+            text = text.replace("\n", " ")
+            if len(text) > w:
+                if w <= 0:
+                    text = ""
+                elif self.columns[i].keep_end:
+                    text = "…" + text[len(text) - w + 1:] if w > 1 else "…"
+                else:
+                    text = text[: w - 1] + "…"
+            parts.append(text.rjust(w) if self.columns[i].align == "right" else text.ljust(w))
+        return " ".join(parts)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if not self._widths:
+            self._widths = self._compute_widths(width - 1)
+        widths = self._widths
+        if y == 0:
+            style = self.get_component_rich_style("row-table--header")
+            text = self._format([c.title for c in self.columns], widths)
+            return Strip([Segment(text.ljust(width)[:width], style)])
+        scroll_y = round(self.scroll_offset.y)
+        row = scroll_y + y - 1
+        n = len(self.source)
+        base = self.rich_style
+        if n == 0 and y == 1:
+            style = self.get_component_rich_style("row-table--empty")
+            return Strip([Segment(f" {self.empty_text}".ljust(width)[:width], style)])
+        if row >= n or row < 0:
+            return Strip([Segment(" " * width, base)])
+        text = self._format(self.source.cells(row), widths)
+        style = base
+        row_style = getattr(self.source, "row_style", None)
+        name = row_style(row) if row_style else None
+        if name:
+            style = base + self.get_component_rich_style(f"row-table--{name}")
+        if row == self.cursor:
+            cls = "row-table--cursor" if self.has_focus else "row-table--cursor-blurred"
+            style = style + self.get_component_rich_style(cls)
+        return Strip([Segment(text.ljust(width)[:width], style)])
+
+    # -- cursor -----------------------------------------------------------------------------
+
+    @property
+    def _page(self) -> int:
+        return max(1, self.size.height - 2)
+
+    def validate_cursor(self, value: int) -> int:
+        n = len(self.source)
+        return 0 if n == 0 else max(0, min(n - 1, value))
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        visible = max(1, self.size.height - 1)
+        top = round(self.scroll_offset.y)
+        if new < top:
+            self.scroll_to(y=new, animate=False)
+        elif new >= top + visible:
+            self.scroll_to(y=new - visible + 1, animate=False)
+        self.refresh()
+        if len(self.source):
+            self.post_message(self.Highlighted(self, new))
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    def action_cursor_down(self) -> None:
+        self.cursor += 1
+
+    def action_cursor_up(self) -> None:
+        self.cursor -= 1
+
+    def action_first(self) -> None:
+        self.cursor = 0
+
+    def action_last(self) -> None:
+        self.cursor = len(self.source) - 1
+
+    def action_page_down(self) -> None:
+        self.cursor += self._page
+
+    def action_page_up(self) -> None:
+        self.cursor -= self._page
+
+    def action_select(self) -> None:
+        if len(self.source):
+            self.post_message(self.Selected(self, self.cursor))
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y >= 1:
+            row = round(self.scroll_offset.y) + event.y - 1
+            if 0 <= row < len(self.source):
+                if row == self.cursor and event.chain >= 2:
+                    self.action_select()
+                self.cursor = row
+
