@@ -30,7 +30,7 @@ EXIT_CODES_HELP = """exit codes:
   5  a system package is missing (e.g. python3-bt2 for CTF traces)
 """
 
-COMMANDS = ("open", "report", "info")
+COMMANDS = ("open", "report", "info", "sample")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -99,6 +99,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_info.add_argument("paths", nargs="+", metavar="PATH")
     p_info.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    p_sample = sub.add_parser(
+        "sample",
+        help="write a simulated, traced web server (LTTng CTF) with its ground truth",
+        formatter_class=_Formatter,
+        description=(
+            "Simulate a PHP web server on an N-CPU host and write what LTTng would have recorded\n"
+            "(kernel + user-space CTF traces) plus ground_truth.json: every request's injected cause.\n"
+            "Causes: lock_contention, connect_retry, write_heavy, slow_disk, cpu_contention."
+        ),
+        epilog=EXIT_CODES_HELP,
+    )
+    p_sample.add_argument("--out", default="perftriage-sample", metavar="DIR",
+                          help="new folder to create (default ./perftriage-sample); never overwritten")
+    p_sample.add_argument("--requests", type=int, default=2000, metavar="N")
+    p_sample.add_argument("--cpus", type=int, default=4, metavar="N")
+    p_sample.add_argument("--workers", type=int, default=12, metavar="N", help="Apache workers (default 12)")
+    p_sample.add_argument("--rate", type=float, default=80.0, metavar="R", help="requests per second (default 80)")
+    p_sample.add_argument("--seed", type=int, default=1, metavar="S")
+    p_sample.add_argument("--causes", metavar="SPEC", default=None,
+                          help="comma-separated cause[=rate] (e.g. slow_disk=0.05,write_heavy); "
+                               "'none' for a normal population only; default: all five at their default rates")
     return parser
 
 
@@ -230,6 +252,54 @@ def cmd_info(args) -> int:
     return EXIT_PARTIAL if s.error or damaged else EXIT_OK
 
 
+def parse_causes(spec: str | None) -> dict:
+    from analysis.sim.webserver import CAUSES, DEFAULT_MIX  # noqa: PLC0415
+
+    if spec is None:
+        return dict(DEFAULT_MIX)
+    if spec.strip() == "none":
+        return {}
+    mix = {}
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, _, rate = part.partition("=")
+        if name not in CAUSES:
+            raise _Usage(f"unknown cause {name!r}; known: {', '.join(CAUSES)}")
+        try:
+            mix[name] = float(rate) if rate else DEFAULT_MIX[name]
+        except ValueError:
+            raise _Usage(f"bad rate {rate!r} for {name}") from None
+    return mix
+
+
+def cmd_sample(args) -> int:
+    from analysis.sim.sample import write_webserver_sample  # noqa: PLC0415
+    from analysis.sim.webserver import WebServerConfig  # noqa: PLC0415
+
+    cfg = WebServerConfig(requests=args.requests, cpus=args.cpus, workers=args.workers, rate=args.rate,
+                          seed=args.seed, mix=parse_causes(args.causes))
+    try:
+        cfg.validate()
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
+    progress = None
+    if sys.stderr.isatty():
+        def progress(done, total, events):
+            sys.stderr.write(f"\r{done:,}/{total:,} requests, {events:,} events".ljust(60))
+            sys.stderr.flush()
+    st = write_webserver_sample(args.out, cfg, progress=progress)
+    if progress is not None:
+        sys.stderr.write("\r" + " " * 60 + "\r")
+    causes = ", ".join(f"{k} {v}" for k, v in st.causes.items())
+    print(f"wrote {st.out}: {st.requests:,} requests ({causes}), {st.events:,} events "
+          f"({st.kernel_events:,} kernel, {st.ust_events:,} ust), {st.bytes / 1e6:.1f} MB")
+    print(f"simulated in {st.simulate_s:.1f} s, written in {st.write_s:.1f} s "
+          f"({st.events / max(st.write_s, 1e-9):,.0f} events/s written)")
+    return EXIT_OK
+
+
 def _ranges(nums: list[int]) -> str:
     if not nums:
         return "-"
@@ -264,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     args = parser.parse_args(_normalise_argv(argv))
-    handlers = {"open": cmd_open, "report": cmd_report, "info": cmd_info}
+    handlers = {"open": cmd_open, "report": cmd_report, "info": cmd_info, "sample": cmd_sample}
     try:
         return handlers[args.command](args)
     except _Usage as exc:

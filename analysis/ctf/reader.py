@@ -284,6 +284,8 @@ class CtfReader:
             try:
                 run_once()
             except bt2.Stop:
+                if state.internal_error is not None:
+                    raise state.internal_error
                 break
             except bt2.TryAgain:
                 continue
@@ -414,6 +416,7 @@ class _SinkState:
         self.columns: dict[str, _ColumnBuf] = {}
         self.asked: set[str] = set()
         self.last_ts: int | None = None
+        self.internal_error: BaseException | None = None
         self.reset()
 
     def reset(self):
@@ -446,6 +449,7 @@ def _make_sink_class():
     bt2 = import_bt2()
     from bt2 import _native_bt as nbt  # noqa: PLC0415
     from bt2 import event_class as bt2_event_class  # noqa: PLC0415
+    from bt2 import field_class as fcm  # noqa: PLC0415
     from bt2 import message as bt2_message  # noqa: PLC0415
 
     get_range = nbt.bt2_self_component_port_input_get_msg_range
@@ -476,19 +480,24 @@ def _make_sink_class():
     trace_class_of_stream_class = nbt.stream_class_borrow_trace_class_const
     stream_class_of_event_class = nbt.event_class_borrow_stream_class_const
 
+    def get_u64_as_i64(f):
+        # unsigned 64-bit values (kernel addresses) keep their bits in an int64 column
+        v = get_unsigned(f)
+        return v - (1 << 64) if v >= (1 << 63) else v
+
     def getter_for(fc):
         """(getter, kind) for a field class, or None when we do not decode that type."""
-        if isinstance(fc, bt2._SignedIntegerFieldClassConst):
+        if isinstance(fc, fcm._SignedIntegerFieldClassConst):
             return get_signed, _INT
-        if isinstance(fc, bt2._UnsignedIntegerFieldClassConst):
-            return get_unsigned, _INT
-        if isinstance(fc, bt2._StringFieldClassConst):
+        if isinstance(fc, fcm._UnsignedIntegerFieldClassConst):
+            return (get_u64_as_i64 if fc.field_value_range >= 64 else get_unsigned), _INT
+        if isinstance(fc, fcm._StringFieldClassConst):
             return get_string, _STR
-        if isinstance(fc, bt2._BoolFieldClassConst):
+        if isinstance(fc, fcm._BoolFieldClassConst):
             return get_bool, _INT
-        if isinstance(fc, bt2._DoublePrecisionRealFieldClassConst):
+        if isinstance(fc, fcm._DoublePrecisionRealFieldClassConst):
             return get_double, _FLOAT
-        if isinstance(fc, bt2._SinglePrecisionRealFieldClassConst):
+        if isinstance(fc, fcm._SinglePrecisionRealFieldClassConst):
             return get_single, _FLOAT
         return None
 
@@ -617,6 +626,15 @@ def _make_sink_class():
             return len(self._state.trace_of_class) % max(1, len(reader.trace_dirs))
 
         def _user_consume(self):
+            try:
+                self._consume()
+            except (bt2.Stop, bt2.TryAgain):
+                raise
+            except Exception as exc:  # a bug of ours, not a bad trace: surface it as is
+                self._state.internal_error = exc
+                raise bt2.Stop from None
+
+        def _consume(self):
             st = self._state
             status, msgs = get_range(self._iter._ptr)
             if status == END:

@@ -1,0 +1,159 @@
+"""``perftriage sample``: simulate the web server and write it as an LTTng session folder.
+
+Layout (as ``lttng`` writes a session with a kernel and a per-UID user-space channel)::
+
+    OUT/kernel/metadata, OUT/kernel/channel0_<cpu>
+    OUT/ust/uid/1000/64-bit/metadata, .../channel0_<cpu>
+    OUT/ground_truth.json        per request: cause, injected parameters; the seed and config
+
+The folder is built under a temporary name beside OUT and renamed into place at the end, and an
+existing non-empty OUT is never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..ctf.writer import CtfWriter, TraceDef
+from ..errors import InputError
+from .catalog import ALL_CLASSES, CODE, KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT, UST_CONTEXT_SLOTS
+from .webserver import WebServerConfig, WebServerSim
+
+
+@dataclass
+class SampleStats:
+    out: Path
+    events: int
+    kernel_events: int
+    ust_events: int
+    requests: int
+    bytes: int
+    simulate_s: float
+    write_s: float
+    causes: dict
+    records: np.ndarray | None = None  # every simulated event (keep_records=True), for checks
+    strings: list | None = None
+
+
+def _columns(recs: np.ndarray, classes, class_codes: np.ndarray, context=None) -> dict[str, np.ndarray]:
+    """Writer columns (field name -> values aligned with recs) from simulation records."""
+    n = len(recs)
+    cols: dict[str, np.ndarray] = {}
+    if context:
+        for name, slot in context.items():
+            cols[name] = recs[:, 3 + slot].copy()
+    for local, sc in enumerate(classes):
+        rows = np.flatnonzero(class_codes == local)
+        if not len(rows):
+            continue
+        for name, _kind, src in sc.fields:
+            col = cols.get(name)
+            if col is None:
+                col = cols[name] = np.zeros(n, np.int64)
+            if isinstance(src, int):
+                col[rows] = recs[rows, 3 + src]
+            elif src[0] == "const":
+                col[rows] = src[1]
+            else:  # ("same", other)
+                col[rows] = cols[src[1]][rows]
+    return cols
+
+
+class _TraceOut:
+    def __init__(self, path: Path, trace: TraceDef, classes, strings, context=None):
+        self.writer = CtfWriter(path, trace, strings)
+        self.classes = classes
+        self.local = np.full(len(ALL_CLASSES), -1, np.int64)
+        for i, sc in enumerate(classes):
+            self.local[CODE[sc.name]] = i
+        self.context = context
+
+    def write(self, recs: np.ndarray, ncpus: int) -> None:
+        mine = recs[self.local[recs[:, 2]] >= 0]
+        for cpu in range(ncpus):
+            r = mine[mine[:, 1] == cpu]
+            if len(r):
+                local = self.local[r[:, 2]]
+                self.writer.write(cpu, r[:, 0], local, _columns(r, self.classes, local, self.context))
+
+
+def write_webserver_sample(out: str | os.PathLike, cfg: WebServerConfig, progress=None,
+                           keep_records: bool = False) -> SampleStats:
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(out, "already exists and is not empty: choose a new folder (nothing was written)")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(out, "the folder to create it in does not exist")
+    tmp = parent / f".{out.name}.partial-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    try:
+        stats = _write(tmp, out, cfg, progress, keep_records)
+        if out.exists():
+            out.rmdir()
+        os.replace(tmp, out)
+        return stats
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _write(tmp: Path, out: Path, cfg: WebServerConfig, progress, keep_records: bool) -> SampleStats:
+    t0 = time.perf_counter()
+    model = WebServerSim(cfg)
+    clock_uuid, kuuid, uuuid = model.trace_uuids()
+    strings = model.sim.strings
+    offset = model.base - 1_000_000_000  # clock value 0 one second before the simulation starts
+    kdef = TraceDef("kernel", cfg.hostname, [c.defn for c in KERNEL_CLASSES], offset, clock_uuid, kuuid)
+    udef = TraceDef("ust", cfg.hostname, [c.defn for c in UST_CLASSES], offset, clock_uuid, uuuid,
+                    context=UST_CONTEXT)
+    kout = _TraceOut(tmp / "kernel", kdef, KERNEL_CLASSES, strings)
+    uout = _TraceOut(tmp / "ust" / "uid" / "1000" / "64-bit", udef, UST_CLASSES, strings, UST_CONTEXT_SLOTS)
+    write_s = 0.0
+    total = 0
+    kept: list[np.ndarray] = []
+
+    def flush(recs: np.ndarray) -> None:
+        nonlocal write_s, total
+        w0 = time.perf_counter()
+        recs = recs.copy()
+        recs[:, 0] += model.base
+        kout.write(recs, cfg.cpus)
+        uout.write(recs, cfg.cpus)
+        write_s += time.perf_counter() - w0
+        total += len(recs)
+        if keep_records:
+            kept.append(recs)
+        if progress is not None:
+            progress(model.done, len(model.requests), total)
+
+    model.run(flush=flush)
+    kout.writer.close()
+    uout.writer.close()
+    truth = model.ground_truth()
+    (tmp / "ground_truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    elapsed = time.perf_counter() - t0
+    causes: dict[str, int] = {}
+    for r in truth["requests"]:
+        causes[r["cause"]] = causes.get(r["cause"], 0) + 1
+    return SampleStats(
+        out=out,
+        events=total,
+        kernel_events=kout.writer.events_written,
+        ust_events=uout.writer.events_written,
+        requests=len(truth["requests"]),
+        bytes=kout.writer.bytes_written + uout.writer.bytes_written,
+        simulate_s=elapsed - write_s,
+        write_s=write_s,
+        causes=dict(sorted(causes.items())),
+        records=np.concatenate(kept) if keep_records and kept else None,
+        strings=list(strings) if keep_records else None,
+    )
