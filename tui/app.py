@@ -166,7 +166,7 @@ class PerftriageApp(App):
             parts.append(f"{len(s.hosts)} host{'s' if len(s.hosts) != 1 else ''}")
         if r.requests is not None:
             parts.append(f"{len(r.requests):,} requests")
-        parts.append(f"{len(r.findings)} findings")
+        parts.append(f"{len(r.findings)} finding{'s' if len(r.findings) != 1 else ''}")
         if any(n.startswith("partial data") for n in r.report.notes):
             parts.append("PARTIAL: trace read stopped early")
         return " · ".join(parts)

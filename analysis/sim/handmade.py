@@ -1,0 +1,82 @@
+"""Tiny hand-written traces: a list of events written as real CTF (kernel + UST traces).
+
+For unit tests that need a handful of events with a known answer (a critical path written by
+hand). Each event is ``(ts_ns, cpu, name, {field: value})``; fields not given are 0 / "".
+String fields take Python strings. UST events (``provider:event``) take ``vpid``, ``vtid`` and
+``procname`` in their field dict.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..ctf.writer import CtfWriter, TraceDef
+from .catalog import KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT
+
+EPOCH = 1_767_225_600 * 1_000_000_000  # 2026-01-01T00:00:00Z
+_STRINGY = ("string", "seq8")
+
+
+def write_trace(path: str | os.PathLike, events, hostname: str = "testhost", time_base: int = EPOCH) -> Path:
+    """Write ``events`` under ``path`` (``kernel/`` and, if any, ``ust/``); timestamps are
+    ``time_base + ts_ns``. Returns ``path``."""
+    path = Path(path)
+    strings: list[str] = [""]
+    codes = {"": 0}
+
+    def code(s: str) -> int:
+        if s not in codes:
+            codes[s] = len(strings)
+            strings.append(s)
+        return codes[s]
+
+    kernel = {c.name: (i, c) for i, c in enumerate(KERNEL_CLASSES)}
+    ust = {c.name: (i, c) for i, c in enumerate(UST_CLASSES)}
+    by_trace = {"kernel": [], "ust": []}
+    for ts, cpu, name, values in sorted(events, key=lambda e: (e[0], e[1])):
+        if name in kernel:
+            by_trace["kernel"].append((ts, cpu, name, values))
+        elif name in ust:
+            by_trace["ust"].append((ts, cpu, name, values))
+        else:
+            raise ValueError(f"unknown event {name!r}")
+    offset = time_base - 1_000_000_000
+    uuids = ("2f1c5e4a-1b2c-4d3e-8f90-a1b2c3d4e5f6", "3a2b1c0d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+             "4b3c2d1e-6f7a-4b8c-9d0e-1f2a3b4c5d6e")
+    for domain, evs in by_trace.items():
+        if not evs:
+            continue
+        table = kernel if domain == "kernel" else ust
+        classes = KERNEL_CLASSES if domain == "kernel" else UST_CLASSES
+        tdef = TraceDef(domain, hostname, [c.defn for c in classes], offset, uuids[0],
+                        uuids[1] if domain == "kernel" else uuids[2],
+                        context=UST_CONTEXT if domain == "ust" else ())
+        out = path / "kernel" if domain == "kernel" else path / "ust" / "uid" / "1000" / "64-bit"
+        writer = CtfWriter(out, tdef, strings)
+        for cpu in sorted({e[1] for e in evs}):
+            mine = [e for e in evs if e[1] == cpu]
+            n = len(mine)
+            cols: dict[str, np.ndarray] = {}
+            cls = np.empty(n, np.int64)
+            for row, (_, _, name, values) in enumerate(mine):
+                idx, sc = table[name]
+                cls[row] = idx
+                kinds = {f: k for f, k, _ in sc.fields}
+                kinds.update({f.name: f.kind for f in (UST_CONTEXT if domain == "ust" else ())})
+                for f, v in values.items():
+                    if f not in kinds:
+                        raise ValueError(f"{name} has no field {f!r}")
+                    k = kinds[f]
+                    col = cols.setdefault(f, np.zeros(n, np.int64))
+                    col[row] = code(v) if (k in _STRINGY or k.startswith("chars:")) else int(v)
+                # derived fields (vtids = child_tid ...) follow their source
+                for f, k, src in sc.fields:
+                    if isinstance(src, tuple) and src[0] == "same" and f not in values and src[1] in values:
+                        cols.setdefault(f, np.zeros(n, np.int64))[row] = cols[src[1]][row]
+            # string-kind columns default to "" (code 0) which is what zeros mean
+            writer.write(cpu, np.array([time_base + e[0] for e in mine], np.int64), cls, cols)
+        writer.close()
+    return path
