@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from .ctf.summary import TraceSummary
+from .features import FeatureTable
 from .findings import Finding, Table
 from .requests import RequestTable
 from .units import fmt_duration, fmt_timestamp
 
-LABEL_FIELDS = ("method", "uri", "path", "querystring", "status")
+LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")
 
 
 def trace_findings(summary: TraceSummary) -> list[Finding]:
@@ -36,10 +37,26 @@ def trace_findings(summary: TraceSummary) -> list[Finding]:
     return out
 
 
-def request_findings(table: RequestTable | None, top: int = 20, markers=()) -> list[Finding]:
+def breakdown_text(states: list[str], durations: np.ndarray, total: float, top: int = 2) -> str:
+    """'BN 96%, RU 3%': the largest shares of a request's (or group's) time."""
+    if total <= 0:
+        return ""
+    order = np.argsort(-durations, kind="stable")[:top]
+    return ", ".join(f"{states[k]} {100 * durations[k] / total:.0f}%" for k in order if durations[k] > 0)
+
+
+def time_shares(ft: FeatureTable) -> str:
+    tot = ft.durations.sum(axis=0)
+    return breakdown_text(ft.states, tot, float(tot.sum()), top=len(ft.states))
+
+
+def request_findings(table: RequestTable | None, top: int = 20, markers=(), features: FeatureTable | None = None,
+                     unit: str = "markers") -> list[Finding]:
     if table is None:
         return []
-    params = {"markers": ", ".join(f"{m.start}/{m.end} by {m.key}" for m in markers)} if markers else {}
+    params = {"units": unit}
+    if markers:
+        params["markers"] = ", ".join(f"{m.start}/{m.end} by {m.key}" for m in markers)
     if len(table) == 0:
         if table.unmatched_starts or table.unmatched_ends:
             return [
@@ -52,7 +69,9 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=()) -> l
                 )
             ]
         return []
-    t = table.by_duration()
+    order = np.lexsort((table.start, -table.duration))
+    t = table.take(order)
+    ft = features.take(order) if features is not None and len(features) == len(table) else None
     dur = t.duration.astype(np.float64)
     med = float(np.median(dur))
     n = min(top, len(t))
@@ -61,23 +80,30 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=()) -> l
     ]
     rows = []
     for i in range(n):
-        rows.append(
-            [t.id[i], t.kind[i], t.host[i], f"{t.pid[i]}/{t.tid[i]}", fmt_timestamp(t.start[i]), fmt_duration(dur[i])]
-            + [t.fields[f][i] for f in fields]
-        )
+        row = [t.id[i], t.kind[i], t.host[i], f"{t.pid[i]}/{t.tid[i]}", fmt_timestamp(t.start[i]),
+               fmt_duration(dur[i])]
+        if ft is not None:
+            row.append(breakdown_text(ft.states, ft.durations[i], float(ft.total[i])))
+        rows.append(row + [t.fields[f][i] for f in fields])
+    what = "requests" if unit == "markers" else ("threads" if unit == "threads" else unit.split(":", 1)[1] + " calls")
     evidence = [
-        f"{len(t):,} requests; median {fmt_duration(med)}, p95 {fmt_duration(np.percentile(dur, 95))}, "
+        f"{len(t):,} {what}; median {fmt_duration(med)}, p95 {fmt_duration(np.percentile(dur, 95))}, "
         f"max {fmt_duration(dur[0])}"
     ]
     if len(t) > 1 and med > 0:
         evidence.append(f"the slowest took {dur[0] / med:.1f}x the median")
+    if ft is not None:
+        evidence.append(f"where the time goes, all {what} together (critical path): {time_shares(ft)}")
+        evidence.append(f"the slowest: {breakdown_text(ft.states, ft.durations[0], float(ft.total[0]), 3)}")
     if table.unmatched_starts or table.unmatched_ends:
         evidence.append(
             f"{table.unmatched_starts} starts without end (trace stopped first), "
             f"{table.unmatched_ends} ends without start (began before tracing): not counted"
         )
-    title = "Slowest requests" if len(t) > 1 else "One request"
-    subject = f"{t.kind[0]} request #{t.id[0]} {t.label(0)}"
+    title = f"Slowest {what}" if len(t) > 1 else f"One {what[:-1] if what.endswith('s') else what}"
+    subject = f"{t.kind[0]} #{t.id[0]} {t.label(0)}"
+    columns = ["id", "kind", "host", "pid/tid", "start (UTC)", "duration"] + (["critical path"] if ft is not None
+                                                                               else []) + fields
     return [
         Finding(
             analysis="requests",
@@ -86,8 +112,33 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=()) -> l
             score=float(dur[0] / med) if med > 0 else 0.0,
             severity="info",
             evidence=evidence,
-            tables=[Table(["id", "kind", "host", "pid/tid", "start (UTC)", "duration"] + fields, rows,
-                          caption=f"top {n} of {len(t):,} by duration")],
+            tables=[Table(columns, rows, caption=f"top {n} of {len(t):,} by duration")],
             parameters={**params, "top": top},
+        )
+    ]
+
+
+def feature_findings(ft: FeatureTable, top: int = 20) -> list[Finding]:
+    """For feature tables read from CSV: the slowest requests and where their time goes."""
+    if len(ft) == 0:
+        return []
+    order = np.argsort(-ft.total, kind="stable")
+    t = ft.take(order)
+    med = float(np.median(t.total))
+    n = min(top, len(t))
+    rows = [[t.id[i], t.kind[i], fmt_duration(t.total[i]),
+             breakdown_text(t.states, t.durations[i], float(t.total[i]), 3), t.label(i)] for i in range(n)]
+    return [
+        Finding(
+            analysis="requests",
+            title="Slowest requests (imported features)",
+            subject=f"request {t.id[0]} {t.label(0)}",
+            score=float(t.total[0] / med) if med > 0 else 0.0,
+            evidence=[f"{len(t):,} requests from {ft.source}; median {fmt_duration(med)}, "
+                      f"max {fmt_duration(t.total[0])}",
+                      f"where the time goes, all requests together: {time_shares(t)}"],
+            tables=[Table(["id", "kind", "duration", "critical path", "label"], rows,
+                          caption=f"top {n} of {len(t):,} by duration")],
+            parameters={"top": top, "source": ft.source},
         )
     ]

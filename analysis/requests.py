@@ -107,7 +107,7 @@ class RequestTable:
 
     def label(self, i: int) -> str:
         """A short human name for row i: the uri/path when there is one."""
-        for name in ("uri", "path", "url", "name"):
+        for name in ("uri", "path", "url", "name", "comm"):
             col = self.fields.get(name)
             if col is not None and col[i] not in ("", None, "-"):
                 return str(col[i])

@@ -11,16 +11,20 @@ from . import __version__
 from .ctf.reader import ReadProgress
 from .ctf.summary import EventCounter, TraceSummary
 from .errors import MissingDependency
+from .execgraph import ExecGraph, GraphBuilder
+from .features import FeatureTable, concat, extract_features, read_features
 from .findings import Finding, Report, Table
-from .inputs import Inputs, classify
+from .inputs import Inputs, classify, register_file_kind
 from .pipeline import read_once
-from .request_findings import request_findings, trace_findings
+from .request_findings import feature_findings, request_findings, trace_findings
+from .request_units import parse_unit, syscall_units, thread_units
 from .requests import BUILTIN_MARKERS, MarkerRequests, MarkerSpec, RequestTable
 
 
 @dataclass
 class Options:
     markers: tuple[MarkerSpec, ...] = BUILTIN_MARKERS
+    units: str = "markers"  # markers | threads | syscall:NAME
     top: int = 20  # rows in "slowest requests" tables
 
 
@@ -40,6 +44,8 @@ class TriageResult:
     options: Options
     summary: TraceSummary | None = None
     requests: RequestTable | None = None
+    graphs: dict[str, ExecGraph] = field(default_factory=dict)
+    features: FeatureTable | None = None
     report: Report = field(default_factory=lambda: Report(inputs=[]))
 
     @property
@@ -51,16 +57,48 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
 
 
+def _sniff_features(path, head: bytes) -> bool:
+    if path.name.endswith("_times.csv") or path.name.endswith("_count.csv"):
+        return True
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    cols = [c.strip() for c in first.split(",")]
+    return "TT_ns" in cols or sum(c.endswith(("_ns", "_ms", "_us")) and c.split("_")[0] in
+                                  ("RU", "RS", "BP", "BD", "BN", "BS", "BI", "BF", "BT") for c in cols) >= 2
+
+
+register_file_kind("features", _sniff_features)
+
+
 def run_triage(paths, options: Options | None = None, progress: ProgressFn | None = None) -> TriageResult:
     options = options or Options()
+    parse_unit(options.units)
     inputs = classify(paths)
     result = TriageResult(inputs=inputs, options=options)
     report = result.report = Report(inputs=inputs.all_paths, created=_now(), tool=f"perftriage {__version__}")
     if inputs.ctf:
         _run_ctf(inputs, options, result, progress)
+    if "features" in inputs.files:
+        _run_feature_files(inputs.files["features"], options, result)
     for kind, files in inputs.files.items():
-        report.notes.append(f"{len(files)} {kind} file(s) given; this version does not analyse them yet")
+        if kind != "features":
+            report.notes.append(f"{len(files)} {kind} file(s) given; this version does not analyse them yet")
     return result
+
+
+def _run_feature_files(files, options: Options, result: TriageResult) -> None:
+    # the published form comes as several files per pid: read each pid's set once
+    seen, tables = set(), []
+    for f in files:
+        stem = f.name.rsplit("_", 1)[0] if f.name.endswith(("_times.csv", "_count.csv")) else f.name
+        key = (f.parent, stem)
+        if key in seen:
+            continue
+        seen.add(key)
+        tables.append(read_features(f))
+    ft = concat(tables) if len(tables) > 1 else tables[0]
+    result.features = ft if result.features is None else concat([result.features, ft])
+    result.report.notes.extend(ft.notes)
+    result.report.findings.extend(feature_findings(ft, top=options.top))
 
 
 def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: ProgressFn | None) -> None:
@@ -69,12 +107,22 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
             frac = p.bytes_done / p.bytes_total if p.bytes_total else None
             progress(Progress("reading trace", frac, f"{p.events:,} events"))
 
+    unit, unit_arg = parse_unit(options.units)
+    consumers = [EventCounter(), GraphBuilder()]
+    if unit == "markers":
+        consumers.append(MarkerRequests(options.markers))
     try:
-        passed = read_once(inputs.ctf, [EventCounter(), MarkerRequests(options.markers)], progress=on_read)
+        passed = read_once(inputs.ctf, consumers, progress=on_read)
     except MissingDependency as exc:
         result.report.notes.append(str(exc))
         return
-    summary, requests = passed.results
+    summary, graphs = passed.results[0], passed.results[1]
+    if unit == "markers":
+        requests = passed.results[2]
+    elif unit == "threads":
+        requests = thread_units(graphs)
+    else:
+        requests = syscall_units(graphs, unit_arg)
     if passed.error is not None:
         summary.error = str(passed.error)
         result.report.notes.append(f"partial data: {passed.error}")
@@ -82,9 +130,20 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
         result.report.notes.extend(f"partial data: {p}" for p in t.problems)
     result.summary = summary
     result.requests = requests
+    result.graphs = graphs
     report = result.report
     report.findings.extend(trace_findings(summary))
-    report.findings.extend(request_findings(requests, top=options.top, markers=options.markers))
+    if graphs and len(requests):
+        def on_feat(i, n):
+            if progress is not None:
+                progress(Progress("critical paths", i / max(1, n), f"{i:,}/{n:,} requests"))
+
+        result.features = extract_features(graphs, requests, progress=on_feat)
+        report.notes.extend(result.features.notes)
+    elif len(requests) and not graphs:
+        report.notes.append("no kernel trace among the inputs: requests have no critical path")
+    report.findings.extend(request_findings(requests, top=options.top, markers=options.markers
+                                            if unit == "markers" else (), features=result.features, unit=options.units))
     if progress is not None:
         progress(Progress("done", 1.0, f"{summary.events:,} events, {len(requests):,} requests"))
 

@@ -30,7 +30,7 @@ EXIT_CODES_HELP = """exit codes:
   5  a system package is missing (e.g. python3-bt2 for CTF traces)
 """
 
-COMMANDS = ("open", "report", "info", "sample")
+COMMANDS = ("open", "report", "info", "features", "sample")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -46,6 +46,13 @@ def _add_marker_options(p: argparse.ArgumentParser) -> None:
         metavar="FIELD",
         default="vtid",
         help="pairs starts with ends: a payload field present in both, or vtid (the thread, default)",
+    )
+    g.add_argument(
+        "--units",
+        metavar="UNIT",
+        default="markers",
+        help="what a request is: markers (start/end events, default), threads (each thread's lifetime, "
+             "fork to exit) or syscall:NAME (each call of one system call, e.g. syscall:read)",
     )
 
 
@@ -89,6 +96,22 @@ def build_parser() -> argparse.ArgumentParser:
     p_report.add_argument("--top", type=int, default=20, metavar="N", help="rows in 'slowest' tables (default 20)")
     p_report.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     _add_marker_options(p_report)
+
+    p_feat = sub.add_parser(
+        "features",
+        help="write the per-request critical-path features as CSV",
+        formatter_class=_Formatter,
+        description=(
+            "Cut requests out of kernel (+ user-space) traces, follow each one's critical path across\n"
+            "threads and write, per request, the time and number of segments in each state (RU RS BP BD\n"
+            "BN BS BI BF BT; they sum to TT), its system calls and its state sequence, as CSV.\n"
+            "`perftriage report features.csv` reads it back (so do CSVs made by other tools)."
+        ),
+        epilog=EXIT_CODES_HELP,
+    )
+    p_feat.add_argument("paths", nargs="+", metavar="PATH")
+    p_feat.add_argument("-o", "--output", metavar="FILE", required=True, help="CSV file to write (atomically)")
+    _add_marker_options(p_feat)
 
     p_info = sub.add_parser(
         "info",
@@ -140,7 +163,13 @@ def _options(args):
         if not (args.request_start and args.request_end):
             raise _Usage("--request-start and --request-end go together")
         markers = (MarkerSpec(args.request_start, args.request_end, key=args.request_key, kind="custom"),)
-    opts = Options(markers=markers)
+    from analysis.request_units import parse_unit  # noqa: PLC0415
+
+    try:
+        parse_unit(args.units)
+    except PerftriageError as exc:
+        raise _Usage(str(exc)) from None
+    opts = Options(markers=markers, units=args.units)
     if getattr(args, "top", None) is not None:
         if args.top < 1:
             raise _Usage("--top must be at least 1")
@@ -190,6 +219,27 @@ def cmd_report(args) -> int:
     if missing and not result.report.findings:
         print(missing[0], file=sys.stderr)
         return EXIT_MISSING
+    return EXIT_PARTIAL if partial else EXIT_OK
+
+
+def cmd_features(args) -> int:
+    from analysis.atomic import atomic_write, check_target  # noqa: PLC0415
+    from analysis.features import to_csv  # noqa: PLC0415
+    from analysis.triage import run_triage  # noqa: PLC0415
+
+    check_target(args.output, protect=args.paths)
+    result = run_triage(args.paths, _options(args), progress=_stderr_progress())
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 79 + "\r")
+    ft = result.features
+    if ft is None or len(ft) == 0:
+        reason = "no requests found" if not result.requests or not len(result.requests) else "no kernel trace"
+        raise InputError(", ".join(args.paths), f"no features to write: {reason}")
+    atomic_write(args.output, to_csv(ft), protect=[str(p) for p in result.inputs.ctf])
+    print(f"wrote {args.output}: {len(ft):,} requests x {len(ft.states)} states", file=sys.stderr)
+    for note in result.report.notes:
+        print(f"perftriage: {note}", file=sys.stderr)
+    partial = any(n.startswith("partial data") for n in result.report.notes)
     return EXIT_PARTIAL if partial else EXIT_OK
 
 
@@ -334,7 +384,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     args = parser.parse_args(_normalise_argv(argv))
-    handlers = {"open": cmd_open, "report": cmd_report, "info": cmd_info, "sample": cmd_sample}
+    handlers = {"open": cmd_open, "report": cmd_report, "info": cmd_info, "features": cmd_features,
+                "sample": cmd_sample}
     try:
         return handlers[args.command](args)
     except _Usage as exc:

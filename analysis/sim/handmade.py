@@ -14,7 +14,19 @@ from pathlib import Path
 import numpy as np
 
 from ..ctf.writer import CtfWriter, TraceDef
-from .catalog import KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT
+from .catalog import KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT, SimClass
+
+# event names of LTTng < 2.7, for tests of the name mapping
+LEGACY_CLASSES = [
+    SimClass("softirq_entry", (("vec", "u32", 0),)),
+    SimClass("softirq_exit", (("vec", "u32", 0),)),
+    SimClass("softirq_raise", (("vec", "u32", 0),)),
+    SimClass("hrtimer_expire_entry", (("hrtimer", "x64", 0), ("now", "i64", 1), ("function", "x64", 2))),
+    SimClass("hrtimer_expire_exit", (("hrtimer", "x64", 0),)),
+    SimClass("sys_read", (("fd", "u32", 0), ("count", "u64", 1))),
+    SimClass("sys_futex", (("uaddr", "u64", 0), ("op", "i32", 1))),
+    SimClass("exit_syscall", (("ret", "i64", 0),)),
+]
 
 EPOCH = 1_767_225_600 * 1_000_000_000  # 2026-01-01T00:00:00Z
 _STRINGY = ("string", "seq8")
@@ -33,7 +45,8 @@ def write_trace(path: str | os.PathLike, events, hostname: str = "testhost", tim
             strings.append(s)
         return codes[s]
 
-    kernel = {c.name: (i, c) for i, c in enumerate(KERNEL_CLASSES)}
+    kernel_classes = KERNEL_CLASSES + LEGACY_CLASSES
+    kernel = {c.name: (i, c) for i, c in enumerate(kernel_classes)}
     ust = {c.name: (i, c) for i, c in enumerate(UST_CLASSES)}
     by_trace = {"kernel": [], "ust": []}
     for ts, cpu, name, values in sorted(events, key=lambda e: (e[0], e[1])):
@@ -50,7 +63,7 @@ def write_trace(path: str | os.PathLike, events, hostname: str = "testhost", tim
         if not evs:
             continue
         table = kernel if domain == "kernel" else ust
-        classes = KERNEL_CLASSES if domain == "kernel" else UST_CLASSES
+        classes = kernel_classes if domain == "kernel" else UST_CLASSES
         tdef = TraceDef(domain, hostname, [c.defn for c in classes], offset, uuids[0],
                         uuids[1] if domain == "kernel" else uuids[2],
                         context=UST_CONTEXT if domain == "ust" else ())

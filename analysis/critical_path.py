@@ -1,0 +1,239 @@
+"""The bounded critical path of a thread between two timestamps (Giraldeau & Dagenais; the rules
+of ../shared/reference/critical-path.md, on the interval form of :mod:`analysis.execgraph`).
+
+Walk the thread's intervals over ``[t0, t1]``. Running and waiting-for-CPU intervals are on the
+path as they are. A blocked interval woken by another task (process context) is replaced by what
+that waker did over the blocked part of the window, recursively (the waker may itself have been
+blocked and woken by a third task, and so on, across processes). A blocked interval woken from
+interrupt context stays, labelled by the context (block softirq: disk, network softirq: network,
+timer/hrtimer: timer, other interrupts); one whose waker is unknown stays as "blocked on a task"
+(or "in futex" when the thread was in a futex call). Where a waker did not exist yet (forked
+inside the window), the path continues in its parent, through the fork edge.
+
+The result covers ``[t0, t1]`` exactly. Runs of running/preempted intervals are kept as index
+ranges into the graph (no Python work per interval), so the cost is per blocked interval.
+
+Departures from the reference, on purpose: an unresolved blocked interval inside a waker's
+history is kept (as BT) rather than dropped, so the path always covers the window without
+"gap" edges; the recursion is depth-bounded (``max_depth``) and always moves to strictly
+earlier windows, so a malformed trace cannot make it loop (one of the reference's known quirks).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+import numpy as np
+
+from .execgraph import BLOCKED, BP, EXITED, FOLLOW, RS, RU, ST_BT, ExecGraph
+
+STATES = ("RU", "RS", "BP", "BD", "BN", "BS", "BI", "BF", "BT")
+STATE_NAMES = {
+    "RU": "running in user mode",
+    "RS": "running in a system call",
+    "BP": "preempted (runnable, waiting for a CPU)",
+    "BD": "blocked on disk",
+    "BN": "blocked on network",
+    "BS": "blocked on a timer",
+    "BI": "blocked on another interrupt",
+    "BF": "blocked in futex (waker unknown)",
+    "BT": "blocked on a task that could not be followed",
+}
+NSTATES = len(STATES)
+_PASS = (RU, RS, BP)
+
+
+@dataclass
+class Path:
+    """A critical path as pieces. Piece i is either a range of graph intervals
+    ``[k0[i], k1[i])`` of thread ``tid[i]`` clipped to ``[a[i], b[i]]`` (their own states), or,
+    when ``k0[i] < 0``, one segment of state ``state[i]``."""
+
+    tid: list
+    k0: list
+    k1: list
+    a: list
+    b: list
+    state: list
+    via: list  # tid whose blocked interval this piece replaces (-1 for the request's own thread)
+
+    def segments(self, g: ExecGraph) -> "Segments":
+        """Materialised, time-ordered segments (thread, start, end, state, via), zero-length ones
+        dropped and equal neighbours merged."""
+        tids, starts, ends, states, vias = [], [], [], [], []
+        for t, k0, k1, a, b, st, via in zip(self.tid, self.k0, self.k1, self.a, self.b, self.state, self.via):
+            if k0 < 0:
+                if b > a:
+                    tids.append(np.array([t]))
+                    starts.append(np.array([a]))
+                    ends.append(np.array([b]))
+                    states.append(np.array([st], np.int8))
+                    vias.append(np.array([via]))
+                continue
+            s = np.maximum(g.iv_start[k0:k1], a)
+            e = np.minimum(g.iv_end[k0:k1], b)
+            keep = e > s
+            if keep.any():
+                tids.append(np.full(int(keep.sum()), t))
+                starts.append(s[keep])
+                ends.append(e[keep])
+                states.append(g.iv_state[k0:k1][keep].astype(np.int8))
+                vias.append(np.full(int(keep.sum()), via))
+        if not tids:
+            e = np.zeros(0, np.int64)
+            return Segments(e, e, e, np.zeros(0, np.int8), e)
+        seg = Segments(np.concatenate(tids).astype(np.int64), np.concatenate(starts), np.concatenate(ends),
+                       np.concatenate(states), np.concatenate(vias).astype(np.int64))
+        return seg.merged()
+
+
+@dataclass
+class Segments:
+    tid: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    state: np.ndarray
+    via: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.tid)
+
+    def merged(self) -> "Segments":
+        n = len(self.tid)
+        if n == 0:
+            return self
+        same = np.r_[False, (self.tid[1:] == self.tid[:-1]) & (self.state[1:] == self.state[:-1])
+                     & (self.start[1:] == self.end[:-1])]
+        heads = np.flatnonzero(~same)
+        tails = np.r_[heads[1:], n] - 1
+        return Segments(self.tid[heads], self.start[heads], self.end[tails], self.state[heads], self.via[heads])
+
+    def durations(self) -> np.ndarray:
+        """Total duration per state (ns), indexed like STATES."""
+        return np.bincount(self.state, weights=(self.end - self.start), minlength=NSTATES).astype(np.int64)
+
+    def counts(self) -> np.ndarray:
+        """Number of segments per state (after merging equal neighbours of one thread)."""
+        return np.bincount(self.state, minlength=NSTATES).astype(np.int64)
+
+
+class PathFinder:
+    """Critical paths over one host's graph (caches per-thread lookups between calls)."""
+
+    def __init__(self, g: ExecGraph, max_depth: int = 10_000):
+        self.g = g
+        self.max_depth = max_depth
+        # next non-pass interval index (not bounded by thread: callers cap with the thread's end)
+        n = g.n_intervals
+        nonpass = ~np.isin(g.iv_state, _PASS)
+        idx = np.where(nonpass, np.arange(n), n)
+        self.next_nonpass = np.minimum.accumulate(idx[::-1])[::-1] if n else idx
+        self._ends: dict[int, list] = {}
+        self._bounds: dict[int, tuple[int, int]] = {}
+
+    def _thread(self, tid: int):
+        b = self._bounds.get(tid)
+        if b is None:
+            sl = self.g.intervals_of(tid)
+            b = self._bounds[tid] = (sl.start, sl.stop)
+            self._ends[tid] = self.g.iv_end[sl].tolist()
+        return b, self._ends[tid]
+
+    def path(self, tid: int, t0: int, t1: int) -> Path:
+        g = self.g
+        out = Path([], [], [], [], [], [], [])
+        iv_start, iv_end, iv_state = g.iv_start, g.iv_end, g.iv_state
+        iv_block, iv_waker = g.iv_block, g.iv_waker
+        nnp = self.next_nonpass
+        stack = [(tid, t0, t1, 0, -1)]
+        while stack:
+            T, pos, b, depth, via = stack.pop()
+            (lo, hi), ends = self._thread(T)
+            k = lo + bisect_right(ends, pos)
+            while pos < b:
+                if k >= hi:
+                    self._emit(out, T, pos, b, ST_BT, via)
+                    break
+                s = int(iv_start[k])
+                if s > pos:  # not yet known at pos (cannot happen for a contiguous thread)
+                    e = min(s, b)
+                    self._emit(out, T, pos, e, ST_BT, via)
+                    pos = e
+                    continue
+                j = min(int(nnp[k]), hi)
+                if j > k:
+                    run_end = int(iv_end[j - 1])
+                    if run_end >= b:
+                        # last piece of this window: cut the range at b
+                        k_last = lo + bisect_right(ends, b - 1, k - lo) + 1
+                        out.tid.append(T)
+                        out.k0.append(k)
+                        out.k1.append(min(k_last, j))
+                        out.a.append(pos)
+                        out.b.append(b)
+                        out.state.append(-1)
+                        out.via.append(via)
+                        pos = b
+                        break
+                    out.tid.append(T)
+                    out.k0.append(k)
+                    out.k1.append(j)
+                    out.a.append(pos)
+                    out.b.append(run_end)
+                    out.state.append(-1)
+                    out.via.append(via)
+                    pos = run_end
+                    k = j
+                    continue
+                # k is not running: blocked, unknown or not existing
+                e = min(int(iv_end[k]), b)
+                st = int(iv_state[k])
+                if st == BLOCKED:
+                    blk = int(iv_block[k])
+                    waker = int(iv_waker[k])
+                    if blk == FOLLOW and depth < self.max_depth and waker != T and e > pos:
+                        stack.append((T, e, b, depth, via))
+                        stack.append((waker, pos, e, depth + 1, T))
+                        break
+                    self._emit(out, T, pos, e, ST_BT if blk == FOLLOW else blk, via)
+                elif st == EXITED:
+                    info = g.threads.get(T)
+                    parent = info.parent if info is not None else None
+                    if (parent is not None and info.fork_ts is not None and info.fork_ts >= e
+                            and depth < self.max_depth and parent != T):
+                        # the thread did not exist yet: what led to it is its parent's work
+                        stack.append((T, e, b, depth, via))
+                        stack.append((parent, pos, e, depth + 1, T))
+                        break
+                    self._emit(out, T, pos, e, ST_BT, via)
+                else:  # UNKNOWN
+                    self._emit(out, T, pos, e, ST_BT, via)
+                pos = e
+                k += 1
+        return out
+
+    @staticmethod
+    def _emit(out: Path, T, a, b, state, via):
+        if b > a:
+            out.tid.append(T)
+            out.k0.append(-1)
+            out.k1.append(-1)
+            out.a.append(a)
+            out.b.append(b)
+            out.state.append(state)
+            out.via.append(via)
+
+    def durations(self, p: Path) -> np.ndarray:
+        """Durations per state of a path without materialising its segments."""
+        g = self.g
+        tot = np.zeros(NSTATES, np.int64)
+        for k0, k1, a, b, st in zip(p.k0, p.k1, p.a, p.b, p.state):
+            if k0 < 0:
+                tot[st] += b - a
+            else:
+                s = np.maximum(g.iv_start[k0:k1], a)
+                e = np.minimum(g.iv_end[k0:k1], b)
+                d = np.maximum(e - s, 0)
+                tot += np.bincount(g.iv_state[k0:k1], weights=d, minlength=NSTATES).astype(np.int64)
+        return tot

@@ -1,0 +1,429 @@
+"""Per-request execution-state features (paper 001, section III.B), and their CSV forms.
+
+For every request: the duration and the number of segments of each state on its critical path
+(RU, RS, BP, BD, BN, BS, BI, BF, BT; durations sum to TT), the state sequence along the path,
+and the system calls its own thread made within the request (names, in order).
+
+CSV export (``perftriage features PATH -o features.csv``), one row per request, a header::
+
+    id,kind,host,pid,tid,start_ns,end_ns,TT_ns,RU_ns,...,BT_ns,RU_n,...,BT_n,syscalls,states[,marker fields]
+
+``*_ns`` are durations in nanoseconds, ``*_n`` segment counts, ``syscalls`` and ``states`` are
+space-separated sequences. Import accepts this form, any CSV whose state duration columns are
+named ``<STATE>_ns`` / ``_us`` / ``_ms`` / ``_s`` (bare state names are read as milliseconds), and
+the published form of the paper's dataset (github.com/qfournier/request_analysis: headerless
+``<pid>_times.csv`` with the id, 10 state durations in ns and the total, beside
+``<pid>_count.csv``, ``<pid>_syscalls.csv``), so features made elsewhere can be analysed here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .critical_path import NSTATES, STATES, PathFinder
+from .errors import InputError
+from .execgraph import ExecGraph
+from .requests import RequestTable
+
+# the 10 states of the published dataset, in its column order
+PUBLISHED_STATES = ("UNKNOWN", "SYSTEMCALL", "USERMODE", "BLOCKED_IO", "BLOCKED_CPU", "BLOCKED_WAITKERNEL",
+                    "BLOCKED_FOR_FUTEX", "BLOCKED_WAITPROCESS", "BLOCKED_CPU_FUTEX", "TRASH")
+_UNIT = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+@dataclass
+class Ragged:
+    """Variable-length integer sequences, one per row (CSR form), over a vocabulary."""
+
+    values: np.ndarray  # int32
+    offsets: np.ndarray  # int64, len = rows + 1
+    vocab: list[str]
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def row(self, i: int) -> np.ndarray:
+        return self.values[self.offsets[i]: self.offsets[i + 1]]
+
+    def names(self, i: int) -> list[str]:
+        return [self.vocab[v] for v in self.row(i).tolist()]
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def take(self, index) -> "Ragged":
+        idx = np.arange(len(self))[index]
+        lens = self.lengths()[idx]
+        off = np.r_[0, np.cumsum(lens)].astype(np.int64)
+        total = int(off[-1])
+        if total:
+            src = np.repeat(self.offsets[idx] - off[:-1], lens) + np.arange(total)
+            vals = self.values[src]
+        else:
+            vals = np.empty(0, np.int32)
+        return Ragged(vals, off, self.vocab)
+
+    @staticmethod
+    def from_lists(seqs: list[list[str]], vocab: list[str] | None = None) -> "Ragged":
+        vocab = list(vocab or [])
+        index = {v: i for i, v in enumerate(vocab)}
+        vals = []
+        off = [0]
+        for seq in seqs:
+            for s in seq:
+                i = index.get(s)
+                if i is None:
+                    i = index[s] = len(vocab)
+                    vocab.append(s)
+                vals.append(i)
+            off.append(len(vals))
+        return Ragged(np.array(vals, np.int32), np.array(off, np.int64), vocab)
+
+    @staticmethod
+    def empty(rows: int) -> "Ragged":
+        return Ragged(np.empty(0, np.int32), np.zeros(rows + 1, np.int64), [])
+
+
+@dataclass
+class FeatureTable:
+    """One row per request. ``durations``/``counts`` are (rows, len(states)); ns and segments."""
+
+    id: np.ndarray
+    kind: np.ndarray
+    host: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    states: list[str]
+    durations: np.ndarray
+    counts: np.ndarray | None
+    total: np.ndarray
+    syscalls: Ragged
+    state_seq: Ragged
+    fields: dict[str, np.ndarray] = field(default_factory=dict)
+    source: str = "trace"
+    notes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+    def take(self, index) -> "FeatureTable":
+        return FeatureTable(
+            id=self.id[index], kind=self.kind[index], host=self.host[index], pid=self.pid[index],
+            tid=self.tid[index], start=self.start[index], end=self.end[index], states=list(self.states),
+            durations=self.durations[index], counts=None if self.counts is None else self.counts[index],
+            total=self.total[index], syscalls=self.syscalls.take(index), state_seq=self.state_seq.take(index),
+            fields={k: v[index] for k, v in self.fields.items()}, source=self.source, notes=list(self.notes),
+        )
+
+    def dominant(self, i: int) -> tuple[str, float]:
+        """The state with the largest share of request i's time, and that share."""
+        d = self.durations[i]
+        k = int(np.argmax(d))
+        tot = float(self.total[i]) or float(d.sum()) or 1.0
+        return self.states[k], float(d[k]) / tot
+
+    def label(self, i: int) -> str:
+        for name in ("uri", "path", "comm", "url", "name"):
+            col = self.fields.get(name)
+            if col is not None and col[i] not in ("", None, "-"):
+                return str(col[i])
+        return f"{self.kind[i]} #{self.id[i]}"
+
+
+# -- extraction from traces ----------------------------------------------------------------------
+
+
+def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progress=None) -> FeatureTable:
+    """Critical-path features of every request (requests of hosts without a kernel trace get
+    zero features and a note)."""
+    n = len(requests)
+    dur = np.zeros((n, NSTATES), np.int64)
+    cnt = np.zeros((n, NSTATES), np.int64)
+    syscalls_vals: list[np.ndarray] = []
+    syscall_lens = np.zeros(n, np.int64)
+    states_vals: list[np.ndarray] = []
+    states_lens = np.zeros(n, np.int64)
+    vocab: list[str] = []
+    vocab_index: dict[str, int] = {}
+    finders = {h: PathFinder(g) for h, g in graphs.items()}
+    maps = {}
+    for h, g in graphs.items():  # graph syscall ids -> table vocabulary ids
+        m = np.empty(len(g.syscall_names), np.int32)
+        for i, name in enumerate(g.syscall_names):
+            if name not in vocab_index:
+                vocab_index[name] = len(vocab)
+                vocab.append(name)
+            m[i] = vocab_index[name]
+        maps[h] = m
+    missing_host = 0
+    missing_thread = 0
+    for i in range(n):
+        h = requests.host[i]
+        pf = finders.get(h)
+        t0, t1, tid = int(requests.start[i]), int(requests.end[i]), int(requests.tid[i])
+        if pf is None:
+            missing_host += 1
+            dur[i, STATES.index("BT")] = t1 - t0
+            cnt[i, STATES.index("BT")] = 1
+            syscalls_vals.append(np.empty(0, np.int32))
+            states_vals.append(np.array([STATES.index("BT")], np.int8))
+            syscall_lens[i] = 0
+            states_lens[i] = 1
+            continue
+        g = pf.g
+        if tid not in g.tid_index:
+            missing_thread += 1
+        seg = pf.path(tid, t0, t1).segments(g)
+        dur[i] = seg.durations()
+        cnt[i] = seg.counts()
+        states_vals.append(seg.state)
+        states_lens[i] = len(seg.state)
+        sl = g.syscalls_of(tid)
+        entries = g.sc_entry[sl]
+        a = int(np.searchsorted(entries, t0, "left"))
+        b = int(np.searchsorted(entries, t1, "right"))
+        ids = maps[h][g.sc_id[sl][a:b]]
+        syscalls_vals.append(ids)
+        syscall_lens[i] = len(ids)
+        if progress is not None and i % 2000 == 0:
+            progress(i, n)
+    notes = []
+    if missing_host:
+        notes.append(f"{missing_host} requests come from hosts without a kernel trace: no critical path")
+    if missing_thread:
+        notes.append(f"{missing_thread} requests run on threads the kernel trace never shows "
+                     "(a PID namespace? vtid differs from tid): their time is all BT")
+    return FeatureTable(
+        id=requests.id, kind=requests.kind, host=requests.host, pid=requests.pid, tid=requests.tid,
+        start=requests.start, end=requests.end, states=list(STATES), durations=dur, counts=cnt,
+        total=requests.end - requests.start,
+        syscalls=Ragged(np.concatenate(syscalls_vals).astype(np.int32) if syscalls_vals else np.empty(0, np.int32),
+                        np.r_[0, np.cumsum(syscall_lens)].astype(np.int64), vocab),
+        state_seq=Ragged(np.concatenate(states_vals).astype(np.int32) if states_vals else np.empty(0, np.int32),
+                         np.r_[0, np.cumsum(states_lens)].astype(np.int64), list(STATES)),
+        fields=dict(requests.fields), notes=notes,
+    )
+
+
+# -- CSV ----------------------------------------------------------------------------------------
+
+BASE = ("id", "kind", "host", "pid", "tid", "start_ns", "end_ns", "TT_ns")
+
+
+def to_csv(ft: FeatureTable) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    extra = [f for f in ft.fields if f not in BASE]
+    w.writerow(list(BASE) + [f"{s}_ns" for s in ft.states]
+               + ([f"{s}_n" for s in ft.states] if ft.counts is not None else []) + ["syscalls", "states"] + extra)
+    dur = ft.durations.astype(np.int64) if np.issubdtype(ft.durations.dtype, np.integer) else ft.durations
+    for i in range(len(ft)):
+        row = [ft.id[i], ft.kind[i], ft.host[i], ft.pid[i], ft.tid[i], ft.start[i], ft.end[i], ft.total[i]]
+        row += [_num(v) for v in dur[i].tolist()]
+        if ft.counts is not None:
+            row += ft.counts[i].tolist()
+        row += [" ".join(ft.syscalls.names(i)), " ".join(ft.state_seq.names(i))]
+        row += [ft.fields[f][i] for f in extra]
+        w.writerow(row)
+    return buf.getvalue()
+
+
+def _num(v):
+    return int(v) if float(v).is_integer() else v
+
+
+def read_features(path: str | os.PathLike) -> FeatureTable:
+    """A feature table from our CSV, a CSV with state duration columns, or the published form."""
+    path = Path(path)
+    if path.name.endswith("_times.csv") or path.name.endswith("_count.csv"):
+        return read_published(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    if not text.strip():
+        raise InputError(path, "file is empty")
+    rows = list(csv.reader(io.StringIO(text)))
+    header = [h.strip() for h in rows[0]]
+    body = [r for r in rows[1:] if r and any(c.strip() for c in r)]
+    if not body:
+        raise InputError(path, "has a header but no rows")
+    col = {h: i for i, h in enumerate(header)}
+    # state duration columns: NAME_<unit> or bare state names (milliseconds)
+    states, dcols, scale = [], [], []
+    for h in header:
+        base, _, unit = h.rpartition("_")
+        if unit in _UNIT and base and base not in ("start", "end", "TT", "duration", "total") and not base.endswith("_n"):
+            states.append(base)
+            dcols.append(col[h])
+            scale.append(_UNIT[unit])
+    notes = []
+    bare = [h for h in header if (h in STATES or h in PUBLISHED_STATES) and h not in states]
+    if bare:
+        states += bare
+        dcols += [col[h] for h in bare]
+        scale += [1e6] * len(bare)
+        notes.append(f"{path.name}: state columns without a unit suffix ({', '.join(bare)}) read as milliseconds")
+    if not states:
+        raise InputError(path, "no state duration columns: expected RU_ns, RS_ns, ... (or <state>_ms), "
+                               f"found {', '.join(header[:12])}")
+    n = len(body)
+    width = len(header)
+    for k, r in enumerate(body):
+        if len(r) != width:
+            raise InputError(path, f"row {k + 2} has {len(r)} columns, the header has {width}")
+
+    def numbers(ci, what, cast=float):
+        out = np.empty(n)
+        for k, r in enumerate(body):
+            try:
+                out[k] = cast(r[ci]) if r[ci].strip() else 0.0
+            except ValueError:
+                raise InputError(path, f"row {k + 2}: {what} {r[ci]!r} is not a number") from None
+        return out
+
+    dur = np.column_stack([numbers(c, header[c]) * s for c, s in zip(dcols, scale)])
+    if (dur < 0).any():
+        raise InputError(path, "negative state durations")
+    counts = None
+    ccols = [col.get(f"{s}_n") for s in states]
+    if all(c is not None for c in ccols):
+        counts = np.column_stack([numbers(c, header[c]) for c in ccols]).astype(np.int64)
+    total = None
+    for name, sc in (("TT_ns", 1.0), ("TT_ms", 1e6), ("duration_ns", 1.0), ("duration_ms", 1e6), ("TT", 1e6)):
+        if name in col:
+            total = numbers(col[name], name) * sc
+            break
+    if total is None:
+        total = dur.sum(axis=1)
+        notes.append(f"{path.name}: no TT column; total = sum of the state durations")
+
+    def text_col(name, default):
+        c = col.get(name)
+        return np.array([r[c] if c is not None else default for r in body], dtype=object)
+
+    def int_col(*names):
+        for name in names:
+            if name in col:
+                return numbers(col[name], name).astype(np.int64)
+        return np.full(n, -1, np.int64)
+
+    ids = text_col("id", "")
+    if "id" not in col:
+        ids = np.arange(n).astype(object)
+    start = int_col("start_ns")
+    end = int_col("end_ns")
+    syscalls = Ragged.from_lists([r[col["syscalls"]].split() for r in body]) if "syscalls" in col else Ragged.empty(n)
+    state_seq = Ragged.from_lists([r[col["states"]].split() for r in body], list(states)) if "states" in col \
+        else Ragged.empty(n)
+    known = set(BASE) | {header[c] for c in dcols} | {f"{s}_n" for s in states} | {"syscalls", "states"}
+    fields = {h: text_col(h, "") for h in header if h not in known}
+    return FeatureTable(
+        id=ids, kind=text_col("kind", "csv"), host=text_col("host", ""), pid=int_col("pid"), tid=int_col("tid"),
+        start=start, end=end, states=states, durations=dur, counts=counts, total=total, syscalls=syscalls,
+        state_seq=state_seq, fields=fields, source=str(path), notes=notes,
+    )
+
+
+def read_published(path: Path) -> FeatureTable:
+    """The paper's published dataset: ``<pid>_times.csv`` (+ ``_count``, ``_syscalls``)."""
+    stem = path.name.rsplit("_", 1)[0]
+    folder = path.parent
+    times_p = folder / f"{stem}_times.csv"
+    if not times_p.exists():
+        raise InputError(times_p, "missing (the published form needs <pid>_times.csv)")
+    ids, dur, total = [], [], []
+    with open(times_p, newline="") as f:
+        for k, r in enumerate(csv.reader(f)):
+            if not r:
+                continue
+            if len(r) != 12:
+                raise InputError(times_p, f"row {k + 1} has {len(r)} columns; the published form has 12 "
+                                          "(id, 10 state durations, total)")
+            try:
+                vals = [float(v) for v in r[1:]]
+            except ValueError:
+                raise InputError(times_p, f"row {k + 1}: not numbers") from None
+            ids.append(r[0])
+            dur.append(vals[:10])
+            total.append(vals[10])
+    if not ids:
+        raise InputError(times_p, "file is empty")
+    n = len(ids)
+    counts = None
+    count_p = folder / f"{stem}_count.csv"
+    if count_p.exists():
+        rows = [r for r in csv.reader(open(count_p, newline="")) if r]
+        if len(rows) != n:
+            raise InputError(count_p, f"has {len(rows)} rows, {times_p.name} has {n}")
+        counts = np.array([[float(v) for v in r[1:-1]] for r in rows], np.int64)
+        if counts.shape[1] != 10:
+            raise InputError(count_p, f"has {counts.shape[1]} state counts per row, expected 10")
+    sys_p = folder / f"{stem}_syscalls.csv"
+    syscalls = Ragged.empty(n)
+    if sys_p.exists():
+        rows = [r for r in csv.reader(open(sys_p, newline="")) if r]
+        if len(rows) != n:
+            raise InputError(sys_p, f"has {len(rows)} rows, {times_p.name} has {n}")
+        syscalls = Ragged.from_lists([r[1:-1] for r in rows])
+    pid = np.array([int(i.split("_")[0]) if i.split("_")[0].isdigit() else -1 for i in ids], np.int64)
+    tid = np.array([int(i.split("_")[1]) if len(i.split("_")) > 2 and i.split("_")[1].isdigit() else -1
+                    for i in ids], np.int64)
+    start = np.array([int(i.split("_")[-1]) if i.split("_")[-1].isdigit() else -1 for i in ids], np.int64)
+    total_a = np.array(total)
+    return FeatureTable(
+        id=np.array(ids, dtype=object), kind=np.full(n, "published", object), host=np.full(n, "", object),
+        pid=pid, tid=tid, start=start, end=np.where(start >= 0, start + total_a.astype(np.int64), -1),
+        states=list(PUBLISHED_STATES), durations=np.array(dur), counts=counts, total=total_a, syscalls=syscalls,
+        state_seq=Ragged.empty(n), source=str(times_p),
+    )
+
+
+def concat(tables: list[FeatureTable]) -> FeatureTable:
+    """Rows of several tables with the same states (e.g. the published files of several pids)."""
+    if len(tables) == 1:
+        return tables[0]
+    states = tables[0].states
+    for t in tables[1:]:
+        if t.states != states:
+            raise InputError(t.source, f"its states {t.states} differ from {tables[0].source}'s {states}")
+    index: dict[str, int] = {}
+    seqs_vals, seqs_off = [], [np.zeros(1, np.int64)]
+    base = 0
+    for t in tables:
+        m = np.array([index.setdefault(v, len(index)) for v in t.syscalls.vocab], np.int32) \
+            if t.syscalls.vocab else np.empty(0, np.int32)
+        seqs_vals.append(m[t.syscalls.values] if len(t.syscalls.values) else np.empty(0, np.int32))
+        seqs_off.append(t.syscalls.offsets[1:] + base)
+        base += int(t.syscalls.offsets[-1])
+    vocab = sorted(index, key=index.get)
+    names = []
+    for t in tables:
+        names.extend(f for f in t.fields if f not in names)
+    counts = None if any(t.counts is None for t in tables) else np.concatenate([t.counts for t in tables])
+    st_vals = [t.state_seq.values for t in tables]
+    st_off = [np.zeros(1, np.int64)]
+    b = 0
+    for t in tables:
+        st_off.append(t.state_seq.offsets[1:] + b)
+        b += int(t.state_seq.offsets[-1])
+    return FeatureTable(
+        id=np.concatenate([t.id for t in tables]), kind=np.concatenate([t.kind for t in tables]),
+        host=np.concatenate([t.host for t in tables]), pid=np.concatenate([t.pid for t in tables]),
+        tid=np.concatenate([t.tid for t in tables]), start=np.concatenate([t.start for t in tables]),
+        end=np.concatenate([t.end for t in tables]), states=list(states),
+        durations=np.concatenate([t.durations for t in tables]), counts=counts,
+        total=np.concatenate([t.total for t in tables]),
+        syscalls=Ragged(np.concatenate(seqs_vals).astype(np.int32), np.concatenate(seqs_off), vocab),
+        state_seq=Ragged(np.concatenate(st_vals).astype(np.int32), np.concatenate(st_off), list(states)),
+        fields={f: np.concatenate([t.fields.get(f, np.full(len(t), "", object)) for t in tables]) for f in names},
+        source=", ".join(t.source for t in tables), notes=[n for t in tables for n in t.notes],
+    )
