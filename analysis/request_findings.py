@@ -101,7 +101,8 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
             f"{table.unmatched_ends} ends without start (began before tracing): not counted"
         )
     title = f"Slowest {what}" if len(t) > 1 else f"One {what[:-1] if what.endswith('s') else what}"
-    subject = f"{t.kind[0]} #{t.id[0]} {t.label(0)}"
+    head = f"{t.kind[0]} #{t.id[0]}"
+    subject = head if t.label(0) == head else f"{head} {t.label(0)}"
     columns = ["id", "kind", "host", "pid/tid", "start (UTC)", "duration"] + (["critical path"] if ft is not None
                                                                                else []) + fields
     return [

@@ -71,7 +71,7 @@ def test_report_with_custom_markers():
     r = cli("report", real_trace("tracevizlab-php-ust"), "--request-start", "lttng_ust_statedump:start",
             "--request-end", "lttng_ust_statedump:end")
     assert r.returncode == 0
-    assert "custom request" in r.stdout
+    assert "**Subject:** custom #0 ·" in r.stdout
 
 
 @needs_bt2
