@@ -303,3 +303,14 @@ class MarkerRequests:
         if col.dtype.kind == "i":
             out[col == MISSING] = ""
         return out
+
+
+def notable_mask(table: RequestTable, outliers: np.ndarray | None = None, quantile: float = 95.0) -> np.ndarray:
+    """Requests worth jumping to: the outliers when an outlier analysis ran, else those slower
+    than the given percentile of all durations (none when there are fewer than 20 requests)."""
+    if outliers is not None and len(outliers) == len(table):
+        return np.asarray(outliers, bool)
+    if len(table) < 20:
+        return np.zeros(len(table), bool)
+    d = table.duration
+    return d > np.percentile(d, quantile)

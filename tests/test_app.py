@@ -33,7 +33,7 @@ async def test_fifty_thousand_requests_navigate_and_filter():
         table = table_of(app)
         assert table.row_count == 50_000
         pane = app.query_one(RequestsPane)
-        durations = pane.table.duration
+        durations = pane.table.duration[pane.index]
         assert (durations[:-1] >= durations[1:]).all()  # slowest first
         assert "/checkout/" in line_text(table, 1)  # the injected slow ones lead
         await pilot.press("G")
@@ -136,6 +136,8 @@ def test_snapshot_requests_pane(snap_compare):
     async def run_before(pilot):
         await loaded(pilot)
         await pilot.press("j", "j")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
 
@@ -153,3 +155,43 @@ def test_runs_headless_under_common_terms(term, monkeypatch):
             return table_of(app).row_count
 
     assert asyncio.run(go()) == 10
+
+
+@needs_bt2
+async def test_sample_critical_path_breakdown_jump_and_detail():
+    from tui.widgets.path_breakdown import PathBreakdown
+
+    app = PerftriageApp([str(real_sample())])
+    async with app.run_test(size=(120, 34)) as pilot:
+        await loaded(pilot)
+        pane = app.query_one(RequestsPane)
+        table = table_of(app)
+        assert table.row_count == 2500
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        view = app.query_one("#requests-path", PathBreakdown).view
+        assert view is not None and view.total == int(pane.table.duration.max())
+        assert view.shares()[0][0] == "BN"  # the slowest: refused connects
+        text = str(app.query_one("#requests-path").render())
+        assert "critical path" in text and "apache2" in text
+        # sort by start time, then jump to the next notable (slow) request
+        await pilot.press("s")
+        assert pane.sort_by == "start"
+        start_cursor = table.cursor
+        await pilot.press("n")
+        assert table.cursor > start_cursor
+        assert pane.notable[pane.index[table.cursor]]
+        assert not pane.notable[pane.index[start_cursor:table.cursor]].any()
+        await pilot.press("N")
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        segs = app.screen.query_one("#request-segments", RowTable)
+        assert segs.row_count > 0
+        assert "critical path" in str(app.screen.query_one("#request-detail-path").render())
+
+
+def real_sample():
+    from conftest import ROOT
+
+    return ROOT / "sample_traces" / "webserver"

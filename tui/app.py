@@ -149,7 +149,7 @@ class PerftriageApp(App):
         elif len(requests) == 0:
             note = ("no requests: no ust_php/ust_apache markers (or the --request-start/--request-end given) "
                     "in the trace")
-        self.query_one("#requests-pane", RequestsPane).show_requests(requests, note)
+        self.query_one("#requests-pane", RequestsPane).show_requests(requests, note, result)
         self.query_one("#findings-pane", FindingsPane).show_findings(result.findings)
         self.set_status(self.status_text())
         for n in result.report.notes:

@@ -1,29 +1,38 @@
-"""Requests pane: every request, slowest first; filter with /, open one with enter."""
+"""Requests pane: every request, slowest first; the critical path of the highlighted one below.
+
+Keys: / filter, s sort (duration / start time), n / N next / previous notable request (an outlier
+when the outlier analysis ran, else slower than the 95th percentile), enter for the full detail.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from analysis.requests import RequestTable
+from analysis.critical_path import PathFinder
+from analysis.path_view import path_view
+from analysis.requests import RequestTable, notable_mask
 from analysis.units import fmt_clock, fmt_duration
 
+from ..widgets.path_breakdown import PathBreakdown
 from ..widgets.row_table import Column, RowTable
 
-LABEL_FIELDS = ("method", "uri", "path", "querystring", "status")
+LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")
 
 
 class RequestRows:
-    """Cells of the visible (filtered) requests, made only for the lines on screen."""
+    """Cells of the visible (filtered, sorted) requests, made only for the lines on screen."""
 
-    def __init__(self, table: RequestTable, index: np.ndarray, extra: list[str]):
+    def __init__(self, table: RequestTable, index: np.ndarray, extra: list[str], notable: np.ndarray):
         self.table = table
         self.index = index
         self.extra = extra
         self.duration = table.duration
+        self.notable = notable
 
     def __len__(self) -> int:
         return len(self.index)
@@ -42,10 +51,16 @@ class RequestRows:
         out += [str(t.fields[f][i]) for f in self.extra]
         return out
 
+    def row_style(self, row: int) -> str | None:
+        return "alert" if self.notable[self.index[row]] else None
+
 
 class RequestsPane(Vertical):
     BINDINGS = [
         Binding("slash", "filter", "filter"),
+        Binding("s", "sort", "sort"),
+        Binding("n", "next_notable", "next slow"),
+        Binding("N", "prev_notable", "prev slow", show=False),
         Binding("escape", "clear_filter", "clear filter", show=False),
     ]
 
@@ -53,16 +68,22 @@ class RequestsPane(Vertical):
     RequestsPane #requests-title { height: 1; color: $text-muted; }
     RequestsPane #requests-filter { display: none; height: 3; }
     RequestsPane #requests-filter.visible { display: block; }
-    RequestsPane #requests-detail { height: auto; max-height: 4; color: $text; background: $boost; }
+    RequestsPane #requests-detail { height: auto; max-height: 2; color: $text; background: $boost; }
+    RequestsPane #requests-path { height: auto; max-height: 8; }
     """
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.table: RequestTable | None = None  # sorted by duration, slowest first
-        self.index = np.empty(0, np.int64)
+        self.table: RequestTable | None = None
+        self.result = None
+        self.order = np.empty(0, np.int64)  # display order of table rows (sorted)
+        self.index = np.empty(0, np.int64)  # table rows shown (filtered), in display order
+        self.sort_by = "duration"
         self.filter_text = ""
+        self.notable = np.zeros(0, bool)
         self._search: np.ndarray | None = None
         self._extra: list[str] = []
+        self._finders: dict[str, PathFinder] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("no requests loaded", id="requests-title")
@@ -70,25 +91,38 @@ class RequestsPane(Vertical):
         yield Input(placeholder="filter (text in uri, method, host, kind, tid, id); enter applies, escape clears",
                     id="requests-filter")
         yield Static("", id="requests-detail")
+        yield PathBreakdown(id="requests-path")
 
     @property
     def row_table(self) -> RowTable:
         return self.query_one("#requests-table", RowTable)
 
-    def show_requests(self, table: RequestTable | None, note: str = "") -> None:
+    def show_requests(self, table: RequestTable | None, note: str = "", result=None) -> None:
+        self.result = result
+        self._finders = {}
         if table is None or len(table) == 0:
             self.table = None
             self.index = np.empty(0, np.int64)
             self.query_one("#requests-title", Static).update(note or "no requests in the loaded inputs")
             self.row_table.empty_text = note or "no requests in the loaded inputs"
-            self.row_table.set_rows(self._columns([]), RequestRows(RequestTable.empty(), self.index, []))
+            self.row_table.set_rows(self._columns([]), RequestRows(RequestTable.empty(), self.index, [], self.notable))
+            self.query_one(PathBreakdown).show_view(None, "")
             return
-        self.table = table.by_duration()
+        self.table = table
+        self.notable = notable_mask(table, getattr(result, "outliers", None))
         self._search = None
-        self._extra = [f for f in LABEL_FIELDS if f in self.table.fields] + [
-            f for f in self.table.fields if f not in LABEL_FIELDS
+        self._extra = [f for f in LABEL_FIELDS if f in table.fields] + [
+            f for f in table.fields if f not in LABEL_FIELDS
         ]
+        self._sort()
         self._apply_filter(self.filter_text)
+
+    def _sort(self) -> None:
+        t = self.table
+        if self.sort_by == "duration":
+            self.order = np.lexsort((t.start, -t.duration))
+        else:
+            self.order = np.argsort(t.start, kind="stable")
 
     def _columns(self, extra: list[str]) -> list[Column]:
         cols = [
@@ -115,25 +149,28 @@ class RequestsPane(Vertical):
             self._search = np.char.lower(text)
         return self._search
 
-    def _apply_filter(self, text: str) -> None:
+    def _apply_filter(self, text: str, keep_cursor: bool = False) -> None:
         self.filter_text = text
         if self.table is None:
             return
         if text:
             hits = np.char.find(self._search_text(), text.lower()) >= 0
-            self.index = np.flatnonzero(hits)
+            self.index = self.order[hits[self.order]]
         else:
-            self.index = np.arange(len(self.table))
-        self.row_table.set_rows(self._columns(self._extra), RequestRows(self.table, self.index, self._extra))
+            self.index = self.order
+        self.row_table.set_rows(self._columns(self._extra),
+                                RequestRows(self.table, self.index, self._extra, self.notable),
+                                keep_cursor=keep_cursor)
         self._update_title()
-        self._update_detail(0)
+        self._update_detail(self.row_table.cursor if keep_cursor else 0)
 
     def _update_title(self) -> None:
         t = self.table
         n = len(t)
         shown = len(self.index)
         med = fmt_duration(float(np.median(t.duration))) if n else "-"
-        parts = [f"{n:,} requests · median {med} · slowest first"]
+        order = "slowest first" if self.sort_by == "duration" else "by start time"
+        parts = [f"{n:,} requests · median {med} · {order} · {int(self.notable.sum()):,} notable (n/N)"]
         if self.filter_text:
             parts.append(f"filter '{self.filter_text}': {shown:,} shown")
         if t.unmatched_starts or t.unmatched_ends:
@@ -144,14 +181,36 @@ class RequestsPane(Vertical):
         detail = self.query_one("#requests-detail", Static)
         if self.table is None or not len(self.index):
             detail.update("")
+            self.query_one(PathBreakdown).show_view(None, "")
             return
         i = int(self.index[row])
         t = self.table
-        label = t.label(i)
         detail.update(
             f"#{t.id[i]} {t.kind[i]} on {t.host[i]} pid {t.pid[i]} tid {t.tid[i]}: "
-            f"{fmt_duration(t.duration[i])} from {fmt_clock(t.start[i])} UTC · {label}"
+            f"{fmt_duration(t.duration[i])} from {fmt_clock(t.start[i])} UTC · {t.label(i)}"
         )
+        self._load_path(i)
+
+    def finder(self, host: str) -> PathFinder | None:
+        graphs = getattr(self.result, "graphs", None) or {}
+        g = graphs.get(host)
+        if g is None:
+            return None
+        pf = self._finders.get(host)
+        if pf is None:
+            pf = self._finders[host] = PathFinder(g)
+        return pf
+
+    @work(thread=True, exclusive=True, group="request-path")
+    def _load_path(self, i: int) -> None:
+        t = self.table
+        pf = self.finder(str(t.host[i]))
+        widget = self.query_one(PathBreakdown)
+        if pf is None:
+            self.app.call_from_thread(widget.show_view, None, "no kernel trace for this host: no critical path")
+            return
+        view = path_view(pf.g, int(t.tid[i]), int(t.start[i]), int(t.end[i]), pf)
+        self.app.call_from_thread(widget.show_view, view)
 
     def selected_request(self) -> int | None:
         """Row of the highlighted request in ``self.table``."""
@@ -171,7 +230,38 @@ class RequestsPane(Vertical):
         event.stop()
         from ..screens import RequestDetailScreen  # noqa: PLC0415
 
-        self.app.push_screen(RequestDetailScreen(self.table, int(self.index[event.row])))
+        i = int(self.index[event.row])
+        self.app.push_screen(RequestDetailScreen(self.table, i, self.finder(str(self.table.host[i]))))
+
+    def action_sort(self) -> None:
+        if self.table is None:
+            return
+        self.sort_by = "start" if self.sort_by == "duration" else "duration"
+        self._sort()
+        self._apply_filter(self.filter_text)
+
+    def _jump(self, step: int) -> None:
+        if self.table is None or not len(self.index):
+            return
+        flags = self.notable[self.index]
+        cur = self.row_table.cursor
+        rows = np.flatnonzero(flags)
+        if step > 0:
+            nxt = rows[rows > cur]
+            target = int(nxt[0]) if len(nxt) else None
+        else:
+            prv = rows[rows < cur]
+            target = int(prv[-1]) if len(prv) else None
+        if target is None:
+            self.app.notify("no more notable requests that way", timeout=2)
+            return
+        self.row_table.cursor = target
+
+    def action_next_notable(self) -> None:
+        self._jump(+1)
+
+    def action_prev_notable(self) -> None:
+        self._jump(-1)
 
     def action_filter(self) -> None:
         box = self.query_one("#requests-filter", Input)

@@ -25,6 +25,15 @@ KEYS = [
     ("Requests", [
         ("/", "filter: keep rows containing the text (uri, method, host, kind, tid, id)"),
         ("escape", "clear the filter"),
+        ("s", "sort by duration / by start time"),
+        ("n / N", "next / previous notable request (outlier, else slower than p95)"),
+        ("enter", "the request in full: critical path of every thread, segments"),
+    ]),
+    ("Critical path letters", [
+        ("u s", "running in user mode (RU) / in a system call (RS)"),
+        ("p", "preempted: runnable, waiting for a CPU (BP)"),
+        ("D N T", "blocked on disk (BD) / network (BN) / a timer (BS)"),
+        ("I F ?", "blocked on an interrupt (BI) / in futex (BF) / on a task not followed (BT)"),
     ]),
     ("Dialogs", [
         ("escape", "close"),

@@ -1,15 +1,23 @@
-"""One request in full: times, thread, every marker field."""
+"""One request in full: times, thread, marker fields, and its critical path (every thread on it,
+a stacked bar of its states, the list of segments)."""
 
 from __future__ import annotations
 
+from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from analysis.critical_path import STATES, PathFinder
+from analysis.path_view import PathView, path_view
 from analysis.requests import RequestTable
 from analysis.units import fmt_duration, fmt_timestamp
+
+from ..widgets.path_breakdown import PathBreakdown, state_key
+from ..widgets.row_table import Column, ListSource, RowTable
 
 
 def request_lines(table: RequestTable, i: int) -> list[tuple[str, str]]:
@@ -25,23 +33,63 @@ def request_lines(table: RequestTable, i: int) -> list[tuple[str, str]]:
     return rows
 
 
+def segment_rows(view: PathView) -> list[list[str]]:
+    s = view.segments
+    rows = []
+    for t, a, b, st, via in zip(s.tid.tolist(), s.start.tolist(), s.end.tolist(), s.state.tolist(),
+                                s.via.tolist()):
+        rows.append([view.thread_label[t], f"+{fmt_duration(a - view.t0)}", fmt_duration(b - a), STATES[st],
+                     "" if via < 0 else f"waits for {via}"])
+    return rows
+
+
 class RequestDetailScreen(ModalScreen):
     BINDINGS = [Binding("escape,q", "dismiss", "close")]
     DEFAULT_CSS = """
     RequestDetailScreen { align: center middle; }
-    RequestDetailScreen > VerticalScroll { width: 90%; max-width: 120; height: 80%; border: round $accent;
-        background: $surface; padding: 0 1; }
+    RequestDetailScreen > Vertical { width: 96%; height: 94%; border: round $accent; background: $surface;
+        padding: 0 1; }
+    RequestDetailScreen #request-detail-top { height: 1fr; }
+    RequestDetailScreen #request-segments { height: 1fr; }
     """
 
-    def __init__(self, table: RequestTable, row: int):
+    def __init__(self, table: RequestTable, row: int, finder: PathFinder | None = None):
         super().__init__()
         self.table = table
         self.row = row
+        self.finder = finder
+        self.view: PathView | None = None
 
     def compose(self) -> ComposeResult:
         lines = request_lines(self.table, self.row)
         width = max(len(k) for k, _ in lines)
         text = "\n".join(f"[b]{k:<{width}}[/b]  {v}" for k, v in lines)
-        with VerticalScroll():
-            yield Static(text, id="request-detail-text", markup=True)
-            yield Static("\n[dim]escape closes[/dim]")
+        with Vertical():
+            with VerticalScroll(id="request-detail-top"):
+                yield Static(text, id="request-detail-text", markup=True)
+                yield PathBreakdown(max_threads=None, id="request-detail-path")
+                yield Static(state_key(), id="request-detail-key")
+            yield RowTable(id="request-segments", empty_text="no critical path (no kernel trace for this host)")
+            yield Static("[dim]escape closes · j/k move in the segment list[/dim]")
+
+    def on_mount(self) -> None:
+        if self.finder is None:
+            self.query_one(PathBreakdown).show_view(None, "no kernel trace for this host: no critical path")
+            return
+        self._load()
+
+    @work(thread=True, exclusive=True)
+    def _load(self) -> None:
+        t, i = self.table, self.row
+        view = path_view(self.finder.g, int(t.tid[i]), int(t.start[i]), int(t.end[i]), self.finder)
+        self.app.call_from_thread(self._show, view)
+
+    def _show(self, view: PathView) -> None:
+        self.view = view
+        self.query_one(PathBreakdown).show_view(view)
+        cols = [Column("thread", "left", 6, 24), Column("at", "right", 6, 10), Column("for", "right", 6, 10),
+                Column("state", "left", 2, 5), Column("via", "left", 4, 30, flex=True)]
+        table = self.query_one("#request-segments", RowTable)
+        table.set_rows(cols, ListSource(segment_rows(view)))
+        table.focus()
+        self.query_one("#request-detail-key", Static).update(Text("") + state_key())

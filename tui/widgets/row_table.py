@@ -159,7 +159,7 @@ class RowTable(ScrollView, can_focus=True):
             shrinkable = [k for k in range(len(widths)) if widths[k] > self.columns[k].min_width]
             if not shrinkable:
                 break
-            i = max(shrinkable, key=lambda k: (self.columns[k].flex, widths[k]))
+            i = max(shrinkable, key=lambda k: (not self.columns[k].flex, widths[k]))
             widths[i] -= 1
         spare = avail - sum(widths)
         flex = [i for i, c in enumerate(self.columns) if c.flex]

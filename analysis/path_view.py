@@ -1,0 +1,85 @@
+"""A request's critical path prepared for display: per-thread rows of a character timeline,
+the segment list and the share of each state (used by the app and by Markdown findings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .critical_path import NSTATES, STATES, PathFinder, Segments
+from .execgraph import ExecGraph
+
+#: one character per state in text timelines: running in lower case, waits in upper case
+STATE_CHAR = {"RU": "u", "RS": "s", "BP": "p", "BD": "D", "BN": "N", "BS": "T", "BI": "I", "BF": "F", "BT": "?"}
+
+
+@dataclass
+class PathView:
+    t0: int
+    t1: int
+    segments: Segments
+    thread_order: list[int]  # tids, in order of first appearance on the path
+    thread_label: dict[int, str]
+    durations: np.ndarray  # per state, ns
+
+    @property
+    def total(self) -> int:
+        return self.t1 - self.t0
+
+    def shares(self) -> list[tuple[str, float]]:
+        tot = float(self.durations.sum()) or 1.0
+        return [(STATES[k], float(self.durations[k]) / tot) for k in np.argsort(-self.durations, kind="stable")
+                if self.durations[k] > 0]
+
+    def bar(self, width: int) -> list[int]:
+        """State code per column of a stacked bar ``width`` wide (largest remainder rounding)."""
+        tot = float(self.durations.sum())
+        if tot <= 0 or width <= 0:
+            return []
+        exact = self.durations / tot * width
+        cells = np.floor(exact).astype(int)
+        rest = width - cells.sum()
+        for k in np.argsort(-(exact - cells), kind="stable")[:rest]:
+            cells[k] += 1
+        out = []
+        for k in range(NSTATES):
+            out += [k] * int(cells[k])
+        return out
+
+    def timeline(self, width: int) -> list[tuple[str, list[int]]]:
+        """Per thread: its label and, per column, the state it is in on the path (-1: not on the
+        path then). A column shows the state that covers most of its time slice."""
+        rows = []
+        if width <= 0 or self.total <= 0:
+            return rows
+        edges = self.t0 + (np.arange(width + 1) * self.total) // width
+        s = self.segments
+        for tid in self.thread_order:
+            m = s.tid == tid
+            cover = np.zeros((width, NSTATES), np.int64)
+            for a, b, st in zip(s.start[m].tolist(), s.end[m].tolist(), s.state[m].tolist()):
+                c0 = int(np.searchsorted(edges, a, "right")) - 1
+                c1 = int(np.searchsorted(edges, b, "left"))
+                for c in range(max(c0, 0), min(c1, width)):
+                    cover[c, st] += min(b, int(edges[c + 1])) - max(a, int(edges[c]))
+            cells = np.where(cover.sum(axis=1) > 0, cover.argmax(axis=1), -1)
+            rows.append((self.thread_label[tid], cells.tolist()))
+        return rows
+
+    def text_timeline(self, width: int) -> list[str]:
+        chars = [STATE_CHAR[s] for s in STATES]
+        label_w = max((len(lbl) for lbl, _ in self.timeline(1)), default=0)
+        return [f"{lbl:<{label_w}} |" + "".join(chars[c] if c >= 0 else " " for c in cells) + "|"
+                for lbl, cells in self.timeline(width)]
+
+
+def path_view(g: ExecGraph, tid: int, t0: int, t1: int, finder: PathFinder | None = None) -> PathView:
+    pf = finder or PathFinder(g)
+    seg = pf.path(tid, t0, t1).segments(g)
+    order: list[int] = []
+    for t in seg.tid.tolist():
+        if t not in order:
+            order.append(t)
+    labels = {t: f"{g.comm(t)} {t}" for t in order}
+    return PathView(t0, t1, seg, order, labels, seg.durations())
