@@ -203,12 +203,47 @@ class _Parts:
             self.parts[n].append(cols[n])
 
     def get(self) -> dict[str, np.ndarray]:
-        return {n: (np.concatenate(v) if v else np.empty(0, np.int64)) for n, v in self.parts.items()}
+        """The concatenated columns; the per-chunk pieces are released."""
+        out = {}
+        for n in self.names:
+            v = self.parts[n]
+            out[n] = np.concatenate(v) if v else np.empty(0, np.int64)
+            self.parts[n] = []
+        return out
+
+
+# per-thread row kinds: 0 switch-in, 1 switch-out (arg 1: blocked), 2 wake-up (arg: wake index),
+# 3 fork (the child), 4 exit, 5 syscall entry (arg: id), 6 syscall exit (arg: id), 7 carried
+# state of a thread from the previous chunk
+K_IN, K_OUT, K_WAKE, K_FORK, K_EXIT, K_SC_IN, K_SC_OUT, K_CARRY = range(8)
+
+
+class _HostState:
+    """What the builder keeps for one host between chunks."""
+
+    def __init__(self, first_ts: int):
+        self.first_ts = first_ts
+        self.last_ts = first_ts
+        self.carry: dict[int, tuple] = {}  # tid -> (ts, seq, status, syscall, exited)
+        self.open_sc: dict[int, tuple] = {}  # tid -> (entry ts, syscall id)
+        self.iv = _Parts("tid", "start", "end", "state", "wake", "sc")  # closed intervals, per chunk
+        self.sc = _Parts("tid", "entry", "exit", "id")
+        self.sd_status: dict[int, int] = {}
+        self.threads: dict[int, ThreadInfo] = {}
+
+    def info(self, tid: int) -> ThreadInfo:
+        t = self.threads.get(tid)
+        if t is None:
+            t = self.threads[tid] = ThreadInfo(tid)
+        return t
 
 
 class GraphBuilder:
-    """Chunk consumer that keeps compact rows of the graph events and builds one
-    :class:`ExecGraph` per kernel-traced host at the end."""
+    """Chunk consumer that builds one :class:`ExecGraph` per kernel-traced host.
+
+    Intervals are made as chunks arrive: each thread's state at the end of a chunk is carried
+    into the next, so memory holds the graph (closed intervals), the wake-up and interrupt
+    rows needed to tell wake-up contexts at the end, and one chunk - never the trace."""
 
     def __init__(self):
         self.reader: CtfReader | None = None
@@ -217,15 +252,10 @@ class GraphBuilder:
         self.syscall_names: list[str] = []
         self._sc_index: dict[str, int] = {}
         self._seq = 0
-        self.sw = _Parts("seq", "ts", "host", "cpu", "prev", "state", "next", "prev_comm", "next_comm")
-        self.wk = _Parts("seq", "ts", "host", "cpu", "cat", "target", "cur")
-        self.fk = _Parts("seq", "ts", "host", "parent", "ppid", "child", "cpid", "comm")
-        self.ex = _Parts("seq", "ts", "host", "tid", "cat", "name")
-        self.sd = _Parts("seq", "host", "tid", "pid", "status", "name")
-        self.sc = _Parts("seq", "ts", "host", "tid", "id", "exit")
-        self.ic = _Parts("seq", "ts", "host", "cpu", "ctx", "exit")
-        self.first_ts: dict[int, int] = {}
-        self.last_ts: dict[int, int] = {}
+        self._nwake = 0
+        self.hosts: dict[int, _HostState] = {}
+        self.wk = _Parts("seq", "host", "cpu", "cat", "cur")
+        self.ic = _Parts("seq", "host", "cpu", "ctx", "exit")
 
     def read_spec(self) -> ReadSpec:
         return ReadSpec(fields=dict(GRAPH_FIELDS), events=list(GRAPH_EVENTS))
@@ -251,6 +281,8 @@ class GraphBuilder:
                 scid[i] = sid
         self._cat, self._scid = cat, scid
 
+    # -- per chunk ------------------------------------------------------------------------
+
     def consume(self, chunk) -> None:
         n = len(chunk)
         if n == 0:
@@ -259,48 +291,70 @@ class GraphBuilder:
         seq = self._seq + np.arange(n, dtype=np.int64)
         self._seq += n
         cat = self._cat[chunk.event]
+        for h in np.unique(chunk.host).tolist():
+            m = chunk.host == h
+            sub = chunk.take(m) if not m.all() else chunk
+            self._consume_host(h, sub, cat[m] if not m.all() else cat, seq[m] if not m.all() else seq)
+
+    def _consume_host(self, h: int, chunk, cat: np.ndarray, seq: np.ndarray) -> None:
+        hs = self.hosts.get(h)
+        if hs is None:
+            hs = self.hosts[h] = _HostState(int(chunk.ts[0]))
+        hs.last_ts = int(chunk.ts[-1])
         f = chunk.fields
-        ts, host, cpu, tid = chunk.ts, chunk.host, chunk.cpu, chunk.tid
-        for h in np.unique(host).tolist():
-            first = int(ts[np.argmax(host == h)])
-            self.first_ts.setdefault(h, first)
-            self.last_ts[h] = int(ts[len(host) - 1 - np.argmax(host[::-1] == h)])
+        ts, cpu, cur = chunk.ts, chunk.cpu, chunk.tid
+        strings = self.reader.strings
 
         def col(name, m, fill=MISSING):
             c = f.get(name)
             return c[m] if c is not None else np.full(int(m.sum()), fill)
 
-        m = cat == C_SWITCH
-        if m.any():
-            self.sw.add(seq=seq[m], ts=ts[m], host=host[m], cpu=cpu[m], prev=col("prev_tid", m),
-                        state=col("prev_state", m), next=col("next_tid", m), prev_comm=col("prev_comm", m, -1),
-                        next_comm=col("next_comm", m, -1))
-        m = (cat == C_WAKING) | (cat == C_WAKEUP) | (cat == C_WAKEUP_NEW) | (cat == C_TTWU)
-        if m.any():
-            self.wk.add(seq=seq[m], ts=ts[m], host=host[m], cpu=cpu[m], cat=cat[m], target=col("tid", m),
-                        cur=tid[m])
-        m = cat == C_FORK
-        if m.any():
-            self.fk.add(seq=seq[m], ts=ts[m], host=host[m], parent=col("parent_tid", m), ppid=col("parent_pid", m),
-                        child=col("child_tid", m), cpid=col("child_pid", m), comm=col("child_comm", m, -1))
-        m = (cat == C_EXIT) | (cat == C_EXEC)
-        if m.any():
-            self.ex.add(seq=seq[m], ts=ts[m], host=host[m], tid=col("tid", m), cat=cat[m],
-                        name=col("filename", m, -1))
+        # thread facts (statedump, fork, exec, exit): few rows, plain loops
         m = cat == C_STATEDUMP
-        if m.any():
-            self.sd.add(seq=seq[m], host=host[m], tid=col("tid", m), pid=col("pid", m), status=col("status", m),
-                        name=col("name", m, -1))
-        m = (cat == C_SC_ENTRY) | (cat == C_SC_EXIT)
-        if m.any():
-            self.sc.add(seq=seq[m], ts=ts[m], host=host[m], tid=tid[m], id=self._scid[chunk.event[m]],
-                        exit=(cat[m] == C_SC_EXIT))
-        m = (cat >= C_IRQ_IN) & (cat <= C_IPI_OUT) | (cat == C_PKT_IN) | (cat == C_PKT_OUT)
-        if m.any():
-            c = cat[m]
-            ctx = np.zeros(int(m.sum()), np.int64)
-            irq = col("irq", m, 0)
-            vec = col("vec", m, 0)
+        for tid, pid, status, name in zip(col("tid", m).tolist(), col("pid", m).tolist(), col("status", m).tolist(),
+                                          col("name", m, -1).tolist()):
+            t = hs.info(tid)
+            t.pid = pid
+            if name >= 0:
+                t.comm = strings[name]
+            hs.sd_status[tid] = {1: WAIT_FORK, 2: WAIT_CPU, 5: WAIT_BLOCKED, 6: RUN}.get(status, NOSTATE)
+        m_fork = cat == C_FORK
+        for t_, parent, ppid, child, cpid, comm in zip(ts[m_fork].tolist(), col("parent_tid", m_fork).tolist(),
+                                                       col("parent_pid", m_fork).tolist(), col("child_tid", m_fork).tolist(),
+                                                       col("child_pid", m_fork).tolist(), col("child_comm", m_fork, -1).tolist()):
+            t = hs.info(child)
+            t.fork_ts, t.parent, t.pid = t_, parent, cpid
+            if comm >= 0:
+                t.comm = strings[comm]
+            if hs.info(parent).pid < 0:
+                hs.info(parent).pid = ppid
+        m_exit = cat == C_EXIT
+        for t_, tid in zip(ts[m_exit].tolist(), col("tid", m_exit).tolist()):
+            hs.info(tid).exit_ts = t_
+        m = cat == C_EXEC
+        for tid, name in zip(col("tid", m).tolist(), col("filename", m, -1).tolist()):
+            if name >= 0:
+                hs.info(tid).comm = strings[name].rsplit("/", 1)[-1][:15]
+        m_sw = cat == C_SWITCH
+        if m_sw.any():
+            nxt, nxt_comm = col("next_tid", m_sw), col("next_comm", m_sw, -1)
+            for tid, c in zip(*np.unique(np.stack([nxt, nxt_comm]), axis=1).tolist()):
+                if c >= 0 and tid > 0 and not hs.info(tid).comm:
+                    hs.info(tid).comm = strings[c]
+        # wake-ups: numbered globally; their context is resolved at the end
+        m_wk = (cat == C_WAKING) | (cat == C_WAKEUP) | (cat == C_WAKEUP_NEW) | (cat == C_TTWU)
+        nwk = int(m_wk.sum())
+        wake_ids = self._nwake + np.arange(nwk, dtype=np.int64)
+        self._nwake += nwk
+        if nwk:
+            self.wk.add(seq=seq[m_wk], host=np.full(nwk, h, np.int16), cpu=cpu[m_wk], cat=cat[m_wk],
+                        cur=cur[m_wk])
+        m_ic = ((cat >= C_IRQ_IN) & (cat <= C_IPI_OUT)) | (cat == C_PKT_IN) | (cat == C_PKT_OUT)
+        if m_ic.any():
+            c = cat[m_ic]
+            ctx = np.zeros(int(m_ic.sum()), np.int64)
+            irq = col("irq", m_ic, 0)
+            vec = col("vec", m_ic, 0)
             is_irq = (c == C_IRQ_IN) | (c == C_IRQ_OUT)
             is_soft = (c == C_SOFT_IN) | (c == C_SOFT_OUT)
             ctx[is_irq] = CTX_IRQ + np.where(irq[is_irq] == MISSING, 0, irq[is_irq])
@@ -309,29 +363,274 @@ class GraphBuilder:
             ctx[(c == C_IPI_IN) | (c == C_IPI_OUT)] = CTX_IPI
             ctx[(c == C_PKT_IN) | (c == C_PKT_OUT)] = CTX_PACKET
             is_exit = np.isin(c, (C_IRQ_OUT, C_SOFT_OUT, C_HRT_OUT, C_IPI_OUT, C_PKT_OUT))
-            self.ic.add(seq=seq[m], ts=ts[m], host=host[m], cpu=cpu[m], ctx=ctx, exit=is_exit)
+            self.ic.add(seq=seq[m_ic], host=np.full(len(c), h, np.int16), cpu=cpu[m_ic], ctx=ctx, exit=is_exit)
+        # per-thread rows of this chunk
+        parts = []
+        n_sw = int(m_sw.sum())
+        if n_sw:
+            state = col("prev_state", m_sw)
+            blocked = np.where(state == MISSING, 1, (state & 3) != 0).astype(np.int64)
+            parts.append((col("next_tid", m_sw), seq[m_sw], ts[m_sw], K_IN, np.zeros(n_sw, np.int64)))
+            parts.append((col("prev_tid", m_sw), seq[m_sw], ts[m_sw], K_OUT, blocked))
+        if nwk:
+            parts.append((col("tid", m_wk), seq[m_wk], ts[m_wk], K_WAKE, wake_ids))
+        if m_fork.any():
+            parts.append((col("child_tid", m_fork), seq[m_fork], ts[m_fork], K_FORK, np.zeros(int(m_fork.sum()), np.int64)))
+        if m_exit.any():
+            parts.append((col("tid", m_exit), seq[m_exit], ts[m_exit], K_EXIT, np.zeros(int(m_exit.sum()), np.int64)))
+        m_sc = (cat == C_SC_ENTRY) | (cat == C_SC_EXIT)
+        if m_sc.any():
+            kinds = np.where(cat[m_sc] == C_SC_EXIT, K_SC_OUT, K_SC_IN).astype(np.int8)
+            parts.append((cur[m_sc].astype(np.int64), seq[m_sc], ts[m_sc], kinds,
+                          self._scid[chunk.event[m_sc]].astype(np.int64)))
+        if parts:
+            self._advance(hs, parts)
+
+    def _advance(self, hs: _HostState, parts) -> None:
+        tid = np.concatenate([np.asarray(p[0], np.int64) for p in parts])
+        seq = np.concatenate([p[1] for p in parts])
+        ts = np.concatenate([p[2] for p in parts])
+        kind = np.concatenate([np.full(len(p[1]), p[3], np.int8) if np.isscalar(p[3]) else p[3] for p in parts])
+        arg = np.concatenate([p[4] for p in parts])
+        ok = (tid > 0) & (tid != MISSING)
+        tid, seq, ts, kind, arg = tid[ok], seq[ok], ts[ok], kind[ok], arg[ok]
+        # carried state of the threads seen before: one row at the head of each
+        present = np.unique(tid).tolist()
+        carried = [(t, hs.carry[t]) for t in present if t in hs.carry]
+        nc = len(carried)
+        c_status = np.full(len(tid) + nc, -1, np.int8)
+        c_sc = np.full(len(tid) + nc, -1, np.int64)
+        c_exit = np.zeros(len(tid) + nc, bool)
+        if nc:
+            ct = np.array([t for t, _ in carried], np.int64)
+            cv = np.array([v for _, v in carried], np.int64)  # ts, seq, status, sc, exited
+            tid = np.concatenate([tid, ct])
+            seq = np.concatenate([seq, cv[:, 1]])
+            ts = np.concatenate([ts, cv[:, 0]])
+            kind = np.concatenate([kind, np.full(nc, K_CARRY, np.int8)])
+            arg = np.concatenate([arg, np.zeros(nc, np.int64)])
+            c_status[-nc:] = cv[:, 2]
+            c_sc[-nc:] = cv[:, 3]
+            c_exit[-nc:] = cv[:, 4].astype(bool)
+        order = np.lexsort((seq, tid))
+        tid, seq, ts, kind, arg = tid[order], seq[order], ts[order], kind[order], arg[order]
+        c_status, c_sc, c_exit = c_status[order], c_sc[order], c_exit[order]
+        self._pair_syscalls(hs, tid, ts, kind, arg)
+        out, carry = _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, hs.sd_status, hs.first_ts)
+        hs.iv.add(**out)
+        for t, v in carry.items():
+            hs.carry[t] = v
+
+    def _pair_syscalls(self, hs: _HostState, tid, ts, kind, arg) -> None:
+        m = (kind == K_SC_IN) | (kind == K_SC_OUT)
+        if not m.any():
+            return
+        tid, ts, is_exit, sid = tid[m], ts[m], kind[m] == K_SC_OUT, arg[m]
+        # open entries from earlier chunks come first in their thread
+        opened = [(t, hs.open_sc.pop(t)) for t in np.unique(tid).tolist() if t in hs.open_sc]
+        if opened:
+            ot = np.array([t for t, _ in opened], np.int64)
+            ov = np.array([v for _, v in opened], np.int64)
+            tid = np.concatenate([ot, tid])
+            ts = np.concatenate([ov[:, 0], ts])
+            is_exit = np.concatenate([np.zeros(len(ot), bool), is_exit])
+            sid = np.concatenate([ov[:, 1], sid])
+            o = np.argsort(tid, kind="stable")
+            tid, ts, is_exit, sid = tid[o], ts[o], is_exit[o], sid[o]
+        n = len(tid)
+        entry = ~is_exit
+        same_next = np.r_[tid[1:] == tid[:-1], False]
+        paired = entry & same_next & np.r_[is_exit[1:], False]
+        ent = np.flatnonzero(paired)
+        # an entry not followed by its exit in this chunk stays open (if it is the thread's last)
+        last_of_thread = ~same_next
+        for i in np.flatnonzero(entry & last_of_thread).tolist():
+            hs.open_sc[int(tid[i])] = (int(ts[i]), int(sid[i]))
+        prev_is_entry = np.r_[False, entry[:-1] & (tid[1:] == tid[:-1])]
+        orphan = np.flatnonzero(is_exit & ~prev_is_entry)  # began before the trace
+        hs.sc.add(tid=np.concatenate([tid[ent], tid[orphan]]),
+                  entry=np.concatenate([ts[ent], np.full(len(orphan), hs.first_ts, np.int64)]),
+                  exit=np.concatenate([ts[np.minimum(ent + 1, n - 1)], ts[orphan]]),
+                  id=np.concatenate([sid[ent], sid[orphan]]))
+
+    # -- the end ----------------------------------------------------------------------------
 
     def finish(self) -> dict[str, ExecGraph]:
         reader = self.reader
-        sw, wk, fk, ex, sd, sc, ic = (p.get() for p in (self.sw, self.wk, self.fk, self.ex, self.sd, self.sc, self.ic))
+        wk = self.wk.get()
+        ic = self.ic.get()
+        wctx = wake_contexts(wk, ic)
         graphs = {}
         kernel_hosts = {reader.host_code(t.hostname) for t in reader.traces if t.domain == "kernel"}
-        for h in sorted(kernel_hosts):
-            if h not in self.first_ts:
+        for h, hs in self.hosts.items():
+            if h not in kernel_hosts:
                 continue
-
-            def sel(d):
-                m = d["host"] == h
-                return {k: v[m] for k, v in d.items()}
-
-            graphs[reader.hosts[h]] = build_graph(
-                reader.hosts[h], self.first_ts[h], self.last_ts[h], sel(sw), sel(wk), sel(fk), sel(ex), sel(sd),
-                sel(sc), sel(ic), self.syscall_names, reader.strings,
-            )
+            graphs[reader.hosts[h]] = self._finish_host(hs, wctx, wk["cur"], wk["cat"])
+        self.hosts = {}
         return graphs
 
+    def _finish_host(self, hs: _HostState, wctx, wake_cur, wake_cat) -> ExecGraph:
+        end = hs.last_ts
+        # close what is still open at the end of the trace
+        if hs.carry:
+            ct = np.array(list(hs.carry), np.int64)
+            cv = np.array(list(hs.carry.values()), np.int64)
+            hs.iv.add(tid=ct.astype(np.int32), start=cv[:, 0], end=np.maximum(cv[:, 0], end),
+                      state=_interval_state(cv[:, 2].astype(np.int8), cv[:, 3]), wake=np.full(len(ct), -1, np.int64),
+                      sc=cv[:, 3].astype(np.int32))
+        if hs.open_sc:
+            ot = np.array(list(hs.open_sc), np.int64)
+            ov = np.array(list(hs.open_sc.values()), np.int64)
+            hs.sc.add(tid=ot, entry=ov[:, 0], exit=np.full(len(ot), end, np.int64), id=ov[:, 1])
+        cols = hs.iv.get()
+        # each chunk's intervals are sorted by (thread, time) and chunks come in time order, so a
+        # stable sort by thread alone orders them by (thread, time); columns are moved one by one
+        order = np.argsort(cols["tid"], kind="stable")
+        order = order[cols["end"][order] > cols["start"][order]]
+        for k in list(cols):
+            cols[k] = cols[k][order]
+        del order
+        # merge runs with nothing new (same state and syscall, not blocked)
+        tid, start, stop, state, wake, sc = (cols[k] for k in ("tid", "start", "end", "state", "wake", "sc"))
+        m = len(tid)
+        if m:
+            same = np.r_[False, (tid[1:] == tid[:-1]) & (state[1:] == state[:-1]) & (sc[1:] == sc[:-1])
+                         & (state[1:] != BLOCKED) & (start[1:] == stop[:-1])]
+            heads = np.flatnonzero(~same)
+            tails = np.r_[heads[1:], m] - 1
+            tid, start, state, sc = tid[heads], start[heads], state[heads], sc[heads]
+            stop, wake = stop[tails], wake[tails]
+        # blocked intervals: how they end
+        futex_id = self.syscall_names.index("futex") if "futex" in self.syscall_names else -99
+        iv_block = np.full(len(tid), ST_BT, np.int8)
+        iv_waker = np.full(len(tid), -1, np.int64)
+        iv_ctx = np.full(len(tid), -1, np.int64)
+        b = np.flatnonzero(state == BLOCKED)
+        if len(b):
+            w = wake[b]
+            has = w >= 0
+            wi = np.maximum(w, 0)
+            ctx = np.where(has, wctx[wi] if len(wctx) else 0, -1)
+            waker = np.where(has, wake_cur[wi] if len(wctx) else -1, -1).astype(np.int64)
+            iv_ctx[b] = ctx
+            st = np.full(len(b), ST_BT, np.int8)
+            proc = has & (ctx == CTX_NONE)
+            follow = proc & (waker > 0)
+            st[follow] = FOLLOW
+            st[proc & ~follow] = ST_BI  # woken from the idle task's context: no task to follow
+            irq = has & (ctx != CTX_NONE)
+            st[irq] = block_state_of_context(ctx[irq])
+            st[(~has) & (sc[b] == futex_id)] = ST_BF
+            iv_block[b] = st
+            iv_waker[b] = np.where(follow, waker, -1)
+        if m:
+            heads = np.flatnonzero(np.r_[True, tid[1:] != tid[:-1]])
+            tids, lo, hi = tid[heads].astype(np.int64), heads, np.r_[heads[1:], len(tid)]
+        else:
+            tids = lo = hi = np.zeros(0, np.int64)
+        for t_, a, z in zip(tids.tolist(), start[lo].tolist() if m else [], stop[hi - 1].tolist() if m else []):
+            ti = hs.info(t_)
+            ti.first_ts, ti.last_ts = a, z
+        sc_parts = hs.sc.get()
+        o = np.lexsort((sc_parts["entry"], sc_parts["tid"]))
+        family = ("sched_ttwu" if (wake_cat == C_TTWU).any() else
+                  "sched_waking" if (wake_cat == C_WAKING).any() else "sched_wakeup")
+        return ExecGraph(
+            host=self.reader.hosts[next(k for k, v in self.hosts.items() if v is hs)], begin=hs.first_ts, end=end,
+            tids=tids, thread_lo=lo, thread_hi=hi, iv_start=start, iv_end=stop, iv_state=state.astype(np.int8),
+            iv_block=iv_block, iv_waker=iv_waker, iv_ctx=iv_ctx, iv_syscall=sc.astype(np.int32),
+            sc_tid=sc_parts["tid"][o].astype(np.int64), sc_entry=sc_parts["entry"][o].astype(np.int64),
+            sc_exit=sc_parts["exit"][o].astype(np.int64), sc_id=sc_parts["id"][o].astype(np.int32),
+            syscall_names=list(self.syscall_names), threads=hs.threads, wakeup_family=family,
+        )
 
-# -- building -----------------------------------------------------------------------------------
+
+def _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, sd_status, begin):
+    """Closed intervals of one chunk's rows (sorted by thread, event order) and the state each
+    thread carries into the next chunk. A thread's first row is its carried state (K_CARRY) when
+    it was seen before; else its state before that row is the statedump's, or inferred from the
+    row: a switch-out or a syscall means it was running, a wake-up that it was blocked (the
+    reference creates unknown wake-up targets WAIT_BLOCKED), a switch-in that it waited for a
+    CPU, a fork that it did not exist yet."""
+    n = len(tid)
+    idx = np.arange(n)
+    new_thread = np.r_[True, tid[1:] != tid[:-1]]
+    group_start = np.maximum.accumulate(np.where(new_thread, idx, 0))
+    g = np.flatnonzero(new_thread)
+    last_of_group = np.r_[new_thread[1:], True]
+    gid = np.cumsum(new_thread) - 1
+    infer = np.array([WAIT_CPU, RUN, WAIT_BLOCKED, DEAD, RUN, RUN, RUN, NOSTATE], np.int8)
+    init_status = np.array([sd_status.get(int(t), NOSTATE) for t in tid[g].tolist()], np.int8)
+    init_status = np.where(init_status == NOSTATE, infer[kind[g]], init_status).astype(np.int8)
+    init_row = init_status[gid]
+    is_carry = kind == K_CARRY
+
+    def last_in_group(mask):
+        last = np.maximum.accumulate(np.where(mask, idx, -1))
+        return np.where(last >= group_start, last, -1)
+
+    # status set by each non-wake row (a carried row sets the carried status); a switch-out after
+    # the thread's exit leaves it dead
+    setter = (kind <= K_OUT) | (kind == K_FORK) | (kind == K_EXIT) | is_carry
+    status_set = np.full(n, -1, np.int8)
+    status_set[kind == K_IN] = RUN
+    out_rows = kind == K_OUT
+    status_set[out_rows] = np.where(arg[out_rows] == 1, WAIT_BLOCKED, WAIT_CPU)
+    status_set[kind == K_FORK] = WAIT_FORK
+    status_set[kind == K_EXIT] = DEAD
+    status_set[is_carry] = c_status[is_carry]
+    exit_mark = (kind == K_EXIT) | (is_carry & c_exit)
+    exited = last_in_group(exit_mark) >= 0
+    status_set[out_rows & exited] = DEAD
+    last_setter = last_in_group(setter)
+    status_before = np.where(last_setter >= 0, status_set[np.maximum(last_setter, 0)], init_row)
+    # a wake-up is effective if the thread was blocked (or forked) and it is the first since
+    effective = np.zeros(n, bool)
+    wake_idx = np.flatnonzero(kind == K_WAKE)
+    if len(wake_idx):
+        ls = last_setter[wake_idx]
+        same_group_prev = np.r_[False, group_start[wake_idx][1:] == group_start[wake_idx][:-1]]
+        prev_ls = np.r_[-2, ls[:-1]]
+        first_since = ~(same_group_prev & (prev_ls == ls))
+        eff = first_since & np.isin(status_before[wake_idx], (WAIT_BLOCKED, WAIT_FORK))
+        effective[wake_idx[eff]] = True
+    del status_before, last_setter
+    st_val = np.where(effective, WAIT_CPU, status_set).astype(np.int8)
+    last_st = last_in_group(setter | effective)
+    status_after = np.where(last_st >= 0, st_val[np.maximum(last_st, 0)], init_row).astype(np.int8)
+    del st_val, last_st, status_set, setter
+    # the system call running after each row: entries set it, exits clear it, a carried row
+    # restores it; before a new thread's first syscall row it is inside that syscall if the
+    # first one is an exit
+    sc_row = (kind == K_SC_IN) | (kind == K_SC_OUT) | is_carry
+    sc_val = np.where(kind == K_SC_IN, arg, np.where(is_carry, c_sc, -1))
+    last_sc = last_in_group(sc_row)
+    first_sc = _first_in_group((kind == K_SC_IN) | (kind == K_SC_OUT), group_start, n)
+    init_sc = np.where((first_sc >= 0) & (kind[np.maximum(first_sc, 0)] == K_SC_OUT),
+                       arg[np.maximum(first_sc, 0)], -1)
+    sc_after = np.where(last_sc >= 0, sc_val[np.maximum(last_sc, 0)], init_sc)
+    del last_sc, first_sc, sc_val
+    # closed intervals: [ts_i, ts_{i+1}) for every row but each thread's last
+    closed = ~last_of_group
+    nxt = np.flatnonzero(closed) + 1
+    c_rows = np.flatnonzero(closed)
+    wake_of = np.where(effective[nxt], arg[nxt], -1)
+    # lead intervals of new threads: [begin, first row)
+    new_g = g[~is_carry[g]]
+    lead_state = _interval_state(init_status[~is_carry[g]], init_sc[new_g])
+    out = {
+        "tid": np.concatenate([tid[new_g], tid[c_rows]]).astype(np.int32),
+        "start": np.concatenate([np.full(len(new_g), begin, np.int64), ts[c_rows]]),
+        "end": np.concatenate([ts[new_g], ts[nxt]]),
+        "state": np.concatenate([lead_state, _interval_state(status_after[c_rows], sc_after[c_rows])]).astype(np.int8),
+        "wake": np.concatenate([np.where(effective[new_g], arg[new_g], -1), wake_of]).astype(np.int64),
+        "sc": np.concatenate([init_sc[new_g], sc_after[c_rows]]).astype(np.int32),
+    }
+    last = np.flatnonzero(last_of_group)
+    carry = {int(t): (int(a), int(s_), int(st), int(sc), int(ex)) for t, a, s_, st, sc, ex in
+             zip(tid[last].tolist(), ts[last].tolist(), seq[last].tolist(), status_after[last].tolist(),
+                 sc_after[last].tolist(), exited[last].tolist())}
+    return out, carry
 
 
 def wake_contexts(wk: dict, ic: dict) -> np.ndarray:
@@ -341,9 +640,12 @@ def wake_contexts(wk: dict, ic: dict) -> np.ndarray:
     out = np.zeros(n, np.int64)
     if n == 0 or len(ic["seq"]) == 0:
         return out
-    for cpu in np.unique(wk["cpu"]).tolist():
-        wi = np.flatnonzero(wk["cpu"] == cpu)
-        ii = np.flatnonzero(ic["cpu"] == cpu)
+    # one interrupt stack per (host, CPU)
+    wkey = wk["host"].astype(np.int64) * 65536 + wk["cpu"]
+    ikey = ic["host"].astype(np.int64) * 65536 + ic["cpu"]
+    for key in np.unique(wkey).tolist():
+        wi = np.flatnonzero(wkey == key)
+        ii = np.flatnonzero(ikey == key)
         if len(ii) == 0:
             continue
         # merge the CPU's interrupt rows and wake rows in event order
@@ -387,241 +689,6 @@ def block_state_of_context(ctx: np.ndarray) -> np.ndarray:
     return out
 
 
-def build_graph(host, begin, end, sw, wk, fk, ex, sd, sc, ic, syscall_names, strings) -> ExecGraph:
-    # wake-up family, chosen once (reference rule)
-    cats = wk["cat"]
-    if (cats == C_TTWU).any():
-        family, keep = "sched_ttwu", cats == C_TTWU
-    elif (cats == C_WAKING).any():
-        family, keep = "sched_waking", (cats == C_WAKING) | (cats == C_WAKEUP_NEW)
-    else:
-        family, keep = "sched_wakeup", (cats == C_WAKEUP) | (cats == C_WAKEUP_NEW)
-    wk = {k: v[keep] for k, v in wk.items()}
-    wctx = wake_contexts(wk, ic)
-    nw = len(wk["seq"])
-
-    threads: dict[int, ThreadInfo] = {}
-
-    def info(tid) -> ThreadInfo:
-        t = threads.get(tid)
-        if t is None:
-            t = threads[tid] = ThreadInfo(tid)
-        return t
-
-    # thread names and pids (statedump, fork, switch, exec): small loops over thread-level rows
-    for tid, pid, name in zip(sd["tid"].tolist(), sd["pid"].tolist(), sd["name"].tolist()):
-        t = info(tid)
-        t.pid = pid
-        if name >= 0:
-            t.comm = strings[name]
-    for ts, parent, ppid, child, cpid, comm in zip(fk["ts"].tolist(), fk["parent"].tolist(), fk["ppid"].tolist(),
-                                                   fk["child"].tolist(), fk["cpid"].tolist(), fk["comm"].tolist()):
-        t = info(child)
-        t.fork_ts, t.parent, t.pid = ts, parent, cpid
-        if comm >= 0:
-            t.comm = strings[comm]
-        if info(parent).pid < 0:
-            info(parent).pid = ppid
-    if len(sw["seq"]):
-        # last known name per tid from sched_switch (next_comm), vectorised
-        tids = np.concatenate([sw["next"], sw["prev"]])
-        comms = np.concatenate([sw["next_comm"], sw["prev_comm"]])
-        order = np.lexsort((np.concatenate([sw["seq"], sw["seq"]]), tids))
-        last = np.r_[tids[order][1:] != tids[order][:-1], True]
-        for tid, c in zip(tids[order][last].tolist(), comms[order][last].tolist()):
-            if c >= 0 and tid != 0 and not info(tid).comm:
-                info(tid).comm = strings[c]
-    for ts, tid, cat, name in zip(ex["ts"].tolist(), ex["tid"].tolist(), ex["cat"].tolist(), ex["name"].tolist()):
-        t = info(tid)
-        if cat == C_EXIT:
-            t.exit_ts = ts
-        elif name >= 0:
-            t.comm = strings[name].rsplit("/", 1)[-1][:15]
-
-    # -- per-thread rows ------------------------------------------------------------------
-    # kinds: 0 switch-in (RUN), 1 switch-out (status from prev_state), 2 wake, 3 fork (child),
-    # 4 exit, 5 syscall entry, 6 syscall exit
-    k_tid, k_seq, k_ts, k_kind, k_arg = [], [], [], [], []
-
-    def add(tid, seq, ts, kind, arg):
-        k_tid.append(np.asarray(tid, np.int64))
-        k_seq.append(np.asarray(seq, np.int64))
-        k_ts.append(np.asarray(ts, np.int64))
-        k_kind.append(np.full(len(seq), kind, np.int8))
-        k_arg.append(np.asarray(arg, np.int64))
-
-    add(sw["next"], sw["seq"], sw["ts"], 0, np.zeros(len(sw["seq"])))
-    blocked = np.where(sw["state"] == MISSING, 1, (sw["state"] & 3) != 0)
-    add(sw["prev"], sw["seq"], sw["ts"], 1, blocked.astype(np.int64))
-    add(wk["target"], wk["seq"], wk["ts"], 2, np.arange(nw))
-    add(fk["child"], fk["seq"], fk["ts"], 3, np.zeros(len(fk["seq"])))
-    ex_exit = ex["cat"] == C_EXIT
-    add(ex["tid"][ex_exit], ex["seq"][ex_exit], ex["ts"][ex_exit], 4, np.zeros(int(ex_exit.sum())))
-    add(sc["tid"], sc["seq"], sc["ts"], 5, sc["id"])
-    tid = np.concatenate(k_tid)
-    seq = np.concatenate(k_seq)
-    ts = np.concatenate(k_ts)
-    kind = np.concatenate(k_kind)
-    arg = np.concatenate(k_arg)
-    # syscall exits are kind 6
-    sc_rows = kind == 5
-    sc_exit_flag = np.zeros(len(kind), bool)
-    sc_exit_flag[np.flatnonzero(sc_rows)] = sc["exit"].astype(bool)
-    kind[sc_exit_flag] = 6
-    valid = (tid > 0) & (tid != MISSING)
-    tid, seq, ts, kind, arg = tid[valid], seq[valid], ts[valid], kind[valid], arg[valid]
-    order = np.lexsort((seq, tid))
-    tid, seq, ts, kind, arg = tid[order], seq[order], ts[order], kind[order], arg[order]
-    n = len(tid)
-    new_thread = np.r_[True, tid[1:] != tid[:-1]] if n else np.zeros(0, bool)
-    group_start = np.maximum.accumulate(np.where(new_thread, np.arange(n), 0)) if n else np.zeros(0, np.int64)
-    g = np.flatnonzero(new_thread)
-
-    idx = np.arange(n)
-    # initial status of each thread (before its first row): the statedump's, else inferred from
-    # the first row: a switch-out or a syscall means it was running, a wake-up that it was
-    # blocked (the reference creates unknown wake-up targets WAIT_BLOCKED), a switch-in that it
-    # was waiting for a CPU, a fork that it did not exist yet
-    sd_status = {}
-    for t_, st in zip(sd["tid"].tolist(), sd["status"].tolist()):
-        # LTTng statedump status: 1 WAIT_FORK, 2 WAIT_CPU, 5 WAIT (blocked), 6 RUN
-        sd_status[t_] = {1: WAIT_FORK, 2: WAIT_CPU, 5: WAIT_BLOCKED, 6: RUN}.get(st, NOSTATE)
-    infer = np.array([WAIT_CPU, RUN, WAIT_BLOCKED, DEAD, RUN, RUN, RUN], np.int8)
-    g_first = kind[g]
-    init_status = np.array([sd_status.get(int(t), NOSTATE) for t in tid[g].tolist()], np.int8) \
-        if n else np.zeros(0, np.int8)
-    init_status = np.where(init_status == NOSTATE, infer[g_first], init_status).astype(np.int8)
-    gid = np.cumsum(new_thread) - 1 if n else np.zeros(0, np.int64)
-    init_row = init_status[gid] if n else init_status
-
-    # status set by each non-wake row; a switch-out after the thread's exit leaves it dead
-    setter = (kind <= 1) | (kind == 3) | (kind == 4)
-    status_set = np.full(n, -1, np.int8)
-    status_set[kind == 0] = RUN
-    out_rows = kind == 1
-    status_set[out_rows] = np.where(arg[out_rows] == 1, WAIT_BLOCKED, WAIT_CPU)
-    status_set[kind == 3] = WAIT_FORK
-    status_set[kind == 4] = DEAD
-    if n:
-        last_exit = np.maximum.accumulate(np.where(kind == 4, idx, -1))
-        status_set[out_rows & (last_exit >= group_start)] = DEAD
-
-    def last_in_group(mask):
-        if n == 0:
-            return np.zeros(0, np.int64)
-        last = np.maximum.accumulate(np.where(mask, idx, -1))
-        return np.where(last >= group_start, last, -1)
-
-    last_setter = last_in_group(setter)
-    status_before_wake = np.where(last_setter >= 0, status_set[np.maximum(last_setter, 0)], init_row)
-    # a wake-up is effective if the thread was blocked (or forked) and it is the first since
-    is_wake = kind == 2
-    effective = np.zeros(n, bool)
-    wake_idx = np.flatnonzero(is_wake)
-    if len(wake_idx):
-        ls = last_setter[wake_idx]
-        same_group_prev = np.r_[False, group_start[wake_idx][1:] == group_start[wake_idx][:-1]]
-        prev_ls = np.r_[-2, ls[:-1]]
-        first_since = ~(same_group_prev & (prev_ls == ls))
-        eff = first_since & np.isin(status_before_wake[wake_idx], (WAIT_BLOCKED, WAIT_FORK))
-        effective[wake_idx[eff]] = True
-    # status after each row: forward fill over setters and effective wakes
-    st_val = np.where(effective, WAIT_CPU, status_set).astype(np.int8)
-    last_st = last_in_group(setter | effective)
-    status_after = np.where(last_st >= 0, st_val[np.maximum(last_st, 0)], init_row).astype(np.int8)
-    # syscall after each row: forward fill of entries (id) and exits (-1)
-    sc_row = (kind == 5) | (kind == 6)
-    sc_val = np.where(kind == 5, arg, -1)
-    last_sc = last_in_group(sc_row)
-    # before a thread's first syscall row: inside that syscall if the first one is an exit
-    first_sc_in_group = _first_in_group(sc_row, group_start, n)
-    init_sc = np.where((first_sc_in_group >= 0) & (kind[np.maximum(first_sc_in_group, 0)] == 6),
-                       arg[np.maximum(first_sc_in_group, 0)], -1)
-    sc_after = np.where(last_sc >= 0, sc_val[np.maximum(last_sc, 0)], init_sc)
-
-    # -- intervals: [ts_i, ts_{i+1}) per row, plus [begin, first row) per thread ----------
-    next_ts = np.r_[ts[1:], end] if n else ts
-    last_of_group = np.r_[new_thread[1:], True] if n else new_thread
-    next_ts = np.where(last_of_group, np.maximum(end, ts), next_ts)
-    state = _interval_state(status_after, sc_after)
-    # the wake that ends a blocked interval: the next row, if it is an effective wake
-    nxt_eff = np.r_[effective[1:], False] if n else effective
-    ends_by_wake = (~last_of_group) & nxt_eff
-    wake_of = np.full(n, -1, np.int64)
-    wake_of[ends_by_wake] = arg[np.flatnonzero(ends_by_wake) + 1]
-    # leading interval of each thread
-    lead_state = _interval_state(init_status, init_sc[g]) if n else np.zeros(0, np.int8)
-    lead_wake = np.where(effective[g], arg[g], -1) if n else g
-    lead_start = np.full(len(g), begin, np.int64)
-    all_tid = np.concatenate([tid[g], tid]) if n else tid
-    all_start = np.concatenate([lead_start, ts]) if n else ts
-    all_end = np.concatenate([ts[g], next_ts]) if n else ts
-    all_state = np.concatenate([lead_state, state]).astype(np.int8) if n else np.zeros(0, np.int8)
-    all_wake = np.concatenate([lead_wake, wake_of]) if n else wake_of
-    all_sc = np.concatenate([init_sc[g], sc_after]) if n else sc_after
-    all_seq = np.concatenate([np.full(len(g), -1, np.int64), seq]) if n else seq
-    order = np.lexsort((all_seq, all_tid))
-    all_tid, all_start, all_end = all_tid[order], all_start[order], all_end[order]
-    all_state, all_wake, all_sc = all_state[order], all_wake[order], all_sc[order]
-    # drop empty intervals, then merge runs with nothing new (same state, syscall and no wake)
-    keep = all_end > all_start
-    all_tid, all_start, all_end = all_tid[keep], all_start[keep], all_end[keep]
-    all_state, all_wake, all_sc = all_state[keep], all_wake[keep], all_sc[keep]
-    m = len(all_tid)
-    if m:
-        same = np.r_[False, (all_tid[1:] == all_tid[:-1]) & (all_state[1:] == all_state[:-1])
-                     & (all_sc[1:] == all_sc[:-1]) & (all_state[1:] != BLOCKED) & (all_start[1:] == all_end[:-1])]
-        heads = np.flatnonzero(~same)
-        tails = np.r_[heads[1:], m] - 1
-        all_tid, all_start, all_state = all_tid[heads], all_start[heads], all_state[heads]
-        all_sc = all_sc[heads]
-        all_end = all_end[tails]
-        all_wake = all_wake[tails]
-    # blocked intervals: how they end
-    iv_block = np.full(len(all_tid), ST_BT, np.int8)
-    iv_waker = np.full(len(all_tid), -1, np.int64)
-    iv_ctx = np.full(len(all_tid), -1, np.int64)
-    b = np.flatnonzero(all_state == BLOCKED)
-    if len(b):
-        w = all_wake[b]
-        has = w >= 0
-        ctx = np.where(has, wctx[np.maximum(w, 0)] if nw else 0, -1)
-        waker = np.where(has, wk["cur"][np.maximum(w, 0)] if nw else -1, -1)
-        iv_ctx[b] = ctx
-        st = np.full(len(b), ST_BT, np.int8)
-        proc = has & (ctx == CTX_NONE)
-        follow = proc & (waker > 0)
-        st[follow] = FOLLOW
-        st[proc & ~follow] = ST_BI  # woken from the idle task's context: no task to follow
-        irq = has & (ctx != CTX_NONE)
-        st[irq] = block_state_of_context(ctx[irq])
-        futex_id = syscall_names.index("futex") if "futex" in syscall_names else -99
-        st[(~has) & (all_sc[b] == futex_id)] = ST_BF
-        iv_block[b] = st
-        iv_waker[b] = np.where(follow, waker, -1)
-    # thread index
-    if len(all_tid):
-        heads = np.flatnonzero(np.r_[True, all_tid[1:] != all_tid[:-1]])
-        tids = all_tid[heads]
-        lo = heads
-        hi = np.r_[heads[1:], len(all_tid)]
-    else:
-        tids = lo = hi = np.zeros(0, np.int64)
-    for t_ in tids.tolist():
-        info(t_)
-    # system calls: pairs entry -> exit per thread
-    sct, scs, sce, sci = _pair_syscalls(sc, begin, end)
-    for t_, a, b_ in _first_last(all_tid, all_start, all_end):
-        ti = info(t_)
-        ti.first_ts, ti.last_ts = a, b_
-    return ExecGraph(
-        host=host, begin=begin, end=end, tids=tids, thread_lo=lo, thread_hi=hi,
-        iv_start=all_start, iv_end=all_end, iv_state=all_state, iv_block=iv_block, iv_waker=iv_waker,
-        iv_ctx=iv_ctx, iv_syscall=all_sc.astype(np.int32), sc_tid=sct, sc_entry=scs, sc_exit=sce, sc_id=sci,
-        syscall_names=list(syscall_names), threads=threads, wakeup_family=family,
-    )
-
-
 def _first_in_group(mask, group_start, n):
     """For every row, the index of the first row of its group where ``mask`` holds (-1 if none)."""
     if n == 0:
@@ -644,41 +711,4 @@ def _interval_state(status, sc):
     out[status == DEAD] = EXITED
     return out
 
-
-def _pair_syscalls(sc, begin, end):
-    """(tid, entry, exit, id) of every system call, sorted by (tid, entry). An exit without
-    entry began before the trace (entry = trace begin); an entry without exit lasts to the end."""
-    if len(sc["seq"]) == 0:
-        e = np.zeros(0, np.int64)
-        return e, e, e, e.astype(np.int32)
-    tid = sc["tid"].astype(np.int64)
-    valid = tid > 0
-    tid, ts, ex_, sid, seq = tid[valid], sc["ts"][valid], sc["exit"][valid].astype(bool), sc["id"][valid], sc["seq"][valid]
-    order = np.lexsort((seq, tid))
-    tid, ts, ex_, sid = tid[order], ts[order], ex_[order], sid[order]
-    n = len(tid)
-    same_next = np.r_[tid[1:] == tid[:-1], False]
-    entry = ~ex_
-    paired = entry & same_next & np.r_[ex_[1:], False]
-    # entries
-    ent_rows = np.flatnonzero(entry)
-    exit_ts = np.where(paired[ent_rows], ts[np.minimum(ent_rows + 1, n - 1)], end)
-    # exits without a preceding entry of the same thread
-    prev_is_entry = np.r_[False, entry[:-1] & (tid[1:] == tid[:-1])]
-    orphan_exit = np.flatnonzero(ex_ & ~prev_is_entry)
-    out_tid = np.concatenate([tid[ent_rows], tid[orphan_exit]])
-    out_entry = np.concatenate([ts[ent_rows], np.full(len(orphan_exit), begin, np.int64)])
-    out_exit = np.concatenate([exit_ts, ts[orphan_exit]])
-    out_id = np.concatenate([sid[ent_rows], sid[orphan_exit]]).astype(np.int32)
-    o = np.lexsort((out_entry, out_tid))
-    return out_tid[o], out_entry[o], out_exit[o], out_id[o]
-
-
-def _first_last(tid, start, end):
-    if len(tid) == 0:
-        return []
-    heads = np.flatnonzero(np.r_[True, tid[1:] != tid[:-1]])
-    tails = np.r_[heads[1:], len(tid)] - 1
-    # the first interval of a thread may be its "before it existed" lead: skip it
-    return zip(tid[heads].tolist(), start[heads].tolist(), end[tails].tolist())
 

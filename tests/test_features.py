@@ -200,3 +200,18 @@ def test_syscall_units(sample_result):
     assert len(ft) > 50 and set(ft.kind) == {"syscall:connect"}
     # every refused connect blocks on the network for seconds
     assert np.median(ft.durations[:, STATES.index("BN")] / ft.total) > 0.9
+
+
+@needs_bt2
+def test_graph_does_not_depend_on_chunking():
+    from analysis.execgraph import GraphBuilder
+    from analysis.pipeline import read_once
+
+    graphs = []
+    for chunk in (1_000, 1 << 17):
+        res = read_once([SAMPLE], [GraphBuilder()], chunk_events=chunk)
+        graphs.append(res.results[0]["web-01"])
+    a, b = graphs
+    for name in ("tids", "iv_start", "iv_end", "iv_state", "iv_block", "iv_waker", "iv_ctx", "iv_syscall",
+                 "sc_tid", "sc_entry", "sc_exit", "sc_id"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
