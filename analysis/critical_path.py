@@ -21,7 +21,6 @@ earlier windows, so a malformed trace cannot make it loop (one of the reference'
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,31 +59,27 @@ class Path:
 
     def segments(self, g: ExecGraph) -> "Segments":
         """Materialised, time-ordered segments (thread, start, end, state, via), zero-length ones
-        dropped and equal neighbours merged."""
-        tids, starts, ends, states, vias = [], [], [], [], []
-        for t, k0, k1, a, b, st, via in zip(self.tid, self.k0, self.k1, self.a, self.b, self.state, self.via):
-            if k0 < 0:
-                if b > a:
-                    tids.append(np.array([t]))
-                    starts.append(np.array([a]))
-                    ends.append(np.array([b]))
-                    states.append(np.array([st], np.int8))
-                    vias.append(np.array([via]))
-                continue
-            s = np.maximum(g.iv_start[k0:k1], a)
-            e = np.minimum(g.iv_end[k0:k1], b)
-            keep = e > s
-            if keep.any():
-                tids.append(np.full(int(keep.sum()), t))
-                starts.append(s[keep])
-                ends.append(e[keep])
-                states.append(g.iv_state[k0:k1][keep].astype(np.int8))
-                vias.append(np.full(int(keep.sum()), via))
-        if not tids:
+        dropped and equal neighbours merged. Vectorised over all pieces at once."""
+        if not self.tid:
             e = np.zeros(0, np.int64)
             return Segments(e, e, e, np.zeros(0, np.int8), e)
-        seg = Segments(np.concatenate(tids).astype(np.int64), np.concatenate(starts), np.concatenate(ends),
-                       np.concatenate(states), np.concatenate(vias).astype(np.int64))
+        k0 = np.array(self.k0, np.int64)
+        k1 = np.array(self.k1, np.int64)
+        synth = k0 < 0
+        # one row per interval of the ranged pieces, one per synthetic piece, in piece order
+        lens = np.where(synth, 1, k1 - k0)
+        piece = np.repeat(np.arange(len(k0)), lens)
+        within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        a = np.array(self.a, np.int64)[piece]
+        b = np.array(self.b, np.int64)[piece]
+        is_syn = synth[piece]
+        k = np.where(is_syn, 0, k0[piece] + within)
+        start = np.where(is_syn, a, np.maximum(g.iv_start[k], a))
+        end = np.where(is_syn, b, np.minimum(g.iv_end[k], b))
+        state = np.where(is_syn, np.array(self.state, np.int64)[piece], g.iv_state[k]).astype(np.int8)
+        keep = end > start
+        seg = Segments(np.array(self.tid, np.int64)[piece][keep], start[keep], end[keep], state[keep],
+                       np.array(self.via, np.int64)[piece][keep])
         return seg.merged()
 
 
@@ -103,10 +98,13 @@ class Segments:
         n = len(self.tid)
         if n == 0:
             return self
-        same = np.r_[False, (self.tid[1:] == self.tid[:-1]) & (self.state[1:] == self.state[:-1])
-                     & (self.start[1:] == self.end[:-1])]
+        same = np.empty(n, bool)
+        same[0] = False
+        same[1:] = (self.tid[1:] == self.tid[:-1]) & (self.state[1:] == self.state[:-1]) & (self.start[1:] == self.end[:-1])
         heads = np.flatnonzero(~same)
-        tails = np.r_[heads[1:], n] - 1
+        tails = np.empty(len(heads), np.int64)
+        tails[:-1] = heads[1:] - 1
+        tails[-1] = n - 1
         return Segments(self.tid[heads], self.start[heads], self.end[tails], self.state[heads], self.via[heads])
 
     def durations(self) -> np.ndarray:
@@ -129,7 +127,6 @@ class PathFinder:
         nonpass = ~np.isin(g.iv_state, _PASS)
         idx = np.where(nonpass, np.arange(n), n)
         self.next_nonpass = np.minimum.accumulate(idx[::-1])[::-1] if n else idx
-        self._ends: dict[int, list] = {}
         self._bounds: dict[int, tuple[int, int]] = {}
 
     def _thread(self, tid: int):
@@ -137,8 +134,7 @@ class PathFinder:
         if b is None:
             sl = self.g.intervals_of(tid)
             b = self._bounds[tid] = (sl.start, sl.stop)
-            self._ends[tid] = self.g.iv_end[sl].tolist()
-        return b, self._ends[tid]
+        return b, self.g.iv_end[b[0]:b[1]]
 
     def path(self, tid: int, t0: int, t1: int) -> Path:
         g = self.g
@@ -150,7 +146,7 @@ class PathFinder:
         while stack:
             T, pos, b, depth, via = stack.pop()
             (lo, hi), ends = self._thread(T)
-            k = lo + bisect_right(ends, pos)
+            k = lo + int(ends.searchsorted(pos, "right"))
             while pos < b:
                 if k >= hi:
                     self._emit(out, T, pos, b, ST_BT, via)
@@ -166,7 +162,7 @@ class PathFinder:
                     run_end = int(iv_end[j - 1])
                     if run_end >= b:
                         # last piece of this window: cut the range at b
-                        k_last = lo + bisect_right(ends, b - 1, k - lo) + 1
+                        k_last = lo + int(ends.searchsorted(b - 1, "right")) + 1
                         out.tid.append(T)
                         out.k0.append(k)
                         out.k1.append(min(k_last, j))

@@ -467,6 +467,7 @@ class GraphBuilder:
                 continue
             graphs[reader.hosts[h]] = self._finish_host(hs, wctx, wk["cur"], wk["cat"])
         self.hosts = {}
+        _release_freed_memory()
         return graphs
 
     def _finish_host(self, hs: _HostState, wctx, wake_cur, wake_cat) -> ExecGraph:
@@ -476,35 +477,55 @@ class GraphBuilder:
             ct = np.array(list(hs.carry), np.int64)
             cv = np.array(list(hs.carry.values()), np.int64)
             hs.iv.add(tid=ct.astype(np.int32), start=cv[:, 0], end=np.maximum(cv[:, 0], end),
-                      state=_interval_state(cv[:, 2].astype(np.int8), cv[:, 3]), wake=np.full(len(ct), -1, np.int64),
-                      sc=cv[:, 3].astype(np.int32))
+                      state=_interval_state(cv[:, 2].astype(np.int8), cv[:, 3]), wake=np.full(len(ct), -1, np.int32),
+                      sc=cv[:, 3].astype(np.int16))
         if hs.open_sc:
             ot = np.array(list(hs.open_sc), np.int64)
             ov = np.array(list(hs.open_sc.values()), np.int64)
             hs.sc.add(tid=ot, entry=ov[:, 0], exit=np.full(len(ot), end, np.int64), id=ov[:, 1])
         cols = hs.iv.get()
         # each chunk's intervals are sorted by (thread, time) and chunks come in time order, so a
-        # stable sort by thread alone orders them by (thread, time); columns are moved one by one
+        # stable sort by thread alone orders them by (thread, time)
         order = np.argsort(cols["tid"], kind="stable")
         order = order[cols["end"][order] > cols["start"][order]]
-        for k in list(cols):
-            cols[k] = cols[k][order]
-        del order
-        # merge runs with nothing new (same state and syscall, not blocked)
-        tid, start, stop, state, wake, sc = (cols[k] for k in ("tid", "start", "end", "state", "wake", "sc"))
-        m = len(tid)
+        # merge runs with nothing new (same state and syscall, not blocked, contiguous); the test
+        # is built one sorted column at a time, then every column is gathered once through the
+        # composed index, to keep the peak memory near the graph's own size
+        m = len(order)
         if m:
-            same = np.r_[False, (tid[1:] == tid[:-1]) & (state[1:] == state[:-1]) & (sc[1:] == sc[:-1])
-                         & (state[1:] != BLOCKED) & (start[1:] == stop[:-1])]
+            same = np.zeros(m, bool)
+            same[1:] = True
+            for k in ("tid", "state", "sc"):
+                x = cols[k][order]
+                same[1:] &= x[1:] == x[:-1]
+                if k == "state":
+                    same[1:] &= x[1:] != BLOCKED
+                del x
+            x = cols["start"][order]
+            y = cols["end"][order]
+            same[1:] &= x[1:] == y[:-1]
+            del x, y
             heads = np.flatnonzero(~same)
-            tails = np.r_[heads[1:], m] - 1
-            tid, start, state, sc = tid[heads], start[heads], state[heads], sc[heads]
-            stop, wake = stop[tails], wake[tails]
+            del same
+            idx_h = order[heads]
+            tails = np.empty(len(heads), np.int64)
+            tails[:-1] = heads[1:] - 1
+            tails[-1] = m - 1
+            del heads
+            idx_t = order[tails]
+            del tails
+        else:
+            idx_h = idx_t = order
+        del order
+        tid, start, state, sc = cols["tid"][idx_h], cols["start"][idx_h], cols["state"][idx_h], cols["sc"][idx_h]
+        stop, wake = cols["end"][idx_t], cols["wake"][idx_t]
+        del cols, idx_h, idx_t
+        m = len(tid)
         # blocked intervals: how they end
         futex_id = self.syscall_names.index("futex") if "futex" in self.syscall_names else -99
         iv_block = np.full(len(tid), ST_BT, np.int8)
-        iv_waker = np.full(len(tid), -1, np.int64)
-        iv_ctx = np.full(len(tid), -1, np.int64)
+        iv_waker = np.full(len(tid), -1, np.int32)
+        iv_ctx = np.full(len(tid), -1, np.int32)
         b = np.flatnonzero(state == BLOCKED)
         if len(b):
             w = wake[b]
@@ -538,11 +559,21 @@ class GraphBuilder:
         return ExecGraph(
             host=self.reader.hosts[next(k for k, v in self.hosts.items() if v is hs)], begin=hs.first_ts, end=end,
             tids=tids, thread_lo=lo, thread_hi=hi, iv_start=start, iv_end=stop, iv_state=state.astype(np.int8),
-            iv_block=iv_block, iv_waker=iv_waker, iv_ctx=iv_ctx, iv_syscall=sc.astype(np.int32),
+            iv_block=iv_block, iv_waker=iv_waker, iv_ctx=iv_ctx, iv_syscall=sc,
             sc_tid=sc_parts["tid"][o].astype(np.int64), sc_entry=sc_parts["entry"][o].astype(np.int64),
             sc_exit=sc_parts["exit"][o].astype(np.int64), sc_id=sc_parts["id"][o].astype(np.int32),
             syscall_names=list(self.syscall_names), threads=hs.threads, wakeup_family=family,
         )
+
+
+def _release_freed_memory() -> None:
+    """Give the heap pages freed by the build back to the system (glibc keeps them otherwise)."""
+    try:
+        import ctypes  # noqa: PLC0415
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
 
 
 def _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, sd_status, begin):
@@ -623,8 +654,8 @@ def _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, sd_status,
         "start": np.concatenate([np.full(len(new_g), begin, np.int64), ts[c_rows]]),
         "end": np.concatenate([ts[new_g], ts[nxt]]),
         "state": np.concatenate([lead_state, _interval_state(status_after[c_rows], sc_after[c_rows])]).astype(np.int8),
-        "wake": np.concatenate([np.where(effective[new_g], arg[new_g], -1), wake_of]).astype(np.int64),
-        "sc": np.concatenate([init_sc[new_g], sc_after[c_rows]]).astype(np.int32),
+        "wake": np.concatenate([np.where(effective[new_g], arg[new_g], -1), wake_of]).astype(np.int32),
+        "sc": np.concatenate([init_sc[new_g], sc_after[c_rows]]).astype(np.int16),
     }
     last = np.flatnonzero(last_of_group)
     carry = {int(t): (int(a), int(s_), int(st), int(sc), int(ex)) for t, a, s_, st, sc, ex in

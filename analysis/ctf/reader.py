@@ -131,9 +131,11 @@ class _ColumnBuf:
 class _Plan:
     """Per event class: what to do with each of its events."""
 
-    __slots__ = ("code", "host", "keep", "kernel", "ctx_tid", "ctx_pid", "members", "has_packet")
+    __slots__ = ("code", "host", "keep", "kernel", "ctx_tid", "ctx_pid", "members", "has_packet", "index", "has_ctx")
 
     def __init__(self, code, host, keep, kernel, ctx_tid, ctx_pid, members, has_packet):
+        self.index = -1  # position in the sink's plan list (set when registered)
+        self.has_ctx = ctx_tid is not None or ctx_pid is not None
         self.code = code
         self.host = host
         self.keep = keep
@@ -334,12 +336,18 @@ class CtfReader:
         n = state.n
         ts = np.frombuffer(state.ts, dtype=np.int64).copy()
         cpu = np.frombuffer(state.cpu, dtype=np.int32).copy()
-        host = np.frombuffer(state.host, dtype=np.int16).copy()
-        event = np.frombuffer(state.code, dtype=np.int32).copy()
-        tid = np.frombuffer(state.tid, dtype=np.int32).copy()
-        pid = np.frombuffer(state.pid, dtype=np.int32).copy()
-        kernel = np.frombuffer(state.kernel, dtype=np.int8).astype(bool)
-        keep = np.frombuffer(state.keep, dtype=np.int8).astype(bool)
+        plan = np.frombuffer(state.plan, dtype=np.int32)
+        tables = state.plan_tables()
+        host = tables["host"][plan]
+        event = tables["code"][plan]
+        kernel = tables["kernel"][plan]
+        keep = tables["keep"][plan]
+        tid = np.full(n, -1, np.int32)
+        pid = np.full(n, -1, np.int32)
+        if len(state.ctx_rows):
+            rows = np.frombuffer(state.ctx_rows, dtype=np.int64)
+            tid[rows] = np.frombuffer(state.ctx_tid, dtype=np.int64)
+            pid[rows] = np.frombuffer(state.ctx_pid, dtype=np.int64)
         cols = {name: buf.dense(n) for name, buf in state.columns.items()}
         state.reset()
         switch_code = self._event_codes.get("sched_switch")
@@ -410,6 +418,8 @@ class _SinkState:
     def __init__(self, reader: CtfReader):
         self.reader = reader
         self.plans: dict[int, _Plan | None] = {}
+        self.plan_list: list[_Plan] = []
+        self._tables: dict | None = None
         self.packet_cpu: dict[int, int] = {}
         self.trace_of_class: dict[int, int] = {}  # trace class address -> trace index
         self.trace_hosts: dict[int, int] = {}  # trace index -> host code
@@ -422,18 +432,34 @@ class _SinkState:
     def reset(self):
         self.ts = array("q")
         self.cpu = array("i")
-        self.host = array("h")
-        self.code = array("i")
-        self.tid = array("i")
-        self.pid = array("i")
-        self.kernel = array("b")
-        self.keep = array("b")
+        self.plan = array("i")
+        self.ctx_rows = array("q")
+        self.ctx_tid = array("q")
+        self.ctx_pid = array("q")
         for buf in self.columns.values():
             buf.clear()
 
     @property
     def n(self) -> int:
         return len(self.ts)
+
+    def register(self, plan: "_Plan") -> "_Plan":
+        plan.index = len(self.plan_list)
+        self.plan_list.append(plan)
+        self._tables = None
+        return plan
+
+    def plan_tables(self) -> dict[str, np.ndarray]:
+        """Per plan index: event code, host, kernel?, kept? (to expand the per-event plan ids)."""
+        if self._tables is None:
+            pl = self.plan_list
+            self._tables = {
+                "code": np.array([p.code for p in pl], np.int32),
+                "host": np.array([p.host for p in pl], np.int16),
+                "kernel": np.array([p.kernel for p in pl], bool),
+                "keep": np.array([p.keep for p in pl], bool),
+            }
+        return self._tables
 
     def column(self, name: str, kind: int) -> _ColumnBuf:
         buf = self.columns.get(name)
@@ -562,7 +588,7 @@ def _make_sink_class():
                     if buf.name not in decoded:
                         decoded.append(buf.name)
                 members.append((buf, idx, getter, kind, source == "context"))
-            return _Plan(
+            return st.register(_Plan(
                 code=reader.event_code(name),
                 host=st.trace_hosts.get(trace_index, 0),
                 keep=1 if keep else 0,
@@ -571,7 +597,7 @@ def _make_sink_class():
                 ctx_pid=ctx_pid,
                 members=members,
                 has_packet=sc.supports_packets,
-            )
+            ))
 
         def _other_message(self, msg_ptr, mtype):
             """Rare messages, handled through the public API (which takes the reference)."""
@@ -647,12 +673,10 @@ def _make_sink_class():
             packet_cpu = st.packet_cpu
             ts_a = st.ts.append
             cpu_a = st.cpu.append
-            host_a = st.host.append
-            code_a = st.code.append
-            tid_a = st.tid.append
-            pid_a = st.pid.append
-            kern_a = st.kernel.append
-            keep_a = st.keep.append
+            plan_a = st.plan.append
+            ctx_rows_a = st.ctx_rows.append
+            ctx_tid_a = st.ctx_tid.append
+            ctx_pid_a = st.ctx_pid.append
             intern = st.reader.strings.code
             n = len(st.ts)
             ts = None
@@ -674,23 +698,12 @@ def _make_sink_class():
                 ts = get_ns(borrow_cs(m))[1]
                 ts_a(ts)
                 cpu_a(packet_cpu.get(int(borrow_pkt(ev)), -1) if plan.has_packet else -1)
-                host_a(plan.host)
-                code_a(plan.code)
-                kern_a(plan.kernel)
-                keep_a(plan.keep)
-                if plan.ctx_tid is not None or plan.ctx_pid is not None:
+                plan_a(plan.index)
+                if plan.has_ctx:
                     ctx = ctx_of(ev)
-                    if plan.ctx_tid is not None:
-                        tid_a(plan.ctx_tid[1](member(ctx, plan.ctx_tid[0])))
-                    else:
-                        tid_a(-1)
-                    if plan.ctx_pid is not None:
-                        pid_a(plan.ctx_pid[1](member(ctx, plan.ctx_pid[0])))
-                    else:
-                        pid_a(-1)
-                else:
-                    tid_a(-1)
-                    pid_a(-1)
+                    ctx_rows_a(n)
+                    ctx_tid_a(plan.ctx_tid[1](member(ctx, plan.ctx_tid[0])) if plan.ctx_tid is not None else -1)
+                    ctx_pid_a(plan.ctx_pid[1](member(ctx, plan.ctx_pid[0])) if plan.ctx_pid is not None else -1)
                 if plan.members:
                     pl = None
                     ctx = None
