@@ -16,6 +16,9 @@ from .features import FeatureTable, concat, extract_features, read_features
 from .findings import Finding, Report, Table
 from .inputs import Inputs, classify, register_file_kind
 from .pipeline import read_once
+from .clusters import ClusterParams
+from .outliers import OutlierParams
+from .request_analysis import RequestAnalysis, analyze_requests, cluster_findings, outlier_summary_finding
 from .request_findings import feature_findings, request_findings, trace_findings
 from .request_units import parse_unit, syscall_units, thread_units
 from .requests import BUILTIN_MARKERS, MarkerRequests, MarkerSpec, RequestTable
@@ -26,6 +29,9 @@ class Options:
     markers: tuple[MarkerSpec, ...] = BUILTIN_MARKERS
     units: str = "markers"  # markers | threads | syscall:NAME
     top: int = 20  # rows in "slowest requests" tables
+    outliers: OutlierParams = field(default_factory=OutlierParams)
+    clusters: ClusterParams = field(default_factory=ClusterParams)
+    min_requests_for_outliers: int = 20
 
 
 @dataclass
@@ -46,7 +52,15 @@ class TriageResult:
     requests: RequestTable | None = None
     graphs: dict[str, ExecGraph] = field(default_factory=dict)
     features: FeatureTable | None = None
+    analysis: RequestAnalysis | None = None
     report: Report = field(default_factory=lambda: Report(inputs=[]))
+
+    @property
+    def outliers(self):
+        """Outlier flags aligned with ``requests`` (None when no outlier analysis ran)."""
+        if self.analysis is None or self.requests is None or len(self.analysis.outliers.outlier) != len(self.requests):
+            return None
+        return self.analysis.outliers.outlier
 
     @property
     def findings(self) -> list[Finding]:
@@ -99,6 +113,7 @@ def _run_feature_files(files, options: Options, result: TriageResult) -> None:
     result.features = ft if result.features is None else concat([result.features, ft])
     result.report.notes.extend(ft.notes)
     result.report.findings.extend(feature_findings(ft, top=options.top))
+    _run_request_analysis(result.features, options, result, None)
 
 
 def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: ProgressFn | None) -> None:
@@ -144,8 +159,27 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
         report.notes.append("no kernel trace among the inputs: requests have no critical path")
     report.findings.extend(request_findings(requests, top=options.top, markers=options.markers
                                             if unit == "markers" else (), features=result.features, unit=options.units))
+    if result.features is not None:
+        _run_request_analysis(result.features, options, result, progress)
     if progress is not None:
         progress(Progress("done", 1.0, f"{summary.events:,} events, {len(requests):,} requests"))
+
+
+def _run_request_analysis(ft: FeatureTable, options: Options, result: TriageResult, progress) -> None:
+    if len(ft) < options.min_requests_for_outliers:
+        result.report.notes.append(f"{len(ft)} requests: too few for outlier detection "
+                                   f"(at least {options.min_requests_for_outliers})")
+        return
+    if progress is not None:
+        progress(Progress("outliers and clusters", None, f"{len(ft):,} requests"))
+    try:
+        ra = analyze_requests(ft, options.outliers, options.clusters)
+    except ValueError as exc:  # e.g. a representation the features cannot give
+        result.report.notes.append(f"outlier analysis skipped: {exc}")
+        return
+    result.analysis = ra
+    result.report.findings.append(outlier_summary_finding(ft, ra))
+    result.report.findings.extend(cluster_findings(ft, ra))
 
 
 def summary_table(summary: TraceSummary) -> Table:

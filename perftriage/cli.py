@@ -56,6 +56,23 @@ def _add_marker_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_outlier_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("request outliers and clusters (automatic unless given)")
+    g.add_argument("--representation", choices=("durations", "counts", "bow", "tfidf"), default="durations",
+                   help="what outliers are found in: state durations (default, ms), state counts, "
+                        "system call counts (bow) or their TF-IDF")
+    g.add_argument("--detector", choices=("dbscan", "iforest"), default="dbscan")
+    g.add_argument("--eps", type=float, metavar="X", help="DBSCAN radius, in the representation's unit (ms)")
+    g.add_argument("--min-samples", type=int, metavar="N", help="DBSCAN density: neighbours within eps")
+    g.add_argument("--minor-fraction", type=float, metavar="F", default=0.05,
+                   help="dense groups under this share of the requests are outliers too (default 0.05; 0: off)")
+    g.add_argument("--k", type=int, metavar="K", help="number of clusters of outliers (default: elbow of k = 2..10)")
+    g.add_argument("--cluster-features", choices=("counts+durations", "counts", "durations"),
+                   default="counts+durations", help="what k-means clusters (counts: the paper's choice)")
+    g.add_argument("--thresholds", metavar="MS,...", default="200,250,300",
+                   help="durations for P(duration > t) among outliers (default 200,250,300 ms)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="perftriage",
@@ -81,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_open.add_argument("paths", nargs="+", metavar="PATH")
     _add_marker_options(p_open)
+    _add_outlier_options(p_open)
 
     p_report = sub.add_parser(
         "report",
@@ -96,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_report.add_argument("--top", type=int, default=20, metavar="N", help="rows in 'slowest' tables (default 20)")
     p_report.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     _add_marker_options(p_report)
+    _add_outlier_options(p_report)
 
     p_feat = sub.add_parser(
         "features",
@@ -138,8 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="new folder to create (default ./perftriage-sample); never overwritten")
     p_sample.add_argument("--requests", type=int, default=2000, metavar="N")
     p_sample.add_argument("--cpus", type=int, default=4, metavar="N")
-    p_sample.add_argument("--workers", type=int, default=12, metavar="N", help="Apache workers (default 12)")
-    p_sample.add_argument("--rate", type=float, default=80.0, metavar="R", help="requests per second (default 80)")
+    p_sample.add_argument("--workers", type=int, default=32, metavar="N", help="Apache workers (default 32)")
+    p_sample.add_argument("--rate", type=float, default=60.0, metavar="R", help="requests per second (default 60)")
     p_sample.add_argument("--seed", type=int, default=1, metavar="S")
     p_sample.add_argument("--causes", metavar="SPEC", default=None,
                           help="comma-separated cause[=rate] (e.g. slow_disk=0.05,write_heavy); "
@@ -170,6 +189,23 @@ def _options(args):
     except PerftriageError as exc:
         raise _Usage(str(exc)) from None
     opts = Options(markers=markers, units=args.units)
+    if hasattr(args, "representation"):
+        from analysis.clusters import ClusterParams  # noqa: PLC0415
+        from analysis.outliers import OutlierParams  # noqa: PLC0415
+
+        try:
+            thresholds = tuple(float(x) for x in args.thresholds.split(",") if x.strip())
+        except ValueError:
+            raise _Usage(f"--thresholds: not a list of numbers: {args.thresholds}") from None
+        opts.outliers = OutlierParams(representation=args.representation, detector=args.detector, eps=args.eps,
+                                      min_samples=args.min_samples, minor_fraction=args.minor_fraction,
+                                      thresholds_ms=thresholds)
+        opts.clusters = ClusterParams(features=args.cluster_features, k=args.k)
+        try:
+            opts.outliers.validate()
+            opts.clusters.validate()
+        except ValueError as exc:
+            raise _Usage(str(exc)) from None
     if getattr(args, "top", None) is not None:
         if args.top < 1:
             raise _Usage("--top must be at least 1")

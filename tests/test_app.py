@@ -181,7 +181,7 @@ async def test_sample_critical_path_breakdown_jump_and_detail():
         await pilot.press("n")
         assert table.cursor > start_cursor
         assert pane.notable[pane.index[table.cursor]]
-        assert not pane.notable[pane.index[start_cursor:table.cursor]].any()
+        assert not pane.notable[pane.index[start_cursor + 1:table.cursor]].any()
         await pilot.press("N")
         await pilot.press("enter")
         await app.workers.wait_for_complete()

@@ -13,18 +13,18 @@ writes (net_dev_queue), ``ust_php:request_exit``, the access-log write, close.
 
 Injected causes (per request; rates are parameters):
 
-- ``lock_contention``: an OPcache restart episode; every request starting during it does
-  hundreds of fcntl lock/unlock pairs around a shared cache and they serialise (the blocked
-  ones are woken by the releasing holder);
+- ``lock_contention``: an OPcache restart episode; every request starting during it recompiles
+  its scripts under the shared-cache lock, hundreds of fcntl lock/unlock pairs holding it for
+  0.15-0.6 ms each, and they serialise (the blocked ones are woken by the releasing holder);
 - ``connect_retry``: blocking connects to an unavailable backend, refused after seconds, retried
   after a sleep;
 - ``write_heavy``: a large response written in hundreds of writes, blocking on a full socket
   buffer until the client's ACKs arrive;
 - ``slow_disk``: reads that miss the page cache on a slow device (long block-request completion);
-- ``cpu_contention``: a burst of CPU-bound backup children preempts the workers. The label goes
-  to every request the burst measurably delayed (preempted-while-runnable time during the burst
-  above max(5 ms, 25% of its duration)): the simulator measures it, so the label says who was
-  hit, not only who happened to start the burst.
+- ``cpu_contention``: a burst of CPU-bound backup children (four per CPU) preempts everything.
+  The label goes to every request that ran at least half of its time inside a burst window
+  (while at least as many children as CPUs are alive): the request's threads and those it waits
+  for then get a fraction of a CPU, whoever started the burst.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ PAGES = [
 class WebServerConfig:
     requests: int = 2000
     cpus: int = 4
-    workers: int = 12
-    rate: float = 80.0  # requests per second, Poisson arrivals
+    workers: int = 32
+    rate: float = 60.0  # requests per second, Poisson arrivals
     seed: int = 1
     mix: dict = field(default_factory=lambda: dict(DEFAULT_MIX))
     start_time: str = "2026-03-02T14:00:00+00:00"
@@ -116,6 +116,7 @@ class Request:
     end: int = -1
     runnable_wait: int = 0
     burst_wait: int = 0  # runnable-wait time while a backup burst was running
+    lock_wait: int = 0  # time blocked waiting for the OPcache lock
     collateral: bool = False
 
 
@@ -154,7 +155,7 @@ class WebServerSim:
         self.idle_workers: list[Thread] = []
         self.lock = _Lock()
         self.done = 0
-        self.bursts: list[tuple[int, int]] = []  # (start, end) of backup bursts
+        self.bursts: list[list[int]] = []  # [start, end] of backup bursts: first child runs .. last exits
         self._burst_active = 0
         self._next_tid = 5000
         self._skb = s64(0xFFFF8D0F6A000000)
@@ -254,7 +255,7 @@ class WebServerSim:
         cpu_rate = cfg.mix.get("cpu_contention", 0.0)
         self._burst_at: set[int] = set()
         if cpu_rate > 0:
-            per_burst = max(1.0, cfg.rate * 0.12)  # requests measurably delayed per burst, roughly
+            per_burst = max(1.0, cfg.rate * 0.45)  # requests running mostly inside a burst, roughly
             p_burst = cpu_rate / per_burst
             for i in np.flatnonzero(rng.random(n) < p_burst):
                 self._burst_at.add(int(i))
@@ -273,7 +274,7 @@ class WebServerSim:
     def _params(self, cause: str) -> dict:
         rng = self.rng
         if cause == "lock_contention":
-            return {"lock_pairs": int(rng.integers(120, 420)), "hold_us": round(float(rng.uniform(15, 70)), 1)}
+            return {"lock_pairs": int(rng.integers(120, 420)), "hold_us": round(float(rng.uniform(150, 600)), 1)}
         if cause == "connect_retry":
             return {"attempts": int(rng.integers(3, 7)), "refused_after_ms": int(rng.integers(2200, 4200)),
                     "backoff_ms": int(rng.integers(100, 400))}
@@ -364,12 +365,14 @@ class WebServerSim:
         cause = req.cause
         p = req.params
         yield from self._compute(rng.lognormal(math.log(350 * US), 0.4))
-        # OPcache lock/unlock pairs
-        pairs = p["lock_pairs"] if cause == "lock_contention" else int(rng.integers(2, 7))
-        hold = p["hold_us"] * US if cause == "lock_contention" else 4 * US
-        for _ in range(pairs):
-            yield from self._lock_pair(th, lock_fd, hold)
-            if cause == "lock_contention":
+        # OPcache: every request takes and drops its reader lock (a byte range of its own that
+        # never conflicts); during a restart, requests that recompile their scripts take the
+        # shared write lock around each one, and serialise on it
+        for _ in range(int(rng.integers(2, 7))):
+            yield from self._lock_pair(th, lock_fd, 4 * US, self.reader_lock())
+        if cause == "lock_contention":
+            for _ in range(p["lock_pairs"]):
+                yield from self._lock_pair(th, lock_fd, p["hold_us"] * US, self.lock)
                 yield ("cpu", sim.jitter(10_000, 40_000))
         # included files
         for _ in range(int(rng.integers(3, 9))):
@@ -404,16 +407,22 @@ class WebServerSim:
             for _ in range(int(rng.integers(1, 4))):
                 yield from self._write_socket(client_fd, int(rng.integers(2_000, 30_000)))
 
-    def _lock_pair(self, th, lock_fd, hold_ns):
+    @staticmethod
+    def reader_lock() -> "_Lock":
+        return _Lock()
+
+    def _lock_pair(self, th, lock_fd, hold_ns, lock: "_Lock"):
         sim = self.sim
-        lock = self.lock
         yield ("emit", CODE["syscall_entry_fcntl"], lock_fd, F_SETLKW, 0x7FFC2A10D0)
         yield ("cpu", sim.jitter(800, 2_000))
         if lock.holder is None:
             lock.holder = th
         else:
             lock.waiters.append(th)
+            t0 = sim.now
             yield ("block", 1, _arm_nothing)  # the releasing holder hands the lock over and wakes us
+            if th.req is not None:
+                th.req.lock_wait += sim.now - t0
         yield ("emit", CODE["syscall_exit_fcntl"], 0, 0x7FFC2A10D0)
         yield ("cpu", max(1_000, int(hold_ns * (0.5 + sim.jitter(0, 1000) / 1000))))
         yield ("emit", CODE["syscall_entry_fcntl"], lock_fd, F_SETLK, 0x7FFC2A10D0)
@@ -576,18 +585,22 @@ class WebServerSim:
                 yield ("emit", CODE["syscall_exit_clone"], child_tid)
 
     def _hog_program(self, th: Thread, work_ns: int):
+        # a burst window: while at least as many CPU-bound children are alive as there are CPUs
         self._burst_active += 1
+        if self._burst_active == self.cfg.cpus:
+            self.bursts.append([self.sim.now, self.sim.now])
         done = 0
         while done < work_ns:
             step = min(work_ns - done, 2 * MS)
             yield ("cpu", step)
             done += step
+        if self._burst_active == self.cfg.cpus:
+            self.bursts[-1][1] = self.sim.now
         self._burst_active -= 1
 
     def _burst(self, t: int, rid: int) -> None:
-        n = 3 * self.cfg.cpus
-        work = int(self.rng.uniform(0.05, 0.12) * S)
-        self.bursts.append((t, t + work))
+        n = 4 * self.cfg.cpus
+        work = int(self.rng.uniform(0.08, 0.16) * S)
         sim = self.sim
         b = self.backup
         if b.state == BLOCKED:
@@ -622,7 +635,18 @@ class WebServerSim:
         sim.run(until=self._end_guard)
         if flush is not None:
             self._flush(flush)
+        self._label_lock_victims()
         self._label_cpu_contention()
+
+    def _label_lock_victims(self) -> None:
+        """Requests outside an episode that waited long for the lock held by recompiling requests
+        suffered the same contention: labelled so, marked collateral."""
+        for req in self.requests:
+            dur = req.end - req.start
+            if req.cause == "normal" and dur > 0 and req.lock_wait >= max(2 * MS, 0.5 * dur):
+                req.cause = "lock_contention"
+                req.collateral = True
+                req.params = {"waited_for_lock_ms": round(req.lock_wait / MS, 3)}
 
     def _flush(self, flush) -> None:
         recs = self.sim.records()
@@ -639,12 +663,18 @@ class WebServerSim:
                 setattr(self.requests[rid], attr, ts)
 
     def _label_cpu_contention(self) -> None:
+        """Requests that ran mostly inside a burst (more CPU-bound children than CPUs, all
+        runnable): every thread they wait for competes with them for the CPUs."""
+        if not self.bursts:
+            return
+        starts = np.array([b[0] for b in self.bursts])
+        ends = np.array([b[1] for b in self.bursts])
         for req in self.requests:
-            if req.burst_wait <= 0:
-                continue
+            overlap = np.clip(np.minimum(ends, req.end) - np.maximum(starts, req.start), 0, None).sum()
             dur = req.end - req.start
-            if req.burst_wait >= max(5 * MS, 0.25 * dur):
-                req.params = {**req.params, "preempted_during_burst_ms": round(req.burst_wait / MS, 3)}
+            if dur > 0 and overlap >= 0.5 * dur:
+                req.params = {**req.params, "inside_burst_ms": round(overlap / MS, 3),
+                              "preempted_own_thread_ms": round(req.burst_wait / MS, 3)}
                 if req.cause == "normal":
                     req.cause = "cpu_contention"
 
@@ -672,6 +702,7 @@ class WebServerSim:
                     "method": r.method,
                     "querystring": r.querystring,
                     "runnable_wait_ms": round(r.runnable_wait / MS, 3),
+                    "collateral": r.collateral,
                 }
                 for r in self.requests
             ],

@@ -1,0 +1,284 @@
+"""Request outliers (paper 001, sections III.C and IV.A), each with the reason it stands out.
+
+Representations of a request: its state durations (the default and the paper's best: ms,
+unscaled, so that a distance is a number of milliseconds), its state segment counts, its system
+call counts ("bag of words") or their TF-IDF (the paper's formula (1)).
+
+DBSCAN, computed through nearest neighbours (exactly DBSCAN's noise: a point is *core* when at
+least ``min_samples`` points, itself included, lie within ``eps``; *noise* when it is not core
+and no core point lies within ``eps``), so that 50,000 requests take seconds even when the
+normal ones are so dense that DBSCAN's full neighbourhood lists would hold millions of pairs.
+
+Automatic parameters (each can be given instead):
+
+- ``min_samples``: 2% of the requests, at least 10 and at most 100 (the paper used 100 for
+  45,000 requests);
+- ``eps``: the knee (Kneedle) of the sorted k-distance curve (k = min_samples) on a log scale,
+  raised to half the median request duration when that is larger: a request must differ from
+  dense company by more than half a typical request before it is called an outlier, so the
+  natural spread of a normal population is not flagged. For counts, BoW and TF-IDF the knee is
+  used alone.
+
+Beyond the paper: when an anomaly is frequent enough its requests are dense among themselves
+and DBSCAN makes them a cluster of their own; dense groups holding less than
+``minor_fraction`` (5%) of the requests are therefore reported as outliers too (the main,
+largest group is the normal population). Core points are grouped through their nearest
+neighbours within eps (a subset of DBSCAN's eps-graph that is connected in dense regions).
+
+Isolation forest (``detector="iforest"``) is the alternative, on log(1 + ms) features.
+
+Every outlier carries *why*: the states (or system calls) in which it exceeds the inliers the
+most, with its value beside the inliers' median.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+from sklearn.neighbors import NearestNeighbors
+
+from .features import FeatureTable
+from .knee import kneedle
+from .units import fmt_duration
+
+REPRESENTATIONS = {
+    "durations": "state durations in ms, unscaled",
+    "counts": "state segment counts, unscaled",
+    "bow": "system call counts (bag of words), unscaled",
+    "tfidf": "system call TF-IDF: tf x log(|D| / df)",
+}
+DETECTORS = ("dbscan", "iforest")
+DEFAULT_THRESHOLDS_MS = (200.0, 250.0, 300.0)
+
+
+@dataclass
+class OutlierParams:
+    representation: str = "durations"
+    detector: str = "dbscan"
+    eps: float | None = None
+    min_samples: int | None = None
+    eps_floor_fraction: float = 0.5  # eps >= this x median request duration (durations only)
+    minor_fraction: float = 0.05  # dense groups smaller than this share of requests are outliers
+    random_state: int = 0
+    thresholds_ms: tuple = DEFAULT_THRESHOLDS_MS
+
+    def validate(self) -> None:
+        if self.representation not in REPRESENTATIONS:
+            raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}")
+        if self.detector not in DETECTORS:
+            raise ValueError(f"detector must be one of {', '.join(DETECTORS)}")
+        if self.eps is not None and self.eps <= 0:
+            raise ValueError("eps must be positive")
+        if self.min_samples is not None and self.min_samples < 2:
+            raise ValueError("min_samples must be at least 2")
+
+
+@dataclass
+class OutlierResult:
+    outlier: np.ndarray  # bool per request
+    score: np.ndarray  # higher = further from dense company (distance to the nearest core point / eps)
+    group: np.ndarray  # -1 normal, 0 noise, 1.. minor dense groups (outliers too)
+    columns: list[str]
+    params: dict  # what was used and how it was chosen
+    why: list[str]  # per request ("" for inliers)
+    why_columns: np.ndarray  # (n, 2): column index of the two largest excesses (-1 none)
+    kdist_curve: np.ndarray = field(default_factory=lambda: np.zeros(0))  # sorted k-distances (sampled)
+    knee_index: int | None = None
+    table3: dict = field(default_factory=dict)
+
+    @property
+    def n_outliers(self) -> int:
+        return int(self.outlier.sum())
+
+
+def feature_matrix(ft: FeatureTable, representation: str) -> tuple[np.ndarray, list[str], str]:
+    """(matrix, column names, unit) of a representation."""
+    if representation == "durations":
+        return ft.durations / 1e6, list(ft.states), "ms"
+    if representation == "counts":
+        if ft.counts is None:
+            raise ValueError("these features have no state counts (use the durations representation)")
+        return ft.counts.astype(float), list(ft.states), "segments"
+    syscalls = ft.syscalls
+    n, v = len(ft), len(syscalls.vocab)
+    if v == 0:
+        raise ValueError("these features have no system call sequences")
+    rows = np.repeat(np.arange(n), syscalls.lengths())
+    bow = np.zeros((n, v))
+    np.add.at(bow, (rows, syscalls.values), 1.0)
+    if representation == "bow":
+        return bow, list(syscalls.vocab), "calls"
+    df = np.maximum((bow > 0).sum(axis=0), 1)
+    return bow * np.log(n / df), list(syscalls.vocab), "tf-idf"
+
+
+def default_min_samples(n: int) -> int:
+    return int(min(100, max(10, round(0.02 * n))))
+
+
+def detect_outliers(ft: FeatureTable, params: OutlierParams | None = None) -> OutlierResult:
+    params = params or OutlierParams()
+    params.validate()
+    X, columns, unit = feature_matrix(ft, params.representation)
+    n = len(X)
+    used = {"representation": params.representation, "scaling": REPRESENTATIONS[params.representation],
+            "detector": params.detector, "units": unit}
+    if n < 3:
+        z = np.zeros(n)
+        return OutlierResult(np.zeros(n, bool), z, np.full(n, -1), columns, {**used, "note": "too few requests"},
+                             [""] * n, np.full((n, 2), -1))
+    if params.detector == "iforest":
+        outlier, score, group, extra = _iforest(X, params)
+        curve, knee = np.zeros(0), None
+    else:
+        outlier, score, group, extra, curve, knee = _dbscan(X, ft, params)
+    used.update(extra)
+    why, why_cols = explain(X, outlier, columns, unit)
+    res = OutlierResult(outlier, score, group, columns, used, why, why_cols, curve, knee)
+    res.table3 = table3(ft.total, outlier, params.thresholds_ms)
+    return res
+
+
+def _dbscan(X, ft, params):
+    n = len(X)
+    ms = params.min_samples or default_min_samples(n)
+    ms = min(ms, n)
+    nn = NearestNeighbors(n_neighbors=ms).fit(X)
+    dist, ind = nn.kneighbors(X)
+    kdist = dist[:, -1]
+    sorted_k = np.sort(kdist)
+    # the curve, sampled to at most 2,000 points, for the knee and for display
+    pick = np.unique(np.linspace(0, n - 1, min(n, 2000)).astype(int))
+    curve = sorted_k[pick]
+    knee_i = kneedle(np.arange(len(curve)), np.log1p(curve), curve="convex", direction="increasing")
+    how = []
+    if params.eps is not None:
+        eps = float(params.eps)
+        how.append("eps given")
+    else:
+        knee_eps = float(curve[knee_i]) if knee_i is not None else float(np.percentile(kdist, 90))
+        eps = knee_eps
+        how.append(f"knee of the log k-distance curve ({knee_eps:.4g})")
+        if params.representation == "durations" and params.eps_floor_fraction > 0:
+            floor = params.eps_floor_fraction * float(np.median(ft.total)) / 1e6
+            if floor > eps:
+                eps = floor
+                how.append(f"raised to {params.eps_floor_fraction:g} x the median request duration ({floor:.4g})")
+        eps = max(eps, 1e-12)
+    core = kdist <= eps
+    group = np.full(n, -1, np.int64)
+    if not core.any():
+        outlier = np.ones(n, bool)
+        score = kdist / eps
+        return outlier, score, np.zeros(n, np.int64), {"eps": eps, "min_samples": ms, "eps_from": "; ".join(how)}, \
+            curve, knee_i
+    core_idx = np.flatnonzero(core)
+    # distance to the nearest core point (0 for core points)
+    cnn = NearestNeighbors(n_neighbors=1).fit(X[core_idx])
+    dcore, icore = cnn.kneighbors(X)
+    dcore = dcore[:, 0]
+    nearest_core = core_idx[icore[:, 0]]
+    reach = core | (dcore <= eps)
+    # dense groups: core points joined through their k nearest neighbours within eps
+    rows = np.repeat(np.arange(n), ind.shape[1])
+    cols = ind.ravel()
+    ok = core[rows] & core[cols] & (dist.ravel() <= eps)
+    graph = sparse.coo_matrix((np.ones(int(ok.sum()), np.int8), (rows[ok], cols[ok])), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    label = np.where(core, comp, comp[nearest_core])
+    label = np.where(reach, label, -1)
+    sizes = np.bincount(label[label >= 0]) if (label >= 0).any() else np.zeros(0, np.int64)
+    main = int(np.argmax(sizes)) if len(sizes) else -1
+    minor = np.zeros(n, bool)
+    minor_ids = {}
+    for c in np.flatnonzero(sizes > 0):
+        if c != main and sizes[c] < params.minor_fraction * n:
+            minor_ids[int(c)] = len(minor_ids) + 1
+            minor |= label == c
+    noise = ~reach
+    outlier = noise | minor
+    group[noise] = 0
+    for c, gid in minor_ids.items():
+        group[label == c] = gid
+    score = np.where(core, 0.0, dcore / eps)
+    if minor.any():
+        # a minor group's members are as far from the normal group as their nearest normal core point
+        main_core = core_idx[label[core_idx] == main]
+        mnn = NearestNeighbors(n_neighbors=1).fit(X[main_core])
+        dmain, _ = mnn.kneighbors(X[minor])
+        score[minor] = dmain[:, 0] / eps
+    extra = {"eps": eps, "min_samples": ms, "eps_from": "; ".join(how), "noise": int(noise.sum()),
+             "minor_groups": len(minor_ids), "minor_group_requests": int(minor.sum()),
+             "minor_fraction": params.minor_fraction}
+    return outlier, score, group, extra, curve, knee_i
+
+
+def _iforest(X, params):
+    from sklearn.ensemble import IsolationForest  # noqa: PLC0415
+
+    Z = np.log1p(np.maximum(X, 0))
+    model = IsolationForest(n_estimators=200, contamination="auto", random_state=params.random_state)
+    pred = model.fit_predict(Z)
+    score = -model.score_samples(Z)
+    outlier = pred == -1
+    group = np.where(outlier, 0, -1)
+    return outlier, score, group, {"contamination": "auto", "n_estimators": 200, "features": "log(1 + x)"}
+
+
+def explain(X: np.ndarray, outlier: np.ndarray, columns: list[str], unit: str) -> tuple[list[str], np.ndarray]:
+    """Why each outlier stands out: the columns where it exceeds the inliers most (robust z:
+    excess over the inliers' median in units of their spread, never below 1/20 of the inliers'
+    median total; listed when z > 3, a second one when its excess is at least a tenth of the
+    first's), with its value beside the inliers' median."""
+    n = len(X)
+    why = [""] * n
+    cols = np.full((n, 2), -1)
+    inl = ~outlier
+    if not outlier.any() or not inl.any():
+        return why, cols
+    med = np.median(X[inl], axis=0)
+    q1, q3 = np.percentile(X[inl], [25, 75], axis=0)
+    floor = max(np.median(X[inl].sum(axis=1)) / 20.0, 1e-9)
+    spread = np.maximum(q3 - q1, floor)
+    z = (X - med) / spread
+    excess = X - med
+    for i in np.flatnonzero(outlier):
+        order = np.argsort(-z[i])[:2]
+        parts = []
+        for j, k in enumerate(order):
+            if z[i, k] <= 3.0 or (j and excess[i, k] < 0.1 * excess[i, order[0]]):
+                break
+            cols[i, j] = k
+            parts.append(f"{columns[k]} {_fmt(X[i, k], unit)} (normal {_fmt(med[k], unit)})")
+        why[i] = "; ".join(parts) if parts else "unusual mix of states"
+    return why, cols
+
+
+def _fmt(v: float, unit: str) -> str:
+    if unit == "ms":
+        return fmt_duration(v * 1e6)
+    if unit in ("segments", "calls"):
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def table3(total_ns: np.ndarray, outlier: np.ndarray, thresholds_ms=DEFAULT_THRESHOLDS_MS) -> dict:
+    """The paper's Table III for one run: number of outliers, median duration of outliers and of
+    all requests, and P(duration > t) among outliers for each threshold (the given ones, plus 2x
+    and 3x the overall median)."""
+    ms = np.asarray(total_ns, float) / 1e6
+    med_all = float(np.median(ms)) if len(ms) else 0.0
+    out_ms = ms[outlier]
+    ths = list(thresholds_ms) + [2 * med_all, 3 * med_all]
+    labels = [f"{t:g} ms" for t in thresholds_ms] + [f"2 x median ({2 * med_all:.3g} ms)",
+                                                     f"3 x median ({3 * med_all:.3g} ms)"]
+    return {
+        "outliers": int(outlier.sum()),
+        "requests": int(len(ms)),
+        "median_outlier_ms": float(np.median(out_ms)) if len(out_ms) else float("nan"),
+        "median_all_ms": med_all,
+        "p_above": [(lbl, float((out_ms > t).mean()) if len(out_ms) else float("nan")) for lbl, t in zip(labels, ths)],
+    }

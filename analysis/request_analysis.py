@@ -1,0 +1,157 @@
+"""The request pipeline after the features: outliers, their clusters, the n-grams that explain
+each cluster, and the findings a ticket needs (one per cluster)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .clusters import ClusterParams, ClusterResult, cluster_outliers
+from .critical_path import STATE_NAMES
+from .features import FeatureTable
+from .findings import Finding, Table
+from .ngrams import NgramRow, distinctive_ngrams
+from .outliers import OutlierParams, OutlierResult, detect_outliers
+from .units import fmt_duration
+
+
+@dataclass
+class RequestAnalysis:
+    outliers: OutlierResult
+    clusters: ClusterResult
+    ngrams: dict[int, list[NgramRow]]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def cluster_of(self, i: int) -> int:
+        return int(self.clusters.label[i])
+
+
+def analyze_requests(ft: FeatureTable, outlier_params: OutlierParams | None = None,
+                     cluster_params: ClusterParams | None = None) -> RequestAnalysis:
+    t0 = time.perf_counter()
+    out = detect_outliers(ft, outlier_params)
+    t1 = time.perf_counter()
+    cl = cluster_outliers(ft, out.outlier, cluster_params)
+    t2 = time.perf_counter()
+    ng = distinctive_ngrams(ft.syscalls, cl.label, cl.k)
+    t3 = time.perf_counter()
+    return RequestAnalysis(out, cl, ng, {"outliers": t1 - t0, "clustering": t2 - t1, "ngrams": t3 - t2})
+
+
+def dominant_states(ft: FeatureTable, rows: np.ndarray, top: int = 2) -> list[tuple[str, float]]:
+    """The states that hold most of the time of a group of requests, with their share."""
+    if len(rows) == 0:
+        return []
+    tot = ft.durations[rows].sum(axis=0)
+    share = tot / max(float(tot.sum()), 1.0)
+    order = np.argsort(-share)[:top]
+    return [(ft.states[k], float(share[k])) for k in order if share[k] > 0]
+
+
+def state_phrase(state: str) -> str:
+    name = STATE_NAMES.get(state)
+    if name is None:
+        return f"{state} time"
+    return {"RU": "user-mode running", "RS": "system-call running", "BP": "preemption (waiting for a CPU)",
+            "BD": "blocked-disk time", "BN": "blocked-network time", "BS": "timer waits",
+            "BI": "interrupt waits", "BF": "futex waits", "BT": "waits on other tasks"}.get(state, name)
+
+
+def cluster_findings(ft: FeatureTable, ra: RequestAnalysis, top_requests: int = 10) -> list[Finding]:
+    out = []
+    cl, o = ra.clusters, ra.outliers
+    normal_rows = np.flatnonzero(cl.label == -1)
+    med_normal = float(np.median(ft.total[normal_rows])) if len(normal_rows) else 0.0
+    params = {**{k: v for k, v in o.params.items() if k in ("representation", "detector", "eps", "min_samples",
+                                                              "eps_from", "units")},
+              "cluster_features": cl.params.get("features"), "k": cl.k, "k_from": cl.k_from}
+    for c in range(cl.k):
+        rows = np.flatnonzero(cl.label == c)
+        if not len(rows):
+            continue
+        med = float(np.median(ft.total[rows]))
+        dom = dominant_states(ft, rows)
+        grams = ra.ngrams.get(c, [])
+        head = f"{len(rows):,} requests, median {fmt_duration(med)}"
+        if dom:
+            head += f", dominated by {state_phrase(dom[0][0])} ({dom[0][0]} {dom[0][1] * 100:.0f}%)"
+        if grams:
+            g = _pick_gram(grams)
+            head += f", `{g.ngram}` {g.mean_group:.1f} per request vs {g.mean_normal:.1f} normal"
+        share = f"{len(rows) / len(ft) * 100:.2f}% of all requests"
+        if med_normal:
+            share += f"; normal median {fmt_duration(med_normal)} ({med / med_normal:.1f}x slower)"
+        evidence = [head, share]
+        if len(dom) > 1:
+            evidence.append("time on the critical path: " + ", ".join(f"{s} {v * 100:.0f}%" for s, v in dom))
+        tables = []
+        if grams:
+            tables.append(Table(["n-gram", "per request (cluster)", "per request (normal)", "Welch t"],
+                                [[f"`{g.ngram}`", f"{g.mean_group:.2f}", f"{g.mean_normal:.2f}",
+                                  "inf" if g.t == float("inf") else f"{g.t:.1f}"] for g in grams[:9]],
+                                caption="system call n-grams that set the cluster apart"))
+        rows_sorted = rows[np.argsort(-ft.total[rows])][:top_requests]
+        tables.append(Table(["id", "duration", "why", "label"],
+                            [[ft.id[i], fmt_duration(ft.total[i]), o.why[i], ft.label(i)] for i in rows_sorted],
+                            caption=f"slowest {len(rows_sorted)} of the cluster"))
+        kinds = set(ft.kind[rows].tolist())
+        kind = next(iter(kinds)) if len(kinds) == 1 else "request"
+        out.append(Finding(
+            analysis="clusters",
+            title=f"Cluster {c + 1}: {len(rows):,} outlying {kind} requests"
+                  + (f", {dom[0][0]}-dominated" if dom else ""),
+            subject=f"cluster {c + 1}" + (f" (`{_pick_gram(grams).ngram}`)" if grams else ""),
+            score=float(len(rows) * med / max(med_normal, 1.0)),
+            severity="critical" if med_normal and med > 10 * med_normal else "warning",
+            evidence=evidence,
+            tables=tables,
+            parameters=params,
+        ))
+    return out
+
+
+def _pick_gram(grams: list[NgramRow]) -> NgramRow:
+    """The headline n-gram: the most distinctive trigram if it is nearly as distinctive as the
+    best n-gram (it reads like the paper's 'connect connect connect'), else the best one."""
+    best = grams[0]
+    tri = [g for g in grams if g.n == 3]
+    if tri and tri[0].effect >= 0.5 * best.effect:
+        return tri[0]
+    return best
+
+
+def outlier_summary_finding(ft: FeatureTable, ra: RequestAnalysis) -> Finding:
+    o = ra.outliers
+    t3 = o.table3
+    rows = [["outliers", f"{t3['outliers']:,} of {t3['requests']:,}"],
+            ["median duration of outliers", f"{t3['median_outlier_ms']:.4g} ms"],
+            ["median duration of all requests", f"{t3['median_all_ms']:.4g} ms"]]
+    rows += [[f"P(duration > {lbl}) among outliers", f"{p:.3f}"] for lbl, p in t3["p_above"]]
+    p = o.params
+    evidence = [f"detector {p.get('detector')} on {p.get('scaling')}"]
+    if "eps" in p:
+        evidence.append(f"eps {p['eps']:.4g} {p.get('units', '')} ({p.get('eps_from')}), min_samples {p['min_samples']}")
+        if p.get("minor_groups"):
+            evidence.append(f"{p['minor_group_requests']} outliers come from {p['minor_groups']} dense groups smaller "
+                            f"than {p['minor_fraction'] * 100:g}% of the requests")
+    evidence.append(f"clusters: k = {ra.clusters.k} ({ra.clusters.k_from}) on {ra.clusters.params.get('features')}")
+    return Finding(
+        analysis="clusters",
+        title="Outlying requests",
+        subject=f"{t3['outliers']:,} of {t3['requests']:,} requests",
+        score=float(t3["outliers"]),
+        severity="info",
+        evidence=evidence,
+        tables=[Table(["statistic", "value"], rows, caption="the paper's Table III for this run"),
+                table4(ra)],
+        parameters={k: v for k, v in p.items() if not isinstance(v, (list, dict))},
+    )
+
+
+def table4(ra: RequestAnalysis) -> Table:
+    rows = [[g.name, f"{g.size:,}", f"{g.mean_ms:.4g}", f"{g.median_ms:.4g}", f"{g.mean_syscalls:.1f}",
+             f"{g.mean_distinct_syscalls:.1f}"] for g in ra.clusters.groups]
+    return Table(["group", "requests", "mean ms", "median ms", "syscalls", "distinct syscalls"], rows,
+                 caption="the paper's Table IV for this run")

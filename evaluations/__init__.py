@@ -1,0 +1,1 @@
+"""``make eval``: accuracy of the analyses against ground truth, printed as figures."""

@@ -1,0 +1,137 @@
+"""Outliers, clusters and n-grams: the paper's procedure on a dataset of its published shape,
+the DBSCAN equivalence, Kneedle, and the explanation of each outlier."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.cluster import DBSCAN
+
+from analysis.clusters import ClusterParams, cluster_outliers
+from analysis.features import Ragged, read_features
+from analysis.knee import kneedle
+from analysis.ngrams import distinctive_ngrams, ngram_counts
+from analysis.outliers import OutlierParams, detect_outliers, explain, table3
+
+
+def published_dataset(folder, seed=0):
+    """A dataset in the paper's published form (headerless <pid>_times.csv / _count.csv /
+    _syscalls.csv, durations in ns) built so that, as in the paper, DBSCAN(eps = 25 ms,
+    min_samples = 100) on the state durations finds 157 outliers and k-means (k = 3) on their
+    standardised state counts splits them 116 / 36 / 5."""
+    rng = np.random.default_rng(seed)
+    n_normal = 3000
+    # normal requests: a dense blob (each state within a few ms of its centre)
+    centre = np.array([0, 12, 80, 0, 15, 5, 10, 0, 0, 0], float)
+    normal = np.clip(centre + rng.normal(0, 2.0, (n_normal, 10)), 0, None)
+    normal[:, [0, 3, 7, 8, 9]] = 0
+    # outliers: far from the blob and from each other (spread over hundreds of ms)
+    sizes = (116, 36, 5)
+    outl = []
+    counts = []
+    for g, size in enumerate(sizes):
+        d = np.tile(centre, (size, 1))
+        d[:, 2] += 400 + rng.uniform(0, 6000, size)  # user mode time spread far apart
+        outl.append(d)
+        c = np.tile(np.array([0, 60, 80, 1, 20, 3, 8, 0, 0, 0], float), (size, 1))
+        c[:, 1 + g * 2] *= 6 + g * 4  # each group: many more segments of its own state
+        counts.append(c + rng.integers(0, 3, c.shape))
+    dur = np.vstack([normal] + outl)
+    normal_counts = np.tile(np.array([0, 60, 80, 1, 20, 3, 8, 0, 0, 0], float), (n_normal, 1)) \
+        + rng.integers(0, 3, (n_normal, 10))
+    cnt = np.vstack([normal_counts] + counts)
+    total = dur.sum(axis=1)
+    n = len(dur)
+    with open(folder / "15403_times.csv", "w") as f:
+        for i in range(n):
+            f.write(f"15403_12_{1558061203352552595 + i * 1000000}," + ",".join(str(int(v * 1e6)) for v in dur[i])
+                    + f",{int(total[i] * 1e6)}\n")
+    with open(folder / "15403_count.csv", "w") as f:
+        for i in range(n):
+            f.write(f"15403_12_{i}," + ",".join(str(int(v)) for v in cnt[i]) + f",{int(total[i] * 1e6)}\n")
+    with open(folder / "15403_syscalls.csv", "w") as f:
+        for i in range(n):
+            f.write(f"15403_12_{i},read,write,\n")
+    return n
+
+
+def test_the_papers_procedure_on_its_published_form(tmp_path):
+    n = published_dataset(tmp_path)
+    ft = read_features(tmp_path / "15403_times.csv")
+    assert len(ft) == n and len(ft.states) == 10
+    out = detect_outliers(ft, OutlierParams(eps=25.0, min_samples=100, minor_fraction=0.0))
+    assert out.params["units"] == "ms"
+    assert out.n_outliers == 157
+    cl = cluster_outliers(ft, out.outlier, ClusterParams(features="counts", k=3))
+    sizes = sorted(np.bincount(cl.label[cl.label >= 0]).tolist(), reverse=True)
+    assert sizes == [116, 36, 5]
+    # Table III / IV shapes
+    assert out.table3["outliers"] == 157
+    assert out.table3["median_outlier_ms"] > 3 * out.table3["median_all_ms"]
+    assert [g.name for g in cl.groups] == ["normal", "cluster 1", "cluster 2", "cluster 3"]
+    assert cl.groups[0].size == n - 157
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_noise_is_exactly_dbscans(seed):
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(0, 1, (400, 3)), rng.normal(6, 0.5, (60, 3)), rng.uniform(-10, 16, (40, 3))])
+    from analysis.features import FeatureTable
+
+    n = len(X)
+    e = np.zeros(n, np.int64)
+    ft = FeatureTable(id=np.arange(n), kind=np.full(n, "x", object), host=np.full(n, "", object), pid=e, tid=e,
+                      start=e, end=e, states=["a", "b", "c"], durations=np.abs(X) * 1e6 + 1, counts=None,
+                      total=(np.abs(X) * 1e6 + 1).sum(axis=1), syscalls=Ragged.empty(n), state_seq=Ragged.empty(n))
+    Xms = ft.durations / 1e6
+    for eps, ms in ((0.8, 10), (1.5, 20), (0.5, 5)):
+        ours = detect_outliers(ft, OutlierParams(eps=eps, min_samples=ms, minor_fraction=0.0)).outlier
+        theirs = DBSCAN(eps=eps, min_samples=ms).fit(Xms).labels_ == -1
+        assert np.array_equal(ours, theirs)
+
+
+def test_kneedle():
+    k = np.arange(2, 11)
+    inertia = np.array([1000, 420, 180, 150, 130, 115, 105, 98, 92], float)
+    assert k[kneedle(k, inertia, "convex", "decreasing")] == 4
+    x = np.linspace(0, 1, 200)
+    y = np.where(x < 0.8, 0.05 * x, 0.04 + (x - 0.8) * 20)
+    assert abs(x[kneedle(x, y, "convex", "increasing")] - 0.8) < 0.02
+    assert kneedle([1, 2, 3], [5, 5, 5]) is None
+
+
+def test_explanation_names_the_deviating_state():
+    rng = np.random.default_rng(0)
+    X = np.abs(rng.normal(5, 1, (200, 3)))
+    X[0, 1] = 500.0
+    out = np.zeros(200, bool)
+    out[0] = True
+    why, cols = explain(X, out, ["RU", "BN", "BD"], "ms")
+    assert why[0].startswith("BN 500 ms (normal ") and cols[0, 0] == 1 and cols[0, 1] == -1
+    assert why[1] == ""
+
+
+def test_table3_thresholds():
+    total = np.array([100, 120, 130, 400, 600, 5000]) * 1e6
+    out = np.array([False, False, False, True, True, True])
+    t = table3(total, out)
+    assert t["outliers"] == 3 and t["median_outlier_ms"] == 600 and t["median_all_ms"] == 265
+    p = dict(t["p_above"])
+    assert p["200 ms"] == 1.0 and p["300 ms"] == 1.0
+    assert p["2 x median (530 ms)"] == pytest.approx(2 / 3)
+
+
+def test_ngrams_are_counted_per_request_and_ranked_by_effect():
+    seqs = Ragged.from_lists([["read", "fcntl", "fcntl", "fcntl", "write"]] * 5 + [["read", "write"]] * 50
+                             + [["connect", "connect", "read"]] * 5)
+    rows, codes, counts = ngram_counts(seqs, 2)
+    assert len(rows) == 5 * 3 + 50 + 5 * 2  # unique (request, bigram) pairs
+    assert counts[rows == 0].tolist() == [1, 2, 1] or sorted(counts[rows == 0].tolist()) == [1, 1, 2]
+    label = np.array([0] * 5 + [-1] * 50 + [1] * 5)
+    ng = distinctive_ngrams(seqs, label, 2)
+    assert ng[0][0].ngram == "fcntl fcntl" or ng[0][0].ngram == "fcntl"
+    top0 = {g.ngram: g for g in ng[0]}
+    assert top0["fcntl fcntl fcntl"].mean_group == 1.0 and top0["fcntl fcntl fcntl"].mean_normal == 0.0
+    assert top0["fcntl"].mean_group == 3.0
+    assert "connect connect" in {g.ngram for g in ng[1]}
+    assert not any("read write" == g.ngram for g in ng[0])  # common to everyone: not distinctive
