@@ -427,3 +427,10 @@ def concat(tables: list[FeatureTable]) -> FeatureTable:
         fields={f: np.concatenate([t.fields.get(f, np.full(len(t), "", object)) for t in tables]) for f in names},
         source=", ".join(t.source for t in tables), notes=[n for t in tables for n in t.notes],
     )
+
+
+def requests_of_features(ft: FeatureTable) -> RequestTable:
+    """A request table for features read from CSV (start -1 when the CSV gives no times)."""
+    start = np.where(ft.start >= 0, ft.start, -1).astype(np.int64)
+    return RequestTable(id=ft.id, kind=ft.kind, host=ft.host, pid=ft.pid, tid=ft.tid, start=start,
+                        end=start + ft.total.astype(np.int64), fields=dict(ft.fields))

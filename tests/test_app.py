@@ -94,6 +94,7 @@ async def test_help_and_tabs_and_quit():
         await pilot.pause()
         assert app.query_one("#tabs").active == "findings"
         await pilot.press("4")
+        await pilot.pause()
         assert app.query_one("#tabs").active == "threads"
         await pilot.press("q")
     assert app.return_code == 0 or app.return_code is None
@@ -174,8 +175,9 @@ async def test_sample_critical_path_breakdown_jump_and_detail():
         assert view.shares()[0][0] == "BN"  # the slowest: refused connects
         text = str(app.query_one("#requests-path").render())
         assert "critical path" in text and "apache2" in text
-        # sort by start time, then jump to the next notable (slow) request
-        await pilot.press("s")
+        # sort by start time (outliers first -> slowest first -> start time), then jump to the next
+        # notable (outlying) request
+        await pilot.press("s", "s")
         assert pane.sort_by == "start"
         start_cursor = table.cursor
         await pilot.press("n")
@@ -195,3 +197,46 @@ def real_sample():
     from conftest import ROOT
 
     return ROOT / "sample_traces" / "webserver"
+
+
+@needs_bt2
+async def test_clusters_pane_views_and_listing_a_cluster():
+    from tui.panes.clusters import ClustersPane
+
+    app = PerftriageApp([str(real_sample())])
+    async with app.run_test(size=(120, 34)) as pilot:
+        await loaded(pilot)
+        ra = app.result.analysis
+        assert ra is not None and ra.clusters.k >= 3
+        # Requests pane: outliers first, with their cluster and why
+        pane = app.query_one(RequestsPane)
+        first = int(pane.index[0])
+        assert pane.notable[first] and pane.cluster[first] >= 0
+        assert line_text(table_of(app), 0).startswith("duration cl why")
+        await pilot.press("2")
+        await pilot.pause()
+        clusters = app.query_one(ClustersPane)
+        ctable = app.query_one("#clusters-table", RowTable)
+        assert ctable.has_focus and ctable.row_count == ra.clusters.k + 1
+        fcntl_row = next(i for i in range(1, ctable.row_count) if "fcntl" in ctable.source.cells(i)[-1])
+        for _ in range(fcntl_row):
+            await pilot.press("j")
+        await pilot.pause()
+        text = str(app.query_one("#clusters-view").render())
+        assert "fcntl fcntl fcntl" in text
+        for view in ("state counts", "map", "inertia"):
+            await pilot.press("v")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert clusters.view == ("n-grams", "state counts", "map", "inertia").index(view)
+        assert "inertia" in str(app.query_one("#clusters-view").render())
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.query_one("#tabs").active == "requests"
+        c = fcntl_row - 1
+        assert pane.cluster_filter == c
+        assert table_of(app).row_count == int((ra.clusters.label == c).sum())
+        assert all(pane.cluster[i] == c for i in pane.index)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert table_of(app).row_count == 2500

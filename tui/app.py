@@ -18,13 +18,16 @@ from textual.worker import Worker, WorkerState
 
 from analysis.atomic import atomic_write
 from analysis.errors import PerftriageError
+from analysis.features import requests_of_features
 from analysis.findings import report_markdown
 from analysis.triage import Options, Progress, TriageResult, run_triage
 
+from .panes.clusters import ClustersPane
 from .panes.findings import FindingsPane
 from .panes.pending import PendingPane
 from .panes.requests import RequestsPane
 from .screens import ExportScreen, HelpScreen
+from .widgets.row_table import RowTable
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 
@@ -38,8 +41,6 @@ TABS = [
 ]
 
 PENDING = {
-    "clusters": ("Request outliers and their clusters",
-                 "needs requests with execution-state features (a kernel + user-space trace)."),
     "calltrees": ("Call-tree diagnosis (CloudDiag)",
                   "needs request spans (OpenTelemetry / Jaeger / Zipkin JSON, span CSV)."),
     "threads": ("Deviating threads in thread pools",
@@ -96,6 +97,8 @@ class PerftriageApp(App):
                             yield RequestsPane(id="requests-pane")
                         elif tab_id == "findings":
                             yield FindingsPane(id="findings-pane")
+                        elif tab_id == "clusters":
+                            yield ClustersPane(id="clusters-pane")
                         else:
                             what, needs = PENDING[tab_id]
                             yield PendingPane(what, needs, id=f"{tab_id}-pane")
@@ -149,7 +152,11 @@ class PerftriageApp(App):
         elif len(requests) == 0:
             note = ("no requests: no ust_php/ust_apache markers (or the --request-start/--request-end given) "
                     "in the trace")
+        if requests is None and result.features is not None:
+            requests = requests_of_features(result.features)
+            note = ""
         self.query_one("#requests-pane", RequestsPane).show_requests(requests, note, result)
+        self.query_one("#clusters-pane", ClustersPane).show_result(result)
         self.query_one("#findings-pane", FindingsPane).show_findings(result.findings)
         self.set_status(self.status_text())
         for n in result.report.notes:
@@ -189,8 +196,23 @@ class PerftriageApp(App):
 
     # -- actions ----------------------------------------------------------------------------
 
+    def on_clusters_pane_show_cluster(self, message: ClustersPane.ShowCluster) -> None:
+        self.action_tab("requests")
+        self.query_one("#requests-pane", RequestsPane).show_cluster(message.cluster)
+
     def action_tab(self, tab_id: str) -> None:
+        # drop the focus first: a focused widget left in the old pane would switch back to it
+        self.set_focus(None)
         self.query_one("#tabs", TabbedContent).active = tab_id
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """The table of the pane shown takes the keys."""
+        pane = event.pane
+        if pane.id != self.query_one("#tabs", TabbedContent).active:
+            return  # a late event of a tab already left: focusing into it would switch back
+        tables = pane.query(RowTable)
+        if tables:
+            tables.first().focus()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -218,6 +240,11 @@ class PerftriageApp(App):
 
 
 def run_app(paths: list[str], options: Options | None = None) -> int:
+    import warnings  # noqa: PLC0415
+
     app = PerftriageApp(paths, options)
-    app.run()
+    with warnings.catch_warnings():
+        # the app draws on stderr: a library warning printed there would tear the screen
+        warnings.simplefilter("ignore")
+        app.run()
     return 0 if app.load_error is None else 3

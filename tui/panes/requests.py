@@ -1,7 +1,9 @@
-"""Requests pane: every request, slowest first; the critical path of the highlighted one below.
+"""Requests pane: every request, outliers first; the critical path of the highlighted one below.
 
-Keys: / filter, s sort (duration / start time), n / N next / previous notable request (an outlier
-when the outlier analysis ran, else slower than the 95th percentile), enter for the full detail.
+Keys: / filter, s sort (outliers first / slowest first / start time), n / N next / previous
+notable request (an outlier when the outlier analysis ran, else slower than the 95th
+percentile), enter for the full detail. The cluster column and the "why" column come from the
+outlier analysis.
 """
 
 from __future__ import annotations
@@ -27,12 +29,15 @@ LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")
 class RequestRows:
     """Cells of the visible (filtered, sorted) requests, made only for the lines on screen."""
 
-    def __init__(self, table: RequestTable, index: np.ndarray, extra: list[str], notable: np.ndarray):
+    def __init__(self, table: RequestTable, index: np.ndarray, extra: list[str], notable: np.ndarray,
+                 cluster: np.ndarray | None = None, why: list[str] | None = None):
         self.table = table
         self.index = index
         self.extra = extra
         self.duration = table.duration
         self.notable = notable
+        self.cluster = cluster
+        self.why = why
 
     def __len__(self) -> int:
         return len(self.index)
@@ -40,9 +45,12 @@ class RequestRows:
     def cells(self, row: int) -> list[str]:
         t = self.table
         i = self.index[row]
-        out = [
-            fmt_duration(self.duration[i]),
-            fmt_clock(t.start[i])[:15],
+        out = [fmt_duration(self.duration[i])]
+        if self.cluster is not None:
+            c = int(self.cluster[i])
+            out += [f"c{c + 1}" if c >= 0 else "", self.why[i] if self.why is not None else ""]
+        out += [
+            fmt_clock(t.start[i])[:15] if t.start[i] >= 0 else "",
             str(t.kind[i]),
             str(t.host[i]),
             f"{t.tid[i]}",
@@ -80,6 +88,9 @@ class RequestsPane(Vertical):
         self.index = np.empty(0, np.int64)  # table rows shown (filtered), in display order
         self.sort_by = "duration"
         self.filter_text = ""
+        self.cluster_filter: int | None = None
+        self.cluster: np.ndarray | None = None
+        self.why: list[str] | None = None
         self.notable = np.zeros(0, bool)
         self._search: np.ndarray | None = None
         self._extra: list[str] = []
@@ -109,7 +120,18 @@ class RequestsPane(Vertical):
             self.query_one(PathBreakdown).show_view(None, "")
             return
         self.table = table
-        self.notable = notable_mask(table, getattr(result, "outliers", None))
+        outliers = getattr(result, "outliers", None)
+        self.notable = notable_mask(table, outliers)
+        ra = getattr(result, "analysis", None)
+        if ra is not None and outliers is not None:
+            self.cluster = ra.clusters.label
+            self.why = ra.outliers.why_short
+            self.sort_by = "outliers"
+        else:
+            self.cluster = self.why = None
+            if self.sort_by == "outliers":
+                self.sort_by = "duration"
+        self.cluster_filter = None
         self._search = None
         self._extra = [f for f in LABEL_FIELDS if f in table.fields] + [
             f for f in table.fields if f not in LABEL_FIELDS
@@ -117,16 +139,22 @@ class RequestsPane(Vertical):
         self._sort()
         self._apply_filter(self.filter_text)
 
+    SORTS = ("outliers", "duration", "start")
+
     def _sort(self) -> None:
         t = self.table
-        if self.sort_by == "duration":
+        if self.sort_by == "outliers":
+            self.order = np.lexsort((t.start, -t.duration, ~self.notable))
+        elif self.sort_by == "duration":
             self.order = np.lexsort((t.start, -t.duration))
         else:
             self.order = np.argsort(t.start, kind="stable")
 
     def _columns(self, extra: list[str]) -> list[Column]:
-        cols = [
-            Column("duration", "right", 8, 10),
+        cols = [Column("duration", "right", 8, 10)]
+        if self.cluster is not None:
+            cols += [Column("cl", "left", 2, 3), Column("why", "left", 8, 24)]
+        cols += [
             Column("start", "left", 8, 15),
             Column("kind", "left", 3, 8),
             Column("host", "left", 4, 16),
@@ -153,13 +181,14 @@ class RequestsPane(Vertical):
         self.filter_text = text
         if self.table is None:
             return
+        keep = np.ones(len(self.table), bool)
         if text:
-            hits = np.char.find(self._search_text(), text.lower()) >= 0
-            self.index = self.order[hits[self.order]]
-        else:
-            self.index = self.order
+            keep &= np.char.find(self._search_text(), text.lower()) >= 0
+        if self.cluster_filter is not None and self.cluster is not None:
+            keep &= self.cluster == self.cluster_filter
+        self.index = self.order[keep[self.order]]
         self.row_table.set_rows(self._columns(self._extra),
-                                RequestRows(self.table, self.index, self._extra, self.notable),
+                                RequestRows(self.table, self.index, self._extra, self.notable, self.cluster, self.why),
                                 keep_cursor=keep_cursor)
         self._update_title()
         self._update_detail(self.row_table.cursor if keep_cursor else 0)
@@ -169,8 +198,12 @@ class RequestsPane(Vertical):
         n = len(t)
         shown = len(self.index)
         med = fmt_duration(float(np.median(t.duration))) if n else "-"
-        order = "slowest first" if self.sort_by == "duration" else "by start time"
-        parts = [f"{n:,} requests · median {med} · {order} · {int(self.notable.sum()):,} notable (n/N)"]
+        order = {"outliers": "outliers first", "duration": "slowest first", "start": "by start time"}[self.sort_by]
+        what = "outliers" if self.cluster is not None else "slower than p95"
+        parts = [f"{n:,} requests · median {med} · {order} · {int(self.notable.sum()):,} {what} (n/N)"]
+        if self.cluster_filter is not None:
+            name = "normal requests" if self.cluster_filter < 0 else f"cluster {self.cluster_filter + 1}"
+            parts.append(f"{name}: {shown:,} shown (escape: all)")
         if self.filter_text:
             parts.append(f"filter '{self.filter_text}': {shown:,} shown")
         if t.unmatched_starts or t.unmatched_ends:
@@ -236,9 +269,16 @@ class RequestsPane(Vertical):
     def action_sort(self) -> None:
         if self.table is None:
             return
-        self.sort_by = "start" if self.sort_by == "duration" else "duration"
+        sorts = self.SORTS if self.cluster is not None else self.SORTS[1:]
+        self.sort_by = sorts[(sorts.index(self.sort_by) + 1) % len(sorts)] if self.sort_by in sorts else sorts[0]
         self._sort()
         self._apply_filter(self.filter_text)
+
+    def show_cluster(self, cluster: int | None) -> None:
+        """Only the requests of one cluster (-1: the normal ones), or all again (None)."""
+        self.cluster_filter = cluster
+        self._apply_filter(self.filter_text)
+        self.row_table.focus()
 
     def _jump(self, step: int) -> None:
         if self.table is None or not len(self.index):
@@ -272,7 +312,8 @@ class RequestsPane(Vertical):
     def action_clear_filter(self) -> None:
         box = self.query_one("#requests-filter", Input)
         box.remove_class("visible")
-        if self.filter_text:
+        if self.filter_text or self.cluster_filter is not None:
+            self.cluster_filter = None
             self._apply_filter("")
         self.row_table.focus()
 
