@@ -25,9 +25,13 @@ KEYS = [
     ("Requests", [
         ("/", "filter: keep rows containing the text (uri, method, host, kind, tid, id)"),
         ("escape", "clear the filter"),
-        ("s", "sort by duration / by start time"),
+        ("s", "sort outliers first / slowest first / by start time"),
         ("n / N", "next / previous notable request (outlier, else slower than p95)"),
         ("enter", "the request in full: critical path of every thread, segments"),
+    ]),
+    ("Clusters", [
+        ("v", "view: distinctive n-grams / state counts / Isomap map / inertia curve"),
+        ("enter", "list the highlighted cluster's requests in the Requests pane (escape: all)"),
     ]),
     ("Critical path letters", [
         ("u s", "running in user mode (RU) / in a system call (RS)"),
