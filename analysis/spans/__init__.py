@@ -1,0 +1,52 @@
+"""Request tracing spans: readers for OTLP JSON, Jaeger JSON, Zipkin v2 JSON, span CSV and the
+CloudDiag log format, into one columnar :class:`SpanTable`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..inputs import register_file_kind
+from . import clouddiag_log, jaeger, otlp, span_csv, zipkin
+from .table import SpanBuilder, SpanTable
+
+FORMATS = {
+    "otlp": otlp,
+    "jaeger": jaeger,
+    "zipkin": zipkin,
+    "clouddiag-log": clouddiag_log,
+    "span-csv": span_csv,
+}
+
+
+def sniff_format(path: Path, head: bytes) -> str | None:
+    for name, mod in FORMATS.items():
+        if mod.sniff(path, head):
+            return name
+    return None
+
+
+def _sniff_spans(path: Path, head: bytes) -> bool:
+    return sniff_format(path, head) is not None
+
+
+register_file_kind("spans", _sniff_spans)
+
+
+def read_spans(paths, columns: dict[str, str] | None = None) -> SpanTable:
+    """All spans of the given files in one table (formats detected per file)."""
+    from ..errors import InputError  # noqa: PLC0415
+
+    b = SpanBuilder()
+    for p in paths:
+        p = Path(p)
+        with open(p, "rb") as f:
+            head = f.read(65536)
+        fmt = sniff_format(p, head)
+        if fmt is None:
+            raise InputError(p, "not a span file perftriage reads (OTLP/Jaeger/Zipkin JSON, span CSV, CloudDiag log)")
+        if fmt == "span-csv":
+            span_csv.read(p, b, columns)
+        else:
+            FORMATS[fmt].read(p, b)
+        b.sources.append(f"{p} ({fmt})")
+    return b.finish()

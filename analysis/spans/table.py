@@ -1,0 +1,187 @@
+"""Spans as a columnar table, whatever format they came from.
+
+One row per span (a method invocation): its request (trace), its own id and its parent's
+(64-bit integers: the hex ids of OpenTelemetry/Jaeger/Zipkin and the MIDs of the CloudDiag log
+format alike), the method (service + operation), the replica that ran it (host / instance / pod),
+start and end in ns. Strings are interned to codes. Readers append to a :class:`SpanBuilder`
+batch after batch; :meth:`SpanBuilder.finish` resolves parents with one sort (never per span in
+Python) and counts what is wrong instead of failing: duplicate span ids, missing parents
+(orphans), negative durations, cycles.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..columns import StringPool
+
+ROOT = -1  # parent of a root span
+MISSING_PARENT = -2  # parent id given but not found in the request
+
+
+@dataclass
+class SpanProblems:
+    duplicates: int = 0
+    orphans: int = 0  # parent id not among the request's spans
+    negative: int = 0  # end before start (kept with duration 0)
+    cycles: int = 0  # spans whose ancestors loop (detached: treated as orphans)
+    unparsable: int = 0  # lines / records that could not be read
+    unfinished: int = 0  # invocations whose return was never logged (dropped)
+    details: list = field(default_factory=list)  # a few examples, for the report
+
+    def total(self) -> int:
+        return self.duplicates + self.orphans + self.negative + self.cycles + self.unparsable + self.unfinished
+
+    def lines(self) -> list[str]:
+        out = []
+        for name, n in (("duplicate span ids", self.duplicates), ("orphan spans (parent not found)", self.orphans),
+                        ("negative durations", self.negative), ("spans in parent cycles", self.cycles),
+                        ("unreadable records", self.unparsable),
+                        ("invocations without a return (dropped)", self.unfinished)):
+            if n:
+                out.append(f"{n:,} {name}")
+        return out
+
+
+@dataclass
+class SpanTable:
+    trace: np.ndarray  # int32 request code
+    span: np.ndarray  # int64 span id
+    parent: np.ndarray  # int64 row of the parent span, ROOT or MISSING_PARENT
+    method: np.ndarray  # int32 code into methods
+    service: np.ndarray  # int32 code into services
+    replica: np.ndarray  # int32 code into replicas
+    start: np.ndarray  # int64 ns
+    end: np.ndarray  # int64 ns
+    traces: list[str]
+    methods: list[str]
+    services: list[str]
+    replicas: list[str]
+    problems: SpanProblems = field(default_factory=SpanProblems)
+    sources: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.span)
+
+    @property
+    def duration(self) -> np.ndarray:
+        return self.end - self.start
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.trace, self.span, self.parent, self.method, self.service, self.replica,
+                                      self.start, self.end))
+
+
+class SpanBuilder:
+    """Collects raw spans (ids as 64-bit ints, names as strings) from one or more readers."""
+
+    def __init__(self):
+        self._trace = array("i")
+        self._span = array("q")
+        self._parent = array("q")
+        self._has_parent = array("b")
+        self._method = array("i")
+        self._service = array("i")
+        self._replica = array("i")
+        self._start = array("q")
+        self._end = array("q")
+        self.traces = StringPool()
+        self.methods = StringPool()
+        self.services = StringPool()
+        self.replicas = StringPool()
+        self.problems = SpanProblems()
+        self.sources: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self._span)
+
+    def add(self, trace: str, span: int, parent: int | None, service: str, operation: str, replica: str,
+            start: int, end: int) -> None:
+        self._trace.append(self.traces.code(trace))
+        self._span.append(span)
+        self._parent.append(parent if parent is not None else 0)
+        self._has_parent.append(0 if parent is None else 1)
+        self._method.append(self.methods.code(f"{service}:{operation}" if service else operation))
+        self._service.append(self.services.code(service))
+        self._replica.append(self.replicas.code(replica))
+        self._start.append(start)
+        self._end.append(end)
+
+    def problem(self, kind: str, detail: str | None = None) -> None:
+        setattr(self.problems, kind, getattr(self.problems, kind) + 1)
+        if detail and len(self.problems.details) < 5:
+            self.problems.details.append(detail)
+
+    def finish(self) -> SpanTable:
+        trace = np.frombuffer(self._trace, np.int32).copy() if len(self._trace) else np.zeros(0, np.int32)
+        span = np.frombuffer(self._span, np.int64).copy() if len(self._span) else np.zeros(0, np.int64)
+        pid = np.frombuffer(self._parent, np.int64).copy() if len(self._parent) else np.zeros(0, np.int64)
+        has_parent = np.frombuffer(self._has_parent, np.int8).astype(bool) if len(self._has_parent) else \
+            np.zeros(0, bool)
+        start = np.frombuffer(self._start, np.int64).copy() if len(self._start) else np.zeros(0, np.int64)
+        end = np.frombuffer(self._end, np.int64).copy() if len(self._end) else np.zeros(0, np.int64)
+        n = len(span)
+        probs = self.problems
+        # duplicates: the same (request, span id) twice; the later ones are dropped
+        order = np.lexsort((np.arange(n), span, trace))
+        dup = np.zeros(n, bool)
+        if n > 1:
+            same = (trace[order][1:] == trace[order][:-1]) & (span[order][1:] == span[order][:-1])
+            dup[order[1:][same]] = True
+        probs.duplicates += int(dup.sum())
+        keep = ~dup
+        cols = {k: v[keep] for k, v in dict(trace=trace, span=span, pid=pid, has_parent=has_parent, start=start,
+                                             end=end, method=np.frombuffer(self._method, np.int32)[:n] if n else
+                                             np.zeros(0, np.int32), service=np.frombuffer(self._service, np.int32)[:n]
+                                             if n else np.zeros(0, np.int32), replica=np.frombuffer(
+                                                 self._replica, np.int32)[:n] if n else np.zeros(0, np.int32)).items()}
+        n = len(cols["span"])
+        neg = cols["end"] < cols["start"]
+        probs.negative += int(neg.sum())
+        cols["end"] = np.where(neg, cols["start"], cols["end"])
+        # parents: find (request, parent id) among (request, span id) with one sort: span ids
+        # (64-bit) are ranked, so that (request, rank) fits one int64 key
+        ids, inv = np.unique(np.concatenate([cols["span"], cols["pid"]]), return_inverse=True)
+        u = np.int64(max(1, len(ids)))
+        key = cols["trace"].astype(np.int64) * u + inv[:n]
+        qkey = cols["trace"].astype(np.int64) * u + inv[n:]
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
+        pos = np.searchsorted(sk, qkey)
+        found = (pos < n) & (sk[np.minimum(pos, max(n - 1, 0))] == qkey) if n else np.zeros(0, bool)
+        parent = np.full(n, ROOT, np.int64)
+        hp = cols["has_parent"]
+        parent[hp & found] = order[pos[hp & found]]
+        parent[hp & ~found] = MISSING_PARENT
+        probs.orphans += int((hp & ~found).sum())
+        # a span that is its own parent, or ancestors that loop: detach
+        parent = _break_cycles(parent, probs)
+        return SpanTable(
+            trace=cols["trace"].astype(np.int32), span=cols["span"], parent=parent,
+            method=cols["method"].astype(np.int32), service=cols["service"].astype(np.int32),
+            replica=cols["replica"].astype(np.int32), start=cols["start"], end=cols["end"],
+            traces=self.traces.strings, methods=self.methods.strings, services=self.services.strings,
+            replicas=self.replicas.strings, problems=probs, sources=list(self.sources),
+        )
+
+
+def _break_cycles(parent: np.ndarray, probs: SpanProblems) -> np.ndarray:
+    """Detach spans whose chain of parents never reaches a root (a cycle), vectorised: follow
+    parents by pointer doubling; what has not reached a root after log2(n) doublings loops."""
+    n = len(parent)
+    if n == 0:
+        return parent
+    up = np.where(parent >= 0, parent, np.arange(n))  # roots and orphans point to themselves
+    for _ in range(int(np.ceil(np.log2(n + 1))) + 1):
+        up = up[up]
+    top_is_root = parent[up] < 0
+    in_cycle = ~top_is_root
+    if in_cycle.any():
+        probs.cycles += int(in_cycle.sum())
+        parent = parent.copy()
+        parent[in_cycle] = MISSING_PARENT
+    return parent

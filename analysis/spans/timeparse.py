@@ -1,0 +1,52 @@
+"""Timestamps of span files: integers in s / ms / µs / ns since the Unix epoch, or ISO 8601."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def epoch_unit(value: float) -> str:
+    """The unit of an epoch timestamp from its magnitude (dates between 2001 and 2286)."""
+    v = abs(value)
+    if v >= 1e17:
+        return "ns"
+    if v >= 1e14:
+        return "us"
+    if v >= 1e11:
+        return "ms"
+    return "s"
+
+
+def parse_iso_ns(text: str) -> int:
+    t = text.strip().replace("Z", "+00:00")
+    frac_ns = 0
+    if "." in t:
+        head, rest = t.split(".", 1)
+        digits = ""
+        for ch in rest:
+            if ch.isdigit():
+                digits += ch
+            else:
+                break
+        tz = rest[len(digits):]
+        frac_ns = int((digits + "000000000")[:9]) if digits else 0
+        t = head + tz
+    d = _dt.datetime.fromisoformat(t)
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=_dt.timezone.utc)
+    return int(d.timestamp()) * 1_000_000_000 + frac_ns
+
+
+def to_ns(text: str, unit: str | None) -> int:
+    """One timestamp in ns. ``unit`` None: decided from the magnitude; ISO strings allowed."""
+    t = text.strip()
+    if not t:
+        raise ValueError("empty time")
+    try:
+        v = float(t) if any(c in t for c in ".eE") else int(t)
+    except ValueError:
+        return parse_iso_ns(t)
+    u = unit or epoch_unit(v)
+    return int(round(v * UNIT_NS[u])) if isinstance(v, float) else v * UNIT_NS[u]

@@ -1,0 +1,306 @@
+"""Span readers (OTLP, Jaeger, Zipkin, span CSV, CloudDiag log), call trees and their categories,
+Robust PCA, CloudDiag's diagnosis and the baseline comparison."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from analysis.calltrees import build_call_trees
+from analysis.clouddiag import DiagParams, diagnose, span_self_time
+from analysis.errors import InputError
+from analysis.rpca import column_cosines, rpca
+from analysis.sim.microservices import MicroConfig, write_microservice_sample
+from analysis.span_compare import compare
+from analysis.spans import read_spans, sniff_format
+from analysis.spans.ids import to_id64
+from analysis.spans.table import MISSING_PARENT, ROOT as ROOT_SPAN
+
+T0 = 1_767_225_600_000_000_000
+
+# one request: web:home -> (auth:verify, db:query -> db:fetch), times in ns
+CALLS = [  # span, parent, service, operation, replica, start, end
+    (1, None, "web", "home", "web-1", 0, 10_000_000),
+    (2, 1, "auth", "verify", "auth-2", 1_000_000, 3_000_000),
+    (3, 1, "db", "query", "db-1", 4_000_000, 9_000_000),
+    (4, 3, "db", "fetch", "db-1", 5_000_000, 8_000_000),
+]
+SHAPE = "web:home(auth:verify,db:query(db:fetch))"
+
+
+def _otlp(path, calls=CALLS, trace="4bf92f3577b34da6a3ce929d0e0e4736"):
+    res = {}
+    for s, p, svc, op, rep, a, b in calls:
+        res.setdefault((svc, rep), []).append({
+            "traceId": trace, "spanId": f"{s:016x}", "parentSpanId": f"{p:016x}" if p else "", "name": op,
+            "startTimeUnixNano": str(T0 + a), "endTimeUnixNano": str(T0 + b)})
+    doc = {"resourceSpans": [{"resource": {"attributes": [
+        {"key": "service.name", "value": {"stringValue": svc}},
+        {"key": "service.instance.id", "value": {"stringValue": rep}}]},
+        "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]} for (svc, rep), spans in res.items()]}
+    path.write_text(json.dumps(doc) + "\n")
+    return path
+
+
+def _jaeger(path):
+    procs, spans = {}, []
+    for s, p, svc, op, rep, a, b in CALLS:
+        pid = f"p{len(procs) + 1}" if (svc, rep) not in procs else procs[(svc, rep)]
+        procs[(svc, rep)] = pid
+        spans.append({"traceID": "abc123", "spanID": f"{s:016x}", "operationName": op, "processID": pid,
+                      "references": [{"refType": "CHILD_OF", "traceID": "abc123", "spanID": f"{p:016x}"}] if p else [],
+                      "startTime": (T0 + a) // 1000, "duration": (b - a) // 1000})
+    doc = {"data": [{"traceID": "abc123", "spans": spans, "processes": {
+        pid: {"serviceName": svc, "tags": [{"key": "hostname", "type": "string", "value": rep}]}
+        for (svc, rep), pid in procs.items()}}], "total": 0, "limit": 0, "offset": 0, "errors": None}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _zipkin(path):
+    spans = [{"traceId": "abc123", "id": f"{s:016x}", **({"parentId": f"{p:016x}"} if p else {}), "name": op,
+              "timestamp": (T0 + a) // 1000, "duration": (b - a) // 1000, "kind": "SERVER",
+              "localEndpoint": {"serviceName": svc, "ipv4": "10.0.0.1"}, "tags": {"k8s.pod.name": rep}}
+             for s, p, svc, op, rep, a, b in CALLS]
+    path.write_text(json.dumps(spans))
+    return path
+
+
+def _csv(path, header="trace_id,span_id,parent_span_id,service_name,pod,operation_name,start_time_us,duration_ms"):
+    lines = [header]
+    for s, p, svc, op, rep, a, b in CALLS:
+        lines.append(f"t1,{s},{p or ''},{svc},{rep},{op},{(T0 + a) // 1000},{(b - a) / 1e6}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _log(path, drift=None):
+    """The CloudDiag log; ``drift``: per-replica clock offsets (ns) that reorder timestamps."""
+    drift = drift or {}
+    lines = []
+    for s, p, svc, op, rep, a, b in CALLS:
+        d = drift.get(rep, 0)
+        mid = "req-1" if p is None else str(s)
+        caller = "" if p is None else ("req-1" if p == 1 else str(p))
+        lines.append((T0 + a + d, f"{rep},{T0 + a + d},req-1,{mid},{caller},{svc}.{op},invoke"))
+        lines.append((T0 + b + d, f"{rep},{T0 + b + d},req-1,{mid},{caller},{svc}.{op},return"))
+    lines.sort()
+    path.write_text("\n".join(text for _, text in lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("make,fmt", [(_otlp, "otlp"), (_jaeger, "jaeger"), (_zipkin, "zipkin"), (_csv, "span-csv"),
+                                      (_log, "clouddiag-log")])
+def test_every_format_gives_the_same_call_tree(tmp_path, make, fmt):
+    p = make(tmp_path / f"spans.{fmt}")
+    assert sniff_format(p, p.read_bytes()[:65536]) == fmt
+    st = read_spans([p])
+    assert len(st) == 4 and st.problems.total() == 0
+    trees = build_call_trees(st)
+    assert len(trees.categories) == 1
+    cat = trees.categories[0]
+    assert cat.shape == SHAPE
+    assert [st.methods[m] for m in cat.methods] == ["web:home", "auth:verify", "db:query", "db:fetch"]
+    assert cat.depths == [0, 1, 1, 2] and cat.parents == [-1, 0, 0, 2]
+    reps = sorted(st.replicas)
+    assert reps == ["auth-2", "db-1", "web-1"]
+    # durations survive the unit conversions (µs formats lose nothing here: times are whole µs)
+    assert sorted((st.duration // 1000).tolist()) == [2000, 3000, 5000, 10000]
+    # self times: web 10-2-5 = 3 ms, db:query 5-3 = 2 ms
+    self_t = dict(zip((st.methods[m] for m in st.method), span_self_time(st) // 1_000_000))
+    assert self_t == {"web:home": 3, "auth:verify": 2, "db:query": 2, "db:fetch": 3}
+
+
+def test_clock_drift_cannot_reorder_calls(tmp_path):
+    # the auth host runs 50 ms behind and db 30 ms ahead: in the log, auth's invocation comes before
+    # the request started and db's after it ended; the tree comes from the mids all the same
+    p = _log(tmp_path / "calls.log", drift={"auth-2": -50_000_000, "db-1": 30_000_000})
+    text = p.read_text().splitlines()
+    assert text[0].startswith("auth-2") and "invoke" in text[0]
+    st = read_spans([p])
+    trees = build_call_trees(st)
+    assert [c.shape for c in trees.categories] == [SHAPE]
+    # every duration comes from one host's clock: unchanged by the drift
+    assert sorted((st.duration // 1_000_000).tolist()) == [2, 3, 5, 10]
+
+
+def test_categories_ignore_child_order_in_time(tmp_path):
+    # the same tree with auth:verify called after db:query: same category
+    later = [CALLS[0], (2, 1, "auth", "verify", "auth-1", 9_000_000, 9_500_000), CALLS[2], CALLS[3]]
+    a = _otlp(tmp_path / "a.json", CALLS, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+    b = _otlp(tmp_path / "b.json", later, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")
+    # and a different tree: db:fetch twice
+    other = CALLS + [(5, 3, "db", "fetch", "db-2", 8_000_000, 8_500_000)]
+    c = _otlp(tmp_path / "c.json", other, "cccccccccccccccccccccccccccccccc")
+    trees = build_call_trees(read_spans([a, b, c]))
+    shapes = sorted((cat.shape, cat.size) for cat in trees.categories)
+    assert shapes == [("web:home(auth:verify,db:query(db:fetch))", 2),
+                      ("web:home(auth:verify,db:query(db:fetch,db:fetch))", 1)]
+
+
+def test_broken_spans_are_counted_not_fatal(tmp_path):
+    rows = ["trace_id,span_id,parent_id,service,host,name,start_ns,end_ns",
+            f"t1,1,,web,h1,home,{T0},{T0 + 10}",
+            f"t1,2,1,db,h2,query,{T0 + 1},{T0 + 5}",
+            f"t1,2,1,db,h2,query,{T0 + 1},{T0 + 5}",  # duplicate id
+            f"t1,3,99,db,h2,query,{T0 + 1},{T0 + 5}",  # orphan: parent 99 is not in t1
+            f"t1,4,1,db,h2,query,{T0 + 9},{T0 + 2}",  # negative duration
+            f"t2,7,8,db,h2,a,{T0},{T0 + 1}",  # 7 -> 8 -> 7: a cycle
+            f"t2,8,7,db,h2,b,{T0},{T0 + 1}",
+            f"t3,9,,db,h2,a,{T0},{T0 + 1}",
+            "t3,10,9,db,h2,a,notatime,1",  # unreadable
+            "t3,11",  # short row
+            ]
+    p = tmp_path / "spans.csv"
+    p.write_text("\n".join(rows) + "\n")
+    st = read_spans([p])
+    pr = st.problems
+    assert (pr.duplicates, pr.orphans, pr.negative, pr.cycles, pr.unparsable) == (1, 1, 1, 2, 2)
+    assert len(st) == 7
+    assert (st.duration >= 0).all()
+    assert (st.parent == MISSING_PARENT).sum() == 3
+    trees = build_call_trees(st)
+    # t1 has an orphan, t2 has no root: both left out; t3 is a one-call tree
+    assert trees.incomplete == 2
+    assert sorted(c.shape for c in trees.categories) == ["db:a"]
+    assert any("do not form one call tree" in n for n in trees.notes)
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"", "empty"),
+    (b'{"resourceSpans": [', "not valid JSON"),
+    (b"trace_id,span_id,start_ns\n1,2,3\n", "lacks"),
+])
+def test_bad_span_files_give_one_clear_line(tmp_path, content, message):
+    p = tmp_path / "bad.json"
+    p.write_bytes(content)
+    with pytest.raises(InputError) as e:
+        if content.startswith(b"trace_id"):
+            from analysis.spans import span_csv
+            from analysis.spans.table import SpanBuilder
+
+            span_csv.read(p, SpanBuilder())
+        else:
+            from analysis.triage import run_triage
+
+            run_triage([p])
+    text = str(e.value)
+    assert message in text and str(p) in text and "\n" not in text
+
+
+def test_columns_mapping_names_unusual_headers(tmp_path):
+    p = _csv(tmp_path / "x.csv", header="req,sid,psid,svc,box,what,begin_us,took_ms")
+    from analysis.spans import span_csv
+    from analysis.spans.table import SpanBuilder
+
+    b = SpanBuilder()
+    span_csv.read(p, b, {"trace": "req", "span": "sid", "parent": "psid", "replica": "box", "name": "what",
+                         "start": "begin_us", "duration": "took_ms"})
+    st = b.finish()
+    assert [c.shape for c in build_call_trees(st).categories] == [SHAPE]
+    assert sorted(st.replicas) == ["auth-2", "db-1", "web-1"]
+
+
+def test_hex_ids_of_digits_only_do_not_collide_with_letters():
+    assert to_id64("0000000000000011") != to_id64("000000000000000b")
+    assert to_id64("0000000000000011") == 0x11
+    assert to_id64("17") == 17  # CloudDiag mids are decimal
+
+
+def test_rpca_separates_low_rank_from_sparse_errors():
+    rng = np.random.default_rng(3)
+    m, n = 300, 8
+    L0 = rng.normal(5, 1, (m, 2)) @ rng.uniform(0.5, 1.5, (2, n))
+    E0 = np.zeros((m, n))
+    rows = rng.choice(m, 30, replace=False)
+    E0[rows, 5] = rng.uniform(20, 40, 30)
+    r = rpca(L0 + E0)
+    assert r.converged
+    assert np.linalg.matrix_rank(r.L, tol=1e-3 * np.linalg.norm(r.L, 2)) <= 3
+    big = np.abs(r.E[:, 5]) > 5
+    assert set(np.flatnonzero(big)) == set(rows)
+    beta = column_cosines(L0 + E0, r.L)
+    assert beta.argmin() == 5 and beta[5] < 0.9 and np.delete(beta, 5).min() > 0.99
+
+
+@pytest.fixture(scope="module")
+def micro(tmp_path_factory):
+    base = tmp_path_factory.mktemp("micro")
+    out = {}
+    for name, cfg in {"replica": MicroConfig(requests=1500, seed=21, scenario="replica"),
+                      "method": MicroConfig(requests=1500, seed=22, scenario="method"),
+                      "none": MicroConfig(requests=1500, seed=23, scenario="none")}.items():
+        truth = write_microservice_sample(base / name, cfg)
+        out[name] = (base / name, truth)
+    return out
+
+
+def _truth_pairs(truth, hosts=False):
+    """The injected pairs as perftriage names them; the CloudDiag log names the host, not the replica."""
+    return {(m.replace(".", ":", 1), truth["replica_hosts"][r] if hosts else r) for m, r in truth["slow_pairs"]}
+
+
+@pytest.mark.parametrize("scenario", ["replica", "method"])
+def test_diagnosis_ranks_the_injected_pair_first(micro, scenario):
+    folder, truth = micro[scenario]
+    for f in (folder / "spans.otlp.jsonl", folder / "clouddiag-log" / "calls.log"):
+        diag = diagnose(build_call_trees(read_spans([f])))
+        ranked = [(p.method_name, p.replica_name) for p in diag.ranking]
+        expected = _truth_pairs(truth, hosts=f.suffix == ".log")
+        assert ranked and ranked[0] in expected, (f.name, ranked[:3])
+        # the pairs flagged are the injected ones (nothing else is slow in this data)
+        assert set(ranked) <= expected
+        top = diag.ranking[0]
+        assert top.min_beta < diag.params.beta
+        if scenario == "replica":  # slower than the method's other replicas
+            assert top.ratio > 1.5
+        else:  # slow on every replica, from the incident on: the onset is found
+            start = truth["incident_start_ns"]
+            run = truth["requests"] / truth["config"]["rate"] * 1e9
+            assert abs(top.onset_ns - start) < 0.05 * run
+            assert top.after_share > 0.8 and top.before_share < 0.1
+
+
+def test_no_anomaly_flags_nothing(micro):
+    diag = diagnose(build_call_trees(read_spans([micro["none"][0] / "spans.otlp.jsonl"])))
+    assert diag.ranking == []
+    assert all(r.beta is None or r.beta.min() >= diag.params.beta for r in diag.categories)
+
+
+def test_total_times_are_the_papers_inclusive_times(micro):
+    trees = build_call_trees(read_spans([micro["replica"][0] / "spans.otlp.jsonl"]))
+    total = diagnose(trees, DiagParams(times="total"))
+    own = diagnose(trees)
+    assert (total.method_time == trees.spans.duration).all()
+    assert (own.method_time <= trees.spans.duration).all() and (own.method_time < trees.spans.duration).any()
+
+
+def test_alpha_skips_regular_categories(micro):
+    trees = build_call_trees(read_spans([micro["replica"][0] / "spans.otlp.jsonl"]))
+    diag = diagnose(trees, DiagParams(alpha=10.0))
+    assert not any(r.analysed for r in diag.categories) and diag.ranking == []
+    assert all("alpha" in r.reason or "fewer" in r.reason for r in diag.categories)
+
+
+def test_comparison_against_a_baseline(micro):
+    ref = build_call_trees(read_spans([micro["none"][0] / "spans.otlp.jsonl"]))
+    folder, truth = micro["replica"]
+    cur = build_call_trees(read_spans([folder / "spans.otlp.jsonl"]))
+    cmp = compare(ref, cur)
+    slower = {c.name for c in cmp.slower("methods")}
+    assert slower and slower <= {m for m, _ in _truth_pairs(truth)}
+    reps = {c.name for c in cmp.slower("replicas") if c.ratio > 1.5}
+    assert reps == {f"{m} @ {r}" for m, r in _truth_pairs(truth)}
+    # nothing changes between two baselines
+    same = compare(ref, ref)
+    assert same.slower("methods") == [] and same.slower("categories") == []
+
+
+def test_committed_sample_is_diagnosed():
+    folder = ROOT / "sample_traces" / "microservices"
+    truth = json.loads((folder / "ground_truth.json").read_text())
+    diag = diagnose(build_call_trees(read_spans([folder / "spans.otlp.jsonl"])))
+    assert (diag.ranking[0].method_name, diag.ranking[0].replica_name) in _truth_pairs(truth)
