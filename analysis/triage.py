@@ -16,12 +16,18 @@ from .features import FeatureTable, concat, extract_features, read_features
 from .findings import Finding, Report, Table
 from .inputs import Inputs, classify, register_file_kind
 from .pipeline import read_once
+from .calltree_findings import comparison_findings, diagnosis_findings, span_problem_findings
+from .calltrees import CallTrees, build_call_trees
+from .clouddiag import DiagParams, Diagnosis, diagnose
 from .clusters import ClusterParams
 from .outliers import OutlierParams
 from .request_analysis import RequestAnalysis, analyze_requests, cluster_findings, outlier_summary_finding
 from .request_findings import feature_findings, request_findings, trace_findings
 from .request_units import parse_unit, syscall_units, thread_units
 from .requests import BUILTIN_MARKERS, MarkerRequests, MarkerSpec, RequestTable
+from .span_compare import Comparison, CompareParams, compare
+from .spans import read_spans
+from .spans.table import SpanTable
 
 
 @dataclass
@@ -32,6 +38,10 @@ class Options:
     outliers: OutlierParams = field(default_factory=OutlierParams)
     clusters: ClusterParams = field(default_factory=ClusterParams)
     min_requests_for_outliers: int = 20
+    calltrees: DiagParams = field(default_factory=DiagParams)
+    span_columns: dict[str, str] | None = None  # span CSV column mapping (--columns)
+    reference: tuple[str, ...] = ()  # reference span files / folders (--reference)
+    compare: CompareParams = field(default_factory=CompareParams)
 
 
 @dataclass
@@ -53,6 +63,11 @@ class TriageResult:
     graphs: dict[str, ExecGraph] = field(default_factory=dict)
     features: FeatureTable | None = None
     analysis: RequestAnalysis | None = None
+    spans: SpanTable | None = None
+    calltrees: CallTrees | None = None
+    diagnosis: Diagnosis | None = None
+    reference_trees: CallTrees | None = None
+    comparison: Comparison | None = None
     report: Report = field(default_factory=lambda: Report(inputs=[]))
 
     @property
@@ -93,10 +108,59 @@ def run_triage(paths, options: Options | None = None, progress: ProgressFn | Non
         _run_ctf(inputs, options, result, progress)
     if "features" in inputs.files:
         _run_feature_files(inputs.files["features"], options, result)
+    if "spans" in inputs.files:
+        _run_spans(inputs.files["spans"], options, result, progress)
+    elif options.reference:
+        report.notes.append("--reference compares span files: no span file among the inputs")
     for kind, files in inputs.files.items():
-        if kind != "features":
+        if kind not in ("features", "spans"):
             report.notes.append(f"{len(files)} {kind} file(s) given; this version does not analyse them yet")
     return result
+
+
+def _span_files(paths) -> list:
+    inputs = classify(list(paths))
+    files = inputs.files.get("spans", [])
+    if not files:
+        from .errors import InputError  # noqa: PLC0415
+
+        raise InputError(paths[0], "holds no span file (OTLP/Jaeger/Zipkin JSON, span CSV, CloudDiag log)")
+    return files
+
+
+def _run_spans(files, options: Options, result: TriageResult, progress: ProgressFn | None) -> None:
+    def say(stage, frac=None, text=""):
+        if progress is not None:
+            progress(Progress(stage, frac, text))
+
+    say("reading spans", None, f"{len(files)} file(s)")
+    spans = read_spans(files, options.span_columns)
+    result.spans = spans
+    report = result.report
+    report.findings.extend(span_problem_findings(spans))
+    if len(spans) == 0:
+        report.notes.append("the span files hold no span")
+        return
+    say("call trees", None, f"{len(spans):,} spans")
+    trees = build_call_trees(spans)
+    result.calltrees = trees
+    report.notes.extend(trees.notes)
+    say("robust PCA", 0.0, f"{len(trees.categories)} categories")
+    diag = diagnose(trees, options.calltrees,
+                    progress=lambda i, n: say("robust PCA", i / max(1, n), f"category {i}/{n}"))
+    result.diagnosis = diag
+    report.findings.extend(diagnosis_findings(diag, top=options.top))
+    if options.reference:
+        say("reference spans", None, "")
+        ref_spans = read_spans(_span_files(options.reference), options.span_columns)
+        ref_trees = build_call_trees(ref_spans)
+        result.reference_trees = ref_trees
+        report.notes.append("reference spans: " + ", ".join(ref_spans.sources))
+        params = options.compare
+        params.times = options.calltrees.times
+        result.comparison = compare(ref_trees, trees, params)
+        report.findings.extend(comparison_findings(result.comparison, top=options.top))
+    say("done", 1.0, f"{len(spans):,} spans, {len(trees.categories)} categories")
 
 
 def _run_feature_files(files, options: Options, result: TriageResult) -> None:

@@ -73,6 +73,42 @@ def _add_outlier_options(p: argparse.ArgumentParser) -> None:
                    help="durations for P(duration > t) among outliers (default 200,250,300 ms)")
 
 
+def _add_span_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("call trees from spans (CloudDiag)")
+    g.add_argument("--columns", metavar="KEY=COL,...",
+                   help="span CSV columns by name, keys: trace span parent service replica name start end duration "
+                        "(e.g. trace=req,start=begin_us); unnamed keys are recognised by common names")
+    g.add_argument("--reference", action="append", default=[], metavar="PATH",
+                   help="reference (baseline) span files or folders: which categories and methods got slower")
+    g.add_argument("--alpha", type=float, default=0.1, metavar="CV",
+                   help="analyse categories whose latency CV is above this (default 0.1)")
+    g.add_argument("--beta", type=float, default=0.9, metavar="COS",
+                   help="a method is anomalous when cos(M, L) of its column is below this (default 0.9)")
+    g.add_argument("--min-category", type=int, default=20, metavar="N",
+                   help="categories with fewer requests are not analysed (default 20)")
+    g.add_argument("--method-times", choices=("self", "total"), default="self",
+                   help="matrix of self times (default; callee time excluded) or the paper's total times")
+
+
+def parse_columns(spec: str | None) -> dict | None:
+    from analysis.spans.span_csv import NAMES  # noqa: PLC0415
+
+    if not spec:
+        return None
+    out = {}
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        key, eq, col = part.partition("=")
+        key = key.strip().lower()
+        if not eq or not col.strip():
+            raise _Usage(f"--columns: {part!r} is not KEY=COLUMN")
+        if key not in NAMES:
+            raise _Usage(f"--columns: unknown key {key!r}; keys: {', '.join(NAMES)}")
+        out[key] = col.strip()
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="perftriage",
@@ -99,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_open.add_argument("paths", nargs="+", metavar="PATH")
     _add_marker_options(p_open)
     _add_outlier_options(p_open)
+    _add_span_options(p_open)
 
     p_report = sub.add_parser(
         "report",
@@ -115,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_report.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     _add_marker_options(p_report)
     _add_outlier_options(p_report)
+    _add_span_options(p_report)
 
     p_feat = sub.add_parser(
         "features",
@@ -144,12 +182,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_sample = sub.add_parser(
         "sample",
-        help="write a simulated, traced web server (LTTng CTF) with its ground truth",
+        help="write simulated data with its ground truth (traced web server, or microservice spans)",
         formatter_class=_Formatter,
         description=(
-            "Simulate a PHP web server on an N-CPU host and write what LTTng would have recorded\n"
-            "(kernel + user-space CTF traces) plus ground_truth.json: every request's injected cause.\n"
-            "Causes: lock_contention, connect_retry, write_heavy, slow_disk, cpu_contention."
+            "--system webserver (default): simulate a PHP web server on an N-CPU host and write what\n"
+            "LTTng would have recorded (kernel + user-space CTF traces) plus ground_truth.json: every\n"
+            "request's injected cause. Causes: lock_contention, connect_retry, write_heavy, slow_disk,\n"
+            "cpu_contention.\n"
+            "--system microservices: 6 replicated services, 5 request types with their call trees, slow\n"
+            "methods injected (--scenario replica | method | replica+noise | none), written as OTLP JSON\n"
+            "and as the CloudDiag log format (clouddiag-log/), with ground_truth.json: the slow\n"
+            "(method, replica) pairs."
         ),
         epilog=EXIT_CODES_HELP,
     )
@@ -163,6 +206,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_sample.add_argument("--causes", metavar="SPEC", default=None,
                           help="comma-separated cause[=rate] (e.g. slow_disk=0.05,write_heavy); "
                                "'none' for a normal population only; default: all five at their default rates")
+    p_sample.add_argument("--system", choices=("webserver", "microservices"), default="webserver")
+    p_sample.add_argument("--scenario", choices=("replica", "method", "replica+noise", "none"), default="replica",
+                          help="microservices: what is slow (default replica)")
+    p_sample.add_argument("--slowdown", type=float, default=4.0, metavar="X",
+                          help="microservices: factor on the slow methods' own time (default 4)")
+    p_sample.add_argument("--drift-ms", type=float, default=5.0, metavar="MS",
+                          help="microservices: clock offsets between hosts, up to this (default 5 ms)")
     return parser
 
 
@@ -206,6 +256,20 @@ def _options(args):
             opts.clusters.validate()
         except ValueError as exc:
             raise _Usage(str(exc)) from None
+    if hasattr(args, "alpha"):
+        from analysis.clouddiag import DiagParams  # noqa: PLC0415
+
+        opts.calltrees = DiagParams(alpha=args.alpha, beta=args.beta, min_requests=args.min_category,
+                                    times=args.method_times)
+        try:
+            opts.calltrees.validate()
+        except ValueError as exc:
+            raise _Usage(str(exc)) from None
+        opts.span_columns = parse_columns(args.columns)
+        opts.reference = tuple(args.reference)
+        for p in opts.reference:
+            if not Path(p).exists():
+                raise InputError(p, "no such file or folder (--reference)")
     if getattr(args, "top", None) is not None:
         if args.top < 1:
             raise _Usage("--top must be at least 1")
@@ -361,6 +425,8 @@ def parse_causes(spec: str | None) -> dict:
 
 
 def cmd_sample(args) -> int:
+    if args.system == "microservices":
+        return _sample_microservices(args)
     from analysis.sim.sample import write_webserver_sample  # noqa: PLC0415
     from analysis.sim.webserver import WebServerConfig  # noqa: PLC0415
 
@@ -383,6 +449,23 @@ def cmd_sample(args) -> int:
           f"({st.kernel_events:,} kernel, {st.ust_events:,} ust), {st.bytes / 1e6:.1f} MB")
     print(f"simulated in {st.simulate_s:.1f} s, written in {st.write_s:.1f} s "
           f"({st.events / max(st.write_s, 1e-9):,.0f} events/s written)")
+    return EXIT_OK
+
+
+def _sample_microservices(args) -> int:
+    from analysis.sim.microservices import MicroConfig, write_microservice_sample  # noqa: PLC0415
+
+    rate = args.rate if args.rate != 60.0 else 200.0
+    cfg = MicroConfig(requests=args.requests, seed=args.seed, scenario=args.scenario, slowdown=args.slowdown,
+                      drift_ms=args.drift_ms, rate=rate)
+    try:
+        cfg.validate()
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
+    truth = write_microservice_sample(args.out, cfg)
+    pairs = ", ".join(f"{m} on {r}" for m, r in truth["slow_pairs"][:6]) or "nothing"
+    print(f"wrote {args.out}: {truth['requests']:,} requests, {truth['spans']:,} spans "
+          f"(spans.otlp.jsonl, clouddiag-log/calls.log); slow: {pairs}")
     return EXIT_OK
 
 

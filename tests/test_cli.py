@@ -102,3 +102,41 @@ def test_console_script_is_installed():
         pytest.skip("not installed in .venv")
     r = subprocess.run([str(exe), "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("perftriage ")
+
+
+def test_report_on_spans_names_the_slow_replica_and_compares(tmp_path):
+    folder = ROOT / "sample_traces" / "microservices"
+    truth = json.loads((folder / "ground_truth.json").read_text())
+    m, r = truth["slow_pairs"][0]
+    out = tmp_path / "r.json"
+    res = cli("report", folder, "--reference", ROOT / "sample_traces" / "microservices-baseline", "-o", out)
+    assert res.returncode == 0, res.stderr
+    data = json.loads(out.read_text())
+    first = data["findings"][0]
+    assert first["analysis"] == "calltrees" and first["title"].endswith(f"is slow on {r}")
+    assert any("got slower than in the reference" in f["title"] for f in data["findings"])
+    assert first["parameters"]["alpha"] == 0.1 and first["parameters"]["times"] == "self"
+    # the paper's log format of the same calls (replicas are hosts there)
+    res = cli("report", folder / "clouddiag-log" / "calls.log", "--alpha", "0.05", "--beta", "0.85")
+    host = truth["replica_hosts"][r]
+    assert res.returncode == 0 and f"is slow on {host}" in res.stdout and "`alpha=0.05`" in res.stdout
+
+
+def test_span_options_are_checked():
+    res = cli("report", ROOT / "sample_traces" / "microservices", "--beta", "1.5")
+    assert res.returncode == 2 and "beta" in res.stderr
+    res = cli("report", ROOT / "sample_traces" / "microservices", "--columns", "nonsense")
+    assert res.returncode == 2 and "KEY=COLUMN" in res.stderr
+    res = cli("report", ROOT / "sample_traces" / "microservices", "--reference", "/nope")
+    assert res.returncode != 0 and "/nope" in res.stderr
+
+
+def test_sample_microservices_writes_ground_truth(tmp_path):
+    out = tmp_path / "ms"
+    res = cli("sample", "--system", "microservices", "--out", out, "--requests", "200", "--scenario", "method")
+    assert res.returncode == 0, res.stderr
+    truth = json.loads((out / "ground_truth.json").read_text())
+    assert truth["scenario"] == "method" and truth["slow_method"] and truth["requests"] == 200
+    assert (out / "spans.otlp.jsonl").stat().st_size > 0 and (out / "clouddiag-log" / "calls.log").exists()
+    res = cli("sample", "--system", "microservices", "--out", out)
+    assert res.returncode != 0 and "not empty" in res.stderr

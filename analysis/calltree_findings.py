@@ -1,0 +1,171 @@
+"""Findings of the call-tree analyses: the (method, replica) pairs CloudDiag ranks, the categories
+table, the read problems of the span files, and the baseline-vs-incident comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .clouddiag import Diagnosis, RankedPair
+from .findings import Finding, Table
+from .span_compare import Change, Comparison
+from .spans.table import SpanTable
+from .units import fmt_timestamp
+
+
+def short_shape(shape: str, width: int = 70) -> str:
+    return shape if len(shape) <= width else shape[: width - 1] + "…"
+
+
+def category_name(shape: str) -> str:
+    """The root method of a shape: what users call the request type."""
+    return shape.split("(", 1)[0]
+
+
+def _ms(v: float) -> str:
+    if not np.isfinite(v):
+        return "-"
+    if v >= 1000:
+        return f"{v / 1000:.2f} s"
+    if v >= 10:
+        return f"{v:.1f} ms"
+    return f"{v:.2f} ms"
+
+
+def categories_table(diag: Diagnosis) -> Table:
+    rows = []
+    names = diag.trees.spans.methods
+    for res in diag.categories:
+        c = res.category
+        anomalous = ", ".join(sorted({names[c.methods[j]] for j in res.anomalous_columns}))
+        rows.append([c.index + 1, category_name(c.shape), c.size, c.width, round(res.mean_ms, 3), round(res.p99_ms, 3),
+                     round(res.cv, 3), "yes" if res.analysed else f"no ({res.reason})",
+                     round(float(res.beta.min()), 3) if res.beta is not None else "-", anomalous or "-"])
+    return Table(["#", "root method", "requests", "calls", "mean ms", "p99 ms", "CV", "analysed", "min beta",
+                  "anomalous methods"], rows, caption="Request categories by call-tree shape")
+
+
+def pair_evidence(diag: Diagnosis, p: RankedPair) -> list[str]:
+    analysed = sum(r.analysed for r in diag.categories)
+    cats = sorted({e.category for e in p.evidence})
+    first = diag.categories[cats[0]]
+    cat_names = ", ".join(f"{category_name(diag.categories[c].category.shape)} "
+                          f"({diag.categories[c].category.size:,} requests, CV {diag.categories[c].cv:.2f})"
+                          for c in cats[:3])
+    more = f" and {len(cats) - 3} more" if len(cats) > 3 else ""
+    kind = "self" if diag.params.times == "self" else "total"
+    ev = [f"flagged in {p.categories} of {analysed} analysed categories: {cat_names}{more}",
+          f"beta = {p.min_beta:.3f} (threshold {diag.params.beta:g}): the method's column is far from the low-rank "
+          f"part L of the call-time matrix (Robust PCA, {first.iterations} iterations)"]
+    if p.peers:
+        ratio = p.ratio
+        ev.append(f"{kind} time median {_ms(p.replica_median_ms)} on {p.replica_name} against {_ms(p.peers_median_ms)} "
+                  f"on its {p.peers} other replica(s)" + (f" ({ratio:.1f}x)" if np.isfinite(ratio) else ""))
+    else:
+        ev.append(f"{kind} time median {_ms(p.replica_median_ms)} on {p.replica_name} (the only replica running it)")
+    ev.append(f"{p.flagged:,} of its {p.calls:,} calls in those categories have an anomalous error E "
+              f"(> {diag.params.e_z:g} robust sd of the column); summed positive error {_ms(p.error_ms)}")
+    if p.onset_ns is not None and np.isfinite(p.before_share) and p.before_share < 0.5 * p.after_share:
+        ev.append(f"it started at {fmt_timestamp(p.onset_ns)}: since then {p.after_share:.0%} of its calls there are "
+                  f"anomalous, before {p.before_share:.0%}")
+    return ev
+
+
+def diagnosis_findings(diag: Diagnosis, top: int = 10) -> list[Finding]:
+    params = diag.parameters()
+    out = []
+    n_flag = len(diag.ranking)
+    for rank, p in enumerate(diag.ranking[:top]):
+        rows = []
+        for e in p.evidence:
+            res = diag.categories[e.category]
+            rows.append([category_name(res.category.shape), e.column, round(e.beta, 3), e.calls, e.flagged,
+                         round(e.median_ms, 3), round(e.peers_median_ms, 3) if np.isfinite(e.peers_median_ms) else "-",
+                         round(e.error_ms, 1)])
+        severe = p.categories >= 1 and (not np.isfinite(p.ratio) or p.ratio >= 1.5 or p.peers == 0)
+        out.append(Finding(
+            analysis="calltrees",
+            title=f"{p.method_name} is slow on {p.replica_name}",
+            subject=f"method {p.method_name}, replica {p.replica_name} (rank {rank + 1} of {n_flag})",
+            score=float(p.categories * 1e6 + p.error_ms) / 1e3,
+            severity="critical" if severe and rank < 3 else "warning",
+            evidence=pair_evidence(diag, p),
+            tables=[Table(["category", "column", "beta", "calls", "anomalous calls", "median ms", "peers median ms",
+                           "error ms"], rows, caption="Evidence per category")],
+            parameters=params,
+        ))
+    analysed = [r for r in diag.categories if r.analysed]
+    anomalous = [r for r in analysed if r.anomalous]
+    ev = [f"{len(diag.categories)} categories of {sum(r.category.size for r in diag.categories):,} requests "
+          f"({diag.trees.incomplete:,} requests without a complete call tree left out)",
+          f"{len(analysed)} analysed (CV > {diag.params.alpha:g}, at least {diag.params.min_requests} requests), "
+          f"{len(anomalous)} with anomalous methods (beta < {diag.params.beta:g})",
+          f"{n_flag} (method, replica) pairs flagged" + (f"; first: {diag.ranking[0].method_name} on "
+                                                          f"{diag.ranking[0].replica_name}" if n_flag else "")]
+    if diag.params.times == "self":
+        ev.append("method times are self times (duration minus callees'), so a slow callee does not make its "
+                  "callers look slow")
+    out.append(Finding(analysis="calltrees", title="Call-tree categories (CloudDiag)",
+                       subject=f"{len(diag.trees.spans):,} spans", score=0.0,
+                       severity="warning" if n_flag else "info", evidence=ev,
+                       tables=[categories_table(diag)], parameters=params))
+    return out
+
+
+def span_problem_findings(spans: SpanTable) -> list[Finding]:
+    lines = spans.problems.lines()
+    if not lines:
+        return []
+    ev = lines + [f"example: {d}" for d in spans.problems.details]
+    ev.append("such spans are kept where possible (negative durations as 0); requests that do not form one call "
+              "tree are left out of the categories")
+    return [Finding(analysis="calltrees", title="Some spans are broken", subject=", ".join(spans.sources) or "spans",
+                    score=float(spans.problems.total()), severity="warning", evidence=ev)]
+
+
+def _change_row(c: Change) -> list:
+    return [c.name if c.kind != "category" else short_shape(c.name, 60), c.ref_n, c.n, round(c.ref_median_ms, 3),
+            round(c.median_ms, 3), round(c.ref_p95_ms, 3), round(c.p95_ms, 3),
+            f"{c.ratio:.2f}x" if np.isfinite(c.ratio) else "-", f"{c.p:.2g}" if np.isfinite(c.p) else "-"]
+
+
+CHANGE_COLUMNS = ["name", "ref n", "n", "ref median ms", "median ms", "ref p95 ms", "p95 ms", "median ratio", "p"]
+
+
+def comparison_findings(cmp: Comparison, top: int = 10) -> list[Finding]:
+    params = {"min_ratio": cmp.params.min_ratio, "p_value": cmp.params.p_value, "min_calls": cmp.params.min_calls,
+              "times": cmp.params.times, "test": "Mann-Whitney U, two-sided"}
+    out = []
+    for c in cmp.slower("methods")[:top]:
+        reps = [r for r in cmp.slower("replicas") if r.name.startswith(c.name + " @ ") and r.ratio >= cmp.params.min_ratio]
+        allr = [r for r in cmp.replicas if r.name.startswith(c.name + " @ ")]
+        ev = [f"median {_ms(c.median_ms)} against {_ms(c.ref_median_ms)} in the reference ({c.ratio:.2f}x), "
+              f"p95 {_ms(c.p95_ms)} against {_ms(c.ref_p95_ms)} ({c.p95_ratio:.2f}x); {c.n:,} calls against {c.ref_n:,}; "
+              f"Mann-Whitney p = {c.p:.2g}"]
+        if allr:
+            ev.append(f"slower on {len(reps)} of its {len(allr)} replicas" +
+                      (": " + ", ".join(r.name.split(' @ ')[1] + f" (median {r.ratio:.1f}x)" for r in reps[:6])
+                       if reps else ""))
+        which = "median" if c.ratio >= c.p95_ratio else "p95"
+        out.append(Finding(analysis="calltrees",
+                           title=f"{c.name} got slower than in the reference ({which} {c.change:.1f}x)",
+                           subject=f"method {c.name}", score=float(c.change), severity="warning", evidence=ev,
+                           tables=[Table(CHANGE_COLUMNS, [_change_row(r) for r in allr[:20]],
+                                         caption="Per replica, reference beside incident")] if allr else [],
+                           parameters=params))
+    slower_cats = cmp.slower("categories")
+    ev = [f"{len(slower_cats)} of {len(cmp.categories)} request categories found in both got slower, "
+          f"{len(cmp.slower('methods'))} of {len(cmp.methods)} methods"]
+    if cmp.new_categories:
+        ev.append(f"{len(cmp.new_categories)} call-tree shapes only in the incident ({sum(n for _, n in cmp.new_categories):,} "
+                  "requests): " + ", ".join(short_shape(s, 50) for s, _ in cmp.new_categories[:3]))
+    if cmp.gone_categories:
+        ev.append(f"{len(cmp.gone_categories)} shapes only in the reference")
+    out.append(Finding(analysis="calltrees", title="Against the reference: categories and methods",
+                       subject="incident spans against reference spans", score=float(len(slower_cats)),
+                       severity="warning" if slower_cats or cmp.slower("methods") else "info", evidence=ev,
+                       tables=[Table(CHANGE_COLUMNS, [_change_row(c) for c in cmp.categories],
+                                     caption="Request latency per category"),
+                               Table(CHANGE_COLUMNS, [_change_row(c) for c in cmp.methods[:30]],
+                                     caption="Method time, slowest changes first")],
+                       parameters=params))
+    return out
