@@ -240,3 +240,40 @@ async def test_clusters_pane_views_and_listing_a_cluster():
         await pilot.press("escape")
         await pilot.pause()
         assert table_of(app).row_count == 2500
+
+
+async def test_call_trees_pane_on_the_microservice_sample():
+    """Span inputs only: the app starts on the Call trees tab, ranks the injected pair first, and
+    shows its replicas, an example call tree and the baseline comparison."""
+    import json
+
+    from analysis.triage import Options
+    from conftest import ROOT
+    from tui.panes.calltrees import CallTreesPane
+
+    folder = ROOT / "sample_traces" / "microservices"
+    truth = json.loads((folder / "ground_truth.json").read_text())
+    slow = {(m.replace(".", ":", 1), r) for m, r in truth["slow_pairs"]}
+    app = PerftriageApp([str(folder)], Options(reference=(str(ROOT / "sample_traces" / "microservices-baseline"),)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        assert app.query_one("#tabs").active == "calltrees"
+        pairs = app.query_one("#ct-pairs", RowTable)
+        assert pairs.has_focus and pairs.row_count == len(app.result.diagnosis.ranking) >= 1
+        cells = pairs.source.cells(0)
+        assert (cells[1], cells[2]) in slow
+        pane = app.query_one(CallTreesPane)
+        text = str(app.query_one("#ct-view").render())
+        assert cells[2] in text and "p50" in text  # the replica beside its peers
+        await pilot.press("v")
+        text = str(app.query_one("#ct-view").render())
+        assert pane.view == 1 and "frontend:" in text and cells[1] in text  # the example call tree
+        await pilot.press("v")
+        text = str(app.query_one("#ct-view").render())
+        assert f"{cells[1]} @ {cells[2]}" in text  # reference beside incident
+        await pilot.press("tab")
+        await pilot.pause()
+        cats = app.query_one("#ct-cats", RowTable)
+        assert cats.has_focus and cats.row_count == len(app.result.diagnosis.categories)
+        assert pane.subject == "category"
+        assert "slowest:" in str(app.query_one("#status").render())

@@ -22,6 +22,7 @@ from analysis.features import requests_of_features
 from analysis.findings import report_markdown
 from analysis.triage import Options, Progress, TriageResult, run_triage
 
+from .panes.calltrees import CallTreesPane
 from .panes.clusters import ClustersPane
 from .panes.findings import FindingsPane
 from .panes.pending import PendingPane
@@ -41,8 +42,6 @@ TABS = [
 ]
 
 PENDING = {
-    "calltrees": ("Call-tree diagnosis (CloudDiag)",
-                  "needs request spans (OpenTelemetry / Jaeger / Zipkin JSON, span CSV)."),
     "threads": ("Deviating threads in thread pools",
                 "needs per-thread resource time series (CSV, `perftriage record threads`)."),
     "counters": ("Counters across servers (PAD)",
@@ -99,6 +98,8 @@ class PerftriageApp(App):
                             yield FindingsPane(id="findings-pane")
                         elif tab_id == "clusters":
                             yield ClustersPane(id="clusters-pane")
+                        elif tab_id == "calltrees":
+                            yield CallTreesPane(id="calltrees-pane")
                         else:
                             what, needs = PENDING[tab_id]
                             yield PendingPane(what, needs, id=f"{tab_id}-pane")
@@ -157,8 +158,11 @@ class PerftriageApp(App):
             note = ""
         self.query_one("#requests-pane", RequestsPane).show_requests(requests, note, result)
         self.query_one("#clusters-pane", ClustersPane).show_result(result)
+        self.query_one("#calltrees-pane", CallTreesPane).show_result(result)
         self.query_one("#findings-pane", FindingsPane).show_findings(result.findings)
         self.set_status(self.status_text())
+        if result.requests is None and result.features is None and result.diagnosis is not None:
+            self.action_tab("calltrees")  # span inputs only: start where the results are
         for n in result.report.notes:
             self.notify(n, severity="warning", timeout=8)
 
@@ -173,6 +177,11 @@ class PerftriageApp(App):
             parts.append(f"{len(s.hosts)} host{'s' if len(s.hosts) != 1 else ''}")
         if r.requests is not None:
             parts.append(f"{len(r.requests):,} requests")
+        if r.spans is not None:
+            parts.append(f"{len(r.spans):,} spans")
+        if r.diagnosis is not None and r.diagnosis.ranking:
+            top = r.diagnosis.ranking[0]
+            parts.append(f"slowest: {top.method_name} on {top.replica_name}")
         parts.append(f"{len(r.findings)} finding{'s' if len(r.findings) != 1 else ''}")
         if any(n.startswith("partial data") for n in r.report.notes):
             parts.append("PARTIAL: trace read stopped early")

@@ -1,0 +1,242 @@
+"""Call trees pane (CloudDiag): the ranked (method, replica) pairs, the categories of requests by
+call-tree shape, and below them one of three views (v cycles) for the highlighted row: the
+method's time on each of its replicas (sparklines over time on one scale, and quantiles), the
+call tree of an example request with self and total times, and, with ``--reference``, the
+methods side by side with the baseline. tab moves between the two tables."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from analysis.calltree_findings import category_name, pair_evidence
+from analysis.calltree_view import example_request, method_replicas
+
+from ..widgets.row_table import Column, ListSource, RowTable
+from ..widgets.sparkline import sparkline
+
+VIEWS = ("replicas", "call tree", "reference")
+
+
+def _ms(v: float) -> str:
+    if not np.isfinite(v):
+        return "-"
+    if v >= 1000:
+        return f"{v / 1000:.2f}s"
+    return f"{v:.1f}ms" if v >= 10 else f"{v:.2f}ms"
+
+
+def _guide(depth: int) -> str:
+    """Tree guides instead of leading spaces (which the renderer drops at the start of a line)."""
+    return "" if depth <= 0 else "│ " * (depth - 1) + "└ "
+
+
+class CallTreesPane(Vertical):
+    BINDINGS = [Binding("v", "next_view", "view")]
+
+    DEFAULT_CSS = """
+    CallTreesPane #ct-title { height: 1; color: $text-muted; }
+    CallTreesPane #ct-pairs { height: auto; max-height: 9; }
+    CallTreesPane #ct-cats-title { height: 1; background: $boost; }
+    CallTreesPane #ct-cats { height: auto; max-height: 7; }
+    CallTreesPane #ct-view-title { height: 1; background: $boost; }
+    CallTreesPane #ct-view-box { height: 1fr; }
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.result = None
+        self.view = 0
+        self.pair_row = 0
+        self.cat_row = 0
+        self.subject = "pair"  # which table's row the view shows
+
+    def compose(self) -> ComposeResult:
+        yield Static("no call-tree analysis: it needs request spans (OTLP / Jaeger / Zipkin JSON, span CSV, "
+                     "CloudDiag log)", id="ct-title")
+        yield RowTable(id="ct-pairs", empty_text="no (method, replica) pair is anomalous")
+        yield Static("request categories (call-tree shapes)", id="ct-cats-title")
+        yield RowTable(id="ct-cats", empty_text="no categories")
+        yield Static("", id="ct-view-title")
+        with VerticalScroll(id="ct-view-box"):
+            yield Static("", id="ct-view")
+
+    @property
+    def pairs(self) -> RowTable:
+        return self.query_one("#ct-pairs", RowTable)
+
+    @property
+    def cats(self) -> RowTable:
+        return self.query_one("#ct-cats", RowTable)
+
+    @property
+    def diagnosis(self):
+        return getattr(self.result, "diagnosis", None)
+
+    def show_result(self, result) -> None:
+        self.result = result
+        d = self.diagnosis
+        if d is None:
+            self.pairs.set_rows([], ListSource([]))
+            self.cats.set_rows([], ListSource([]))
+            self._render_view()
+            return
+        p = d.params
+        n_an = sum(r.analysed for r in d.categories)
+        self.query_one("#ct-title", Static).update(
+            f"{len(d.trees.spans):,} spans · {sum(c.size for c in d.trees.categories):,} requests, "
+            f"{len(d.categories)} categories, {n_an} analysed (CV > {p.alpha:g}) · {len(d.ranking)} anomalous "
+            f"pairs (beta < {p.beta:g}, {p.times} times) · tab · v")
+        rows = []
+        for i, pr in enumerate(d.ranking):
+            rows.append([str(i + 1), pr.method_name, pr.replica_name, str(pr.categories), f"{pr.min_beta:.3f}",
+                         _ms(pr.replica_median_ms), _ms(pr.peers_median_ms),
+                         f"{pr.ratio:.1f}x" if np.isfinite(pr.ratio) else "-", f"{pr.flagged:,}/{pr.calls:,}"])
+        cols = [Column("#", "right", 2, 4), Column("method", "left", 10, 40, flex=True),
+                Column("replica", "left", 6, 24), Column("categories", "right", 4, 10), Column("beta", "right", 5, 6),
+                Column("median", "right", 6, 9), Column("peers", "right", 6, 9), Column("ratio", "right", 5, 7),
+                Column("anomalous calls", "right", 6, 15)]
+        self.pairs.set_rows(cols, ListSource(rows, ["alert"] * min(3, len(rows)) + [None] * max(0, len(rows) - 3)))
+        crows, styles = [], []
+        names = d.trees.spans.methods
+        for r in d.categories:
+            c = r.category
+            anomalous = ", ".join(sorted({names[c.methods[j]] for j in r.anomalous_columns}))
+            crows.append([str(c.index + 1), category_name(c.shape), f"{c.size:,}", str(c.width), _ms(r.p50_ms),
+                          _ms(r.p99_ms), f"{r.cv:.3f}", "yes" if r.analysed else "no",
+                          f"{float(r.beta.min()):.3f}" if r.beta is not None else "-", anomalous or "-"])
+            styles.append("alert" if r.anomalous else (None if r.analysed else "muted"))
+        ccols = [Column("#", "right", 2, 4), Column("root method", "left", 8, 30), Column("requests", "right", 4, 9),
+                 Column("calls", "right", 3, 5), Column("p50", "right", 6, 9), Column("p99", "right", 6, 9),
+                 Column("CV", "right", 5, 6), Column("analysed", "left", 3, 8), Column("min beta", "right", 5, 8),
+                 Column("anomalous methods", "left", 8, 40, flex=True)]
+        self.cats.set_rows(ccols, ListSource(crows, styles))
+        self.pair_row = self.cat_row = 0
+        self.subject = "pair" if d.ranking else "category"
+        self._render_view()
+
+    def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
+        if event.table is self.pairs:
+            self.pair_row, self.subject = event.row, "pair"
+        elif event.table is self.cats:
+            self.cat_row, self.subject = event.row, "category"
+        else:
+            return
+        self._render_view()
+
+    def on_descendant_focus(self, event) -> None:
+        if event.widget is self.pairs and self.diagnosis is not None and self.diagnosis.ranking:
+            self.subject = "pair"
+            self._render_view()
+        elif event.widget is self.cats:
+            self.subject = "category"
+            self._render_view()
+
+    def action_next_view(self) -> None:
+        self.view = (self.view + 1) % len(VIEWS)
+        self._render_view()
+
+    def on_resize(self, event) -> None:
+        self._render_view()
+
+    # -- views ------------------------------------------------------------------------------
+
+    def _current(self):
+        d = self.diagnosis
+        if self.subject == "pair" and d.ranking:
+            return d.ranking[min(self.pair_row, len(d.ranking) - 1)], None
+        if d.categories:
+            return None, min(self.cat_row, len(d.categories) - 1)
+        return None, None
+
+    def _render_view(self) -> None:
+        title = self.query_one("#ct-view-title", Static)
+        out = self.query_one("#ct-view", Static)
+        d = self.diagnosis
+        if d is None:
+            title.update("")
+            out.update("")
+            return
+        pair, cat = self._current()
+        what = (f"{pair.method_name} on {pair.replica_name}" if pair is not None else
+                f"category {cat + 1} ({category_name(d.categories[cat].category.shape)})" if cat is not None else "")
+        title.update(" · ".join(f"[b]{v}[/b]" if i == self.view else v for i, v in enumerate(VIEWS)) + f"  —  {what}")
+        view = VIEWS[self.view]
+        width = max(40, (self.size.width or 80) - 2)
+        if view == "replicas":
+            out.update(self._replicas_text(pair, cat, width))
+        elif view == "call tree":
+            out.update(self._tree_text(pair, cat, width))
+        else:
+            out.update(self._reference_text(pair, cat))
+
+    def _replicas_text(self, pair, cat, width: int) -> Text:
+        d = self.diagnosis
+        if pair is None:
+            if cat is None:
+                return Text("")
+            r = d.categories[cat]
+            if r.beta is None:
+                return Text(f"category not analysed: {r.reason}", style="dim")
+            names = d.trees.spans.methods
+            t = Text(f"beta per call of the tree (threshold {d.params.beta:g})\n", style="bold")
+            for j, b in enumerate(r.beta):
+                depth = r.category.depths[j]
+                t.append(f"{_guide(depth) + names[r.category.methods[j]]:<40} {b:6.3f}\n",
+                         style="red" if b < d.params.beta else "")
+            return t
+        bins = max(10, min(60, width - 58))
+        reps, _ = method_replicas(d, pair.method, pair.replica, bins=bins)
+        lo = min((np.nanmin(s.series) for s in reps if np.isfinite(s.series).any()), default=0.0)
+        hi = max((np.nanmax(s.series) for s in reps if np.isfinite(s.series).any()), default=1.0)
+        t = Text(f"{d.params.times} time of {pair.method_name} per replica, median per window over the whole "
+                 f"run (one scale {_ms(lo)} to {_ms(hi)})\n", style="bold")
+        t.append(f"{'replica':<14} {'calls':>7} {'p5':>8} {'p50':>8} {'p95':>8}  over time\n", style="bold")
+        for s in reps:
+            line = (f"{s.replica[:14]:<14} {s.calls:>7,} {_ms(s.p5):>8} {_ms(s.p50):>8} {_ms(s.p95):>8}  "
+                    f"{sparkline(s.series, lo, hi)}\n")
+            t.append(line, style="red bold" if s.flagged else "")
+        t.append("\n")
+        for line in pair_evidence(d, pair):
+            t.append(f"• {line}\n")
+        return t
+
+    def _tree_text(self, pair, cat, width: int) -> Text:
+        d = self.diagnosis
+        rt = example_request(d, pair=pair, category=None if pair is not None else cat)
+        if rt is None:
+            return Text("no request to show", style="dim")
+        t = Text(f"request {rt.trace} · {_ms(rt.latency_ns / 1e6)} · {rt.why}\n", style="bold")
+        name_w = max(24, min(50, width - 60))
+        t.append(f"{'call':<{name_w}} {'replica':<14} {'start':>9} {'total':>9} {'self':>9}  self share\n",
+                 style="bold")
+        total = max(1, rt.latency_ns)
+        for r in rt.rows:
+            label = (_guide(r.depth) + r.method)[:name_w]
+            bar = "█" * max(0, round(r.self_ns / total * 20))
+            t.append(f"{label:<{name_w}} {r.replica[:14]:<14} {_ms(r.offset_ns / 1e6):>9} {_ms(r.total_ns / 1e6):>9} "
+                     f"{_ms(r.self_ns / 1e6):>9}  {bar}\n", style="red bold" if r.flagged else "")
+        t.append("start: from the request's start, on each host's own clock (offsets between hosts show here; the "
+                 "tree itself comes from span ids, not times)\n", style="dim")
+        return t
+
+    def _reference_text(self, pair, cat) -> Text:
+        cmp = getattr(self.result, "comparison", None)
+        if cmp is None:
+            return Text("no reference: open with --reference BASELINE_SPANS to compare methods and categories "
+                        "against a baseline", style="dim")
+        t = Text(f"{'method':<34} {'ref n':>7} {'n':>7} {'ref p50':>9} {'p50':>9} {'ref p95':>9} {'p95':>9} "
+                 f"{'change':>7}\n", style="bold")
+        rows = cmp.methods
+        if pair is not None:
+            rows = [c for c in cmp.replicas if c.name.startswith(pair.method_name + " @ ")] + rows
+        for c in rows[:40]:
+            t.append(f"{c.name[:34]:<34} {c.ref_n:>7,} {c.n:>7,} {_ms(c.ref_median_ms):>9} {_ms(c.median_ms):>9} "
+                     f"{_ms(c.ref_p95_ms):>9} {_ms(c.p95_ms):>9} {c.change:>6.2f}x\n",
+                     style="red bold" if c.significant and c.change > 1 else "")
+        return t
+
