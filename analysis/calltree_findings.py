@@ -62,11 +62,18 @@ def pair_evidence(diag: Diagnosis, p: RankedPair) -> list[str]:
                   f"on its {p.peers} other replica(s)" + (f" ({ratio:.1f}x)" if np.isfinite(ratio) else ""))
     else:
         ev.append(f"{kind} time median {_ms(p.replica_median_ms)} on {p.replica_name} (the only replica running it)")
-    ev.append(f"{p.flagged:,} of its {p.calls:,} calls in those categories have an anomalous error E "
+    ev.append(f"{p.flagged:,} of its {p.calls:,} calls in those categories have a large error E "
               f"(> {diag.params.e_z:g} robust sd of the column); summed positive error {_ms(p.error_ms)}")
+    hows = {e.how for e in p.evidence}
+    if "peers" in hows:
+        ev.append("its share of large errors is well above its peer replicas' (one-sided binomial test, "
+                  f"p < {diag.params.p_value:g})")
+    if "onset" in hows:
+        ev.append("its share of large errors rose at a point in time, on this replica as on its peers: the method "
+                  f"got slow everywhere (one-sided binomial test against before, p < {diag.params.p_value:g})")
     if p.onset_ns is not None and np.isfinite(p.before_share) and p.before_share < 0.5 * p.after_share:
-        ev.append(f"it started at {fmt_timestamp(p.onset_ns)}: since then {p.after_share:.0%} of its calls there are "
-                  f"anomalous, before {p.before_share:.0%}")
+        ev.append(f"it started at {fmt_timestamp(p.onset_ns)}: since then {p.after_share:.0%} of its calls there have "
+                  f"a large error, before {p.before_share:.0%}")
     return ev
 
 
@@ -74,7 +81,42 @@ def diagnosis_findings(diag: Diagnosis, top: int = 10) -> list[Finding]:
     params = diag.parameters()
     out = []
     n_flag = len(diag.ranking)
+    # a method flagged on every replica that runs it: one finding for the method
+    by_method: dict[int, list[RankedPair]] = {}
+    for p in diag.ranking:
+        by_method.setdefault(p.method, []).append(p)
+    whole = {m for m, ps in by_method.items() if len(ps) >= 2 and len(ps) == ps[0].peers + 1}
+    for m in whole:
+        ps = by_method[m]
+        first = ps[0]
+        onset = min((p.onset_ns for p in ps if p.onset_ns is not None), default=None)
+        rows = [[p.replica_name, p.categories, round(p.min_beta, 3), p.flagged, p.calls,
+                 round(p.after_share, 3) if np.isfinite(p.after_share) else "-",
+                 round(p.before_share, 3) if np.isfinite(p.before_share) else "-"] for p in ps]
+        ev = pair_evidence(diag, first)
+        ev[2] = f"flagged on all {len(ps)} replicas that run it: " + ", ".join(p.replica_name for p in ps)
+        if onset is not None:
+            sp = diag.trees.spans
+            sel = sp.method == m
+            t = diag.method_time[sel] / 1e6
+            after = sp.start[sel] >= onset
+            if after.any() and (~after).any():
+                kind = "self" if diag.params.times == "self" else "total"
+                ev.insert(3, f"{kind} time median {_ms(float(np.median(t[after])))} since then against "
+                             f"{_ms(float(np.median(t[~after])))} before ({after.sum():,} and {(~after).sum():,} calls)")
+        out.append(Finding(
+            analysis="calltrees",
+            title=f"{first.method_name} is slow on every replica" + (f" since {fmt_timestamp(onset)}" if onset else ""),
+            subject=f"method {first.method_name}, all {len(ps)} replicas (rank {diag.ranking.index(first) + 1} "
+                    f"of {n_flag})",
+            score=float(first.categories * 1e6 + sum(p.error_ms for p in ps)) / 1e3,
+            severity="critical", evidence=ev,
+            tables=[Table(["replica", "categories", "beta", "anomalous calls", "calls", "share since onset",
+                           "share before"], rows, caption="Per replica")],
+            parameters=params))
     for rank, p in enumerate(diag.ranking[:top]):
+        if p.method in whole:
+            continue
         rows = []
         for e in p.evidence:
             res = diag.categories[e.category]

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-EVALS = ["request_outliers"]
+EVALS = ["request_outliers", "calltree_diagnosis"]
 
 
 def main(argv=None) -> int:

@@ -80,10 +80,10 @@ def _add_span_options(p: argparse.ArgumentParser) -> None:
                         "(e.g. trace=req,start=begin_us); unnamed keys are recognised by common names")
     g.add_argument("--reference", action="append", default=[], metavar="PATH",
                    help="reference (baseline) span files or folders: which categories and methods got slower")
-    g.add_argument("--alpha", type=float, default=0.1, metavar="CV",
-                   help="analyse categories whose latency CV is above this (default 0.1)")
-    g.add_argument("--beta", type=float, default=0.9, metavar="COS",
-                   help="a method is anomalous when cos(M, L) of its column is below this (default 0.9)")
+    g.add_argument("--alpha", type=float, default=0.0, metavar="CV",
+                   help="analyse only categories whose latency CV is above this (default 0: all of them)")
+    g.add_argument("--beta", type=float, default=0.97, metavar="COS",
+                   help="a method is a candidate when cos(M, L) of its column is below this (default 0.97)")
     g.add_argument("--min-category", type=int, default=20, metavar="N",
                    help="categories with fewer requests are not analysed (default 20)")
     g.add_argument("--method-times", choices=("self", "total"), default="self",

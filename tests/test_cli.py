@@ -115,7 +115,7 @@ def test_report_on_spans_names_the_slow_replica_and_compares(tmp_path):
     first = data["findings"][0]
     assert first["analysis"] == "calltrees" and first["title"].endswith(f"is slow on {r}")
     assert any("got slower than in the reference" in f["title"] for f in data["findings"])
-    assert first["parameters"]["alpha"] == 0.1 and first["parameters"]["times"] == "self"
+    assert first["parameters"]["alpha"] == 0.0 and first["parameters"]["times"] == "self"
     # the paper's log format of the same calls (replicas are hosts there)
     res = cli("report", folder / "clouddiag-log" / "calls.log", "--alpha", "0.05", "--beta", "0.85")
     host = truth["replica_hosts"][r]

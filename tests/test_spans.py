@@ -262,6 +262,12 @@ def test_diagnosis_ranks_the_injected_pair_first(micro, scenario):
             run = truth["requests"] / truth["config"]["rate"] * 1e9
             assert abs(top.onset_ns - start) < 0.05 * run
             assert top.after_share > 0.8 and top.before_share < 0.1
+            if f.suffix != ".log":  # one finding for the method, not one per replica
+                from analysis.calltree_findings import diagnosis_findings
+
+                titles = [x.title for x in diagnosis_findings(diag)]
+                assert titles[0].startswith(f"{top.method_name} is slow on every replica since ")
+                assert not any(t.startswith(f"{top.method_name} is slow on ") for t in titles[1:])
 
 
 def test_no_anomaly_flags_nothing(micro):
