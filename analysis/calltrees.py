@@ -61,7 +61,54 @@ class CallTrees:
         return np.maximum(out, 0.0)
 
 
-def build_call_trees(spans: SpanTable) -> CallTrees:
+class _Shapes:
+    """Shapes seen so far (canonical labels of subtrees) and the categories they make."""
+
+    def __init__(self, names: list[str]):
+        self.names = names
+        self.code: dict[tuple, int] = {}
+        self.text: list[str] = []
+        self.cat_of_shape: dict[int, int] = {}
+        self.meta: list[tuple] = []  # per category: shape text, methods, depths, parents
+        self.rows: list[list[np.ndarray]] = []  # per category: blocks of (requests, columns) span rows
+        self.traces: list[list[np.ndarray]] = []
+        self._rows_blk: list[list[list[int]]] = []
+        self._traces_blk: list[list[int]] = []
+
+    def label(self, method: int, kid_labels: tuple) -> int:
+        key = (method, kid_labels)
+        c = self.code.get(key)
+        if c is None:
+            c = self.code[key] = len(self.text)
+            self.text.append(self.names[method] + ("(" + ",".join(sorted(self.text[k] for k in kid_labels)) + ")"
+                                                   if kid_labels else ""))
+        return c
+
+    def add(self, shape: int, seq: list[int], methods: list[int], depths: list[int], parents: list[int],
+            trace: int) -> int:
+        c = self.cat_of_shape.get(shape)
+        if c is None:
+            c = self.cat_of_shape[shape] = len(self.meta)
+            self.meta.append((self.text[shape], methods, depths, parents))
+            self.rows.append([])
+            self.traces.append([])
+            self._rows_blk.append([])
+            self._traces_blk.append([])
+        self._rows_blk[c].append(seq)
+        self._traces_blk[c].append(trace)
+        return c
+
+    def flush(self) -> None:
+        """Python lists of a block of requests into arrays."""
+        for c in range(len(self.meta)):
+            if self._rows_blk[c]:
+                self.rows[c].append(np.array(self._rows_blk[c], np.int64))
+                self.traces[c].append(np.array(self._traces_blk[c], np.int64))
+                self._rows_blk[c] = []
+                self._traces_blk[c] = []
+
+
+def build_call_trees(spans: SpanTable, block: int = 20_000) -> CallTrees:
     n = len(spans)
     n_req = len(spans.traces)
     request_root = np.full(n_req, -1, np.int64)
@@ -73,81 +120,29 @@ def build_call_trees(spans: SpanTable) -> CallTrees:
     order = np.lexsort((spans.start, method_name_rank[spans.method], spans.parent, spans.trace))
     trace_sorted = spans.trace[order]
     bounds = np.flatnonzero(np.r_[True, trace_sorted[1:] != trace_sorted[:-1], True])
-    parent = spans.parent.tolist()
-    method = spans.method.tolist()
-    start = spans.start.tolist()
-    names = spans.methods
-    shape_code: dict[tuple, int] = {}
-    shape_text: list[str] = []
-    cat_of_shape: dict[int, int] = {}
-    cat_rows: list[list[list[int]]] = []
-    cat_traces: list[list[int]] = []
-    cat_meta: list[tuple] = []
+    shapes = _Shapes(spans.methods)
     incomplete = 0
-    order_l = order.tolist()
-    for b0, b1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        rows = order_l[b0:b1]
-        t = int(spans.trace[rows[0]])
-        children: dict[int, list[int]] = {}
-        roots = []
-        bad = False
-        for r in rows:
-            p = parent[r]
-            if p == ROOT:
-                roots.append(r)
-            elif p < 0:
-                bad = True
-            else:
-                children.setdefault(p, []).append(r)
-        if len(roots) != 1 or bad:
-            incomplete += 1
-            if roots:
-                request_root[t] = roots[0]
-            continue
-        root = roots[0]
-        request_root[t] = root
-        # labels bottom-up (post-order, iterative)
-        label: dict[int, int] = {}
-        stack = [(root, False)]
-        while stack:
-            node, done = stack.pop()
-            kids = children.get(node, ())
-            if not done:
-                stack.append((node, True))
-                stack.extend((k, False) for k in kids)
-                continue
-            key = (method[node], tuple(sorted(label[k] for k in kids)))
-            code = shape_code.get(key)
-            if code is None:
-                code = shape_code[key] = len(shape_text)
-                shape_text.append(names[method[node]] + ("(" + ",".join(sorted(shape_text[c] for c in key[1])) + ")"
-                                                         if key[1] else ""))
-            label[node] = code
-        # depth-first order of the canonical tree: children by (label, start)
-        seq, depths, parents = [], [], []
-        stack = [(root, 0, -1)]
-        while stack:
-            node, depth, pcol = stack.pop()
-            col = len(seq)
-            seq.append(node)
-            depths.append(depth)
-            parents.append(pcol)
-            kids = sorted(children.get(node, ()), key=lambda k: (shape_text[label[k]], start[k]))
-            stack.extend((k, depth + 1, col) for k in reversed(kids))
-        sc = label[root]
-        c = cat_of_shape.get(sc)
-        if c is None:
-            c = cat_of_shape[sc] = len(cat_rows)
-            cat_rows.append([])
-            cat_traces.append([])
-            cat_meta.append((shape_text[sc], [method[r] for r in seq], depths, parents))
-        cat_rows[c].append(seq)
-        cat_traces[c].append(t)
-        request_category[t] = c
+    # Python lookups (parent, method, start of a span row) one block of requests at a time, so
+    # that the Python objects they need stay bounded whatever the number of spans
+    for blk in range(0, len(bounds) - 1, block):
+        bb = bounds[blk: blk + block + 1].tolist()
+        rows_blk = order[bb[0]: bb[-1]]
+        rows_l = rows_blk.tolist()
+        parent = dict(zip(rows_l, spans.parent[rows_blk].tolist()))
+        method = dict(zip(rows_l, spans.method[rows_blk].tolist()))
+        start = dict(zip(rows_l, spans.start[rows_blk].tolist()))
+        trace_l = spans.trace[rows_blk].tolist()
+        base = bb[0]
+        for b0, b1 in zip(bb[:-1], bb[1:]):
+            t = trace_l[b0 - base]
+            root, ok = _one_request(rows_l[b0 - base: b1 - base], t, parent, method, start, shapes, request_category)
+            request_root[t] = root
+            incomplete += not ok
+        shapes.flush()
     categories = [
-        Category(i, meta[0], meta[1], meta[2], meta[3], np.array(cat_rows[i], np.int64),
-                 np.array(cat_traces[i], np.int64))
-        for i, meta in enumerate(cat_meta)
+        Category(i, meta[0], meta[1], meta[2], meta[3], np.concatenate(shapes.rows[i]),
+                 np.concatenate(shapes.traces[i]))
+        for i, meta in enumerate(shapes.meta)
     ]
     categories.sort(key=lambda c: -c.size)
     remap = np.empty(len(categories), np.int64)
@@ -161,3 +156,46 @@ def build_call_trees(spans: SpanTable) -> CallTrees:
         notes.append(f"{incomplete:,} requests do not form one call tree (orphan spans, no or several roots): "
                      "left out of the categories")
     return CallTrees(spans, categories, request_root, request_category, incomplete, notes)
+
+
+def _one_request(rows, t, parent, method, start, shapes: _Shapes, request_category) -> tuple[int, bool]:
+    """Label one request's tree and file it under its category. Returns (root row or -1, complete?)."""
+    children: dict[int, list[int]] = {}
+    roots = []
+    bad = False
+    for r in rows:
+        p = parent[r]
+        if p == ROOT:
+            roots.append(r)
+        elif p < 0:
+            bad = True
+        else:
+            children.setdefault(p, []).append(r)
+    if len(roots) != 1 or bad:
+        return (roots[0] if roots else -1), False
+    root = roots[0]
+    # labels bottom-up (post-order, iterative)
+    label: dict[int, int] = {}
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        kids = children.get(node, ())
+        if not done:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        label[node] = shapes.label(method[node], tuple(sorted(label[k] for k in kids)))
+    # depth-first order of the canonical tree: children by (shape, start)
+    text = shapes.text
+    seq, depths, parents = [], [], []
+    stack = [(root, 0, -1)]
+    while stack:
+        node, depth, pcol = stack.pop()
+        col = len(seq)
+        seq.append(node)
+        depths.append(depth)
+        parents.append(pcol)
+        kids = sorted(children.get(node, ()), key=lambda k: (text[label[k]], start[k]))
+        stack.extend((k, depth + 1, col) for k in reversed(kids))
+    request_category[t] = shapes.add(label[root], seq, [method[r] for r in seq], depths, parents, t)
+    return root, True
