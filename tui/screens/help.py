@@ -33,6 +33,10 @@ KEYS = [
         ("v", "view: distinctive n-grams / state counts / Isomap map / inertia curve"),
         ("enter", "list the highlighted cluster's requests in the Requests pane (escape: all)"),
     ]),
+    ("Call trees", [
+        ("tab", "between the ranked (method, replica) pairs and the categories"),
+        ("v", "view: the method on each replica / an example call tree / against the reference"),
+    ]),
     ("Critical path letters", [
         ("u s", "running in user mode (RU) / in a system call (RS)"),
         ("p", "preempted: runnable, waiting for a CPU (BP)"),
