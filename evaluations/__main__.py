@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-EVALS = ["request_outliers", "calltree_diagnosis"]
+EVALS = ["request_outliers", "calltree_diagnosis", "thread_deviations"]
 
 
 def main(argv=None) -> int:

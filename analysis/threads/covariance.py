@@ -1,0 +1,106 @@
+"""Covariance matrices of abstractions and the Förstner–Moonen distance between them (paper 003,
+section IV.C).
+
+d(A, B) = sqrt(sum_i ln^2 lambda_i), lambda_i the generalized eigenvalues of (B, A): symmetric,
+and invariant to a change of units of the metrics. Computed for many pairs at once: with
+A = L L' (Cholesky), the lambda_i are the eigenvalues of L^-1 B L^-T, one batched ``eigvalsh``.
+
+Singular matrices (a metric constant within an abstraction, or two metrics proportional) are
+regularised: eps * I is added with eps = ``ridge`` x the mean variance of the matrix (the metrics
+are first scaled by their standard deviation over all abstractions, so that eps means the same
+for every metric); which abstractions needed it is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Covariances:
+    cov: np.ndarray  # (k, p, p), metrics in scaled units
+    scale: np.ndarray  # (p,) the scaling applied to each metric
+    regularised: list[int]  # abstractions whose matrix needed the ridge
+    constant: list[tuple[int, int]]  # (abstraction, metric) pairs with zero variance
+
+
+def scale_of(values: np.ndarray) -> np.ndarray:
+    """A per-metric unit: its standard deviation over all samples (1 where constant)."""
+    s = np.nanstd(values, axis=0)
+    return np.where(s > 0, s, 1.0)
+
+
+def covariances(groups: list[np.ndarray], scale: np.ndarray, ridge: float = 1e-6) -> Covariances:
+    """Covariance matrix of each group's samples ((n_i, p) arrays), metrics divided by ``scale``."""
+    p = len(scale)
+    k = len(groups)
+    out = np.empty((k, p, p))
+    regularised, constant = [], []
+    for i, x in enumerate(groups):
+        z = x / scale
+        z = z[~np.isnan(z).any(axis=1)]
+        if len(z) < 2:
+            c = np.zeros((p, p))
+        else:
+            c = np.cov(z, rowvar=False).reshape(p, p)
+        out[i] = c
+    return _regularise(out, scale, ridge, regularised, constant)
+
+
+def _regularise(out, scale, ridge, regularised, constant) -> Covariances:
+    p = out.shape[1]
+    diag = np.einsum("kii->ki", out)
+    for i, j in zip(*np.nonzero(diag <= 0)):
+        constant.append((int(i), int(j)))
+    mean_var = np.maximum(diag.mean(axis=1), 1e-12)
+    eps = ridge * mean_var
+    # a matrix is regularised when it is not safely positive definite
+    ev_min = np.linalg.eigvalsh(out)[:, 0]
+    need = ev_min <= eps * 10
+    if need.any():
+        regularised.extend(np.flatnonzero(need).tolist())
+        out[need] += (eps[need] * 10)[:, None, None] * np.eye(p)
+    return Covariances(out, scale, regularised, constant)
+
+
+def cov_from_moments(n: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
+    """Covariances from sufficient statistics: counts (..., ), sums (..., p), sums of outer
+    products (..., p, p)."""
+    n = np.maximum(n, 2.0)[..., None, None]
+    mean = s1[..., :, None] * s1[..., None, :] / n
+    return (s2 - mean) / (n - 1)
+
+
+def fm_pairs(cov: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Förstner–Moonen distances between cov[i] and cov[j] for index arrays i, j."""
+    L = np.linalg.cholesky(cov)
+    Linv = np.linalg.inv(L)
+    S = Linv[i] @ cov[j] @ np.swapaxes(Linv[i], -1, -2)
+    lam = np.linalg.eigvalsh(S)
+    lam = np.maximum(lam, 1e-300)
+    return np.sqrt((np.log(lam) ** 2).sum(axis=-1))
+
+
+def fm_matrix(cov: np.ndarray) -> np.ndarray:
+    """The symmetric matrix of Förstner–Moonen distances between k covariance matrices."""
+    k = len(cov)
+    i, j = np.triu_indices(k, 1)
+    d = np.zeros((k, k))
+    if len(i):
+        v = fm_pairs(cov, i, j)
+        d[i, j] = v
+        d[j, i] = v
+    return d
+
+
+def fm_condensed_batch(cov: np.ndarray) -> np.ndarray:
+    """Condensed distance vectors for a batch of abstraction sets: cov (B, k, p, p) -> (B, k(k-1)/2)."""
+    B, k, p, _ = cov.shape
+    i, j = np.triu_indices(k, 1)
+    L = np.linalg.cholesky(cov)
+    Linv = np.linalg.inv(L)
+    S = Linv[:, i] @ cov[:, j] @ np.swapaxes(Linv[:, i], -1, -2)
+    lam = np.maximum(np.linalg.eigvalsh(S), 1e-300)
+    return np.sqrt((np.log(lam) ** 2).sum(axis=-1))

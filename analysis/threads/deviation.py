@@ -1,0 +1,371 @@
+"""Deviating threads in thread pools (paper 003): one level of the top-down analysis.
+
+At a level (machines, processes, pools, waves or threads, optionally within one group of the
+level above), every *abstraction* pools the samples of its threads; its covariance matrix over
+time is compared with every other's by the Förstner–Moonen distance; Ward clustering builds the
+dendrogram (SciPy's ``ward`` on the distances, i.e. R's ward.D2; pvclust's "ward" is ward.D);
+multiscale bootstrap gives each merge its AU p-value; the paper's recursive descent (section
+IV.F) ranks the deviating clusters, with the paper's suggested tie-breaker for clusters ranked
+at the same node (the distance of their mean metrics to the rest's).
+
+Beyond the paper, short-lived deviations (a CPU spike of a few minutes hardly changes a
+covariance over hours: the paper finds none): every abstraction's covariance in a moving window
+is compared with the others' in the same window; an abstraction whose mean distance to the
+others is extreme in some window (robust z over the abstractions of that window above
+``window_z``) is added to the ranking after the paper's, ordered by that z.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy.cluster.hierarchy import linkage
+
+from .covariance import covariances, fm_condensed_batch, fm_matrix, scale_of
+from .pvclust import SCALES, BootstrapResult, block_moments, multiscale_bootstrap
+from .series import GROUPS, ThreadSeries
+
+
+@dataclass
+class ThreadParams:
+    replicates: int = 1000  # bootstrap replicates per scale
+    blocks: int = 100  # time blocks resampled by the bootstrap
+    au: float = 0.80  # the paper's p < 80 test
+    ridge: float = 1e-6
+    window: int = 10  # samples per moving window (70 s at 7 s)
+    window_z: float = 2.5  # a short excursion this many times the abstractions' spread flags it
+    separation: float = 3.0  # a ranked cluster's median distance to the majority, over the majority's own
+    windows: bool = True
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.replicates < 10:
+            raise ValueError("replicates must be at least 10")
+        if self.blocks < 4:
+            raise ValueError("blocks must be at least 4")
+        if not 0 < self.au < 1:
+            raise ValueError("au must be in (0, 1)")
+
+
+@dataclass
+class Ranked:
+    items: list[int]  # abstraction indices of the ranked cluster
+    how: str  # "dendrogram" or "window"
+    score: float  # tie-breaker / window z
+    metrics: list[tuple[str, str]] = field(default_factory=list)  # (metric, what deviates)
+    window_time: float | None = None  # when the short deviation peaked (sample index)
+    separation: float = float("nan")  # median distance to the rest / the rest's median distance
+
+
+@dataclass
+class LevelResult:
+    level: str
+    within: dict  # group filters applied (e.g. {"wave": "W3"})
+    names: list[str]  # abstraction names
+    members: list[list[int]]  # thread indices of each abstraction
+    distances: np.ndarray  # (k, k) Förstner–Moonen
+    Z: np.ndarray | None  # linkage matrix (k-1, 4)
+    boot: BootstrapResult | None
+    ranking: list[Ranked]
+    params: ThreadParams
+    notes: list[str] = field(default_factory=list)
+    window_z: np.ndarray | None = None  # (k,) largest short excursion, robust z
+    excursions: list | None = None  # per abstraction: its largest short excursion
+    means: np.ndarray | None = None  # (k, p) mean of each metric
+    stds: np.ndarray | None = None
+
+    @property
+    def k(self) -> int:
+        return len(self.names)
+
+    def ranked_items(self) -> list[int]:
+        out = []
+        for r in self.ranking:
+            out.extend(r.items)
+        return out
+
+    def parameters(self) -> dict:
+        d = asdict(self.params)
+        d["level"] = self.level
+        d.update({f"within_{k}": v for k, v in self.within.items()})
+        d["distance"] = "Förstner-Moonen on covariance matrices"
+        d["linkage"] = "Ward (SciPy, ward.D2)"
+        return d
+
+
+def abstractions(ts: ThreadSeries, level: str, within: dict | None = None) -> tuple[list[str], list[list[int]]]:
+    within = within or {}
+    keep = [i for i in range(ts.n_threads) if all(ts.groups.get(g, [""] * ts.n_threads)[i] == v
+                                                   for g, v in within.items())]
+    if level == "thread":
+        return [ts.ids[i] for i in keep], [[i] for i in keep]
+    if level not in ts.groups:
+        raise ValueError(f"no {level!r} column in {ts.source or 'the data'}")
+    names: dict[str, list[int]] = {}
+    for i in keep:
+        names.setdefault(ts.groups[level][i], []).append(i)
+    order = sorted(names, key=_natural)
+    return order, [names[n] for n in order]
+
+
+def _natural(s: str):
+    import re  # noqa: PLC0415
+
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
+
+
+def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, params: ThreadParams | None = None,
+                  progress=None) -> LevelResult:
+    params = params or ThreadParams()
+    params.validate()
+    within = dict(within or {})
+    names, members = abstractions(ts, level, within)
+    k = len(names)
+    notes = []
+    scale = scale_of(ts.values)
+    groups = [[ts.samples(i) for i in m] for m in members]
+    pooled = [np.vstack(g) if g else np.zeros((0, len(ts.metrics))) for g in groups]
+    cov = covariances(pooled, scale, params.ridge)
+    if cov.regularised:
+        notes.append(f"{len(cov.regularised)} of {k} covariance matrices were singular (a metric constant or "
+                     f"proportional to another) and regularised with a ridge of {params.ridge:g} x their mean "
+                     "variance: " + ", ".join(names[i] for i in cov.regularised[:8]))
+    means = np.array([np.nanmean(x, axis=0) if len(x) else np.full(len(ts.metrics), np.nan) for x in pooled])
+    stds = np.array([np.nanstd(x, axis=0) if len(x) else np.full(len(ts.metrics), np.nan) for x in pooled])
+    res = LevelResult(level, within, names, members, np.zeros((k, k)), None, None, [], params, notes,
+                      means=means, stds=stds)
+    if k < 3:
+        res.notes.append(f"{k} {level}(s): at least 3 are needed to cluster")
+        return res
+    D = fm_matrix(cov.cov)
+    res.distances = D
+    iu = np.triu_indices(k, 1)
+    Z = linkage(D[iu], method="ward")
+    res.Z = Z
+    if progress:
+        progress("bootstrap", 0.0)
+    eps = np.einsum("kii->k", cov.cov) / cov.cov.shape[1] * params.ridge * 10
+    moments = block_moments(groups, scale, min(params.blocks, max(4, min(len(x) for x in pooled) // 2)))
+    res.boot = multiscale_bootstrap(Z, moments, eps, params.replicates, SCALES, params.seed)
+    if progress:
+        progress("ranking", 0.9)
+    ranking = rank_dendrogram(Z, res.boot.au * 100, params.au * 100, _tie_scores(means, scale))
+    # beyond the paper: the descent always splits the root, so on a healthy pool it still ranks
+    # something; keep a ranked cluster only when it sits well apart from the rest
+    kept, dropped = [], []
+    candidates = {i for items, _ in ranking for i in items}
+    majority = [i for i in range(k) if i not in candidates]
+    for items, score in ranking:
+        rest = majority if len(majority) >= 3 else [i for i in range(k) if i not in items]
+        sep = separation(D, items, rest)
+        (kept if sep >= params.separation else dropped).append((items, score, sep))
+    res.ranking = [Ranked(items, "dendrogram", score, separation=sep) for items, score, sep in kept]
+    if dropped:
+        res.notes.append(f"{len(dropped)} cluster(s) the paper's descent reached were not ranked: their distance to "
+                         f"the rest is under {params.separation:g}x the rest's own median distance ("
+                         + ", ".join(f"{'+'.join(names[i] for i in it)} {sp:.1f}x" for it, _, sp in dropped[:5]) + ")")
+    if params.windows:
+        exc = window_scores(groups, params)
+        res.excursions = exc
+        wz = np.array([e.z if e else 0.0 for e in exc])
+        res.window_z = wz
+        ranked = set(res.ranked_items())
+        extra = [i for i in np.argsort(-wz) if wz[i] > params.window_z and i not in ranked]
+        res.ranking += [Ranked([int(i)], "window", float(wz[i]), window_time=exc[i].sample) for i in extra]
+    majority = [i for i in range(k) if i not in set(res.ranked_items())]
+    for r in res.ranking:
+        if r.how == "window":
+            e = res.excursions[r.items[0]]
+            level = res.level
+            r.metrics = [(ts.metrics[e.metric], f"a short excursion to {_num(e.level)} from its running level "
+                                                f"{_num(e.baseline)} ({e.z:.1f}x how much the {level}s differ from one another), {params.window} samples "
+                                                f"around sample {e.sample}")]
+        else:
+            r.metrics = explain(r.items, majority, means, stds, ts.metrics)
+    return res
+
+
+def rank_dendrogram(Z: np.ndarray, au_pct: np.ndarray, au_threshold: float, tie_score: np.ndarray):
+    """The paper's recursive ranking (section IV.F). Returns [(leaf indices, tie score)]."""
+    k = len(Z) + 1
+    height = np.r_[np.zeros(k), Z[:, 2]]
+    size = np.r_[np.ones(k), Z[:, 3]]
+    left = {k + i: int(a) for i, a in enumerate(Z[:, 0])}
+    right = {k + i: int(b) for i, b in enumerate(Z[:, 1])}
+    maxh = float(Z[:, 2].max()) if len(Z) else 0.0
+    ranking: list[tuple[list[int], float]] = []
+
+    def leaves(c: int) -> list[int]:
+        if c < k:
+            return [c]
+        return leaves(left[c]) + leaves(right[c])
+
+    def score(c: int) -> float:
+        return float(np.mean(tie_score[leaves(c)]))
+
+    def ranks_directly(c: int) -> bool:
+        return size[c] == 1 or size[c] < (k / 4 - len(ranking))
+
+    def rank(c: int) -> None:
+        if ranks_directly(c):
+            ranking.append((leaves(c), score(c)))
+            return
+        s, l = left[c], right[c]
+        if size[s] > size[l]:
+            s, l = l, s
+        p = au_pct[c - k]
+        hs, hl, hc = height[s], height[l], height[c]
+        if ((hl - hs >= hc / 4 and hl - hs >= maxh / 10) or hc > maxh / 3
+                or (p < au_threshold and (hs > maxh / 4 or hl > maxh / 4))):
+            # the tie-breaker: two clusters ranked at once go by the distance of their means
+            if ranks_directly(s) and size[l] == size[s] and score(l) > score(s):
+                s, l = l, s
+            rank(s)
+            rank(l)
+
+    rank(2 * k - 2)
+    return ranking
+
+
+def separation(D: np.ndarray, items: list[int], rest: list[int]) -> float:
+    """How far a cluster sits from the rest: the median Förstner–Moonen distance from its members
+    to the rest, over the median distance between members of the rest."""
+    if len(rest) < 2:
+        return float("inf")
+    out = np.median(D[np.ix_(items, rest)])
+    r = D[np.ix_(rest, rest)][np.triu_indices(len(rest), 1)]
+    within = np.median(r)
+    return float(out / within) if within > 0 else float("inf")
+
+
+def _tie_scores(means: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Distance of each abstraction's mean metrics to the mean of all others (scaled units)."""
+    z = means / scale
+    k = len(z)
+    tot = np.nansum(z, axis=0)
+    rest = (tot[None, :] - z) / max(1, k - 1)
+    return np.sqrt(np.nansum((z - rest) ** 2, axis=1))
+
+
+@dataclass
+class Excursion:
+    z: float  # the largest short excursion, in units of the population's 99th percentile
+    metric: int
+    sample: int  # middle of the window, in samples from the abstraction's first
+    level: float  # the window's mean there
+    baseline: float  # the running median it departed from
+
+
+def window_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Excursion | None]:
+    """Short deviations (beyond the paper): for every abstraction and metric, the mean over
+    moving windows (``params.window`` samples, half-overlapping); an excursion is how far a
+    window's mean rises above (or falls below) the medians of *both* the 5 windows before and
+    the 5 after it: a spike does, a step (a window between two levels), a slow trend or a leak
+    does not. Excursions are scaled per metric by the 99th percentile of all windows' excursions
+    of all abstractions: what the population does now and then (an allocator arena growing and
+    shrinking back) sets the scale, a spike of one thread does not move it. An abstraction's
+    score is its largest scaled excursion."""
+    w = params.window
+    step = max(1, w // 2)
+    k = len(groups)
+    resid_all, per = [], []
+    for g in groups:
+        # several threads: their mean at each sample index (threads of one group run side by side)
+        n = min(len(x) for x in g)
+        x = np.nanmean(np.stack([y[:n] for y in g]), axis=0) if len(g) > 1 else g[0]
+        if n < 3 * w:
+            per.append(None)
+            continue
+        starts = np.arange(0, n - w + 1, step)
+        cs = np.vstack([np.zeros((1, x.shape[1])), np.nancumsum(x, axis=0)])
+        means = (cs[starts + w] - cs[starts]) / w  # (windows, p)
+        h = 5
+        pad = np.pad(means, ((h + 1, h + 1), (0, 0)), mode="edge")
+        i0 = np.arange(len(means))[:, None]
+        left = np.median(pad[i0 + np.arange(h)[None, :]], axis=1)  # the h windows before
+        right = np.median(pad[i0 + h + 2 + np.arange(h)[None, :]], axis=1)  # the h windows after
+        med = np.median(pad[i0 + np.arange(2 * h + 3)[None, :]], axis=1)
+        # an excursion rises above (or falls below) the level on *both* sides: a step (a window
+        # between two levels) is not one
+        hi_, lo_ = np.maximum(left, right), np.minimum(left, right)
+        r = np.where(means > hi_, means - hi_, np.where(means < lo_, means - lo_, 0.0))
+        resid_all.append(r)
+        per.append((starts, means, np.where(means > hi_, hi_, lo_), r))
+    if not resid_all:
+        return [None] * k
+    # the unit of each metric: how much the abstractions differ from one another at the same
+    # time (robust spread across them of the window means, median over windows). Threads whose
+    # memory levels wander apart by tens of MB make a 10 MB bump ordinary; threads that all run
+    # at 30-40 % CPU make a spike to 100 % extraordinary.
+    valid = [i for i, item in enumerate(per) if item is not None]
+    n_w = min(len(per[i][1]) for i in valid) if valid else 0
+    if len(valid) >= 3 and n_w:
+        stack = np.stack([per[i][1][:n_w] for i in valid])  # (abstractions, windows, p)
+        cs = 1.4826 * np.median(np.abs(stack - np.median(stack, axis=0)), axis=0)  # (windows, p)
+        unit = np.median(cs, axis=0)
+    else:
+        unit = np.zeros(len(groups[0][0][0]) if groups else 0)
+    allr = np.abs(np.vstack(resid_all))
+    floor = np.nanquantile(allr, 0.99, axis=0)  # never finer than what the population does now and then
+    unit = np.maximum(unit, np.maximum(floor, 1e-12))
+    out = []
+    for i in range(k):
+        if per[i] is None:
+            out.append(None)
+            continue
+        starts, means, med, r = per[i]
+        z = np.abs(r) / unit
+        wi, j = np.unravel_index(int(np.argmax(z)), z.shape)
+        out.append(Excursion(float(z[wi, j]), int(j), int(starts[wi] + w // 2), float(means[wi, j]),
+                             float(med[wi, j])))
+    return out
+
+
+def explain(items: list[int], majority: list[int], means, stds, metrics):
+    """Which metrics set the ranked abstractions apart from the majority: the difference of
+    their mean, in units of the spread of the majority's means (or of its own std when the
+    majority agrees), and the ratio of standard deviations."""
+    if not majority:
+        majority = [i for i in range(len(means)) if i not in items]
+    if not majority:
+        return []
+    m_mean = np.nanmean(means[majority], axis=0)
+    m_std = np.nanmean(stds[majority], axis=0)
+    between = np.nanstd(means[majority], axis=0)
+    unit = np.maximum(np.maximum(between, 0.25 * m_std), 1e-12)
+    mine_mean = np.nanmean(means[items], axis=0)
+    mine_std = np.nanmean(stds[items], axis=0)
+    zmean = (mine_mean - m_mean) / unit
+    ratio = mine_std / np.maximum(m_std, 1e-12)
+    out = []
+    order = np.argsort(-np.maximum(np.abs(zmean), np.abs(np.log(np.maximum(ratio, 1e-12))) * 3))
+    for j in order[:3]:
+        parts = []
+        if abs(zmean[j]) >= 2:
+            parts.append(f"mean {_num(mine_mean[j])} against {_num(m_mean[j])} ({zmean[j]:+.1f} sd)")
+        if ratio[j] >= 1.5 or ratio[j] <= 1 / 1.5:
+            parts.append(f"std {_num(mine_std[j])} against {_num(m_std[j])} ({ratio[j]:.1f}x)")
+        if parts:
+            out.append((metrics[j], "; ".join(parts)))
+    return out
+
+
+def _num(v: float) -> str:
+    a = abs(v)
+    if a >= 1e9:
+        return f"{v / 1e9:.2f}G"
+    if a >= 1e6:
+        return f"{v / 1e6:.1f}M"
+    if a >= 1e4:
+        return f"{v / 1e3:.1f}k"
+    if a >= 100:
+        return f"{v:.0f}"
+    return f"{v:.3g}"
+
+
+def level_names(ts: ThreadSeries) -> list[str]:
+    return ts.levels()
+
+
+__all__ = ["ThreadParams", "LevelResult", "Ranked", "analyse_level", "rank_dendrogram", "abstractions", "GROUPS"]

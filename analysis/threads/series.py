@@ -1,0 +1,229 @@
+"""Per-thread resource time series as one columnar table, and the CSV forms users bring.
+
+All samples of all threads in three arrays: ``time`` (seconds since the epoch, float64),
+``values`` (samples x metrics, float64) and, per thread, the slice of its samples
+(``lo``/``hi``; a thread's samples are contiguous and in time order). Each thread has an id and
+its groups (machine, process, pool, wave) for the top-down abstractions.
+
+CSV forms (header required; columns matched case-insensitively, ``-``/``_``/spaces ignored):
+
+- **long**: ``time, thread, [machine, process, pool, wave,] METRIC...``: one row per sample of a
+  thread, one column per metric (any numeric column that is not a time, id or group column);
+- **narrow**: ``time, thread, [groups...], metric, value``: one row per sample of one metric;
+- **wide**: ``time, THREAD:METRIC...``: one row per time, one column per thread and metric
+  (``thread:metric`` or ``metric@thread``), groups unknown.
+
+Times: unix seconds / ms / µs / ns (decided by magnitude) or ISO 8601. Rows need not be sorted.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..inputs import register_file_kind
+
+GROUPS = ("machine", "process", "pool", "wave")
+GROUP_NAMES = {
+    "machine": ("machine", "host", "hostname", "node", "server"),
+    "process": ("process", "pid", "processname", "proc", "comm"),
+    "pool": ("pool", "threadpool", "threadname", "name", "group"),
+    "wave": ("wave", "slot", "batch"),
+}
+TIME_NAMES = ("time", "timestamp", "ts", "t", "datetime", "date")
+THREAD_NAMES = ("thread", "tid", "threadid", "thread_id", "lwp")
+
+
+@dataclass
+class ThreadSeries:
+    time: np.ndarray  # (N,) float64 seconds
+    values: np.ndarray  # (N, p) float64
+    lo: np.ndarray  # (threads,) first sample row
+    hi: np.ndarray  # (threads,) one past the last
+    ids: list[str]
+    groups: dict[str, list[str]]  # group -> per-thread value ("" when unknown)
+    metrics: list[str]
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_threads(self) -> int:
+        return len(self.ids)
+
+    def samples(self, i: int) -> np.ndarray:
+        return self.values[self.lo[i]:self.hi[i]]
+
+    def times(self, i: int) -> np.ndarray:
+        return self.time[self.lo[i]:self.hi[i]]
+
+    def label(self, i: int) -> str:
+        parts = [self.groups[g][i] for g in GROUPS if g in self.groups and self.groups[g][i]]
+        return "/".join(parts + [self.ids[i]])
+
+    def levels(self) -> list[str]:
+        """The grouping levels present, top-down, then 'thread'."""
+        return [g for g in GROUPS if g in self.groups and len(set(self.groups[g])) > 1] + ["thread"]
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z0-9@:]", "", s.strip().lower())
+
+
+def _to_seconds(col: list[str], path: Path) -> np.ndarray:
+    try:
+        v = np.array(col, dtype=np.float64)
+    except ValueError:
+        from ..spans.timeparse import parse_iso_ns  # noqa: PLC0415
+
+        try:
+            return np.array([parse_iso_ns(x) for x in col], np.float64) / 1e9
+        except ValueError:
+            raise InputError(path, "the time column holds neither numbers nor ISO 8601 times") from None
+    if len(v) == 0:
+        return v
+    mag = float(np.nanmax(np.abs(v)))
+    scale = 1e-9 if mag >= 1e17 else 1e-6 if mag >= 1e14 else 1e-3 if mag >= 1e11 else 1.0
+    return v * scale
+
+
+def build(time, thread_keys, group_cols: dict, values, metrics, source="") -> ThreadSeries:
+    """Sort samples by (thread, time) and make the table. ``thread_keys``: per-sample thread id
+    strings; ``group_cols``: group -> per-sample strings."""
+    keys = np.asarray(thread_keys, dtype=object)
+    uniq, inv = np.unique(keys, return_inverse=True)
+    order = np.lexsort((time, inv))
+    inv, time, values = inv[order], np.asarray(time)[order], np.asarray(values, np.float64)[order]
+    bounds = np.flatnonzero(np.r_[True, inv[1:] != inv[:-1], True]) if len(inv) else np.array([0])
+    lo, hi = bounds[:-1], bounds[1:]
+    ids = [str(uniq[inv[a]]) for a in lo]
+    groups = {}
+    for g, col in group_cols.items():
+        col = np.asarray(col, dtype=object)[order]
+        groups[g] = [str(col[a]) for a in lo]
+    return ThreadSeries(time=time, values=values, lo=lo, hi=hi, ids=ids, groups=groups, metrics=list(metrics),
+                        source=source)
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    first = head.decode("utf-8", "replace").split("\n", 1)[0]
+    if "," not in first:
+        return False
+    cols = [_norm(c) for c in next(csv.reader([first]))]
+    has_time = any(c in TIME_NAMES for c in cols)
+    if not has_time:
+        return False
+    if any(c in THREAD_NAMES for c in cols):
+        return True
+    return sum(1 for c in cols if ":" in c or "@" in c) >= 2
+
+
+def read_csv(path) -> ThreadSeries:
+    path = Path(path)
+    try:
+        f = open(path, "r", encoding="utf-8", errors="replace", newline="")
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    with f:
+        rd = csv.reader(f)
+        header = next(rd, None)
+        if not header:
+            raise InputError(path, "file is empty")
+        rows = [r for r in rd if r and any(x.strip() for x in r)]
+    names = [_norm(h) for h in header]
+    width = len(header)
+    short = sum(1 for r in rows if len(r) < width)
+    if short:
+        rows = [r for r in rows if len(r) >= width]
+    if not rows:
+        raise InputError(path, "no data rows under the header")
+    cols = list(zip(*rows))
+    t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
+    if t_i is None:
+        raise InputError(path, f"no time column (looked for {', '.join(TIME_NAMES)}; header: {', '.join(header[:8])})")
+    time = _to_seconds(list(cols[t_i]), path)
+    th_i = next((i for i, n in enumerate(names) if n in THREAD_NAMES), None)
+    notes = [f"{short:,} rows with fewer fields than the header were skipped"] if short else []
+    if th_i is None:
+        ts = _read_wide(path, header, names, cols, time, t_i)
+    else:
+        group_idx = {}
+        for g, alts in GROUP_NAMES.items():
+            i = next((i for i, n in enumerate(names) if n in alts and i not in (t_i, th_i)
+                      and i not in group_idx.values()), None)
+            if i is not None:
+                group_idx[g] = i
+        used = {t_i, th_i, *group_idx.values()}
+        if "metric" in names and "value" in names:
+            ts = _read_narrow(path, names, cols, time, th_i, group_idx)
+        else:
+            metric_idx = [i for i in range(width) if i not in used]
+            vals, metrics = [], []
+            for i in metric_idx:
+                try:
+                    vals.append(np.array([x if x.strip() else "nan" for x in cols[i]], dtype=np.float64))
+                    metrics.append(header[i].strip())
+                except ValueError:
+                    notes.append(f"column {header[i]!r} is not numeric: ignored")
+            if not metrics:
+                raise InputError(path, "no numeric metric column besides time, thread and group columns")
+            ts = build(time, cols[th_i], {g: cols[i] for g, i in group_idx.items()}, np.column_stack(vals), metrics,
+                       str(path))
+    ts.notes = notes + ts.notes
+    ts.source = str(path)
+    return ts
+
+
+def _read_narrow(path, names, cols, time, th_i, group_idx) -> ThreadSeries:
+    m_i, v_i = names.index("metric"), names.index("value")
+    metric = np.asarray(cols[m_i], dtype=object)
+    metrics = sorted(set(metric.tolist()))
+    thread = np.asarray(cols[th_i], dtype=object)
+    try:
+        value = np.array(cols[v_i], dtype=np.float64)
+    except ValueError:
+        raise InputError(path, "the value column is not numeric") from None
+    # pivot: one row per (thread, time)
+    key = np.char.add(np.char.add(thread.astype(str), "\x00"), time.astype(str))
+    uk, inv = np.unique(key, return_inverse=True)
+    mi = np.searchsorted(np.array(metrics, dtype=object), metric)
+    vals = np.full((len(uk), len(metrics)), np.nan)
+    vals[inv, mi] = value
+    first = np.full(len(uk), -1)
+    first[inv[::-1]] = np.arange(len(inv))[::-1]
+    return build(time[first], thread[first], {g: np.asarray(cols[i], dtype=object)[first] for g, i in group_idx.items()},
+                 vals, metrics, str(path))
+
+
+def _read_wide(path, header, names, cols, time, t_i) -> ThreadSeries:
+    pairs = {}
+    for i, h in enumerate(header):
+        if i == t_i:
+            continue
+        h = h.strip()
+        if ":" in h:
+            thread, metric = h.split(":", 1)
+        elif "@" in h:
+            metric, thread = h.split("@", 1)
+        else:
+            continue
+        pairs.setdefault(thread.strip(), {})[metric.strip()] = i
+    if not pairs:
+        raise InputError(path, "no thread column, and no THREAD:METRIC columns for the wide form")
+    metrics = sorted({m for d in pairs.values() for m in d})
+    t_all, th_all, v_all = [], [], []
+    for thread, d in pairs.items():
+        v = np.full((len(time), len(metrics)), np.nan)
+        for m, i in d.items():
+            v[:, metrics.index(m)] = np.array([x if x.strip() else "nan" for x in cols[i]], dtype=np.float64)
+        t_all.append(time)
+        th_all += [thread] * len(time)
+        v_all.append(v)
+    return build(np.concatenate(t_all), th_all, {}, np.vstack(v_all), metrics, str(path))
+
+
+register_file_kind("threads", sniff)
