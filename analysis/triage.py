@@ -28,6 +28,9 @@ from .requests import BUILTIN_MARKERS, MarkerRequests, MarkerSpec, RequestTable
 from .span_compare import Comparison, CompareParams, compare
 from .spans import read_spans
 from .spans.table import SpanTable
+from .threads.deviation import ThreadParams
+from .threads.series import ThreadSeries, read_csv as read_thread_csv
+from .threads.topdown import TopDown, top_down, topdown_findings
 
 
 @dataclass
@@ -42,6 +45,7 @@ class Options:
     span_columns: dict[str, str] | None = None  # span CSV column mapping (--columns)
     reference: tuple[str, ...] = ()  # reference span files / folders (--reference)
     compare: CompareParams = field(default_factory=CompareParams)
+    threads: ThreadParams = field(default_factory=ThreadParams)
 
 
 @dataclass
@@ -68,6 +72,8 @@ class TriageResult:
     diagnosis: Diagnosis | None = None
     reference_trees: CallTrees | None = None
     comparison: Comparison | None = None
+    thread_series: ThreadSeries | None = None
+    threads: TopDown | None = None
     report: Report = field(default_factory=lambda: Report(inputs=[]))
 
     @property
@@ -112,10 +118,33 @@ def run_triage(paths, options: Options | None = None, progress: ProgressFn | Non
         _run_spans(inputs.files["spans"], options, result, progress)
     elif options.reference:
         report.notes.append("--reference compares span files: no span file among the inputs")
+    if "threads" in inputs.files:
+        _run_threads(inputs.files["threads"], options, result, progress)
     for kind, files in inputs.files.items():
-        if kind not in ("features", "spans"):
+        if kind not in ("features", "spans", "threads"):
             report.notes.append(f"{len(files)} {kind} file(s) given; this version does not analyse them yet")
     return result
+
+
+def _run_threads(files, options: Options, result: TriageResult, progress: ProgressFn | None) -> None:
+    if progress is not None:
+        progress(Progress("reading thread metrics", None, f"{len(files)} file(s)"))
+    if len(files) > 1:
+        result.report.notes.append(f"{len(files)} thread metric files given: only {files[0]} is analysed")
+    ts = read_thread_csv(files[0])
+    result.thread_series = ts
+    result.report.notes.extend(f"{files[0]}: {n}" for n in ts.notes)
+    if ts.n_threads < 3:
+        result.report.notes.append(f"{files[0]}: {ts.n_threads} thread(s): at least 3 are needed to compare them")
+        return
+
+    def on_level(what, i):
+        if progress is not None:
+            progress(Progress("thread pools", None, f"{what} (level {i + 1})"))
+
+    td = top_down(ts, options.threads, progress=on_level)
+    result.threads = td
+    result.report.findings.extend(topdown_findings(td))
 
 
 def _span_files(paths) -> list:

@@ -30,7 +30,7 @@ EXIT_CODES_HELP = """exit codes:
   5  a system package is missing (e.g. python3-bt2 for CTF traces)
 """
 
-COMMANDS = ("open", "report", "info", "features", "sample")
+COMMANDS = ("open", "report", "info", "features", "sample", "record")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -71,6 +71,13 @@ def _add_outlier_options(p: argparse.ArgumentParser) -> None:
                    default="counts+durations", help="what k-means clusters (counts: the paper's choice)")
     g.add_argument("--thresholds", metavar="MS,...", default="200,250,300",
                    help="durations for P(duration > t) among outliers (default 200,250,300 ms)")
+
+
+def _add_thread_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("deviating threads (paper 003)")
+    g.add_argument("--replicates", type=int, default=1000, metavar="N",
+                   help="bootstrap replicates per scale for the AU p-values (default 1000)")
+    g.add_argument("--no-windows", action="store_true", help="no moving-window check for short deviations")
 
 
 def _add_span_options(p: argparse.ArgumentParser) -> None:
@@ -136,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_marker_options(p_open)
     _add_outlier_options(p_open)
     _add_span_options(p_open)
+    _add_thread_options(p_open)
 
     p_report = sub.add_parser(
         "report",
@@ -153,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_marker_options(p_report)
     _add_outlier_options(p_report)
     _add_span_options(p_report)
+    _add_thread_options(p_report)
 
     p_feat = sub.add_parser(
         "features",
@@ -206,7 +215,30 @@ def build_parser() -> argparse.ArgumentParser:
     p_sample.add_argument("--causes", metavar="SPEC", default=None,
                           help="comma-separated cause[=rate] (e.g. slow_disk=0.05,write_heavy); "
                                "'none' for a normal population only; default: all five at their default rates")
-    p_sample.add_argument("--system", choices=("webserver", "microservices"), default="webserver")
+    p_sample.add_argument("--system", choices=("webserver", "microservices", "threads"), default="webserver",
+                          help="threads: a load test's thread pool (8 waves x 10 threads, 5 metrics) with the "
+                               "paper 003 deviations (--deviations)")
+    p_sample.add_argument("--deviations", metavar="W:T=KIND,...", default=None,
+                          help="threads: e.g. 2:3=memory_leak,5:0=cpu_spike (wave:thread, 0-based; kinds "
+                               "cpu_spike, memory_leak, io_leak); default: the paper's random thread-level mix")
+
+    p_rec = sub.add_parser(
+        "record",
+        help="sample a live process's threads from /proc into a CSV (record threads --pid PID -o FILE)",
+        formatter_class=_Formatter,
+        description=(
+            "record threads: every --interval seconds, per thread of --pid: CPU %, context switches,\n"
+            "page faults, I/O bytes, and the process's memory and open fds, from /proc. Stops after\n"
+            "--duration, when the process exits, or on Ctrl-C, keeping everything sampled. The CSV\n"
+            "is what `perftriage report FILE` and the Threads pane read."
+        ),
+        epilog=EXIT_CODES_HELP,
+    )
+    p_rec.add_argument("what", choices=("threads",))
+    p_rec.add_argument("--pid", type=int, required=True)
+    p_rec.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between samples (default 1)")
+    p_rec.add_argument("--duration", type=float, default=None, metavar="S", help="stop after this long")
+    p_rec.add_argument("-o", "--output", required=True, metavar="FILE", help="CSV to write (renamed into place)")
     p_sample.add_argument("--scenario", choices=("replica", "method", "replica+noise", "none"), default="replica",
                           help="microservices: what is slow (default replica)")
     p_sample.add_argument("--slowdown", type=float, default=4.0, metavar="X",
@@ -270,6 +302,14 @@ def _options(args):
         for p in opts.reference:
             if not Path(p).exists():
                 raise InputError(p, "no such file or folder (--reference)")
+    if hasattr(args, "replicates"):
+        from analysis.threads.deviation import ThreadParams  # noqa: PLC0415
+
+        opts.threads = ThreadParams(replicates=args.replicates, windows=not args.no_windows)
+        try:
+            opts.threads.validate()
+        except ValueError as exc:
+            raise _Usage(str(exc)) from None
     if getattr(args, "top", None) is not None:
         if args.top < 1:
             raise _Usage("--top must be at least 1")
@@ -427,6 +467,8 @@ def parse_causes(spec: str | None) -> dict:
 def cmd_sample(args) -> int:
     if args.system == "microservices":
         return _sample_microservices(args)
+    if args.system == "threads":
+        return _sample_threads(args)
     from analysis.sim.sample import write_webserver_sample  # noqa: PLC0415
     from analysis.sim.webserver import WebServerConfig  # noqa: PLC0415
 
@@ -449,6 +491,53 @@ def cmd_sample(args) -> int:
           f"({st.kernel_events:,} kernel, {st.ust_events:,} ust), {st.bytes / 1e6:.1f} MB")
     print(f"simulated in {st.simulate_s:.1f} s, written in {st.write_s:.1f} s "
           f"({st.events / max(st.write_s, 1e-9):,.0f} events/s written)")
+    return EXIT_OK
+
+
+def _sample_threads(args) -> int:
+    import numpy as np  # noqa: PLC0415
+
+    from analysis.sim.threadpool import DEVIATIONS, PoolConfig, random_deviations, write_threadpool_sample  # noqa
+
+    if args.deviations:
+        devs = {}
+        for part in args.deviations.split(","):
+            key, eq, kind = part.strip().partition("=")
+            w, colon, t = key.partition(":")
+            if not (eq and colon and w.isdigit() and t.isdigit()) or kind not in DEVIATIONS:
+                raise _Usage(f"--deviations: {part!r} is not WAVE:THREAD=KIND ({', '.join(DEVIATIONS)})")
+            devs[f"{int(w)}:{int(t)}"] = kind
+    else:
+        devs = random_deviations(np.random.default_rng(args.seed), 8, 10, "threads")
+    cfg = PoolConfig(seed=args.seed, deviations=devs)
+    try:
+        cfg.validate()
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
+    truth = write_threadpool_sample(args.out, cfg)
+    print(f"wrote {args.out}: {cfg.waves} waves x {cfg.threads_per_wave} threads x {cfg.samples} samples "
+          f"(threads.csv); deviating: " + (", ".join(f"{d['wave']}/{d['thread']} {d['kind']}"
+                                                    for d in truth["deviating"]) or "none"))
+    return EXIT_OK
+
+
+def cmd_record(args) -> int:
+    from analysis.threads.record import record_threads  # noqa: PLC0415
+
+    from analysis.atomic import check_target  # noqa: PLC0415
+
+    check_target(args.output)
+    if args.interval <= 0:
+        raise _Usage("--interval must be positive")
+    progress = None
+    if sys.stderr.isatty():
+        def progress(n, threads):
+            sys.stderr.write(f"\r{n:,} samples of {threads} threads (Ctrl-C stops and keeps them)".ljust(70))
+            sys.stderr.flush()
+    st = record_threads(args.pid, args.output, args.interval, args.duration, progress)
+    if progress is not None:
+        sys.stderr.write("\r" + " " * 70 + "\r")
+    print(f"wrote {st['out']}: {st['samples']:,} samples, {st['rows']:,} rows of {st['process']} ({st['stopped']})")
     return EXIT_OK
 
 
@@ -504,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     args = parser.parse_args(_normalise_argv(argv))
     handlers = {"open": cmd_open, "report": cmd_report, "info": cmd_info, "features": cmd_features,
-                "sample": cmd_sample}
+                "sample": cmd_sample, "record": cmd_record}
     try:
         return handlers[args.command](args)
     except _Usage as exc:

@@ -27,6 +27,7 @@ from .panes.clusters import ClustersPane
 from .panes.findings import FindingsPane
 from .panes.pending import PendingPane
 from .panes.requests import RequestsPane
+from .panes.threads import ThreadsPane
 from .screens import ExportScreen, HelpScreen
 from .widgets.row_table import RowTable
 
@@ -42,8 +43,6 @@ TABS = [
 ]
 
 PENDING = {
-    "threads": ("Deviating threads in thread pools",
-                "needs per-thread resource time series (CSV, `perftriage record threads`)."),
     "counters": ("Counters across servers (PAD)",
                  "needs per-server counter time series (CSV, Prometheus JSON)."),
 }
@@ -100,6 +99,8 @@ class PerftriageApp(App):
                             yield ClustersPane(id="clusters-pane")
                         elif tab_id == "calltrees":
                             yield CallTreesPane(id="calltrees-pane")
+                        elif tab_id == "threads":
+                            yield ThreadsPane(id="threads-pane")
                         else:
                             what, needs = PENDING[tab_id]
                             yield PendingPane(what, needs, id=f"{tab_id}-pane")
@@ -159,10 +160,15 @@ class PerftriageApp(App):
         self.query_one("#requests-pane", RequestsPane).show_requests(requests, note, result)
         self.query_one("#clusters-pane", ClustersPane).show_result(result)
         self.query_one("#calltrees-pane", CallTreesPane).show_result(result)
+        self.query_one("#threads-pane", ThreadsPane).show_result(result)
         self.query_one("#findings-pane", FindingsPane).show_findings(result.findings)
         self.set_status(self.status_text())
-        if result.requests is None and result.features is None and result.diagnosis is not None:
-            self.action_tab("calltrees")  # span inputs only: start where the results are
+        if result.requests is None and result.features is None:
+            # no trace: start where the results are
+            if result.diagnosis is not None:
+                self.action_tab("calltrees")
+            elif result.threads is not None:
+                self.action_tab("threads")
         for n in result.report.notes:
             self.notify(n, severity="warning", timeout=8)
 

@@ -52,7 +52,7 @@ def covariances(groups: list[np.ndarray], scale: np.ndarray, ridge: float = 1e-6
 def _regularise(out, scale, ridge, regularised, constant) -> Covariances:
     p = out.shape[1]
     diag = np.einsum("kii->ki", out)
-    for i, j in zip(*np.nonzero(diag <= 0)):
+    for i, j in zip(*np.nonzero(diag <= 1e-12 * np.maximum(diag.max(axis=1, keepdims=True), 1e-300))):
         constant.append((int(i), int(j)))
     mean_var = np.maximum(diag.mean(axis=1), 1e-12)
     eps = ridge * mean_var
@@ -73,9 +73,25 @@ def cov_from_moments(n: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarra
     return (s2 - mean) / (n - 1)
 
 
+def safe_cholesky(cov: np.ndarray) -> np.ndarray:
+    """Cholesky factors of a batch of covariance matrices; a matrix that is not numerically
+    positive definite gets a growing ridge (relative to its trace) until it is."""
+    try:
+        return np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        pass
+    p = cov.shape[-1]
+    flat = cov.reshape(-1, p, p).copy()
+    tr = np.maximum(np.einsum("kii->k", flat) / p, 1e-12)
+    ev = np.linalg.eigvalsh(flat)[:, 0]
+    bad = ev <= tr * 1e-9
+    flat[bad] += ((tr[bad] * 1e-6) - np.minimum(ev[bad], 0))[:, None, None] * np.eye(p)
+    return np.linalg.cholesky(flat).reshape(cov.shape)
+
+
 def fm_pairs(cov: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """Förstner–Moonen distances between cov[i] and cov[j] for index arrays i, j."""
-    L = np.linalg.cholesky(cov)
+    L = safe_cholesky(cov)
     Linv = np.linalg.inv(L)
     S = Linv[i] @ cov[j] @ np.swapaxes(Linv[i], -1, -2)
     lam = np.linalg.eigvalsh(S)
@@ -99,7 +115,7 @@ def fm_condensed_batch(cov: np.ndarray) -> np.ndarray:
     """Condensed distance vectors for a batch of abstraction sets: cov (B, k, p, p) -> (B, k(k-1)/2)."""
     B, k, p, _ = cov.shape
     i, j = np.triu_indices(k, 1)
-    L = np.linalg.cholesky(cov)
+    L = safe_cholesky(cov)
     Linv = np.linalg.inv(L)
     S = Linv[:, i] @ cov[:, j] @ np.swapaxes(Linv[:, i], -1, -2)
     lam = np.maximum(np.linalg.eigvalsh(S), 1e-300)

@@ -35,7 +35,7 @@ class ThreadParams:
     ridge: float = 1e-6
     window: int = 10  # samples per moving window (70 s at 7 s)
     window_z: float = 2.5  # a short excursion this many times the abstractions' spread flags it
-    separation: float = 3.0  # a ranked cluster's median distance to the majority, over the majority's own
+    separation: float = 2.6  # an abstraction's median distance to the others, over the typical one
     windows: bool = True
     seed: int = 0
 
@@ -55,7 +55,7 @@ class Ranked:
     score: float  # tie-breaker / window z
     metrics: list[tuple[str, str]] = field(default_factory=list)  # (metric, what deviates)
     window_time: float | None = None  # when the short deviation peaked (sample index)
-    separation: float = float("nan")  # median distance to the rest / the rest's median distance
+    separation: float = float("nan")  # median distance to the others / the typical one (lowest member)
 
 
 @dataclass
@@ -72,6 +72,8 @@ class LevelResult:
     notes: list[str] = field(default_factory=list)
     window_z: np.ndarray | None = None  # (k,) largest short excursion, robust z
     excursions: list | None = None  # per abstraction: its largest short excursion
+    metrics: list[str] = field(default_factory=list)  # the metrics compared (constant ones left out)
+    timings: dict = field(default_factory=dict)  # seconds per stage
     means: np.ndarray | None = None  # (k, p) mean of each metric
     stds: np.ndarray | None = None
 
@@ -117,53 +119,80 @@ def _natural(s: str):
 
 def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, params: ThreadParams | None = None,
                   progress=None) -> LevelResult:
+    import time  # noqa: PLC0415
+
+    t0 = time.perf_counter()
     params = params or ThreadParams()
     params.validate()
     within = dict(within or {})
     names, members = abstractions(ts, level, within)
     k = len(names)
     notes = []
-    scale = scale_of(ts.values)
-    groups = [[ts.samples(i) for i in m] for m in members]
+    # metrics that never change among these threads carry no information (and make every
+    # covariance matrix singular): left out, and said
+    rows = np.concatenate([np.arange(ts.lo[i], ts.hi[i]) for m in members for i in m]) if k else np.zeros(0, int)
+    sub = ts.values[rows] if len(rows) else ts.values[:0]
+    varying = np.nanstd(sub, axis=0) > 0 if len(sub) else np.zeros(len(ts.metrics), bool)
+    metric_names = [m for m, v in zip(ts.metrics, varying) if v]
+    if not varying.all():
+        notes.append("constant metrics left out: " + ", ".join(m for m, v in zip(ts.metrics, varying) if not v))
+    if not varying.any():
+        return LevelResult(level, within, names, members, np.zeros((k, k)), None, None, [], params,
+                           notes + ["no metric varies: nothing to compare"])
+    cols = np.flatnonzero(varying)
+    scale = scale_of(sub[:, cols])
+    groups = [[ts.samples(i)[:, cols] for i in m] for m in members]
+    short = [names[a] for a, g in enumerate(groups) if sum(len(x) for x in g) < 10]
+    if short:
+        notes.append(f"{len(short)} {level}(s) with fewer than 10 samples left out: " + ", ".join(short[:8]))
+        keep = [a for a, g in enumerate(groups) if sum(len(x) for x in g) >= 10]
+        names, members, groups = [names[a] for a in keep], [members[a] for a in keep], [groups[a] for a in keep]
+        k = len(names)
     pooled = [np.vstack(g) if g else np.zeros((0, len(ts.metrics))) for g in groups]
     cov = covariances(pooled, scale, params.ridge)
     if cov.regularised:
         notes.append(f"{len(cov.regularised)} of {k} covariance matrices were singular (a metric constant or "
                      f"proportional to another) and regularised with a ridge of {params.ridge:g} x their mean "
                      "variance: " + ", ".join(names[i] for i in cov.regularised[:8]))
-    means = np.array([np.nanmean(x, axis=0) if len(x) else np.full(len(ts.metrics), np.nan) for x in pooled])
-    stds = np.array([np.nanstd(x, axis=0) if len(x) else np.full(len(ts.metrics), np.nan) for x in pooled])
+    means = np.array([np.nanmean(x, axis=0) for x in pooled]) if k else np.zeros((0, len(cols)))
+    stds = np.array([np.nanstd(x, axis=0) for x in pooled]) if k else np.zeros((0, len(cols)))
     res = LevelResult(level, within, names, members, np.zeros((k, k)), None, None, [], params, notes,
-                      means=means, stds=stds)
+                      means=means, stds=stds, metrics=metric_names)
     if k < 3:
         res.notes.append(f"{k} {level}(s): at least 3 are needed to cluster")
         return res
+    t1 = time.perf_counter()
     D = fm_matrix(cov.cov)
     res.distances = D
+    t2 = time.perf_counter()
     iu = np.triu_indices(k, 1)
     Z = linkage(D[iu], method="ward")
     res.Z = Z
+    t3 = time.perf_counter()
     if progress:
         progress("bootstrap", 0.0)
     eps = np.einsum("kii->k", cov.cov) / cov.cov.shape[1] * params.ridge * 10
     moments = block_moments(groups, scale, min(params.blocks, max(4, min(len(x) for x in pooled) // 2)))
     res.boot = multiscale_bootstrap(Z, moments, eps, params.replicates, SCALES, params.seed)
+    t4 = time.perf_counter()
     if progress:
         progress("ranking", 0.9)
     ranking = rank_dendrogram(Z, res.boot.au * 100, params.au * 100, _tie_scores(means, scale))
     # beyond the paper: the descent always splits the root, so on a healthy pool it still ranks
     # something; keep a ranked cluster only when it sits well apart from the rest
     kept, dropped = [], []
-    candidates = {i for items, _ in ranking for i in items}
-    majority = [i for i in range(k) if i not in candidates]
+    apart = separation(D)
     for items, score in ranking:
-        rest = majority if len(majority) >= 3 else [i for i in range(k) if i not in items]
-        sep = separation(D, items, rest)
-        (kept if sep >= params.separation else dropped).append((items, score, sep))
+        # members of a ranked cluster are kept one by one: a deviating thread can pull a
+        # neighbour or two into its cluster
+        good = [i for i in items if apart[i] >= params.separation]
+        dropped += [([i], score, float(apart[i])) for i in items if i not in good]
+        if good:
+            kept.append((good, score, float(np.min(apart[good]))))
     res.ranking = [Ranked(items, "dendrogram", score, separation=sep) for items, score, sep in kept]
     if dropped:
         res.notes.append(f"{len(dropped)} cluster(s) the paper's descent reached were not ranked: their distance to "
-                         f"the rest is under {params.separation:g}x the rest's own median distance ("
+                         f"the others is under {params.separation:g}x the typical one ("
                          + ", ".join(f"{'+'.join(names[i] for i in it)} {sp:.1f}x" for it, _, sp in dropped[:5]) + ")")
     if params.windows:
         exc = window_scores(groups, params)
@@ -173,16 +202,19 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
         ranked = set(res.ranked_items())
         extra = [i for i in np.argsort(-wz) if wz[i] > params.window_z and i not in ranked]
         res.ranking += [Ranked([int(i)], "window", float(wz[i]), window_time=exc[i].sample) for i in extra]
+    t5 = time.perf_counter()
+    res.timings = {"covariances": t1 - t0, "distances": t2 - t1, "clustering": t3 - t2, "bootstrap": t4 - t3,
+                   "ranking": t5 - t4}
     majority = [i for i in range(k) if i not in set(res.ranked_items())]
     for r in res.ranking:
         if r.how == "window":
             e = res.excursions[r.items[0]]
             level = res.level
-            r.metrics = [(ts.metrics[e.metric], f"a short excursion to {_num(e.level)} from its running level "
+            r.metrics = [(metric_names[e.metric], f"a short excursion to {_num(e.level)} from its running level "
                                                 f"{_num(e.baseline)} ({e.z:.1f}x how much the {level}s differ from one another), {params.window} samples "
                                                 f"around sample {e.sample}")]
         else:
-            r.metrics = explain(r.items, majority, means, stds, ts.metrics)
+            r.metrics = explain(r.items, majority, means, stds, metric_names)
     return res
 
 
@@ -204,8 +236,12 @@ def rank_dendrogram(Z: np.ndarray, au_pct: np.ndarray, au_threshold: float, tie_
     def score(c: int) -> float:
         return float(np.mean(tie_score[leaves(c)]))
 
+    # "limit the number of deviating clusters (with more than one member) to approximately 25%
+    # of the dendrogram clusters": the dendrogram has 2k - 1 clusters (k leaves, k - 1 merges)
+    n_clusters = 2 * k - 1
+
     def ranks_directly(c: int) -> bool:
-        return size[c] == 1 or size[c] < (k / 4 - len(ranking))
+        return size[c] == 1 or size[c] < (n_clusters / 4 - len(ranking))
 
     def rank(c: int) -> None:
         if ranks_directly(c):
@@ -228,15 +264,16 @@ def rank_dendrogram(Z: np.ndarray, au_pct: np.ndarray, au_threshold: float, tie_
     return ranking
 
 
-def separation(D: np.ndarray, items: list[int], rest: list[int]) -> float:
-    """How far a cluster sits from the rest: the median Förstner–Moonen distance from its members
-    to the rest, over the median distance between members of the rest."""
-    if len(rest) < 2:
-        return float("inf")
-    out = np.median(D[np.ix_(items, rest)])
-    r = D[np.ix_(rest, rest)][np.triu_indices(len(rest), 1)]
-    within = np.median(r)
-    return float(out / within) if within > 0 else float("inf")
+def separation(D: np.ndarray) -> np.ndarray:
+    """How far each abstraction sits from the others: its median Förstner–Moonen distance to
+    them, over the median of that same figure across all abstractions (robust while the
+    deviating ones are a minority, which the method assumes anyway)."""
+    k = len(D)
+    if k < 3:
+        return np.full(k, np.inf)
+    md = np.array([np.median(np.delete(D[i], i)) for i in range(k)])
+    typical = np.median(md)
+    return md / typical if typical > 0 else np.full(k, np.inf)
 
 
 def _tie_scores(means: np.ndarray, scale: np.ndarray) -> np.ndarray:

@@ -73,43 +73,49 @@ def clusters_of(Z: np.ndarray, k: int) -> list[int]:
     return members[k:]
 
 
+def _scale_counts(args) -> np.ndarray:
+    """BP of every target cluster at one scale (a module-level function: runs in a worker process)."""
+    si, r, replicates, seed, blocks, k, p, flat_n, flat_s1, flat_s2, ridge_eps, targets = args
+    target = {m: i for i, m in enumerate(targets)}
+    nb = max(2, int(round(blocks * r)))
+    rng = np.random.default_rng([seed, si])
+    counts = np.zeros(len(target))
+    eye = np.eye(p)
+    done = 0
+    while done < replicates:
+        m = min(200, replicates - done)
+        draw = rng.integers(0, blocks, (m, nb))
+        C = np.zeros((m, blocks))
+        np.add.at(C, (np.repeat(np.arange(m), nb), draw.ravel()), 1.0)
+        N = C @ flat_n
+        S1 = (C @ flat_s1).reshape(m, k, p)
+        S2 = (C @ flat_s2).reshape(m, k, p, p)
+        cov = cov_from_moments(N, S1, S2) + ridge_eps[None, :, None, None] * eye
+        d = fm_condensed_batch(cov)
+        for row in d:
+            for mask in clusters_of(linkage(row, method="ward"), k):
+                i = target.get(mask)
+                if i is not None:
+                    counts[i] += 1
+        done += m
+    return counts / replicates
+
+
 def multiscale_bootstrap(Z: np.ndarray, moments, ridge_eps: np.ndarray, replicates: int = 1000,
                          scales=SCALES, seed: int = 0, workers: int | None = None) -> BootstrapResult:
     n, s1, s2 = moments
     k, blocks, p = s1.shape
-    target = {m: i for i, m in enumerate(clusters_of(Z, k))}
+    targets = clusters_of(Z, k)
     flat_n = n.T  # (blocks, k)
-    flat_s1 = s1.transpose(1, 0, 2).reshape(blocks, k * p)
-    flat_s2 = s2.transpose(1, 0, 2, 3).reshape(blocks, k * p * p)
-    eye = np.eye(p)
+    flat_s1 = np.ascontiguousarray(s1.transpose(1, 0, 2).reshape(blocks, k * p))
+    flat_s2 = np.ascontiguousarray(s2.transpose(1, 0, 2, 3).reshape(blocks, k * p * p))
     workers = workers or min(len(scales), os.cpu_count() or 1)
-
-    def one_scale(si: int) -> np.ndarray:
-        r = scales[si]
-        nb = max(2, int(round(blocks * r)))
-        rng = np.random.default_rng([seed, si])
-        counts = np.zeros(len(target))
-        done = 0
-        while done < replicates:
-            m = min(200, replicates - done)
-            draw = rng.integers(0, blocks, (m, nb))
-            C = np.zeros((m, blocks))
-            np.add.at(C, (np.repeat(np.arange(m), nb), draw.ravel()), 1.0)
-            N = C @ flat_n
-            S1 = (C @ flat_s1).reshape(m, k, p)
-            S2 = (C @ flat_s2).reshape(m, k, p, p)
-            cov = cov_from_moments(N, S1, S2) + ridge_eps[None, :, None, None] * eye
-            d = fm_condensed_batch(cov)
-            for row in d:
-                for mask in clusters_of(linkage(row, method="ward"), k):
-                    i = target.get(mask)
-                    if i is not None:
-                        counts[i] += 1
-            done += m
-        return counts / replicates
-
+    tasks = [(si, r, replicates, seed, blocks, k, p, flat_n, flat_s1, flat_s2, ridge_eps, targets)
+             for si, r in enumerate(scales)]
+    # threads, not processes: the app runs this in a worker thread, where forking is unsafe;
+    # numpy's small eigen-decompositions hold the GIL much of the time (measured: 1.3x on 2 cores)
     with ThreadPoolExecutor(max_workers=workers) as ex:
-        bp_rs = np.array(list(ex.map(one_scale, range(len(scales)))))  # (scales, clusters)
+        bp_rs = np.array(list(ex.map(_scale_counts, tasks)))  # (scales, clusters)
     actual_r = np.array([max(2, int(round(blocks * r))) / blocks for r in scales])
     au, bp, se = _fit(bp_rs, actual_r, replicates)
     return BootstrapResult(au, bp, se, replicates, tuple(scales), blocks)

@@ -37,6 +37,10 @@ KEYS = [
         ("tab", "between the ranked (method, replica) pairs and the categories"),
         ("v", "view: the method on each replica / an example call tree / against the reference"),
     ]),
+    ("Threads", [
+        ("enter / escape", "down into the highlighted abstraction's threads (or next level) / back up"),
+        ("v", "view: metrics against the majority / plot / dendrogram with heights and AU"),
+    ]),
     ("Critical path letters", [
         ("u s", "running in user mode (RU) / in a system call (RS)"),
         ("p", "preempted: runnable, waiting for a CPU (BP)"),

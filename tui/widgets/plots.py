@@ -65,3 +65,17 @@ def line(x: list[float], y: list[float], width: int, height: int, title: str = "
         if mark is not None:
             plt.vertical_line(mark, color=SERIES_COLORS[1])
         return _finish()
+
+
+def line_series(x: list[float], series: dict[str, list[float]], width: int, height: int, title: str = "") -> Text:
+    """Several lines on shared axes (nan points skipped)."""
+    import math  # noqa: PLC0415
+
+    with _LOCK:
+        _start(width, height, title)
+        for i, (name, y) in enumerate(series.items()):
+            pts = [(a, b) for a, b in zip(x, y) if b is not None and not math.isnan(b)]
+            if pts:
+                plt.plot([p[0] for p in pts], [p[1] for p in pts], label=name,
+                         color=SERIES_COLORS[(i + 1) % len(SERIES_COLORS)] if i == 0 else SERIES_COLORS[0])
+        return _finish()

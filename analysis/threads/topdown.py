@@ -1,0 +1,114 @@
+"""The paper's top-down walk (003, Fig. 4): rank the abstractions of the top level, then the
+abstractions inside each ranked one, down to threads; and the findings of the walk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..findings import Finding, Table
+from .deviation import LevelResult, ThreadParams, analyse_level
+from .series import ThreadSeries
+
+
+@dataclass
+class TopDown:
+    series: ThreadSeries
+    levels: list[str]
+    results: list[LevelResult] = field(default_factory=list)  # top level first, then drill-downs
+
+
+def next_level(ts: ThreadSeries, level: str) -> str | None:
+    levels = ts.levels()
+    i = levels.index(level) if level in levels else -1
+    return levels[i + 1] if 0 <= i < len(levels) - 1 else None
+
+
+def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: int = 8, progress=None) -> TopDown:
+    params = params or ThreadParams()
+    levels = ts.levels()
+    td = TopDown(ts, levels)
+    queue = [(levels[0], {})]
+    done = 0
+    while queue:
+        level, within = queue.pop(0)
+        if progress:
+            progress(f"{level}s" + (" in " + ", ".join(within.values()) if within else ""), done)
+        res = analyse_level(ts, level, within, params)
+        td.results.append(res)
+        done += 1
+        lower = next_level(ts, level)
+        if lower is None:
+            continue
+        for r in res.ranking:
+            for i in r.items:
+                if done + len(queue) < max_drill + 1:
+                    queue.append((lower, {**within, level: res.names[i]}))
+        # the paper drills into deviating abstractions; with none at the top, look inside the
+        # largest group anyway only when the top level has a single abstraction
+        if res.k == 1 and lower:
+            queue.append((lower, {**within, level: res.names[0]}))
+    return td
+
+
+def _where(res: LevelResult) -> str:
+    return " in " + ", ".join(f"{k} {v}" for k, v in res.within.items()) if res.within else ""
+
+
+def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
+    out = []
+    params = res.parameters()
+    for rank, r in enumerate(res.ranking):
+        names = [res.names[i] for i in r.items]
+        what = res.level if len(names) == 1 else f"{res.level}s"
+        ev = []
+        if r.how == "dendrogram":
+            ev.append(f"ranked {rank + 1} of {len(res.ranking)} by the recursive descent of the Ward dendrogram of "
+                      f"{res.k} {res.level}s (Förstner–Moonen distances of covariance matrices)")
+            if np.isfinite(r.separation):
+                ev.append(f"its median distance to the others is {r.separation:.1f}x the typical one")
+        else:
+            ev.append(f"a short deviation found by the moving-window check (beyond the paper), after the "
+                      f"{sum(1 for x in res.ranking if x.how == 'dendrogram')} ranked by the dendrogram")
+        for metric, text in r.metrics:
+            ev.append(f"{metric}: {text}")
+        if res.boot is not None:
+            ev.append(f"AU p-values from {res.boot.replicates:,} bootstrap replicates per scale, "
+                      f"{len(res.boot.scales)} scales, {res.boot.blocks} time blocks")
+        rows = [[m, t] for m, t in r.metrics]
+        out.append(Finding(
+            analysis="threads",
+            title=f"{what.capitalize()} {', '.join(names[:4])}{'…' if len(names) > 4 else ''} deviates"
+                  + (f" ({r.metrics[0][0]})" if r.metrics else "") + _where(res),
+            subject=f"{what} {', '.join(names)}{_where(res)}",
+            score=float(100 - rank + (r.separation if np.isfinite(r.separation) else r.score)),
+            severity="warning",
+            evidence=ev,
+            tables=[Table(["metric", "against the majority"], rows)] if rows else [],
+            parameters=params,
+        ))
+    return out
+
+
+def topdown_findings(td: TopDown) -> list[Finding]:
+    out = []
+    for res in td.results:
+        out.extend(level_findings(res, td.series))
+    top = td.results[0] if td.results else None
+    if top is not None:
+        rows = []
+        for res in td.results:
+            ranked = ", ".join("+".join(res.names[i] for i in r.items) + (" (window)" if r.how == "window" else "")
+                               for r in res.ranking) or "-"
+            rows.append([res.level + _where(res), res.k, ranked])
+        ev = [f"{td.series.n_threads:,} threads, metrics {', '.join(td.series.metrics)}; levels "
+              f"{' -> '.join(td.levels)}"]
+        for res in td.results:
+            ev.extend(res.notes)
+        out.append(Finding(analysis="threads", title="Thread pools, top down (paper 003)",
+                           subject=td.series.source or "thread time series", score=0.0,
+                           severity="warning" if any(r.ranking for r in td.results) else "info", evidence=ev,
+                           tables=[Table(["level", "abstractions", "ranked"], rows)],
+                           parameters=top.parameters()))
+    return out

@@ -1,0 +1,189 @@
+"""Threads pane (paper 003): the abstractions of one level, ranked ones first, with the metric
+that sets each apart; below, for the highlighted one, its metrics over time beside the
+majority's (sparklines on a shared scale), a plot of its most deviating metric, or the Ward
+dendrogram with heights and AU p-values (v cycles). enter goes down a level into the
+highlighted abstraction (analysed in a worker), escape comes back up."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from analysis.threads.deviation import analyse_level
+from analysis.threads.topdown import next_level
+from analysis.threads.view import dendrogram_lines, item_series
+
+from ..widgets.plots import line_series
+from ..widgets.row_table import Column, ListSource, RowTable
+from ..widgets.sparkline import sparkline
+
+VIEWS = ("metrics", "plot", "dendrogram")
+
+
+class ThreadsPane(Vertical):
+    BINDINGS = [Binding("v", "next_view", "view"), Binding("escape", "up", "up a level", show=False)]
+
+    DEFAULT_CSS = """
+    ThreadsPane #th-title { height: 1; color: $text-muted; }
+    ThreadsPane #th-table { height: auto; max-height: 12; }
+    ThreadsPane #th-view-title { height: 1; background: $boost; }
+    ThreadsPane #th-view-box { height: 1fr; }
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.result = None
+        self.stack = []  # LevelResults, top level first
+        self.order: list[int] = []  # row -> abstraction
+        self.row = 0
+        self.view = 0
+        self.busy = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("no thread analysis: it needs per-thread resource time series (CSV, "
+                     "`perftriage record threads`)", id="th-title")
+        yield RowTable(id="th-table", empty_text="no abstractions")
+        yield Static("", id="th-view-title")
+        with VerticalScroll(id="th-view-box"):
+            yield Static("", id="th-view")
+
+    @property
+    def table(self) -> RowTable:
+        return self.query_one("#th-table", RowTable)
+
+    @property
+    def current(self):
+        return self.stack[-1] if self.stack else None
+
+    def show_result(self, result) -> None:
+        self.result = result
+        td = getattr(result, "threads", None)
+        self.stack = [td.results[0]] if td is not None and td.results else []
+        self._show_level()
+
+    def _show_level(self) -> None:
+        res = self.current
+        if res is None:
+            self.table.set_rows([], ListSource([]))
+            self._render_view()
+            return
+        ranked = {i: (n, r) for n, r in enumerate(res.ranking) for i in r.items}
+        self.order = [i for r in res.ranking for i in r.items] + [i for i in range(res.k) if i not in ranked]
+        rows, styles = [], []
+        for i in self.order:
+            n, r = ranked.get(i, (None, None))
+            how = "" if r is None else ("window" if r.how == "window" else "tree")
+            sep = "" if r is None else (f"{r.separation:.1f}x" if r.how != "window" else f"z {r.score:.1f}")
+            what = r.metrics[0][0] + ": " + r.metrics[0][1] if r is not None and r.metrics else ""
+            rows.append([str(n + 1) if n is not None else "-", res.names[i], str(len(res.members[i])), how, sep, what])
+            styles.append("alert" if r is not None else None)
+        cols = [Column("#", "right", 2, 3), Column(res.level, "left", 6, 24), Column("threads", "right", 3, 7),
+                Column("by", "left", 4, 6), Column("apart", "right", 5, 7), Column("what deviates", "left", 10, 90,
+                                                                                    flex=True)]
+        self.table.set_rows(cols, ListSource(rows, styles))
+        where = " in " + ", ".join(f"{k} {v}" for k, v in res.within.items()) if res.within else ""
+        lower = next_level(self.result.thread_series, res.level) if self.result is not None else None
+        keys = ("enter: into " + ("its " + lower + "s" if lower else "-") + " · ") if lower else ""
+        self.query_one("#th-title", Static).update(
+            f"{res.k} {res.level}s{where} · {len(res.ranking)} ranked · AU from {res.boot.replicates:,} replicates "
+            f"per scale · {keys}{'escape: up · ' if len(self.stack) > 1 else ''}v: view"
+            if res.boot is not None else f"{res.k} {res.level}s{where}: " + "; ".join(res.notes))
+        self.row = 0
+        self._render_view()
+
+    def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
+        if event.table is self.table:
+            self.row = event.row
+            self._render_view()
+
+    def on_row_table_selected(self, event: RowTable.Selected) -> None:
+        if event.table is not self.table or self.current is None or self.busy:
+            return
+        event.stop()
+        res = self.current
+        lower = next_level(self.result.thread_series, res.level)
+        if lower is None:
+            self.app.notify(f"{res.level}s are the lowest level", timeout=3)
+            return
+        item = self.order[event.row]
+        within = {**res.within, res.level: res.names[item]}
+        cached = next((r for r in self.result.threads.results if r.level == lower and r.within == within), None)
+        if cached is not None:
+            self.stack.append(cached)
+            self._show_level()
+            return
+        self.busy = True
+        self.query_one("#th-view-title", Static).update(f"analysing the {lower}s of {res.names[item]}…")
+        self._drill(lower, within)
+
+    @work(thread=True, exclusive=True, group="threads-drill")
+    def _drill(self, level: str, within: dict) -> None:
+        res = analyse_level(self.result.thread_series, level, within, self.result.options.threads)
+        self.app.call_from_thread(self._drilled, res)
+
+    def _drilled(self, res) -> None:
+        self.busy = False
+        self.result.threads.results.append(res)
+        self.stack.append(res)
+        self._show_level()
+
+    def action_up(self) -> None:
+        if len(self.stack) > 1:
+            self.stack.pop()
+            self._show_level()
+
+    def action_next_view(self) -> None:
+        self.view = (self.view + 1) % len(VIEWS)
+        self._render_view()
+
+    def on_resize(self, event) -> None:
+        self._render_view()
+
+    def _render_view(self) -> None:
+        title = self.query_one("#th-view-title", Static)
+        out = self.query_one("#th-view", Static)
+        res = self.current
+        if res is None or not self.order:
+            title.update("")
+            out.update("")
+            return
+        item = self.order[min(self.row, len(self.order) - 1)]
+        title.update(" · ".join(f"[b]{v}[/b]" if i == self.view else v for i, v in enumerate(VIEWS))
+                     + f"  —  {res.level} {res.names[item]}")
+        width = max(40, (self.size.width or 80) - 2)
+        height = max(8, (self.query_one("#th-view-box").size.height or 10) - 1)
+        view = VIEWS[self.view]
+        if view == "dendrogram":
+            t = Text()
+            for line, ranked in dendrogram_lines(res, width):
+                t.append(line + "\n", style="red bold" if ranked else "")
+            out.update(t)
+            return
+        metrics, mine, maj = item_series(self.result.thread_series, res, item, bins=max(10, min(80, width - 40)))
+        if view == "metrics":
+            t = Text(f"{res.names[item]} against the majority's mean, over the lifetime, one scale per metric\n",
+                     style="bold")
+            for j, m in enumerate(metrics):
+                both = np.r_[mine[:, j], maj[:, j]]
+                lo, hi = float(np.nanmin(both)), float(np.nanmax(both))
+                t.append(f"{m[:14]:<14} {sparkline(mine[:, j], lo, hi)}\n", style="red" if _deviates(res, item, m)
+                         else "")
+                t.append(f"{'  majority':<14} {sparkline(maj[:, j], lo, hi)}  {lo:.4g} .. {hi:.4g}\n", style="dim")
+            out.update(t)
+        else:
+            r = next((x for x in res.ranking if item in x.items), None)
+            m = r.metrics[0][0] if r is not None and r.metrics and r.metrics[0][0] in metrics else metrics[0]
+            j = metrics.index(m)
+            x = list(range(len(mine)))
+            out.update(line_series(x, {res.names[item]: mine[:, j].tolist(), "majority": maj[:, j].tolist()},
+                                   width, height, f"{m} over the lifetime ({len(x)} slices)"))
+
+
+def _deviates(res, item: int, metric: str) -> bool:
+    r = next((x for x in res.ranking if item in x.items), None)
+    return r is not None and any(m == metric for m, _ in r.metrics)
