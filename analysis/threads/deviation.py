@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.cluster.hierarchy import linkage
 
-from .covariance import covariances, fm_condensed_batch, fm_matrix, scale_of
+from .covariance import covariances, fm_matrix, scale_of
 from .pvclust import SCALES, BootstrapResult, block_moments, multiscale_bootstrap
 from .series import GROUPS, ThreadSeries
 
@@ -399,10 +399,6 @@ def _num(v: float) -> str:
     if a >= 100:
         return f"{v:.0f}"
     return f"{v:.3g}"
-
-
-def level_names(ts: ThreadSeries) -> list[str]:
-    return ts.levels()
 
 
 __all__ = ["ThreadParams", "LevelResult", "Ranked", "analyse_level", "rank_dendrogram", "abstractions", "GROUPS"]
