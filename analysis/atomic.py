@@ -55,3 +55,36 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, protect=()) -> Path
             pass
         raise
     return target
+
+
+class new_folder:
+    """A folder written whole or not at all: ``with new_folder(out) as tmp:`` writes into a hidden
+    sibling that is renamed to ``out`` when the block ends without error (removed otherwise).
+    ``out`` must not exist, or be an empty folder."""
+
+    def __init__(self, out: str | os.PathLike):
+        self.out = Path(out)
+        if self.out.exists() and (not self.out.is_dir() or any(self.out.iterdir())):
+            raise InputError(self.out, "already exists and is not empty: choose a new folder (nothing was written)")
+        parent = self.out.parent if str(self.out.parent) else Path(".")
+        if not parent.is_dir():
+            raise InputError(self.out, "the folder to create it in does not exist")
+        self.tmp = parent / f".{self.out.name}.partial-{os.getpid()}"
+
+    def __enter__(self) -> Path:
+        import shutil  # noqa: PLC0415
+
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp.mkdir()
+        return self.tmp
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        import shutil  # noqa: PLC0415
+
+        if exc_type is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            return False
+        if self.out.exists():
+            self.out.rmdir()
+        os.replace(self.tmp, self.out)
+        return False

@@ -78,3 +78,22 @@ def test_atomic_write_refuses_trace_folders_and_input_files(tmp_path):
     assert data.read_text() == "a,b\n"
     with pytest.raises(InputError, match="does not exist"):
         atomic_write(tmp_path / "nope" / "x.md", "x")
+
+
+def test_new_folder_appears_whole_or_not_at_all(tmp_path):
+    import pytest
+
+    from analysis.atomic import new_folder
+    from analysis.errors import InputError
+
+    out = tmp_path / "sample"
+    with pytest.raises(RuntimeError):
+        with new_folder(out) as tmp:
+            (tmp / "half.csv").write_text("x")
+            raise RuntimeError("generator failed")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    with new_folder(out) as tmp:
+        (tmp / "whole.csv").write_text("x")
+    assert (out / "whole.csv").read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["sample"]
+    with pytest.raises(InputError, match="not empty"):
+        new_folder(out)

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..atomic import new_folder
 
 MS = 1_000_000
 US = 1_000
@@ -193,12 +192,7 @@ class MicroSim:
 
 def write_microservice_sample(out: str | os.PathLike, cfg: MicroConfig) -> dict:
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(out, "already exists and is not empty: choose a new folder (nothing was written)")
-    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    with new_folder(out) as tmp:
         sim = MicroSim(cfg)
         n_spans = 0
         otlp = open(tmp / "spans.otlp.jsonl", "w") if cfg.write_otlp else None
@@ -236,13 +230,7 @@ def write_microservice_sample(out: str | os.PathLike, cfg: MicroConfig) -> dict:
             "spans": n_spans,
         }
         (tmp / "ground_truth.json").write_text(json.dumps(truth, indent=1) + "\n")
-        if out.exists():
-            out.rmdir()
-        os.replace(tmp, out)
         return truth
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _otlp_request(rid: str, spans: list[dict], drift: dict) -> dict:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..ctf.writer import CtfWriter, TraceDef
-from ..errors import InputError
+from ..atomic import new_folder
 from .catalog import ALL_CLASSES, CODE, KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT, UST_CONTEXT_SLOTS
 from .webserver import WebServerConfig, WebServerSim
 
@@ -87,23 +86,8 @@ class _TraceOut:
 def write_webserver_sample(out: str | os.PathLike, cfg: WebServerConfig, progress=None,
                            keep_records: bool = False) -> SampleStats:
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(out, "already exists and is not empty: choose a new folder (nothing was written)")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(out, "the folder to create it in does not exist")
-    tmp = parent / f".{out.name}.partial-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    try:
-        stats = _write(tmp, out, cfg, progress, keep_records)
-        if out.exists():
-            out.rmdir()
-        os.replace(tmp, out)
-        return stats
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with new_folder(out) as tmp:
+        return _write(tmp, out, cfg, progress, keep_records)
 
 
 def _write(tmp: Path, out: Path, cfg: WebServerConfig, progress, keep_records: bool) -> SampleStats:

@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..atomic import new_folder
 
 METRICS = ("CPU", "VirtualBytes", "PrivateBytes", "Handles", "MicroThreads")
 DEVIATIONS = ("cpu_spike", "memory_leak", "io_leak")
@@ -158,12 +157,7 @@ def generate(cfg: PoolConfig):
 
 def write_threadpool_sample(out: str | os.PathLike, cfg: PoolConfig) -> dict:
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(out, "already exists and is not empty: choose a new folder (nothing was written)")
-    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    with new_folder(out) as tmp:
         truth = {"generator": "perftriage sample threads", "config": asdict(cfg), "deviating": []}
         wave_len = cfg.samples * cfg.interval_s
         with open(tmp / "threads.csv", "w") as f:
@@ -179,10 +173,4 @@ def write_threadpool_sample(out: str | os.PathLike, cfg: PoolConfig) -> dict:
                     truth["deviating"].append({"wave": f"W{w + 1}", "thread": str(tid), **info,
                                                "start_time": float(times[info["start"]])})
         (tmp / "ground_truth.json").write_text(json.dumps(truth, indent=1) + "\n")
-        if out.exists():
-            out.rmdir()
-        os.replace(tmp, out)
         return truth
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
