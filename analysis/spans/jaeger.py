@@ -3,10 +3,10 @@ with ``spans`` (times in µs) and ``processes`` (service name and tags)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import InputError
+from .jsonfile import load_json
 from .ids import to_id64
 from .table import SpanBuilder
 
@@ -19,13 +19,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def read(path: Path, b: SpanBuilder) -> None:
-    try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            doc = json.load(f)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
+    doc = load_json(path)
     traces = doc.get("data") if isinstance(doc, dict) else doc
     if not isinstance(traces, list):
         raise InputError(path, "not Jaeger JSON (expected {\"data\": [traces]})")

@@ -3,10 +3,10 @@ the replica is the local endpoint (ipv4/ipv6 and port) unless a host/pod tag nam
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import InputError
+from .jsonfile import load_json
 from .ids import is_empty_id, to_id64
 from .table import SpanBuilder
 
@@ -19,13 +19,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def read(path: Path, b: SpanBuilder) -> None:
-    try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            doc = json.load(f)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
+    doc = load_json(path)
     if not isinstance(doc, list):
         raise InputError(path, "not Zipkin v2 JSON (expected a list of spans)")
     spans = doc
