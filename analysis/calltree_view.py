@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .calltrees import Category
-from .clouddiag import Diagnosis, RankedPair
+from .clouddiag import Diagnosis, RankedPair, span_self_time
 
 MS = 1e6
 
@@ -38,11 +38,7 @@ def request_tree(diag: Diagnosis, cat: Category, req_row: int, pair: RankedPair 
     sp = diag.trees.spans
     rows = cat.rows[req_row]
     t0 = int(sp.start[rows[0]])
-    self_t = diag.method_time if diag.params.times == "self" else None
-    from .clouddiag import span_self_time  # noqa: PLC0415
-
-    if self_t is None:
-        self_t = span_self_time(sp)
+    self_t = diag.method_time if diag.params.times == "self" else span_self_time(sp)
     out = []
     for j, r in enumerate(rows.tolist()):
         m, k = int(sp.method[r]), int(sp.replica[r])

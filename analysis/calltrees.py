@@ -51,15 +51,6 @@ class CallTrees:
         """Request latencies (root span durations, ns) of a category."""
         return self.spans.duration[cat.rows[:, 0]]
 
-    def self_time(self, cat: Category) -> np.ndarray:
-        """Exclusive time of every call (its duration minus its children's), ns, floored at 0."""
-        d = self.spans.duration[cat.rows].astype(np.float64)
-        out = d.copy()
-        for j, p in enumerate(cat.parents):
-            if p >= 0:
-                out[:, p] -= d[:, j]
-        return np.maximum(out, 0.0)
-
 
 class _Shapes:
     """Shapes seen so far (canonical labels of subtrees) and the categories they make."""

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 
-from analysis.sim.threadpool import PoolConfig, generate
+from analysis.sim.threadpool import PoolConfig, pool_series
 from analysis.threads.deviation import ThreadParams, analyse_level
-from analysis.threads.series import build
 
 from .common import row
 
@@ -22,14 +20,7 @@ from .common import row
 def series(waves: int, threads: int, samples: int):
     cfg = PoolConfig(waves=waves, threads_per_wave=threads, samples=samples, seed=3,
                      deviations={"2:5": "memory_leak", "6:11": "io_leak", "4:20": "cpu_spike"})
-    t, th, wave, vals = [], [], [], []
-    for w, _, tid, x, _ in generate(cfg):
-        t.append(np.arange(samples) * 7.0 + w * samples * 7.0)
-        th += [str(tid)] * samples
-        wave += [f"W{w + 1}"] * samples
-        vals.append(x)
-    return build(np.concatenate(t), th, {"wave": wave}, np.vstack(vals),
-                 ["CPU", "VirtualBytes", "PrivateBytes", "Handles", "MicroThreads"])
+    return pool_series(cfg)[0]
 
 
 def run(quick: bool = False) -> None:
@@ -66,4 +57,5 @@ def run(quick: bool = False) -> None:
     row("distances + clustering + bootstrap + ranking", f"{core:.2f} s",
         f"target < 20 s: {'met' if core < 20 else 'NOT MET'}; wall with windows and covariances "
         f"{wall_top + wall_threads:.1f} s")
-    row("  why", "", "one 40-thread bootstrap: 780 distances (5x5 generalized eigenvalues) x 10,000 replicates")
+    row("  why", "", f"one {threads}-thread bootstrap: {threads * (threads - 1) // 2} distances (5x5 generalized "
+        f"eigenvalues) x {params.replicates * 10:,} replicates")

@@ -15,28 +15,11 @@ import time
 
 import numpy as np
 
-from analysis.sim.threadpool import DEVIATIONS, PoolConfig, generate, random_deviations
+from analysis.sim.threadpool import DEVIATIONS, PoolConfig, pool_series, random_deviations
 from analysis.threads.deviation import ThreadParams, analyse_level
-from analysis.threads.series import build
 
 PAPER = {"wave precision": 1.0, "wave recall": 1.0, "wave 1-recall": 0.8667, "thread precision": 1.0,
          "thread recall": 0.7661, "cpu_spike recall": 0.0, "memory_leak recall": 1.0}
-
-
-def series(cfg: PoolConfig):
-    t, th, wave, vals = [], [], [], []
-    truth = {}
-    for w, ti, tid, x, info in generate(cfg):
-        n = len(x)
-        t.append(cfg.start_time_s + w * n * cfg.interval_s + np.arange(n) * cfg.interval_s)
-        th += [str(tid)] * n
-        wave += [f"W{w + 1}"] * n
-        vals.append(x)
-        if info:
-            truth[str(tid)] = (f"W{w + 1}", info["kind"])
-    ts = build(np.concatenate(t), th, {"wave": wave}, np.vstack(vals),
-               ["CPU", "VirtualBytes", "PrivateBytes", "Handles", "MicroThreads"])
-    return ts, truth
 
 
 def run(quick: bool = False, params: ThreadParams | None = None) -> bool:
@@ -49,12 +32,12 @@ def run(quick: bool = False, params: ThreadParams | None = None) -> bool:
     for rep in range(reps):
         rng = np.random.default_rng(500 + rep)
         devs = random_deviations(rng, 8, 10, "waves")
-        ts, truth = series(PoolConfig(seed=500 + rep, deviations=devs))
+        ts, truth = pool_series(PoolConfig(seed=500 + rep, deviations=devs))
         res = analyse_level(ts, "wave", params=params)
         bad_waves = {}
         for w, _ in truth.values():
             bad_waves[w] = bad_waves.get(w, 0) + 1
-        ranked = [res.names[i] for r in res.ranking for i in r.items]
+        ranked = [res.names[i] for i in res.ranked_items()]
         tp = sum(1 for w in ranked if w in bad_waves)
         w_tp += tp
         w_ranked += len(ranked)
@@ -72,10 +55,10 @@ def run(quick: bool = False, params: ThreadParams | None = None) -> bool:
     for rep in range(reps):
         rng = np.random.default_rng(900 + rep)
         devs = random_deviations(rng, 8, 10, "threads")
-        ts, truth = series(PoolConfig(seed=900 + rep, deviations=devs))
+        ts, truth = pool_series(PoolConfig(seed=900 + rep, deviations=devs))
         for w in sorted(set(ts.groups["wave"]), key=lambda s: int(s[1:])):
             res = analyse_level(ts, "thread", {"wave": w}, params=params)
-            ranked = [res.names[i] for r in res.ranking for i in r.items]
+            ranked = [res.names[i] for i in res.ranked_items()]
             bad = {t for t, (ww, _) in truth.items() if ww == w}
             tp = sum(1 for t in ranked if t in bad)
             t_tp += tp

@@ -155,6 +155,24 @@ def generate(cfg: PoolConfig):
             yield w, t, tid, x, info
 
 
+def pool_series(cfg: PoolConfig):
+    """The generated load test in memory, as a ThreadSeries (waves as the group), with
+    {thread id: (wave, deviation kind)} of the threads that deviate."""
+    from ..threads.series import build  # noqa: PLC0415
+
+    t, th, wave, vals = [], [], [], []
+    truth = {}
+    for w, _, tid, x, info in generate(cfg):
+        n = len(x)
+        t.append(cfg.start_time_s + w * n * cfg.interval_s + np.arange(n) * cfg.interval_s)
+        th += [str(tid)] * n
+        wave += [f"W{w + 1}"] * n
+        vals.append(x)
+        if info:
+            truth[str(tid)] = (f"W{w + 1}", info["kind"])
+    return build(np.concatenate(t), th, {"wave": wave}, np.vstack(vals), list(METRICS)), truth
+
+
 def write_threadpool_sample(out: str | os.PathLike, cfg: PoolConfig) -> dict:
     out = Path(out)
     with new_folder(out) as tmp:
