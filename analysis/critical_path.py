@@ -116,6 +116,23 @@ class Segments:
         return np.bincount(self.state, minlength=NSTATES).astype(np.int64)
 
 
+def _next_nonpass(state: np.ndarray, block: int = 1 << 20) -> np.ndarray:
+    """For every interval, the index of the first interval at or after it that is not running
+    (RU/RS/BP), or ``len(state)``. Built a block at a time from the end, in int32 when it fits,
+    so that it adds a small fraction to the graph's memory rather than several copies of it."""
+    n = len(state)
+    out = np.empty(n, np.int32 if n < 2**31 - 1 else np.int64)
+    carry = n
+    for lo in range(((n - 1) // block) * block if n else 0, -1, -block):
+        hi = min(lo + block, n)
+        idx = np.where(np.isin(state[lo:hi], _PASS), carry, np.arange(lo, hi))
+        acc = np.minimum.accumulate(idx[::-1])[::-1]
+        np.minimum(acc, carry, out=acc)
+        out[lo:hi] = acc
+        carry = int(acc[0]) if len(acc) else carry
+    return out
+
+
 class PathFinder:
     """Critical paths over one host's graph (caches per-thread lookups between calls)."""
 
@@ -123,10 +140,7 @@ class PathFinder:
         self.g = g
         self.max_depth = max_depth
         # next non-pass interval index (not bounded by thread: callers cap with the thread's end)
-        n = g.n_intervals
-        nonpass = ~np.isin(g.iv_state, _PASS)
-        idx = np.where(nonpass, np.arange(n), n)
-        self.next_nonpass = np.minimum.accumulate(idx[::-1])[::-1] if n else idx
+        self.next_nonpass = _next_nonpass(g.iv_state)
         self._bounds: dict[int, tuple[int, int]] = {}
 
     def _thread(self, tid: int):

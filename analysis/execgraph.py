@@ -33,6 +33,7 @@ Departures from the reference, on purpose:
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -212,6 +213,88 @@ class _Parts:
         return out
 
 
+# columns of the stored intervals and system calls
+IV_DTYPES = dict(tid=np.int32, start=np.int64, end=np.int64, state=np.int8, wake=np.int32, sc=np.int16)
+SC_DTYPES = dict(tid=np.int64, entry=np.int64, exit=np.int64, id=np.int32)
+
+
+class _ThreadOrderedStore:
+    """Rows added chunk by chunk, each chunk sorted by (thread, time), laid out at the end sorted
+    by (thread, time) without a global sort: chunks come in time order, so a row's place is its
+    thread's offset plus the rows of that thread in earlier chunks plus its rank in the chunk.
+
+    The chunks' rows wait in an anonymous temporary file (deleted when closed, never beside the
+    trace), so that while reading, memory holds one chunk, and at the end the final columns plus
+    one chunk read back: the build never holds the graph twice. Without a writable temporary
+    folder they wait in memory."""
+
+    def __init__(self, key: str, dtypes: dict[str, type]):
+        self.key = key
+        self.dtypes = dtypes
+        self.names = tuple(dtypes)
+        self.chunks: list = []  # per chunk: (thread ids, their row counts, where the rows are)
+        self.nrows = 0
+        self._file = None
+        self._spill = True
+
+    def add(self, cols: dict[str, np.ndarray]) -> None:
+        k = cols[self.key]
+        n = len(k)
+        if n == 0:
+            return
+        heads = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        u, cnt = k[heads].astype(np.int64), np.diff(np.r_[heads, n])
+        arrays = [np.ascontiguousarray(cols[name], self.dtypes[name]) for name in self.names]
+        where = arrays
+        if self._spill:
+            try:
+                if self._file is None:
+                    self._file = tempfile.TemporaryFile(prefix="perftriage-graph-")
+                pos = self._file.tell()
+                for arr in arrays:
+                    arr.tofile(self._file)
+                where = pos
+            except OSError:  # no room or no temporary folder: keep the rows in memory
+                self._spill = False
+        self.chunks.append((u, cnt, n, where))
+        self.nrows += n
+
+    def _load(self, n: int, where) -> list[np.ndarray]:
+        if not isinstance(where, int):
+            return where
+        self._file.seek(where)
+        return [np.fromfile(self._file, self.dtypes[name], n) for name in self.names]
+
+    def finish(self):
+        """(columns, thread ids, lo, hi): thread ``i`` owns rows ``lo[i]:hi[i]``."""
+        if self._file is not None:
+            self._file.flush()
+        tids = (np.unique(np.concatenate([c[0] for c in self.chunks])) if self.chunks
+                else np.zeros(0, np.int64))
+        counts = np.zeros(len(tids), np.int64)
+        for u, cnt, _, _ in self.chunks:
+            counts[np.searchsorted(tids, u)] += cnt  # a thread appears once per chunk
+        lo = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64) if len(tids) else np.zeros(0, np.int64)
+        hi = lo + counts
+        out = {name: np.empty(self.nrows, self.dtypes[name]) for name in self.names}
+        written = np.zeros(len(tids), np.int64)
+        chunks, self.chunks = self.chunks, []
+        for i, (u, cnt, n, where) in enumerate(chunks):
+            chunks[i] = None
+            arrays = self._load(n, where)
+            idx = np.searchsorted(tids, u)
+            heads = np.r_[0, np.cumsum(cnt)[:-1]]
+            dest = np.repeat(lo[idx] + written[idx] - heads, cnt) + np.arange(n)
+            written[idx] += cnt
+            for name, arr in zip(self.names, arrays):
+                out[name][dest] = arr
+            del arrays, dest
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        return out, tids, lo, hi
+
+
 # per-thread row kinds: 0 switch-in, 1 switch-out (arg 1: blocked), 2 wake-up (arg: wake index),
 # 3 fork (the child), 4 exit, 5 syscall entry (arg: id), 6 syscall exit (arg: id), 7 carried
 # state of a thread from the previous chunk
@@ -224,11 +307,17 @@ class _HostState:
     def __init__(self, first_ts: int):
         self.first_ts = first_ts
         self.last_ts = first_ts
-        self.carry: dict[int, tuple] = {}  # tid -> (ts, seq, status, syscall, exited)
+        self.carry: dict[int, tuple] = {}  # tid -> (ts, seq, status, syscall, exited, syscall known)
         self.open_sc: dict[int, tuple] = {}  # tid -> (entry ts, syscall id)
-        self.iv = _Parts("tid", "start", "end", "state", "wake", "sc")  # closed intervals, per chunk
-        self.sc = _Parts("tid", "entry", "exit", "id")
-        self.sd_status: dict[int, int] = {}
+        # closed intervals, merged chunk by chunk; each thread's last one waits in ``pending``
+        # until the next chunk shows whether it continues
+        self.iv = _ThreadOrderedStore("tid", IV_DTYPES)
+        self.pending: dict[str, np.ndarray] | None = None
+        # intervals of threads not yet seen entering or leaving a system call: if their first
+        # such event is an exit, they were inside that call from the start, and these change
+        self.held = _Parts(*IV_DTYPES)
+        self.sc = _ThreadOrderedStore("tid", SC_DTYPES)
+        self.sd_status: dict[int, tuple[int, int]] = {}  # tid -> (status, event number) of its statedump
         self.threads: dict[int, ThreadInfo] = {}
 
     def info(self, tid: int) -> ThreadInfo:
@@ -254,8 +343,10 @@ class GraphBuilder:
         self._seq = 0
         self._nwake = 0
         self.hosts: dict[int, _HostState] = {}
-        self.wk = _Parts("seq", "host", "cpu", "cat", "cur")
-        self.ic = _Parts("seq", "host", "cpu", "ctx", "exit")
+        # per wake-up (numbered globally): the context it ran in and the task it ran on
+        self.wake = _Parts("ctx", "cur")
+        self.stacks: dict[tuple[int, int], list[int]] = {}  # (host, CPU) -> interrupt contexts
+        self.wake_cats: set[int] = set()
 
     def read_spec(self) -> ReadSpec:
         return ReadSpec(fields=dict(GRAPH_FIELDS), events=list(GRAPH_EVENTS))
@@ -311,13 +402,14 @@ class GraphBuilder:
 
         # thread facts (statedump, fork, exec, exit): few rows, plain loops
         m = cat == C_STATEDUMP
-        for tid, pid, status, name in zip(col("tid", m).tolist(), col("pid", m).tolist(), col("status", m).tolist(),
-                                          col("name", m, -1).tolist()):
+        for tid, pid, status, name, sq in zip(col("tid", m).tolist(), col("pid", m).tolist(),
+                                              col("status", m).tolist(), col("name", m, -1).tolist(), seq[m].tolist()):
             t = hs.info(tid)
             t.pid = pid
             if name >= 0:
                 t.comm = strings[name]
-            hs.sd_status[tid] = {1: WAIT_FORK, 2: WAIT_CPU, 5: WAIT_BLOCKED, 6: RUN}.get(status, NOSTATE)
+            if tid not in hs.sd_status:
+                hs.sd_status[tid] = ({1: WAIT_FORK, 2: WAIT_CPU, 5: WAIT_BLOCKED, 6: RUN}.get(status, NOSTATE), sq)
         m_fork = cat == C_FORK
         for t_, parent, ppid, child, cpid, comm in zip(ts[m_fork].tolist(), col("parent_tid", m_fork).tolist(),
                                                        col("parent_pid", m_fork).tolist(), col("child_tid", m_fork).tolist(),
@@ -341,29 +433,20 @@ class GraphBuilder:
             for tid, c in zip(*np.unique(np.stack([nxt, nxt_comm]), axis=1).tolist()):
                 if c >= 0 and tid > 0 and not hs.info(tid).comm:
                     hs.info(tid).comm = strings[c]
-        # wake-ups: numbered globally; their context is resolved at the end
+        # wake-ups: numbered globally; the interrupt context each ran in is resolved now, with
+        # each CPU's interrupt stack carried from chunk to chunk
         m_wk = (cat == C_WAKING) | (cat == C_WAKEUP) | (cat == C_WAKEUP_NEW) | (cat == C_TTWU)
         nwk = int(m_wk.sum())
         wake_ids = self._nwake + np.arange(nwk, dtype=np.int64)
         self._nwake += nwk
-        if nwk:
-            self.wk.add(seq=seq[m_wk], host=np.full(nwk, h, np.int16), cpu=cpu[m_wk], cat=cat[m_wk],
-                        cur=cur[m_wk])
         m_ic = ((cat >= C_IRQ_IN) & (cat <= C_IPI_OUT)) | (cat == C_PKT_IN) | (cat == C_PKT_OUT)
-        if m_ic.any():
-            c = cat[m_ic]
-            ctx = np.zeros(int(m_ic.sum()), np.int64)
-            irq = col("irq", m_ic, 0)
-            vec = col("vec", m_ic, 0)
-            is_irq = (c == C_IRQ_IN) | (c == C_IRQ_OUT)
-            is_soft = (c == C_SOFT_IN) | (c == C_SOFT_OUT)
-            ctx[is_irq] = CTX_IRQ + np.where(irq[is_irq] == MISSING, 0, irq[is_irq])
-            ctx[is_soft] = CTX_SOFTIRQ + np.where(vec[is_soft] == MISSING, 0, vec[is_soft])
-            ctx[(c == C_HRT_IN) | (c == C_HRT_OUT)] = CTX_HRTIMER
-            ctx[(c == C_IPI_IN) | (c == C_IPI_OUT)] = CTX_IPI
-            ctx[(c == C_PKT_IN) | (c == C_PKT_OUT)] = CTX_PACKET
-            is_exit = np.isin(c, (C_IRQ_OUT, C_SOFT_OUT, C_HRT_OUT, C_IPI_OUT, C_PKT_OUT))
-            self.ic.add(seq=seq[m_ic], host=np.full(len(c), h, np.int16), cpu=cpu[m_ic], ctx=ctx, exit=is_exit)
+        if nwk or m_ic.any():
+            ctx, is_exit = _interrupt_rows(cat[m_ic], col("irq", m_ic, 0), col("vec", m_ic, 0))
+            wctx = wake_contexts(self.stacks, h, seq[m_wk], cpu[m_wk], seq[m_ic], cpu[m_ic], ctx, is_exit)
+        if nwk:
+            wcur = cur[m_wk]
+            self.wake.add(ctx=wctx, cur=np.where(wcur == MISSING, -1, wcur).astype(np.int32))
+            self.wake_cats.update(np.unique(cat[m_wk]).tolist())
         # per-thread rows of this chunk
         parts = []
         n_sw = int(m_sw.sum())
@@ -401,6 +484,7 @@ class GraphBuilder:
         c_status = np.full(len(tid) + nc, -1, np.int8)
         c_sc = np.full(len(tid) + nc, -1, np.int64)
         c_exit = np.zeros(len(tid) + nc, bool)
+        c_known = np.zeros(len(tid) + nc, bool)
         if nc:
             ct = np.array([t for t, _ in carried], np.int64)
             cv = np.array([v for _, v in carried], np.int64)  # ts, seq, status, sc, exited
@@ -412,12 +496,15 @@ class GraphBuilder:
             c_status[-nc:] = cv[:, 2]
             c_sc[-nc:] = cv[:, 3]
             c_exit[-nc:] = cv[:, 4].astype(bool)
+            c_known[-nc:] = cv[:, 5].astype(bool)
         order = np.lexsort((seq, tid))
         tid, seq, ts, kind, arg = tid[order], seq[order], ts[order], kind[order], arg[order]
-        c_status, c_sc, c_exit = c_status[order], c_sc[order], c_exit[order]
+        c_status, c_sc, c_exit, c_known = c_status[order], c_sc[order], c_exit[order], c_known[order]
         self._pair_syscalls(hs, tid, ts, kind, arg)
-        out, carry = _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, hs.sd_status, hs.first_ts)
-        hs.iv.add(**out)
+        out, carry, revealed = _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, c_known,
+                                                hs.sd_status, hs.first_ts)
+        unknown = np.array([t for t, v in carry.items() if not v[5]], np.int64)
+        _emit_intervals(hs, out, unknown, revealed)
         for t, v in carry.items():
             hs.carry[t] = v
 
@@ -448,122 +535,194 @@ class GraphBuilder:
             hs.open_sc[int(tid[i])] = (int(ts[i]), int(sid[i]))
         prev_is_entry = np.r_[False, entry[:-1] & (tid[1:] == tid[:-1])]
         orphan = np.flatnonzero(is_exit & ~prev_is_entry)  # began before the trace
-        hs.sc.add(tid=np.concatenate([tid[ent], tid[orphan]]),
-                  entry=np.concatenate([ts[ent], np.full(len(orphan), hs.first_ts, np.int64)]),
-                  exit=np.concatenate([ts[np.minimum(ent + 1, n - 1)], ts[orphan]]),
-                  id=np.concatenate([sid[ent], sid[orphan]]))
+        rows = dict(tid=np.concatenate([tid[ent], tid[orphan]]),
+                    entry=np.concatenate([ts[ent], np.full(len(orphan), hs.first_ts, np.int64)]),
+                    exit=np.concatenate([ts[np.minimum(ent + 1, n - 1)], ts[orphan]]),
+                    id=np.concatenate([sid[ent], sid[orphan]]))
+        o = np.lexsort((rows["entry"], rows["tid"]))
+        hs.sc.add({k: v[o] for k, v in rows.items()})
 
     # -- the end ----------------------------------------------------------------------------
 
     def finish(self) -> dict[str, ExecGraph]:
         reader = self.reader
-        wk = self.wk.get()
-        ic = self.ic.get()
-        wctx = wake_contexts(wk, ic)
+        wake = self.wake.get()
+        wctx, wake_cur = wake["ctx"], wake["cur"]
+        family = ("sched_ttwu" if C_TTWU in self.wake_cats else
+                  "sched_waking" if C_WAKING in self.wake_cats else "sched_wakeup")
         graphs = {}
         kernel_hosts = {reader.host_code(t.hostname) for t in reader.traces if t.domain == "kernel"}
         for h, hs in self.hosts.items():
             if h not in kernel_hosts:
                 continue
-            graphs[reader.hosts[h]] = self._finish_host(hs, wctx, wk["cur"], wk["cat"])
+            graphs[reader.hosts[h]] = self._finish_host(hs, wctx, wake_cur, family)
         self.hosts = {}
         _release_freed_memory()
         return graphs
 
-    def _finish_host(self, hs: _HostState, wctx, wake_cur, wake_cat) -> ExecGraph:
+    def _finish_host(self, hs: _HostState, wctx, wake_cur, family: str) -> ExecGraph:
         end = hs.last_ts
         # close what is still open at the end of the trace
         if hs.carry:
             ct = np.array(list(hs.carry), np.int64)
             cv = np.array(list(hs.carry.values()), np.int64)
-            hs.iv.add(tid=ct.astype(np.int32), start=cv[:, 0], end=np.maximum(cv[:, 0], end),
-                      state=_interval_state(cv[:, 2].astype(np.int8), cv[:, 3]), wake=np.full(len(ct), -1, np.int32),
-                      sc=cv[:, 3].astype(np.int16))
+            _emit_intervals(hs, dict(tid=ct.astype(np.int32), start=cv[:, 0], end=np.maximum(cv[:, 0], end),
+                                     state=_interval_state(cv[:, 2].astype(np.int8), cv[:, 3]),
+                                     wake=np.full(len(ct), -1, np.int32), sc=cv[:, 3].astype(np.int16)),
+                            ct[cv[:, 5] == 0], {})
+        # what is left: held intervals of threads that never showed a system call, and each
+        # thread's last run (held rows first: they are older)
+        rest = hs.held.get()
+        if hs.pending is not None:
+            rest = {k: np.concatenate([rest[k].astype(IV_DTYPES[k]), hs.pending[k]]) for k in IV_DTYPES}
+            hs.pending = None
+        o = np.argsort(rest["tid"], kind="stable")
+        hs.iv.add({k: v[o] for k, v in rest.items()})
         if hs.open_sc:
             ot = np.array(list(hs.open_sc), np.int64)
             ov = np.array(list(hs.open_sc.values()), np.int64)
-            hs.sc.add(tid=ot, entry=ov[:, 0], exit=np.full(len(ot), end, np.int64), id=ov[:, 1])
-        cols = hs.iv.get()
-        # each chunk's intervals are sorted by (thread, time) and chunks come in time order, so a
-        # stable sort by thread alone orders them by (thread, time)
-        order = np.argsort(cols["tid"], kind="stable")
-        order = order[cols["end"][order] > cols["start"][order]]
-        # merge runs with nothing new (same state and syscall, not blocked, contiguous); the test
-        # is built one sorted column at a time, then every column is gathered once through the
-        # composed index, to keep the peak memory near the graph's own size
-        m = len(order)
-        if m:
-            same = np.zeros(m, bool)
-            same[1:] = True
-            for k in ("tid", "state", "sc"):
-                x = cols[k][order]
-                same[1:] &= x[1:] == x[:-1]
-                if k == "state":
-                    same[1:] &= x[1:] != BLOCKED
-                del x
-            x = cols["start"][order]
-            y = cols["end"][order]
-            same[1:] &= x[1:] == y[:-1]
-            del x, y
-            heads = np.flatnonzero(~same)
-            del same
-            idx_h = order[heads]
-            tails = np.empty(len(heads), np.int64)
-            tails[:-1] = heads[1:] - 1
-            tails[-1] = m - 1
-            del heads
-            idx_t = order[tails]
-            del tails
-        else:
-            idx_h = idx_t = order
-        del order
-        tid, start, state, sc = cols["tid"][idx_h], cols["start"][idx_h], cols["state"][idx_h], cols["sc"][idx_h]
-        stop, wake = cols["end"][idx_t], cols["wake"][idx_t]
-        del cols, idx_h, idx_t
+            o = np.argsort(ot)
+            hs.sc.add(dict(tid=ot[o], entry=ov[o, 0], exit=np.full(len(ot), end, np.int64), id=ov[o, 1]))
+        cols, tids, lo, hi = hs.iv.finish()
+        tid, start, stop, state, wake, sc = (cols[k] for k in ("tid", "start", "end", "state", "wake", "sc"))
+        del cols
         m = len(tid)
-        # blocked intervals: how they end
         futex_id = self.syscall_names.index("futex") if "futex" in self.syscall_names else -99
-        iv_block = np.full(len(tid), ST_BT, np.int8)
-        iv_waker = np.full(len(tid), -1, np.int32)
-        iv_ctx = np.full(len(tid), -1, np.int32)
-        b = np.flatnonzero(state == BLOCKED)
-        if len(b):
-            w = wake[b]
-            has = w >= 0
-            wi = np.maximum(w, 0)
-            ctx = np.where(has, wctx[wi] if len(wctx) else 0, -1)
-            waker = np.where(has, wake_cur[wi] if len(wctx) else -1, -1).astype(np.int64)
-            iv_ctx[b] = ctx
-            st = np.full(len(b), ST_BT, np.int8)
-            proc = has & (ctx == CTX_NONE)
-            follow = proc & (waker > 0)
-            st[follow] = FOLLOW
-            st[proc & ~follow] = ST_BI  # woken from the idle task's context: no task to follow
-            irq = has & (ctx != CTX_NONE)
-            st[irq] = block_state_of_context(ctx[irq])
-            st[(~has) & (sc[b] == futex_id)] = ST_BF
-            iv_block[b] = st
-            iv_waker[b] = np.where(follow, waker, -1)
-        if m:
-            heads = np.flatnonzero(np.r_[True, tid[1:] != tid[:-1]])
-            tids, lo, hi = tid[heads].astype(np.int64), heads, np.r_[heads[1:], len(tid)]
-        else:
-            tids = lo = hi = np.zeros(0, np.int64)
+        iv_block, iv_waker, iv_ctx = _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id)
+        del wake
+        _release_freed_memory()
         for t_, a, z in zip(tids.tolist(), start[lo].tolist() if m else [], stop[hi - 1].tolist() if m else []):
             ti = hs.info(t_)
             ti.first_ts, ti.last_ts = a, z
-        sc_parts = hs.sc.get()
-        o = np.lexsort((sc_parts["entry"], sc_parts["tid"]))
-        family = ("sched_ttwu" if (wake_cat == C_TTWU).any() else
-                  "sched_waking" if (wake_cat == C_WAKING).any() else "sched_wakeup")
+        sc_parts, _, _, _ = hs.sc.finish()
+        if len(sc_parts["tid"]) > 1 and not _sorted_pairs(sc_parts["tid"], sc_parts["entry"]):
+            o = np.lexsort((sc_parts["entry"], sc_parts["tid"]))  # lost events can break the order
+            sc_parts = {k: v[o] for k, v in sc_parts.items()}
         return ExecGraph(
             host=self.reader.hosts[next(k for k, v in self.hosts.items() if v is hs)], begin=hs.first_ts, end=end,
-            tids=tids, thread_lo=lo, thread_hi=hi, iv_start=start, iv_end=stop, iv_state=state.astype(np.int8),
+            tids=tids, thread_lo=lo, thread_hi=hi, iv_start=start, iv_end=stop, iv_state=state,
             iv_block=iv_block, iv_waker=iv_waker, iv_ctx=iv_ctx, iv_syscall=sc,
-            sc_tid=sc_parts["tid"][o].astype(np.int64), sc_entry=sc_parts["entry"][o].astype(np.int64),
-            sc_exit=sc_parts["exit"][o].astype(np.int64), sc_id=sc_parts["id"][o].astype(np.int32),
+            sc_tid=sc_parts["tid"], sc_entry=sc_parts["entry"], sc_exit=sc_parts["exit"], sc_id=sc_parts["id"],
             syscall_names=list(self.syscall_names), threads=hs.threads, wakeup_family=family,
         )
+
+
+
+def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, block: int = 1 << 20):
+    """How each blocked interval ends: (path state when not followed, or FOLLOW; the waker's tid
+    to follow, -1 otherwise; the wake-up's context code, -1 when no wake-up was seen). Done a
+    block of intervals at a time so that the temporaries stay small beside the graph."""
+    n = len(state)
+    iv_block = np.full(n, ST_BT, np.int8)
+    iv_waker = np.full(n, -1, np.int32)
+    iv_ctx = np.full(n, -1, np.int32)
+    for lo in range(0, n, block):
+        b = lo + np.flatnonzero(state[lo:lo + block] == BLOCKED)
+        if len(b) == 0:
+            continue
+        w = wake[b]
+        has = w >= 0
+        wi = np.maximum(w, 0)
+        ctx = np.where(has, wctx[wi] if len(wctx) else 0, -1)
+        waker = np.where(has, wake_cur[wi] if len(wctx) else -1, -1)
+        iv_ctx[b] = ctx
+        st = np.full(len(b), ST_BT, np.int8)
+        proc = has & (ctx == CTX_NONE)
+        follow = proc & (waker > 0)
+        st[follow] = FOLLOW
+        st[proc & ~follow] = ST_BI  # woken from the idle task's context: no task to follow
+        irq = has & (ctx != CTX_NONE)
+        st[irq] = block_state_of_context(ctx[irq])
+        st[(~has) & (sc[b] == futex_id)] = ST_BF
+        iv_block[b] = st
+        iv_waker[b] = np.where(follow, waker, -1)
+    return iv_block, iv_waker, iv_ctx
+
+
+def _sorted_pairs(a: np.ndarray, b: np.ndarray, block: int = 1 << 20) -> bool:
+    """Whether rows are sorted by (a, b), checked a block at a time."""
+    for lo in range(0, max(len(a) - 1, 0), block):
+        x, y = a[lo:lo + block + 1], b[lo:lo + block + 1]
+        da = np.diff(x)
+        if not ((da > 0) | ((da == 0) & (np.diff(y) >= 0))).all():
+            return False
+    return True
+
+
+def _in_syscall_from_start(cols: dict[str, np.ndarray], revealed: dict[int, int]) -> dict[str, np.ndarray]:
+    """Rows of threads whose first system-call event turned out to be an exit: they were in that
+    call all along (running becomes RS)."""
+    sc = np.array([revealed.get(t, -1) for t in cols["tid"].tolist()], np.int64)
+    fix = sc >= 0
+    if not fix.any():
+        return cols
+    cols = dict(cols)
+    cols["sc"] = np.where(fix, sc, cols["sc"]).astype(cols["sc"].dtype)
+    cols["state"] = np.where(fix & (cols["state"] == RU), RS, cols["state"]).astype(cols["state"].dtype)
+    return cols
+
+
+def _emit_intervals(hs: _HostState, out: dict[str, np.ndarray], unknown: np.ndarray,
+                    revealed: dict[int, int]) -> None:
+    """Merge one chunk's closed intervals into runs and store them. Empty intervals are dropped;
+    contiguous intervals of one thread with the same state and system call (not blocked: each
+    blocked interval keeps its own wake-up) become one. Each thread's last run is held back in
+    ``hs.pending``: the next chunk may continue it. Threads in ``unknown`` (no system-call event
+    yet) are held in ``hs.held``; those in ``revealed`` are corrected and released."""
+    keep = out["end"] > out["start"]
+    cols = {k: v[keep] for k, v in out.items()}
+    pend = hs.pending
+    rest = None
+    if pend is not None and len(pend["tid"]):
+        here = np.isin(pend["tid"], cols["tid"])
+        rest = {k: v[~here] for k, v in pend.items()}
+        before = {k: v[here] for k, v in pend.items()}
+        if revealed:  # the chunk's own rows already know; the older rows are corrected
+            before = _in_syscall_from_start(before, revealed)
+        cols = {k: np.concatenate([before[k], cols[k]]) for k in cols}
+    released = None
+    if revealed:
+        held = hs.held.get()
+        if len(held["tid"]):
+            back = np.isin(held["tid"], np.fromiter(revealed, np.int64, len(revealed)))
+            hs.held.add(**{k: v[~back] for k, v in held.items()})
+            released = _in_syscall_from_start({k: v[back].astype(IV_DTYPES[k]) for k, v in held.items()}, revealed)
+    # pending rows first, then lead intervals, then the chunk's rows: a stable sort by thread
+    # keeps each thread's rows in time order
+    o = np.argsort(cols["tid"], kind="stable")
+    cols = {k: v[o] for k, v in cols.items()}
+    m = len(o)
+    if m:
+        tid, state = cols["tid"], cols["state"]
+        same = np.zeros(m, bool)
+        same[1:] = ((tid[1:] == tid[:-1]) & (state[1:] == state[:-1]) & (state[1:] != BLOCKED)
+                    & (cols["sc"][1:] == cols["sc"][:-1]) & (cols["start"][1:] == cols["end"][:-1]))
+        heads = np.flatnonzero(~same)
+        tails = np.r_[heads[1:] - 1, m - 1]
+        merged = {k: cols[k][heads] for k in ("tid", "start", "state", "sc")}
+        merged["end"] = cols["end"][tails]
+        merged["wake"] = cols["wake"][tails]
+        t = merged["tid"]
+        last = np.r_[t[1:] != t[:-1], True]
+        wait = np.isin(t, unknown) & ~last if len(unknown) else np.zeros(len(t), bool)
+        if wait.any():
+            hs.held.add(**{k: v[wait] for k, v in merged.items()})
+        done = {k: v[~last & ~wait] for k, v in merged.items()}
+        if released is not None and len(released["tid"]):
+            done = {k: np.concatenate([released[k], done[k]]) for k in done}
+            o = np.argsort(done["tid"], kind="stable")
+            done = {k: v[o] for k, v in done.items()}
+        hs.iv.add(done)
+        new_pend = {k: v[last] for k, v in merged.items()}
+    else:
+        if released is not None and len(released["tid"]):
+            hs.iv.add(released)
+        new_pend = {k: v for k, v in cols.items()}
+    if rest is not None and len(rest["tid"]):
+        new_pend = {k: np.concatenate([rest[k], new_pend[k]]) for k in new_pend}
+        o = np.argsort(new_pend["tid"], kind="stable")
+        new_pend = {k: v[o] for k, v in new_pend.items()}
+    hs.pending = new_pend
 
 
 def _release_freed_memory() -> None:
@@ -576,7 +735,7 @@ def _release_freed_memory() -> None:
         pass
 
 
-def _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, sd_status, begin):
+def _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, c_known, sd_status, begin):
     """Closed intervals of one chunk's rows (sorted by thread, event order) and the state each
     thread carries into the next chunk. A thread's first row is its carried state (K_CARRY) when
     it was seen before; else its state before that row is the statedump's, or inferred from the
@@ -591,7 +750,10 @@ def _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, sd_status,
     last_of_group = np.r_[new_thread[1:], True]
     gid = np.cumsum(new_thread) - 1
     infer = np.array([WAIT_CPU, RUN, WAIT_BLOCKED, DEAD, RUN, RUN, RUN, NOSTATE], np.int8)
-    init_status = np.array([sd_status.get(int(t), NOSTATE) for t in tid[g].tolist()], np.int8)
+    # a statedump tells the state of a thread not seen before it (a later one says nothing of
+    # the thread's state at its first event)
+    sd = [sd_status.get(t, (NOSTATE, 0)) for t in tid[g].tolist()]
+    init_status = np.array([st if sq < s0 else NOSTATE for (st, sq), s0 in zip(sd, seq[g].tolist())], np.int8)
     init_status = np.where(init_status == NOSTATE, infer[kind[g]], init_status).astype(np.int8)
     init_row = init_status[gid]
     is_carry = kind == K_CARRY
@@ -631,15 +793,21 @@ def _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, sd_status,
     status_after = np.where(last_st >= 0, st_val[np.maximum(last_st, 0)], init_row).astype(np.int8)
     del st_val, last_st, status_set, setter
     # the system call running after each row: entries set it, exits clear it, a carried row
-    # restores it; before a new thread's first syscall row it is inside that syscall if the
-    # first one is an exit
-    sc_row = (kind == K_SC_IN) | (kind == K_SC_OUT) | is_carry
+    # restores it (if the thread was seen in a system call before); before a thread's first
+    # syscall row it is inside that syscall if the first one is an exit
+    sc_row = (kind == K_SC_IN) | (kind == K_SC_OUT) | (is_carry & c_known)
     sc_val = np.where(kind == K_SC_IN, arg, np.where(is_carry, c_sc, -1))
     last_sc = last_in_group(sc_row)
     first_sc = _first_in_group((kind == K_SC_IN) | (kind == K_SC_OUT), group_start, n)
     init_sc = np.where((first_sc >= 0) & (kind[np.maximum(first_sc, 0)] == K_SC_OUT),
                        arg[np.maximum(first_sc, 0)], -1)
     sc_after = np.where(last_sc >= 0, sc_val[np.maximum(last_sc, 0)], init_sc)
+    # threads whose system-call state is known after the chunk, and the carried ones it became
+    # known for in this chunk (with the call they were in from the start, -1 for none)
+    head_known = is_carry[g] & c_known[g]
+    known_g = head_known | (first_sc[g] >= 0)
+    rev = is_carry[g] & ~head_known & (first_sc[g] >= 0)
+    revealed = dict(zip(tid[g[rev]].tolist(), init_sc[g[rev]].tolist()))
     del last_sc, first_sc, sc_val
     # closed intervals: [ts_i, ts_{i+1}) for every row but each thread's last
     closed = ~last_of_group
@@ -658,51 +826,71 @@ def _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, sd_status,
         "sc": np.concatenate([init_sc[new_g], sc_after[c_rows]]).astype(np.int16),
     }
     last = np.flatnonzero(last_of_group)
-    carry = {int(t): (int(a), int(s_), int(st), int(sc), int(ex)) for t, a, s_, st, sc, ex in
+    carry = {int(t): (int(a), int(s_), int(st), int(sc), int(ex), int(kn)) for t, a, s_, st, sc, ex, kn in
              zip(tid[last].tolist(), ts[last].tolist(), seq[last].tolist(), status_after[last].tolist(),
-                 sc_after[last].tolist(), exited[last].tolist())}
-    return out, carry
+                 sc_after[last].tolist(), exited[last].tolist(), known_g.tolist())}
+    return out, carry, revealed
 
 
-def wake_contexts(wk: dict, ic: dict) -> np.ndarray:
-    """Context code of every wake-up row: CTX_NONE (process context) or the innermost interrupt
-    context active on its CPU at that moment."""
-    n = len(wk["seq"])
-    out = np.zeros(n, np.int64)
-    if n == 0 or len(ic["seq"]) == 0:
-        return out
-    # one interrupt stack per (host, CPU)
-    wkey = wk["host"].astype(np.int64) * 65536 + wk["cpu"]
-    ikey = ic["host"].astype(np.int64) * 65536 + ic["cpu"]
-    for key in np.unique(wkey).tolist():
-        wi = np.flatnonzero(wkey == key)
-        ii = np.flatnonzero(ikey == key)
+def _interrupt_rows(cat, irq, vec):
+    """Context code (CTX_*) and whether it is an exit, for interrupt entry/exit rows."""
+    ctx = np.zeros(len(cat), np.int64)
+    is_irq = (cat == C_IRQ_IN) | (cat == C_IRQ_OUT)
+    is_soft = (cat == C_SOFT_IN) | (cat == C_SOFT_OUT)
+    ctx[is_irq] = CTX_IRQ + np.where(irq[is_irq] == MISSING, 0, irq[is_irq])
+    ctx[is_soft] = CTX_SOFTIRQ + np.where(vec[is_soft] == MISSING, 0, vec[is_soft])
+    ctx[(cat == C_HRT_IN) | (cat == C_HRT_OUT)] = CTX_HRTIMER
+    ctx[(cat == C_IPI_IN) | (cat == C_IPI_OUT)] = CTX_IPI
+    ctx[(cat == C_PKT_IN) | (cat == C_PKT_OUT)] = CTX_PACKET
+    is_exit = np.isin(cat, (C_IRQ_OUT, C_SOFT_OUT, C_HRT_OUT, C_IPI_OUT, C_PKT_OUT))
+    return ctx, is_exit
+
+
+def wake_contexts(stacks: dict, host: int, w_seq, w_cpu, i_seq, i_cpu, i_ctx, i_exit) -> np.ndarray:
+    """Context code of each wake-up row of one chunk of ``host``: CTX_NONE (process context) or
+    the innermost interrupt context active on its CPU at that moment. ``stacks`` holds each
+    (host, CPU)'s interrupt contexts at the end of the previous chunk and is updated; an exit
+    with nothing on the stack (its entry was before the trace) is ignored."""
+    out = np.zeros(len(w_seq), np.int32)
+    for c in np.unique(np.concatenate([w_cpu, i_cpu])).tolist():
+        stack = stacks.get((host, c), [])
+        wi = np.flatnonzero(w_cpu == c)
+        ii = np.flatnonzero(i_cpu == c)
         if len(ii) == 0:
+            out[wi] = stack[-1] if stack else CTX_NONE
             continue
-        # merge the CPU's interrupt rows and wake rows in event order
-        seqs = np.concatenate([ic["seq"][ii], wk["seq"][wi]])
-        is_wake = np.r_[np.zeros(len(ii), bool), np.ones(len(wi), bool)]
+        # the CPU's interrupt rows and wake rows in event order
+        seqs = np.concatenate([i_seq[ii], w_seq[wi]])
         order = np.argsort(seqs, kind="stable")
-        is_wake = is_wake[order]
+        is_wake = np.r_[np.zeros(len(ii), bool), np.ones(len(wi), bool)][order]
         src = np.concatenate([ii, wi])[order]
         delta = np.zeros(len(order), np.int64)
-        ic_rows = src[~is_wake]
-        delta[~is_wake] = np.where(ic["exit"][ic_rows], -1, 1)
-        s = np.cumsum(delta)
+        delta[~is_wake] = np.where(i_exit[src[~is_wake]], -1, 1)
+        s = len(stack) + np.cumsum(delta)
         depth = s - np.minimum(np.minimum.accumulate(s), 0)  # clamped at 0: stray exits ignored
-        # for each level L, the positions of entries that left the stack at depth L
         entry_pos = np.flatnonzero((~is_wake) & (delta > 0))
+        entry_depth = depth[entry_pos]
+        entry_ctx = i_ctx[src[entry_pos]]
         wake_pos = np.flatnonzero(is_wake)
         wake_depth = depth[wake_pos]
-        ctx_here = np.zeros(len(wake_pos), np.int64)
-        entry_depth = depth[entry_pos]
+        here = np.zeros(len(wake_pos), np.int64)
         for level in np.unique(wake_depth[wake_depth > 0]).tolist():
-            ents = entry_pos[entry_depth == level]
-            w_sel = np.flatnonzero(wake_depth == level)
-            k = np.searchsorted(ents, wake_pos[w_sel]) - 1
+            sel = np.flatnonzero(wake_depth == level)
+            ents = np.flatnonzero(entry_depth == level)
+            k = np.searchsorted(entry_pos[ents], wake_pos[sel]) - 1
             ok = k >= 0
-            ctx_here[w_sel[ok]] = ic["ctx"][src[ents[k[ok]]]]
-        out[src[wake_pos]] = ctx_here
+            here[sel[ok]] = entry_ctx[ents[k[ok]]]
+            # no entry at this level in the chunk yet: the one carried from before
+            if level <= len(stack):
+                here[sel[~ok]] = stack[level - 1]
+        out[src[wake_pos]] = here
+        # the stack at the end of the chunk
+        final = int(depth[-1])
+        new = []
+        for level in range(1, final + 1):
+            ents = np.flatnonzero(entry_depth == level)
+            new.append(int(entry_ctx[ents[-1]]) if len(ents) else stack[level - 1])
+        stacks[(host, c)] = new
     return out
 
 

@@ -202,16 +202,69 @@ def test_syscall_units(sample_result):
     assert np.median(ft.durations[:, STATES.index("BN")] / ft.total) > 0.9
 
 
-@needs_bt2
-def test_graph_does_not_depend_on_chunking():
+GRAPH_COLUMNS = ("tids", "thread_lo", "thread_hi", "iv_start", "iv_end", "iv_state", "iv_block", "iv_waker",
+                 "iv_ctx", "iv_syscall", "sc_tid", "sc_entry", "sc_exit", "sc_id")
+
+
+def _graphs(path, chunk, monkeypatch=None):
     from analysis.execgraph import GraphBuilder
     from analysis.pipeline import read_once
 
-    graphs = []
-    for chunk in (1_000, 1 << 17):
-        res = read_once([SAMPLE], [GraphBuilder()], chunk_events=chunk)
-        graphs.append(res.results[0]["web-01"])
-    a, b = graphs
-    for name in ("tids", "iv_start", "iv_end", "iv_state", "iv_block", "iv_waker", "iv_ctx", "iv_syscall",
-                 "sc_tid", "sc_entry", "sc_exit", "sc_id"):
-        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    return read_once([path], [GraphBuilder()], chunk_events=chunk).results[0]
+
+
+@needs_bt2
+@pytest.mark.parametrize("trace", ["sample", "tracevizlab-wget-k-20180802-115043", "tc-many-threads"])
+def test_graph_does_not_depend_on_chunking(trace):
+    """Intervals merged per chunk, interrupt stacks carried between chunks, rows laid out from the
+    temporary file: small chunks give the same graph as one big one."""
+    path = SAMPLE if trace == "sample" else real_trace(trace)
+    small, big = _graphs(path, 1_000), _graphs(path, 1 << 22)
+    assert small.keys() == big.keys()
+    for host in big:
+        a, b = small[host], big[host]
+        assert a.n_intervals > 0
+        for name in GRAPH_COLUMNS:
+            assert np.array_equal(getattr(a, name), getattr(b, name)), (host, name)
+
+
+@needs_bt2
+def test_graph_without_a_temporary_folder(monkeypatch):
+    """No writable temporary folder: the rows wait in memory and the graph is the same."""
+    import analysis.execgraph as eg
+
+    ref = _graphs(SAMPLE, 5_000)["web-01"]
+
+    def no_tmp(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(eg.tempfile, "TemporaryFile", no_tmp)
+    g = _graphs(SAMPLE, 5_000)["web-01"]
+    for name in GRAPH_COLUMNS:
+        assert np.array_equal(getattr(g, name), getattr(ref, name)), name
+
+
+def test_wake_contexts_carry_interrupt_stacks_between_chunks():
+    """Nested interrupts on two CPUs, stray exits, wake-ups at every depth: cutting the rows into
+    chunks anywhere gives every wake-up the context it gets from the rows taken whole."""
+    from analysis.execgraph import wake_contexts
+
+    rng = np.random.default_rng(3)
+    n = 400
+    seq = np.arange(n, dtype=np.int64)
+    cpu = rng.integers(0, 2, n)
+    is_wake = rng.random(n) < 0.4
+    i_exit = rng.random(n) < 0.45
+    i_ctx = rng.choice([1, 2, 3, 100, 103, 1000 + 11, 1000 + 4], n).astype(np.int64)
+    wi, ii = np.flatnonzero(is_wake), np.flatnonzero(~is_wake)
+    whole = wake_contexts({}, 0, seq[wi], cpu[wi], seq[ii], cpu[ii], i_ctx[ii], i_exit[ii])
+    assert (whole > 0).any() and (whole == 0).any()
+    for cuts in ([50], [1, 2, 3, 200, 399], list(range(0, n, 7))):
+        stacks: dict = {}
+        got = []
+        bounds = [0, *cuts, n]
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            w = wi[(wi >= lo) & (wi < hi)]
+            i = ii[(ii >= lo) & (ii < hi)]
+            got.append(wake_contexts(stacks, 0, seq[w], cpu[w], seq[i], cpu[i], i_ctx[i], i_exit[i]))
+        assert np.array_equal(np.concatenate(got), whole), cuts
