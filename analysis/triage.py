@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -28,6 +29,9 @@ from .requests import BUILTIN_MARKERS, MarkerRequests, MarkerSpec, RequestTable
 from .span_compare import Comparison, CompareParams, compare
 from .spans import read_spans
 from .spans.table import SpanTable
+from .counters.findings import CounterAnalysis, CounterParams, analyse_counters, counter_findings
+from .counters.readers import load_counters
+from .counters.rules import read_rules
 from .threads.deviation import ThreadParams
 from .threads.series import ThreadSeries, read_csv as read_thread_csv
 from .threads.topdown import TopDown, top_down, topdown_findings
@@ -46,6 +50,9 @@ class Options:
     reference: tuple[str, ...] = ()  # reference span files / folders (--reference)
     compare: CompareParams = field(default_factory=CompareParams)
     threads: ThreadParams = field(default_factory=ThreadParams)
+    counters: CounterParams = field(default_factory=CounterParams)
+    rules: str | None = None  # threshold rules file (TOML or PAD's XML); default: rules.toml beside the counters
+    server_label: str = "instance"  # Prometheus label naming the server
 
 
 @dataclass
@@ -74,6 +81,7 @@ class TriageResult:
     comparison: Comparison | None = None
     thread_series: ThreadSeries | None = None
     threads: TopDown | None = None
+    counters: CounterAnalysis | None = None
     report: Report = field(default_factory=lambda: Report(inputs=[]))
 
     @property
@@ -116,12 +124,14 @@ def run_triage(paths, options: Options | None = None, progress: ProgressFn | Non
         _run_feature_files(inputs.files["features"], options, result)
     if "spans" in inputs.files:
         _run_spans(inputs.files["spans"], options, result, progress)
-    elif options.reference:
-        report.notes.append("--reference compares span files: no span file among the inputs")
+    elif options.reference and "counters" not in inputs.files:
+        report.notes.append("--reference compares span or counter files: none among the inputs")
     if "threads" in inputs.files:
         _run_threads(inputs.files["threads"], options, result, progress)
+    if "counters" in inputs.files:
+        _run_counters(inputs.files["counters"], options, result, progress)
     for kind, files in inputs.files.items():
-        if kind not in ("features", "spans", "threads"):
+        if kind not in ("features", "spans", "threads", "counters"):
             report.notes.append(f"{len(files)} {kind} file(s) given; this version does not analyse them yet")
     return result
 
@@ -145,6 +155,37 @@ def _run_threads(files, options: Options, result: TriageResult, progress: Progre
     td = top_down(ts, options.threads, progress=on_level)
     result.threads = td
     result.report.findings.extend(topdown_findings(td))
+
+
+def _run_counters(files, options: Options, result: TriageResult, progress: ProgressFn | None) -> None:
+    if progress is not None:
+        progress(Progress("reading counters", None, f"{len(files)} file(s)"))
+    cs = load_counters(files, options.server_label)
+    result.report.notes.extend(cs.notes)
+    ref = None
+    if options.reference:
+        ref_inputs = classify(list(options.reference))
+        ref_files = ref_inputs.files.get("counters", [])
+        if ref_files:
+            ref = load_counters(ref_files, options.server_label)
+            result.report.notes.extend(f"reference: {n}" for n in ref.notes)
+        else:
+            result.report.notes.append("--reference holds no counter file: no comparison between datasets")
+    rules_path = options.rules
+    if rules_path is None:
+        beside = {Path(f).parent / "rules.toml" for f in files} | {Path(f).parent / "rules.xml" for f in files}
+        found = sorted(p for p in beside if p.is_file())
+        if found:
+            rules_path = str(found[0])
+            result.report.notes.append(f"threshold rules from {rules_path} (found beside the counters)")
+    rules = read_rules(rules_path) if rules_path else None
+    if progress is not None:
+        progress(Progress("counters", None, f"{len(cs.servers)} servers x {len(cs.counters)} counters x "
+                                             f"{cs.n_points} points"))
+    ca = analyse_counters(cs, options.counters, ref, rules)
+    result.counters = ca
+    result.report.notes.extend(ca.notes)
+    result.report.findings.extend(counter_findings(ca))
 
 
 def _span_files(paths) -> list:

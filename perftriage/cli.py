@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -80,6 +81,20 @@ def _add_thread_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-windows", action="store_true", help="no moving-window check for short deviations")
 
 
+def _add_counter_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("counters across servers (PAD)")
+    g.add_argument("--rules", metavar="FILE", help="threshold rules, TOML or PAD's XML (default: rules.toml or "
+                   "rules.xml beside the counter files)")
+    g.add_argument("--server-label", default="instance", metavar="LABEL",
+                   help="Prometheus label naming the server (default instance)")
+    g.add_argument("--server-x", type=float, default=2.5, metavar="X",
+                   help="report a (server, counter) from this comparative X (default 2.5)")
+    g.add_argument("--time-x", type=float, default=2.5, metavar="X",
+                   help="report a counter's fleet-wide median from this X at >= 3 time points (default 2.5)")
+    g.add_argument("--min-correlation", type=float, default=0.9, metavar="R",
+                   help="|Pearson| or |Spearman| from which counters are said to move together (default 0.9)")
+
+
 def _add_span_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("call trees from spans (CloudDiag)")
     g.add_argument("--columns", metavar="KEY=COL,...",
@@ -144,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_outlier_options(p_open)
     _add_span_options(p_open)
     _add_thread_options(p_open)
+    _add_counter_options(p_open)
 
     p_report = sub.add_parser(
         "report",
@@ -162,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_outlier_options(p_report)
     _add_span_options(p_report)
     _add_thread_options(p_report)
+    _add_counter_options(p_report)
 
     p_feat = sub.add_parser(
         "features",
@@ -215,7 +232,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_sample.add_argument("--causes", metavar="SPEC", default=None,
                           help="comma-separated cause[=rate] (e.g. slow_disk=0.05,write_heavy); "
                                "'none' for a normal population only; default: all five at their default rates")
-    p_sample.add_argument("--system", choices=("webserver", "microservices", "threads"), default="webserver",
+    p_sample.add_argument("--incidents", metavar="KIND[@SERVER][:START],...", default=None,
+                          help="fleet: stuck_rng, buffer_leak, hot_partition; SERVER 0-based, START a fraction "
+                               "of the run (e.g. stuck_rng@4:0.3,buffer_leak:0.4; default: stuck_rng and "
+                               "hot_partition on random servers; 'none' for a healthy fleet)")
+    p_sample.add_argument("--servers", type=int, default=25, metavar="N", help="fleet: servers (default 25)")
+    p_sample.add_argument("--points", type=int, default=288, metavar="N",
+                          help="fleet: samples per counter, every 5 min (default 288: a day)")
+    p_sample.add_argument("--system", choices=("webserver", "microservices", "threads", "fleet"), default="webserver",
                           help="threads: a load test's thread pool (8 waves x 10 threads, 5 metrics) with the "
                                "paper 003 deviations (--deviations)")
     p_sample.add_argument("--deviations", metavar="W:T=KIND,...", default=None,
@@ -310,6 +334,22 @@ def _options(args):
             opts.threads.validate()
         except ValueError as exc:
             raise _Usage(str(exc)) from None
+    if hasattr(args, "server_x"):
+        from analysis.counters.correlation import CorrelationParams  # noqa: PLC0415
+        from analysis.counters.findings import CounterParams  # noqa: PLC0415
+
+        if not 0 < args.min_correlation <= 1:
+            raise _Usage("--min-correlation must be within (0, 1]")
+        opts.counters = CounterParams(server_x=args.server_x, time_x=args.time_x,
+                                      correlation=CorrelationParams(threshold=args.min_correlation))
+        try:
+            opts.counters.validate()
+        except ValueError as exc:
+            raise _Usage(str(exc)) from None
+        if args.rules is not None and not Path(args.rules).is_file():
+            raise InputError(args.rules, "no such file (--rules)")
+        opts.rules = args.rules
+        opts.server_label = args.server_label
     if getattr(args, "top", None) is not None:
         if args.top < 1:
             raise _Usage("--top must be at least 1")
@@ -469,6 +509,8 @@ def cmd_sample(args) -> int:
         return _sample_microservices(args)
     if args.system == "threads":
         return _sample_threads(args)
+    if args.system == "fleet":
+        return _sample_fleet(args)
     from analysis.sim.sample import write_webserver_sample  # noqa: PLC0415
     from analysis.sim.webserver import WebServerConfig  # noqa: PLC0415
 
@@ -491,6 +533,41 @@ def cmd_sample(args) -> int:
           f"({st.kernel_events:,} kernel, {st.ust_events:,} ust), {st.bytes / 1e6:.1f} MB")
     print(f"simulated in {st.simulate_s:.1f} s, written in {st.write_s:.1f} s "
           f"({st.events / max(st.write_s, 1e-9):,.0f} events/s written)")
+    return EXIT_OK
+
+
+def parse_incidents(spec: str | None, servers: int, seed: int) -> dict:
+    import numpy as np  # noqa: PLC0415
+
+    from analysis.sim.fleet import INCIDENTS, random_incidents  # noqa: PLC0415
+
+    if spec is None:
+        return random_incidents(np.random.default_rng(seed), servers, ("stuck_rng", "hot_partition"))
+    if spec.strip() == "none":
+        return {}
+    out = {}
+    for part in spec.split(","):
+        m = re.fullmatch(r"\s*([a-z_]+)(?:@(\d+))?(?::([0-9.]+))?\s*", part)
+        if not m or m.group(1) not in INCIDENTS:
+            raise _Usage(f"--incidents: {part!r} is not KIND[@SERVER][:START] ({', '.join(INCIDENTS)})")
+        out[m.group(1)] = {"server": int(m.group(2) or 0), "start": float(m.group(3) or 0.3)}
+    return out
+
+
+def _sample_fleet(args) -> int:
+    from analysis.sim.fleet import COUNTERS, FleetConfig, write_fleet_sample  # noqa: PLC0415
+
+    cfg = FleetConfig(servers=args.servers, points=args.points, seed=args.seed,
+                      incidents=parse_incidents(args.incidents, args.servers, args.seed))
+    try:
+        cfg.validate()
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
+    truth = write_fleet_sample(args.out, cfg)
+    inc = "; ".join(f"{i['kind']} on {i['servers'][0] if len(i['servers']) == 1 else 'every server'} from "
+                    f"point {i['start_index']}" for i in truth["incidents"]) or "none"
+    print(f"wrote {args.out}: {cfg.servers} servers x {len(COUNTERS)} counters x {cfg.points} points "
+          f"(counters.csv, rules.toml); incidents: {inc}")
     return EXIT_OK
 
 

@@ -25,8 +25,8 @@ from analysis.triage import Options, Progress, TriageResult, run_triage
 from .panes.calltrees import CallTreesPane
 from .panes.clusters import ClustersPane
 from .panes.findings import FindingsPane
-from .panes.pending import PendingPane
 from .panes.requests import RequestsPane
+from .panes.counters import CountersPane
 from .panes.threads import ThreadsPane
 from .screens import ExportScreen, HelpScreen
 from .widgets.row_table import RowTable
@@ -41,12 +41,6 @@ TABS = [
     ("counters", "5 Counters"),
     ("findings", "6 Findings"),
 ]
-
-PENDING = {
-    "counters": ("Counters across servers (PAD)",
-                 "needs per-server counter time series (CSV, Prometheus JSON)."),
-}
-
 
 class PerftriageApp(App):
     TITLE = "perftriage"
@@ -101,9 +95,8 @@ class PerftriageApp(App):
                             yield CallTreesPane(id="calltrees-pane")
                         elif tab_id == "threads":
                             yield ThreadsPane(id="threads-pane")
-                        else:
-                            what, needs = PENDING[tab_id]
-                            yield PendingPane(what, needs, id=f"{tab_id}-pane")
+                        elif tab_id == "counters":
+                            yield CountersPane(id="counters-pane")
             yield ProgressBar(id="progress", show_eta=False)
         yield Static("", id="too-small")
         yield Static("starting", id="status")
@@ -161,6 +154,7 @@ class PerftriageApp(App):
         self.query_one("#clusters-pane", ClustersPane).show_result(result)
         self.query_one("#calltrees-pane", CallTreesPane).show_result(result)
         self.query_one("#threads-pane", ThreadsPane).show_result(result)
+        self.query_one("#counters-pane", CountersPane).show_result(result)
         self.query_one("#findings-pane", FindingsPane).show_findings(result.findings)
         self.set_status(self.status_text())
         if result.requests is None and result.features is None:
@@ -169,6 +163,8 @@ class PerftriageApp(App):
                 self.action_tab("calltrees")
             elif result.threads is not None:
                 self.action_tab("threads")
+            elif result.counters is not None:
+                self.action_tab("counters")
         for n in result.report.notes:
             self.notify(n, severity="warning", timeout=8)
 

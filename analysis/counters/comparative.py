@@ -1,0 +1,137 @@
+"""PAD's comparative analysis (paper 004, section IV, equations 1 and 2).
+
+Within a dataset, for every counter: X = |global median - local median| / global std, where
+local is one server (its samples over time: the server view) or one time point (all servers at
+that time: the time view). Between datasets: X = |reference median - median| / reference std,
+for every counter (and per server, against the reference's whole fleet).
+
+Computed a block of counters at a time (memory: one block's copy, not the cube's); medians and
+standard deviations skip missing samples. A counter that never varies has std 0: its X is 0 when
+nothing moved, infinite otherwise (reported, ranked first).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .onset import Onset, find_onset
+from .table import CounterSet
+
+
+@dataclass
+class Comparative:
+    global_median: np.ndarray  # (C,)
+    global_std: np.ndarray  # (C,)
+    server_median: np.ndarray  # (S, C)
+    time_median: np.ndarray  # (T, C)
+    server_x: np.ndarray  # (S, C)
+    time_x: np.ndarray  # (T, C)
+
+    def top_servers(self, n: int = 20) -> list[tuple[int, int, float]]:
+        """(server, counter, X), highest X first."""
+        return _top(self.server_x, n)
+
+    def top_times(self, n: int = 20) -> list[tuple[int, int, float]]:
+        """(time point, counter, X), highest X first."""
+        return _top(self.time_x, n)
+
+    def counters_by_time(self, threshold: float = 1.0) -> list[tuple[int, float, int]]:
+        """Per counter: (counter, max X over time points, time points with X >= threshold), the
+        counters whose fleet-wide median moves most first."""
+        mx = np.nan_to_num(self.time_x, nan=0.0, posinf=1e308).max(axis=0)
+        n_over = (np.nan_to_num(self.time_x, nan=0.0) >= threshold).sum(axis=0)
+        order = np.argsort(-mx, kind="stable")
+        return [(int(c), float(mx[c]), int(n_over[c])) for c in order]
+
+
+def _top(x: np.ndarray, n: int) -> list[tuple[int, int, float]]:
+    flat = np.nan_to_num(x, nan=-1.0, posinf=1e308).ravel()
+    n = min(n, len(flat))
+    if n == 0:
+        return []
+    part = np.argpartition(-flat, n - 1)[:n]
+    part = part[np.argsort(-flat[part], kind="stable")]
+    return [(int(i // x.shape[1]), int(i % x.shape[1]), float(x.flat[i])) for i in part if flat[i] >= 0]
+
+
+def _x(diff: np.ndarray, std: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.abs(diff) / std
+    return np.where(std > 0, out, np.where(np.abs(diff) > 0, np.inf, 0.0))
+
+
+def within(cs: CounterSet, block: int = 16) -> Comparative:
+    S, C, T = cs.values.shape
+    gm, gs = np.empty(C), np.empty(C)
+    sm, tm = np.empty((S, C)), np.empty((T, C))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for lo in range(0, C, block):
+            v = np.ascontiguousarray(cs.values[:, lo:lo + block, :])  # (S, b, T)
+            nan = bool(np.isnan(v).any())
+            med = np.nanmedian if nan else np.median
+            std = np.nanstd if nan else np.std
+            b = v.shape[1]
+            flat = v.transpose(1, 0, 2).reshape(b, S * T)
+            gm[lo:lo + b] = med(flat, axis=1)
+            gs[lo:lo + b] = std(flat, axis=1)
+            del flat
+            sm[:, lo:lo + b] = med(v, axis=2)
+            tm[:, lo:lo + b] = med(v, axis=0).T
+    return Comparative(gm, gs, sm, tm, _x(sm - gm, gs), _x(tm - gm, gs))
+
+
+@dataclass
+class Between:
+    """Counters of a dataset against a reference dataset (matched by name)."""
+
+    counters: list[str]  # the common counters
+    ref_median: np.ndarray
+    ref_std: np.ndarray
+    median: np.ndarray
+    x: np.ndarray  # (common counters,)
+    servers: list[str]  # this dataset's servers
+    server_x: np.ndarray  # (S, common counters): each server against the reference fleet
+    only_here: list[str] = field(default_factory=list)
+    only_ref: list[str] = field(default_factory=list)
+
+    def top(self, n: int = 20) -> list[tuple[int, float]]:
+        o = np.argsort(-np.nan_to_num(self.x, nan=-1.0, posinf=1e308), kind="stable")[:n]
+        return [(int(i), float(self.x[i])) for i in o]
+
+
+def between(cs: CounterSet, ref: CounterSet) -> Between:
+    common = [c for c in cs.counters if c in set(ref.counters)]
+    here = np.array([cs.counters.index(c) for c in common], np.int64)
+    there = np.array([ref.counters.index(c) for c in common], np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rv = ref.values[:, there, :].transpose(1, 0, 2).reshape(len(common), -1)
+        rm, rs = np.nanmedian(rv, axis=1), np.nanstd(rv, axis=1)
+        del rv
+        v = cs.values[:, here, :]
+        med = np.nanmedian(v.transpose(1, 0, 2).reshape(len(common), -1), axis=1)
+        smed = np.nanmedian(v, axis=2)
+    return Between(common, rm, rs, med, _x(med - rm, rs), list(cs.servers), _x(smed - rm, rs),
+                   [c for c in cs.counters if c not in set(common)], [c for c in ref.counters if c not in set(common)])
+
+
+def server_onset(cs: CounterSet, s: int, c: int) -> Onset | None:
+    """When server ``s`` starts to diverge from the rest of the fleet on counter ``c``: the change
+    point of its value minus the median of the other servers."""
+    v = cs.values[:, c, :]
+    others = np.delete(v, s, axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ref = np.nanmedian(others, axis=0) if len(others) else np.zeros(v.shape[1])
+    return find_onset(v[s] - ref)
+
+
+def fleet_onset(cs: CounterSet, c: int) -> Onset | None:
+    """When the fleet's median of counter ``c`` starts to move."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return find_onset(np.nanmedian(cs.values[:, c, :], axis=0))

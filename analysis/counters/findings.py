@@ -1,0 +1,226 @@
+"""PAD's investigation as a guided path (paper 004, section IV): with no clue, start from the
+comparative analysis (which server, which time, which counter deviates); from the top counter,
+its correlations (what moves with it); then the threshold rules, if the user has some. Each
+step becomes findings with their evidence and the parameters used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..findings import Finding, Table
+from .comparative import Between, Comparative, between, fleet_onset, server_onset, within
+from .correlation import Correlation, CorrelationParams, correlate
+from .onset import Onset
+from .rules import Rule, Violation, evaluate
+from .table import CounterSet
+
+
+@dataclass
+class CounterParams:
+    server_x: float = 2.5  # X from which a (server, counter) pair is reported
+    time_x: float = 2.5  # X from which a counter's fleet-wide median is reported (at >= 3 points)
+    reference_x: float = 1.0  # X against the reference dataset
+    min_gain: float = 0.8  # change-point fit needed to date a divergence
+    top: int = 8
+    correlation: CorrelationParams = field(default_factory=CorrelationParams)
+
+    def validate(self) -> None:
+        if min(self.server_x, self.time_x, self.reference_x) <= 0:
+            raise ValueError("X thresholds must be positive")
+
+
+@dataclass
+class ServerDeviation:
+    server: int
+    counters: list[tuple[int, float]]  # (counter, X), highest first
+    onset: Onset | None
+    onset_counter: int | None
+
+
+@dataclass
+class FleetDeviation:
+    counters: list[tuple[int, float, int]]  # (counter, max X over time, points over the threshold)
+    onset: Onset | None
+    onset_counter: int | None
+
+
+@dataclass
+class CounterAnalysis:
+    cs: CounterSet
+    params: CounterParams
+    comparative: Comparative
+    servers: list[ServerDeviation]
+    fleet: FleetDeviation | None
+    correlations: list[Correlation]
+    reference: CounterSet | None = None
+    between: Between | None = None
+    rules: list[Rule] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _earliest(onsets: list[tuple[int, Onset | None]], min_gain: float):
+    good = [(o.index, c, o) for c, o in onsets if o is not None and o.gain >= min_gain]
+    if good:
+        i, c, o = min(good, key=lambda g: g[0])
+        return o, c
+    c, o = onsets[0] if onsets else (None, None)
+    return o, c
+
+
+def analyse_counters(cs: CounterSet, params: CounterParams | None = None, reference: CounterSet | None = None,
+                     rules: list[Rule] | None = None) -> CounterAnalysis:
+    p = params or CounterParams()
+    p.validate()
+    cp = within(cs)
+    notes = []
+    # servers: the pairs over the threshold, grouped by server, in the order of their best X
+    pairs = [(s, c, x) for s, c, x in cp.top_servers(max(50, p.top * 10)) if x >= p.server_x]
+    by_server: dict[int, list[tuple[int, float]]] = {}
+    for s, c, x in pairs:
+        by_server.setdefault(s, []).append((c, x))
+    servers = []
+    for s, cx in by_server.items():
+        cx = cx[: p.top]
+        onsets = [(c, server_onset(cs, s, c)) for c, _ in cx]
+        o, oc = _earliest(onsets, p.min_gain)
+        servers.append(ServerDeviation(s, cx, o, oc))
+    # the fleet over time: counters whose median at some time points moves far from the usual
+    by_time = [(c, x, n) for c, x, n in cp.counters_by_time(p.time_x) if x >= p.time_x and n >= 3]
+    fleet = None
+    if by_time:
+        top = by_time[: p.top]
+        onsets = [(c, fleet_onset(cs, c)) for c, _, _ in top[:5]]
+        o, oc = _earliest(onsets, max(p.min_gain, 0.9))
+        fleet = FleetDeviation(top, o, oc)
+    # from the top counter, what moves with it
+    corr = []
+    if servers:
+        sd = servers[0]
+        corr.append(correlate(cs, sd.counters[0][0], sd.server, p.correlation))
+    if fleet is not None:
+        corr.append(correlate(cs, fleet.counters[0][0], None, p.correlation))
+    res = CounterAnalysis(cs, p, cp, servers, fleet, corr, notes=notes)
+    if reference is not None:
+        res.reference = reference
+        res.between = between(cs, reference)
+        if res.between.only_here:
+            notes.append(f"{len(res.between.only_here)} counter(s) absent from the reference: "
+                         + ", ".join(res.between.only_here[:5]))
+    if rules:
+        res.rules = list(rules)
+        res.violations, rn = evaluate(cs, rules)
+        notes += rn
+    return res
+
+
+def _t(cs: CounterSet, k: int) -> str:
+    import datetime as _dt  # noqa: PLC0415
+
+    when = _dt.datetime.fromtimestamp(cs.start + k * cs.interval, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return f"{when} UTC ({cs.time_label(k)})"
+
+
+def _num(v: float) -> str:
+    if not np.isfinite(v):
+        return str(v)
+    a = abs(v)
+    return f"{v:,.0f}" if a >= 1000 else f"{v:.3g}"
+
+
+def counter_findings(ca: CounterAnalysis) -> list[Finding]:
+    cs, p, cp = ca.cs, ca.params, ca.comparative
+    params = {k: v for k, v in asdict(p).items() if k != "correlation"}
+    params.update(servers=len(cs.servers), counters=len(cs.counters), points=cs.n_points, interval_s=cs.interval)
+    out = []
+    corr_of = {(c.server, c.target): c for c in ca.correlations}
+    for rank, sd in enumerate(ca.servers):
+        s = sd.server
+        c0, x0 = sd.counters[0]
+        ev = [f"comparative analysis (server view): X = |global median - {cs.servers[s]}'s median| / global std"]
+        rows = []
+        for c, x in sd.counters:
+            rows.append([cs.counters[c], f"{x:.2f}", _num(cp.server_median[s, c]), _num(cp.global_median[c]),
+                         _num(cp.global_std[c])])
+        if sd.onset is not None:
+            o = sd.onset
+            ev.append(f"diverges from the other servers from {_t(cs, o.index)} on ({o.kind} in "
+                      f"{cs.counters[sd.onset_counter]}: {_num(o.before)} -> {_num(o.after)} above the fleet's median, "
+                      f"fit {o.gain:.2f})")
+        cr = corr_of.get((s, c0))
+        if cr is not None:
+            strong = cr.strong()[:6]
+            if strong:
+                ev.append(f"moves with {cs.counters[c0]} on {cs.servers[s]} (|r| >= {cr.params.threshold:g}): "
+                          + ", ".join(f"{cs.counters[r.counter]} ({_corr(r)})" for r in strong))
+        since = f" since {cs.time_label(sd.onset.index)}" if sd.onset is not None else ""
+        out.append(Finding(
+            analysis="counters", title=f"{cs.servers[s]} deviates from the fleet{since}: {cs.counters[c0]} and "
+                                       f"{len(sd.counters) - 1} more counter(s)",
+            subject=cs.servers[s], score=float(min(x0, 1e6)), severity="critical" if x0 >= 2 * p.server_x else "warning",
+            evidence=ev, tables=[Table(["counter", "X", "server median", "global median", "global std"], rows,
+                                       f"{cs.servers[s]}: counters by X")], parameters=params))
+        if rank >= 9:
+            break
+    if ca.fleet is not None:
+        fd = ca.fleet
+        c0, x0, n0 = fd.counters[0]
+        ev = ["comparative analysis (time view): X = |global median - median over servers at a time point| / "
+              "global std"]
+        if fd.onset is not None:
+            ev.append(f"the fleet's {cs.counters[fd.onset_counter]} starts to move at {_t(cs, fd.onset.index)} "
+                      f"({fd.onset.kind}: {_num(fd.onset.before)} -> {_num(fd.onset.after)}, fit {fd.onset.gain:.2f})")
+        cr = corr_of.get((None, c0))
+        if cr is not None:
+            strong = cr.strong()[:6]
+            if strong:
+                ev.append(f"over the fleet, {cs.counters[c0]} moves with: "
+                          + ", ".join(f"{cs.counters[r.counter]} ({_corr(r)})" for r in strong))
+        rows = []
+        for c, x, n in fd.counters:
+            k = int(np.nanargmax(np.nan_to_num(cp.time_x[:, c], nan=-1)))
+            rows.append([cs.counters[c], f"{x:.2f}", n, cs.time_label(k), _num(cp.time_median[k, c]),
+                         _num(cp.global_median[c])])
+        since = f" from {cs.time_label(fd.onset.index)}" if fd.onset is not None else ""
+        out.append(Finding(
+            analysis="counters", title=f"the whole fleet drifts{since}: {cs.counters[c0]} and "
+                                       f"{len(fd.counters) - 1} more counter(s)",
+            subject="fleet", score=float(min(x0, 1e6)), severity="warning", evidence=ev,
+            tables=[Table(["counter", "max X", f"points with X >= {p.time_x:g}", "worst at", "median then",
+                           "global median"], rows, "counters whose fleet-wide median moves")], parameters=params))
+    if ca.between is not None:
+        b = ca.between
+        top = [(i, x) for i, x in b.top(p.top * 2) if x >= p.reference_x]
+        if top:
+            rows = []
+            for i, x in top[: p.top * 2]:
+                worst = int(np.nanargmax(np.nan_to_num(b.server_x[:, i], nan=-1)))
+                rows.append([b.counters[i], f"{x:.2f}", _num(b.median[i]), _num(b.ref_median[i]), _num(b.ref_std[i]),
+                             f"{b.servers[worst]} ({b.server_x[worst, i]:.2f})"])
+            out.append(Finding(
+                analysis="counters", title=f"{len(top)} counter(s) differ from the reference: {b.counters[top[0][0]]} "
+                                           f"first (X {top[0][1]:.2f})",
+                subject=b.counters[top[0][0]], score=float(min(top[0][1], 1e6)), severity="warning",
+                evidence=[f"comparative analysis between datasets: X = |reference median - median| / reference std "
+                          f"(reference: {ca.reference.source})"],
+                tables=[Table(["counter", "X", "median", "reference median", "reference std", "most deviating server"],
+                              rows)], parameters=params))
+    for v in ca.violations:
+        rows = [[cs.servers[s] if s >= 0 else "fleet", cs.time_label(t) if t >= 0 else "all times", _num(val)]
+                for s, t, val in v.items]
+        out.append(Finding(
+            analysis="counters", title=f"threshold: {v.n:,} violation(s) of {v.rule.describe()}",
+            subject=cs.counters[v.counter], score=float(v.n), severity="warning",
+            evidence=[f"rule from {v.rule.source}; {v.checked:,} values compared"] + v.notes,
+            tables=[Table(["server", "time", "value"], rows, "worst first")], parameters={"rule": asdict(v.rule)}))
+    return out
+
+
+def _corr(r) -> str:
+    s = f"r {r.pearson:+.2f}, rho {r.spearman:+.2f}"
+    if r.lag:
+        s += f"; {r.lag_r:+.2f} when lagged {r.lag:+d} points"
+    return s

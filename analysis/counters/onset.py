@@ -1,0 +1,72 @@
+"""When a series starts to diverge: one change point, fitted two ways in O(n).
+
+- a *step*: y = a before the point, a + delta from it on (a hot partition, a configuration
+  change);
+- a *hinge*: y = a before the point, a + b (t - point) from it on (a leak, a stuck placement that
+  piles work on one server more and more).
+
+For every candidate point both models are fitted by least squares through suffix sums (both
+have two parameters and the point); the fit with the smallest residual wins. Growth that speeds
+up (GC time under memory pressure grows as its cube) bends late: its point comes out late. ``gain`` = 1 - SSE / SSE of a constant: how much of the series'
+variation the change explains (0: none, 1: all).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Onset:
+    index: int  # first point of the change (into the original series, NaNs included)
+    kind: str  # "step" | "ramp"
+    gain: float  # 0..1
+    before: float  # level before the change
+    after: float  # level at the end (ramp) or after the step
+
+
+def find_onset(y: np.ndarray, min_before: int = 2) -> Onset | None:
+    y = np.asarray(y, np.float64)
+    idx = np.flatnonzero(np.isfinite(y))
+    if len(idx) < 2 * min_before + 2:
+        return None
+    v = y[idx]
+    t = idx.astype(np.float64)
+    n = len(v)
+    sse0 = float(((v - v.mean()) ** 2).sum())
+    if sse0 <= 0:
+        return None
+    # suffix sums over points j >= i (i = candidate change position among the finite points)
+    def suffix(a):
+        return np.r_[np.cumsum(a[::-1])[::-1], 0.0]
+
+    s1, st, stt, sy, sty = suffix(np.ones(n)), suffix(t), suffix(t * t), suffix(v), suffix(t * v)
+    syy = float((v * v).sum())
+    Sy = float(v.sum())
+    cand = np.arange(min_before, n - min_before)
+    # step: two means
+    m_r = s1[cand]
+    m_l = n - m_r
+    sy_r = sy[cand]
+    sy_l = Sy - sy_r
+    sse_step = syy - sy_l ** 2 / m_l - sy_r ** 2 / m_r
+    # hinge at tau = t[cand - 1] (the last point before the change): h = max(0, t - tau)
+    tau = t[cand - 1]
+    sh = st[cand] - tau * m_r
+    shh = stt[cand] - 2 * tau * st[cand] + tau * tau * m_r
+    shy = sty[cand] - tau * sy_r
+    det = n * shh - sh * sh
+    ok = det > 1e-12
+    a = np.where(ok, (shh * Sy - sh * shy) / np.where(ok, det, 1), 0)
+    b = np.where(ok, (n * shy - sh * Sy) / np.where(ok, det, 1), 0)
+    sse_hinge = np.where(ok, syy - a * Sy - b * shy, np.inf)
+    i_s, i_h = int(np.argmin(sse_step)), int(np.argmin(sse_hinge))
+    if sse_hinge[i_h] < sse_step[i_s]:
+        j = int(cand[i_h])
+        return Onset(int(idx[j - 1]), "ramp", float(1 - sse_hinge[i_h] / sse0), float(a[i_h]),
+                     float(a[i_h] + b[i_h] * (t[-1] - tau[i_h])))
+    j = int(cand[i_s])
+    return Onset(int(idx[j]), "step", float(1 - sse_step[i_s] / sse0), float(sy_l[i_s] / m_l[i_s]),
+                 float(sy_r[i_s] / m_r[i_s]))

@@ -1,0 +1,269 @@
+"""Readers of performance counters across servers: CSV (long or wide) and Prometheus range-query
+JSON. Each returns :class:`RawCounters`; :func:`load_counters` reads several files of one
+dataset (say one per server) and aligns them.
+
+CSV (header required; names matched case-insensitively, ``-``/``_``/spaces ignored):
+
+- **long**: ``time, server, counter, value``: one row per sample of one counter;
+- **wide**: ``time, server, COUNTER...``: one row per server and time, one column per counter.
+
+The server column may be called server, instance, host, hostname, node, machine or silo; the
+counter column counter, metric or name. Times: unix seconds / ms / µs / ns (by magnitude) or
+ISO 8601. Empty cells are missing samples.
+
+Prometheus: the JSON body of ``/api/v1/query_range`` (``resultType`` "matrix"), or a list of
+them, or a JSON-lines file of them. The server is a label (``instance`` by default); the counter
+is ``__name__`` with the other labels, e.g. ``node_cpu_seconds_total{cpu="0",mode="idle"}``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..inputs import register_file_kind
+from .table import CounterSet, Piece, RawCounters, align
+
+TIME_NAMES = ("time", "timestamp", "ts", "t", "datetime", "date")
+SERVER_NAMES = ("server", "instance", "host", "hostname", "node", "machine", "silo")
+COUNTER_NAMES = ("counter", "metric", "name", "countername", "metricname")
+THREAD_NAMES = ("thread", "tid", "threadid", "lwp")
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", s.strip().lower())
+
+
+def _floats(col, path: Path, what: str) -> np.ndarray:
+    try:
+        return np.array(col, dtype=np.float64)
+    except ValueError:
+        pass
+    try:
+        return np.array([x if x.strip() else "nan" for x in col], dtype=np.float64)
+    except ValueError:
+        bad = next(x for x in col if not _is_number(x))
+        raise InputError(path, f"{what} is not numeric (e.g. {bad[:30]!r})") from None
+
+
+def _is_number(x: str) -> bool:
+    try:
+        float(x if x.strip() else "nan")
+        return True
+    except ValueError:
+        return False
+
+
+def to_seconds(col, path: Path) -> np.ndarray:
+    """Times as unix seconds: numbers by magnitude (s, ms, µs, ns) or ISO 8601 strings."""
+    try:
+        v = np.array(col, dtype=np.float64)
+    except ValueError:
+        from ..spans.timeparse import parse_iso_ns  # noqa: PLC0415
+
+        try:
+            return np.array([parse_iso_ns(x) for x in col], np.float64) / 1e9
+        except ValueError:
+            raise InputError(path, "the time column holds neither numbers nor ISO 8601 times") from None
+    if len(v) == 0:
+        return v
+    mag = float(np.nanmax(np.abs(v)))
+    return v * (1e-9 if mag >= 1e17 else 1e-6 if mag >= 1e14 else 1e-3 if mag >= 1e11 else 1.0)
+
+
+# -- CSV ---------------------------------------------------------------------------------------
+
+def _header(head: bytes) -> list[str] | None:
+    first = head.decode("utf-8", "replace").split("\n", 1)[0].strip("\r\ufeff")
+    if "," not in first:
+        return None
+    return [_norm(c) for c in next(csv.reader([first]))]
+
+
+def sniff_csv(path: Path, head: bytes) -> bool:
+    cols = _header(head)
+    if not cols:
+        return False
+    return (any(c in TIME_NAMES for c in cols) and any(c in SERVER_NAMES for c in cols)
+            and not any(c in THREAD_NAMES for c in cols))
+
+
+def read_csv(path, interner: "_Names | None" = None) -> RawCounters:
+    path = Path(path)
+    names_ = interner or _Names()
+    try:
+        f = open(path, "r", encoding="utf-8-sig", errors="replace", newline="")
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    with f:
+        rd = csv.reader(f)
+        header = next(rd, None)
+        if not header or not any(h.strip() for h in header):
+            raise InputError(path, "file is empty")
+        rows = [r for r in rd if r and any(x.strip() for x in r)]
+    names = [_norm(h) for h in header]
+    width = len(header)
+    notes = []
+    short = sum(1 for r in rows if len(r) < width)
+    if short:
+        rows = [r for r in rows if len(r) >= width]
+        notes.append(f"{path.name}: {short:,} rows with fewer fields than the header were skipped")
+    if not rows:
+        raise InputError(path, "no data rows under the header")
+    t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
+    s_i = next((i for i, n in enumerate(names) if n in SERVER_NAMES), None)
+    if t_i is None or s_i is None:
+        raise InputError(path, f"needs a time and a server column (header: {', '.join(header[:8])})")
+    cols = list(zip(*rows))
+    del rows
+    time = to_seconds(cols[t_i], path)
+    server = names_.servers_of(cols[s_i])
+    c_i = next((i for i, n in enumerate(names) if n in COUNTER_NAMES and i not in (t_i, s_i)), None)
+    v_i = next((i for i, n in enumerate(names) if n == "value"), None)
+    pieces = []
+    if c_i is not None and v_i is not None:  # long
+        value = _floats(cols[v_i], path, "the value column")
+        cname = np.asarray(cols[c_i], dtype=object)
+        uniq, inv = np.unique(cname, return_inverse=True)
+        idx = np.array([names_.counter(str(u)) for u in uniq], np.int32)
+        o = np.argsort(inv, kind="stable")
+        bounds = np.flatnonzero(np.r_[True, inv[o][1:] != inv[o][:-1], True])
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            r = o[a:b]
+            pieces.append(Piece(server[r], time[r], idx[inv[r[:1]]], value[r][:, None]))
+    else:  # wide
+        used = {t_i, s_i}
+        vals, cidx = [], []
+        for i in range(width):
+            if i in used:
+                continue
+            try:
+                vals.append(_floats(cols[i], path, f"column {header[i]!r}"))
+                cidx.append(names_.counter(header[i].strip()))
+            except InputError:
+                notes.append(f"{path.name}: column {header[i]!r} is not numeric: ignored")
+        if not vals:
+            raise InputError(path, "no numeric counter column besides time and server (nor counter and value columns)")
+        pieces.append(Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals)))
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes)
+
+
+class _Names:
+    """Server and counter names shared by the files of one dataset."""
+
+    def __init__(self):
+        self.server_list: list[str] = []
+        self.counter_list: list[str] = []
+        self._s: dict[str, int] = {}
+        self._c: dict[str, int] = {}
+
+    def server(self, name: str) -> int:
+        i = self._s.get(name)
+        if i is None:
+            i = self._s[name] = len(self.server_list)
+            self.server_list.append(name)
+        return i
+
+    def counter(self, name: str) -> int:
+        i = self._c.get(name)
+        if i is None:
+            i = self._c[name] = len(self.counter_list)
+            self.counter_list.append(name)
+        return i
+
+    def servers_of(self, col) -> np.ndarray:
+        arr = np.asarray(col, dtype=object)
+        uniq, inv = np.unique(arr, return_inverse=True)
+        idx = np.array([self.server(str(u).strip()) for u in uniq], np.int32)
+        return idx[inv]
+
+
+# -- Prometheus ----------------------------------------------------------------------------------
+
+def sniff_prometheus(path: Path, head: bytes) -> bool:
+    h = head.lstrip()[:4096]
+    return h[:1] in (b"{", b"[") and b'"resultType"' in head and b'"matrix"' in head
+
+
+def read_prometheus(path, server_label: str = "instance", interner: "_Names | None" = None) -> RawCounters:
+    path = Path(path)
+    names_ = interner or _Names()
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    if not text.strip():
+        raise InputError(path, "file is empty")
+    try:
+        docs = [json.loads(text)]
+    except json.JSONDecodeError as exc:
+        try:  # JSON lines
+            docs = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError:
+            raise InputError(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    results = []
+    for d in docs:
+        for item in (d if isinstance(d, list) else [d]):
+            data = item.get("data", item) if isinstance(item, dict) else None
+            if not isinstance(data, dict) or data.get("resultType") != "matrix":
+                raise InputError(path, 'not a Prometheus range-query result (expected data.resultType "matrix")')
+            results += data.get("result") or []
+    pieces, notes, unlabelled = [], [], 0
+    for r in results:
+        labels = dict(r.get("metric") or {})
+        server = labels.pop(server_label, None)
+        if server is None:
+            unlabelled += 1
+            continue
+        name = labels.pop("__name__", "") or "value"
+        if labels:
+            name += "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+        vals = r.get("values") or []
+        if not vals:
+            continue
+        try:
+            arr = np.array([(float(t), float(v)) for t, v in vals], np.float64)
+        except (TypeError, ValueError):
+            raise InputError(path, f"series {name} of {server}: values must be [time, \"number\"] pairs") from None
+        pieces.append(Piece(np.full(len(arr), names_.server(server), np.int32), arr[:, 0],
+                            np.array([names_.counter(name)], np.int32), arr[:, 1:2]))
+    if unlabelled:
+        notes.append(f"{path.name}: {unlabelled} series without the {server_label!r} label were left out "
+                     "(--server-label names another)")
+    if not pieces:
+        raise InputError(path, f"no series with samples and a {server_label!r} label")
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes)
+
+
+# -- several files -------------------------------------------------------------------------------
+
+def load_counters(paths, server_label: str = "instance", interval: float | None = None) -> CounterSet:
+    """Read the files of one dataset (CSV and Prometheus JSON mixed) and align them."""
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise InputError(None, "no counter file given")
+    names_ = _Names()
+    pieces, notes = [], []
+    for p in paths:
+        try:
+            with open(p, "rb") as f:
+                head = f.read(65536)
+        except OSError as exc:
+            raise InputError(p, exc.strerror or str(exc)) from None
+        if sniff_prometheus(p, head):
+            raw = read_prometheus(p, server_label, names_)
+        else:
+            raw = read_csv(p, names_)
+        pieces += raw.pieces
+        notes += raw.notes
+    source = str(paths[0]) if len(paths) == 1 else f"{paths[0].parent} ({len(paths)} files)"
+    raw = RawCounters(names_.server_list, names_.counter_list, pieces, source, notes)
+    return align(raw, interval)
+
+
+register_file_kind("counters", lambda p, h: sniff_csv(p, h) or sniff_prometheus(p, h))

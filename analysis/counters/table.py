@@ -1,0 +1,197 @@
+"""Performance counters of a fleet as one aligned cube, and the alignment that makes it.
+
+Readers deliver *pieces*: rows of samples, each row one server at one time with values for some
+counters (a wide CSV row; one counter for a long CSV or a Prometheus series). :func:`align` puts
+them on one time grid, as PAD does (paper 004): ts = the latest start over servers, tf = the
+earliest end, d = the sampling interval (detected: the median gap between a series' samples),
+N = floor((tf - ts) / d) intervals, so N + 1 points ts + k d. Each sample goes to its nearest
+grid point (a server sampling at another phase, or with its clock off by less than d/2, lands
+on the right point); a grid point without a sample stays NaN; two samples on one point: the
+nearest wins. What was cut is said in the notes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+
+
+@dataclass
+class Piece:
+    server: np.ndarray  # (R,) int32 server index
+    time: np.ndarray  # (R,) float64 seconds since the epoch
+    counters: np.ndarray  # (Cp,) int32 counter index of each value column
+    values: np.ndarray  # (R, Cp) float64
+
+
+@dataclass
+class RawCounters:
+    """What a reader found: server and counter names and the pieces of samples."""
+
+    servers: list[str]
+    counters: list[str]
+    pieces: list[Piece]
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_samples(self) -> int:
+        return sum(p.values.size for p in self.pieces)
+
+
+@dataclass
+class CounterSet:
+    servers: list[str]
+    counters: list[str]
+    start: float  # seconds since the epoch of grid point 0
+    interval: float  # seconds between grid points
+    values: np.ndarray  # (servers, counters, points) float64, NaN where no sample
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_points(self) -> int:
+        return self.values.shape[2]
+
+    @property
+    def times(self) -> np.ndarray:
+        return self.start + self.interval * np.arange(self.n_points)
+
+    def counter_index(self, name: str) -> int:
+        try:
+            return self.counters.index(name)
+        except ValueError:
+            low = name.lower()
+            hits = [i for i, c in enumerate(self.counters) if low in c.lower()]
+            if len(hits) == 1:
+                return hits[0]
+            raise KeyError(f"no counter {name!r}" + (f" (matches: {', '.join(self.counters[i] for i in hits[:5])})"
+                                                   if hits else "")) from None
+
+    def server_index(self, name: str) -> int:
+        try:
+            return self.servers.index(name)
+        except ValueError:
+            raise KeyError(f"no server {name!r}") from None
+
+    def time_label(self, k: int) -> str:
+        """Grid point k as minutes:seconds since the start (PAD's 'time since start')."""
+        s = k * self.interval
+        return f"+{int(s // 3600)}:{int(s % 3600 // 60):02d}:{int(s % 60):02d}" if s >= 3600 else \
+            f"+{int(s // 60)}:{int(s % 60):02d}"
+
+
+def detect_interval(raw: RawCounters) -> float:
+    """The median gap between consecutive samples of one series (server, counter)."""
+    gaps = []
+    for p in raw.pieces:
+        if len(p.time) < 2:
+            continue
+        o = np.lexsort((p.time, p.server))
+        t, s = p.time[o], p.server[o]
+        d = np.diff(t)
+        d = d[(s[1:] == s[:-1]) & (d > 0)]
+        if len(d):
+            gaps.append(d if len(d) <= 10_000 else d[:: len(d) // 10_000])
+    if not gaps:
+        raise InputError(raw.source, "no series has two samples: the sampling interval cannot be told")
+    return float(np.median(np.concatenate(gaps)))
+
+
+def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
+    """The aligned cube of ``raw`` (see the module's notes)."""
+    S, C = len(raw.servers), len(raw.counters)
+    if S == 0 or C == 0 or not raw.pieces:
+        raise InputError(raw.source, "no counter samples")
+    d = float(interval) if interval else detect_interval(raw)
+    if not d > 0:
+        raise InputError(raw.source, f"sampling interval must be positive, not {d}")
+    first = np.full(S, np.inf)
+    last = np.full(S, -np.inf)
+    for p in raw.pieces:
+        ok = np.isfinite(p.time)
+        np.minimum.at(first, p.server[ok], p.time[ok])
+        np.maximum.at(last, p.server[ok], p.time[ok])
+    seen = np.isfinite(first)
+    if not seen.all():
+        raw.notes.append(f"{int((~seen).sum())} server(s) without samples left out")
+    ts, tf = float(first[seen].max()), float(last[seen].min())
+    late, early = int(np.argmax(np.where(seen, first, -np.inf))), int(np.argmin(np.where(seen, last, np.inf)))
+    if tf < ts:
+        raise InputError(raw.source, f"the servers' sampling periods do not overlap: {raw.servers[late]} starts after "
+                                     f"{raw.servers[early]} ends")
+    n = int(np.floor((tf - ts) / d + 1e-9))
+    T = n + 1
+    if S * C * T > 2_000_000_000:
+        raise InputError(raw.source, f"{S} servers x {C} counters x {T} points is too large to hold at once")
+    cube = np.full((S, C, T), np.nan)
+    before = after = dup = 0
+    phase_sum = np.zeros(S)
+    phase_n = np.zeros(S)
+    for p in raw.pieces:
+        pos = (p.time - ts) / d
+        k = np.rint(pos)
+        finite = np.isfinite(p.time)
+        inside = (k >= 0) & (k <= n) & finite
+        # cut at the common period: samples more than d/2 outside it
+        before += int(((k < 0) & finite).sum()) * p.values.shape[1]
+        after += int(((k > n) & finite).sum()) * p.values.shape[1]
+        if not inside.any():
+            continue
+        frac = np.abs(pos[inside] - k[inside])
+        k = k[inside].astype(np.int64)
+        srv = p.server[inside].astype(np.int64)
+        vals = p.values[inside]
+        # one sample per (server, point) in this piece: the nearest
+        cell = srv * T + k
+        o = np.lexsort((frac, cell))
+        head = np.r_[True, cell[o][1:] != cell[o][:-1]]
+        dup += int((~head).sum()) * len(p.counters)
+        o = o[head]
+        k, srv, vals = k[o], srv[o], vals[o]
+        # clock phase of each server against the grid (a sign of clock offsets)
+        np.add.at(phase_sum, srv, ((pos[inside][o] % 1.0) + 0.5) % 1.0 - 0.5)
+        np.add.at(phase_n, srv, 1)
+        cols = p.counters.astype(np.int64)
+        taken = ~np.isnan(cube[srv[:, None], cols[None, :], k[:, None]])
+        dup += int(taken.sum())
+        cube[srv[:, None], cols[None, :], k[:, None]] = vals
+    notes = list(raw.notes)
+    notes.append(f"aligned to {T:,} points every {_secs(d)} from the latest start ({raw.servers[late]}) to the "
+                 f"earliest end ({raw.servers[early]})")
+    if before or after:
+        notes.append(f"cut {before:,} samples before the common start and {after:,} after the common end")
+    if dup:
+        notes.append(f"{dup:,} samples fell on a grid point that already had one: the nearest in a file was kept, "
+                     "the last file read wins between files")
+    missing = int(np.isnan(cube).sum())
+    if missing:
+        notes.append(f"{missing:,} of {cube.size:,} grid cells ({100 * missing / cube.size:.1f}%) have no sample")
+    phase = np.divide(phase_sum, phase_n, out=np.zeros(S), where=phase_n > 0)
+    shifted = [raw.servers[s] for s in range(S) if abs(phase[s]) > 0.25]
+    if shifted:
+        notes.append(f"{len(shifted)} server(s) sample more than a quarter interval off the grid (clock offset?): "
+                     + ", ".join(shifted[:6]))
+    keep = np.flatnonzero(seen)
+    if len(keep) < S:
+        cube = cube[keep]
+    return CounterSet(servers=[raw.servers[i] for i in keep], counters=list(raw.counters), start=ts, interval=d,
+                      values=cube, source=raw.source, notes=notes)
+
+
+def from_cube(values: np.ndarray, servers, counters, start: float = 0.0, interval: float = 1.0,
+              source: str = "") -> CounterSet:
+    """A counter set from an already aligned cube (generators, tests, benchmarks)."""
+    values = np.asarray(values, np.float64)
+    if values.ndim != 3 or values.shape[:2] != (len(servers), len(counters)):
+        raise ValueError("values must be (servers, counters, points)")
+    return CounterSet(list(servers), list(counters), float(start), float(interval), values, source)
+
+
+def _secs(d: float) -> str:
+    if d >= 60 and abs(d / 60 - round(d / 60)) < 1e-6:
+        return f"{int(round(d / 60))} min"
+    return f"{d:g} s"

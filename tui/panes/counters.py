@@ -1,0 +1,239 @@
+"""Counters pane (paper 004, PAD): the ranked deviations (servers, the fleet over time, against a
+reference, threshold violations) and, for the highlighted counter, PAD's views: the server view
+as a stock chart (min / mean / max per server), the time view (median with a q05-q95 band), the
+detail view as a server x time heat map in characters, sparklines per server. ``v`` cycles the
+views; ``c`` opens the correlations of the highlighted counter (on its server, or over the fleet;
+computed in a worker)."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from analysis.counters.correlation import correlate
+from analysis.counters.views import server_view, time_view
+
+from ..widgets.plots import line_series
+from ..widgets.row_table import Column, ListSource, RowTable
+from ..widgets.sparkline import sparkline
+
+VIEWS = ("server view", "time view", "detail", "sparklines", "correlations")
+SHADES = " ░▒▓█"
+
+
+class CountersPane(Vertical):
+    BINDINGS = [Binding("v", "next_view", "view"), Binding("c", "correlations", "correlations")]
+
+    DEFAULT_CSS = """
+    CountersPane #ct-title { height: 1; color: $text-muted; }
+    CountersPane #ct-table { height: auto; max-height: 12; }
+    CountersPane #ct-view-title { height: 1; background: $boost; }
+    CountersPane #ct-view-box { height: 1fr; }
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.ca = None
+        self.items: list[tuple[int | None, int]] = []  # row -> (server or None, counter)
+        self.row = 0
+        self.view = 0
+        self.corr = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("no counter analysis: it needs per-server counter time series (CSV long or wide, Prometheus "
+                     "range-query JSON)", id="ct-title")
+        yield RowTable(id="ct-table", empty_text="no counters")
+        yield Static("", id="ct-view-title")
+        with VerticalScroll(id="ct-view-box"):
+            yield Static("", id="ct-view")
+
+    @property
+    def table(self) -> RowTable:
+        return self.query_one("#ct-table", RowTable)
+
+    def show_result(self, result) -> None:
+        self.ca = getattr(result, "counters", None)
+        ca = self.ca
+        if ca is None:
+            self.table.set_rows([], ListSource([]))
+            self._render_view()
+            return
+        cs, cp, p = ca.cs, ca.comparative, ca.params
+        rows, styles, items = [], [], []
+        onset_of = {(sd.server, c): sd.onset for sd in ca.servers for c, _ in sd.counters}
+        for s, c, x in cp.top_servers(40):
+            o = onset_of.get((s, c))
+            rows.append([str(len(rows) + 1), cs.servers[s], cs.counters[c], f"{x:.2f}",
+                         cs.time_label(o.index) if o is not None else "",
+                         f"median {_n(cp.server_median[s, c])} vs fleet {_n(cp.global_median[c])}"])
+            styles.append("alert" if x >= p.server_x else None)
+            items.append((s, c))
+        for c, x, n in cp.counters_by_time(p.time_x)[:15]:
+            k = int(np.nanargmax(np.nan_to_num(cp.time_x[:, c], nan=-1)))
+            o = ca.fleet.onset if ca.fleet is not None and ca.fleet.onset_counter == c else None
+            rows.append([str(len(rows) + 1), "fleet", cs.counters[c], f"{x:.2f}", cs.time_label(o.index) if o else "",
+                         f"{n} points with X >= {p.time_x:g}; worst at {cs.time_label(k)}"])
+            styles.append("alert" if x >= p.time_x and n >= 3 else None)
+            items.append((None, c))
+        if ca.between is not None:
+            b = ca.between
+            for i, x in b.top(15):
+                rows.append([str(len(rows) + 1), "vs reference", b.counters[i], f"{x:.2f}", "",
+                             f"median {_n(b.median[i])} vs reference {_n(b.ref_median[i])}"])
+                styles.append("alert" if x >= p.reference_x else None)
+                items.append((None, cs.counters.index(b.counters[i])))
+        for v in ca.violations:
+            s, t, val = v.items[0]
+            rows.append([str(len(rows) + 1), "rule", cs.counters[v.counter], str(v.n), "",
+                         f"{v.rule.describe()}; worst {_n(val)} at {cs.servers[s] if s >= 0 else 'fleet'}"
+                         f"{' ' + cs.time_label(t) if t >= 0 else ''}"])
+            styles.append("alert")
+            items.append((s if s >= 0 else None, v.counter))
+        cols = [Column("#", "right", 2, 3), Column("where", "left", 5, 13), Column("counter", "left", 10, 38),
+                Column("X", "right", 4, 8), Column("since", "right", 5, 9),
+                Column("evidence", "left", 10, 90, flex=True)]
+        self.items = items
+        self.table.set_rows(cols, ListSource(rows, styles))
+        self.query_one("#ct-title", Static).update(
+            f"{len(cs.servers)} servers x {len(cs.counters)} counters x {cs.n_points} points every {cs.interval:g} s"
+            f" · {len(ca.servers)} deviating server(s) · X = |global median - local median| / global std"
+            " · v: view · c: correlations")
+        self.row = 0
+        self.corr = None
+        self._render_view()
+
+    def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
+        if event.table is self.table:
+            self.row = event.row
+            self.corr = None
+            self._render_view()
+
+    def action_next_view(self) -> None:
+        self.view = (self.view + 1) % len(VIEWS)
+        self._render_view()
+
+    def action_correlations(self) -> None:
+        if self.ca is None or not self.items:
+            return
+        self.view = VIEWS.index("correlations")
+        s, c = self.items[min(self.row, len(self.items) - 1)]
+        self.query_one("#ct-view", Static).update(f"correlating {self.ca.cs.counters[c]} with every counter…")
+        self._correlate(s, c)
+
+    @work(thread=True, exclusive=True, group="counters-corr")
+    def _correlate(self, server, counter) -> None:
+        res = correlate(self.ca.cs, counter, server, self.ca.params.correlation)
+        self.app.call_from_thread(self._correlated, res)
+
+    def _correlated(self, res) -> None:
+        self.corr = res
+        self._render_view()
+
+    def on_resize(self, event) -> None:
+        self._render_view()
+
+    def _render_view(self) -> None:
+        title = self.query_one("#ct-view-title", Static)
+        out = self.query_one("#ct-view", Static)
+        ca = self.ca
+        if ca is None or not self.items:
+            title.update("")
+            out.update("")
+            return
+        cs = ca.cs
+        s, c = self.items[min(self.row, len(self.items) - 1)]
+        name = cs.counters[c]
+        title.update(" · ".join(f"[b]{v}[/b]" if i == self.view else v for i, v in enumerate(VIEWS))
+                     + f"  —  {name}" + (f" on {cs.servers[s]}" if s is not None else ""))
+        width = max(40, (self.size.width or 80) - 2)
+        height = max(8, (self.query_one("#ct-view-box").size.height or 10) - 1)
+        view = VIEWS[self.view]
+        if view == "server view":
+            sv = server_view(cs, c)
+            x = list(range(1, len(cs.servers) + 1))
+            out.update(line_series(x, {"max": sv.max.tolist(), "mean": sv.mean.tolist(), "min": sv.min.tolist()},
+                                   width, height, f"{name}: min / mean / max per server (1 = {cs.servers[0]})"))
+        elif view == "time view":
+            tv = time_view(cs, c)
+            x = list(range(cs.n_points))
+            series = {"median": tv.median.tolist(), "q95": tv.q95.tolist(), "q05": tv.q05.tolist()}
+            if s is not None:
+                series = {cs.servers[s]: cs.values[s, c].tolist(), **series}
+            out.update(line_series(x, series, width, height,
+                                   f"{name} over time (points every {cs.interval:g} s): fleet median, q05-q95 band"))
+        elif view == "detail":
+            out.update(_heatmap(cs, c, s, width, height))
+        elif view == "sparklines":
+            out.update(_sparklines(cs, c, s, width))
+        else:
+            out.update(self._corr_text(s, c))
+
+    def _corr_text(self, s, c) -> Text:
+        cs = self.ca.cs
+        r = self.corr
+        if r is None or r.target != c or r.server != s:
+            return Text("press c to correlate this counter with every other one"
+                        + (f" on {cs.servers[s]}" if s is not None else " over the fleet"))
+        t = Text(f"{cs.counters[c]}" + (f" on {cs.servers[s]}" if s is not None else " over the fleet") +
+                 f": {r.cells:,} samples; |r| >= {r.params.threshold:g} in bold" +
+                 (f" ({'; '.join(r.notes)})" if r.notes else "") + "\n", style="bold")
+        t.append(f"{'counter':<42} {'Pearson':>8} {'Spearman':>9}  lag\n", style="dim")
+        strong = {id(x) for x in r.strong()}
+        for row in r.rows[:40]:
+            lag = f"{row.lag:+d} pts r {row.lag_r:+.2f}" if row.lag else ""
+            t.append(f"{cs.counters[row.counter][:42]:<42} {row.pearson:>+8.2f} {row.spearman:>+9.2f}  {lag}\n",
+                     style="bold" if id(row) in strong else "dim")
+        return t
+
+
+def _bins(x: np.ndarray, n: int) -> np.ndarray:
+    """Columns of ``x`` (rows x points) averaged into n bins."""
+    T = x.shape[1]
+    n = max(1, min(n, T))
+    edges = np.linspace(0, T, n + 1).astype(int)
+    with np.errstate(all="ignore"):
+        import warnings  # noqa: PLC0415
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.stack([np.nanmean(x[:, a:b], axis=1) for a, b in zip(edges[:-1], edges[1:])], axis=1)
+
+
+def _heatmap(cs, c: int, s: int | None, width: int, height: int) -> Text:
+    x = cs.values[:, c, :]
+    label_w = max(len(n) for n in cs.servers) + 1
+    b = _bins(x, width - label_w - 2)
+    lo, hi = np.nanquantile(b, 0.02), np.nanquantile(b, 0.98)
+    span = hi - lo if hi > lo else 1.0
+    t = Text(f"{cs.counters[c]}: server x time, shade = value ({_n(lo)} .. {_n(hi)}), time runs right\n",
+             style="bold")
+    for i, name in enumerate(cs.servers):
+        row = b[i]
+        level = np.clip(((row - lo) / span * (len(SHADES) - 1)).round(), 0, len(SHADES) - 1)
+        chars = "".join("?" if not np.isfinite(v) else SHADES[int(v)] for v in np.where(np.isfinite(row), level, np.nan))
+        t.append(f"{name:<{label_w}} ", style="red bold" if i == s else "")
+        t.append(chars + "\n", style="red" if i == s else "")
+    return t
+
+
+def _sparklines(cs, c: int, s: int | None, width: int) -> Text:
+    x = cs.values[:, c, :]
+    label_w = max(len(n) for n in cs.servers) + 1
+    b = _bins(x, min(120, width - label_w - 24))
+    lo, hi = float(np.nanmin(b)), float(np.nanmax(b))
+    t = Text(f"{cs.counters[c]} per server over time, one scale ({_n(lo)} .. {_n(hi)})\n", style="bold")
+    for i, name in enumerate(cs.servers):
+        t.append(f"{name:<{label_w}} {sparkline(b[i], lo, hi)}  median {_n(float(np.nanmedian(x[i])))}\n",
+                 style="red" if i == s else "")
+    return t
+
+
+def _n(v: float) -> str:
+    if v is None or not np.isfinite(v):
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
