@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-EVALS = ["request_outliers", "calltree_diagnosis", "thread_deviations"]
+EVALS = ["request_outliers", "calltree_diagnosis", "thread_deviations", "counter_incidents"]
 
 
 def main(argv=None) -> int:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .onset import Onset, find_onset
+from .stats import nanmedian
 from .table import CounterSet
 
 
@@ -72,7 +73,7 @@ def within(cs: CounterSet, block: int = 16) -> Comparative:
         for lo in range(0, C, block):
             v = np.ascontiguousarray(cs.values[:, lo:lo + block, :])  # (S, b, T)
             nan = bool(np.isnan(v).any())
-            med = np.nanmedian if nan else np.median
+            med = nanmedian if nan else np.median
             std = np.nanstd if nan else np.std
             b = v.shape[1]
             flat = v.transpose(1, 0, 2).reshape(b, S * T)
@@ -110,11 +111,11 @@ def between(cs: CounterSet, ref: CounterSet) -> Between:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         rv = ref.values[:, there, :].transpose(1, 0, 2).reshape(len(common), -1)
-        rm, rs = np.nanmedian(rv, axis=1), np.nanstd(rv, axis=1)
+        rm, rs = nanmedian(rv, axis=1), np.nanstd(rv, axis=1)
         del rv
         v = cs.values[:, here, :]
-        med = np.nanmedian(v.transpose(1, 0, 2).reshape(len(common), -1), axis=1)
-        smed = np.nanmedian(v, axis=2)
+        med = nanmedian(v.transpose(1, 0, 2).reshape(len(common), -1), axis=1)
+        smed = nanmedian(v, axis=2)
     return Between(common, rm, rs, med, _x(med - rm, rs), list(cs.servers), _x(smed - rm, rs),
                    [c for c in cs.counters if c not in set(common)], [c for c in ref.counters if c not in set(common)])
 
@@ -126,7 +127,7 @@ def server_onset(cs: CounterSet, s: int, c: int) -> Onset | None:
     others = np.delete(v, s, axis=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        ref = np.nanmedian(others, axis=0) if len(others) else np.zeros(v.shape[1])
+        ref = nanmedian(others, axis=0) if len(others) else np.zeros(v.shape[1])
     return find_onset(v[s] - ref)
 
 
@@ -134,4 +135,4 @@ def fleet_onset(cs: CounterSet, c: int) -> Onset | None:
     """When the fleet's median of counter ``c`` starts to move."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return find_onset(np.nanmedian(cs.values[:, c, :], axis=0))
+        return find_onset(nanmedian(cs.values[:, c, :], axis=0))

@@ -62,10 +62,18 @@ class CounterAnalysis:
     notes: list[str] = field(default_factory=list)
 
 
-def _earliest(onsets: list[tuple[int, Onset | None]], min_gain: float):
-    good = [(o.index, c, o) for c, o in onsets if o is not None and o.gain >= min_gain]
+def _consensus(onsets: list[tuple[int, Onset | None]], min_gain: float):
+    """The earliest change point that another well-fitted counter confirms (within 2 points): a
+    divergence shows first in the counters that move with it directly (actors placed, memory
+    held) and later in those that saturate or bend (queues, GC time), while one counter alone
+    can be fooled by its own daily swing. No confirmation: the median of the well-fitted points;
+    none fitted well: the top counter's."""
+    good = sorted(((o.index, c, o) for c, o in onsets if o is not None and o.gain >= min_gain), key=lambda g: g[0])
+    for k, (i, c, o) in enumerate(good):
+        if any(abs(j - i) <= 2 for n, (j, _, _) in enumerate(good) if n != k):
+            return o, c
     if good:
-        i, c, o = min(good, key=lambda g: g[0])
+        i, c, o = good[(len(good) - 1) // 2]
         return o, c
     c, o = onsets[0] if onsets else (None, None)
     return o, c
@@ -86,7 +94,7 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
     for s, cx in by_server.items():
         cx = cx[: p.top]
         onsets = [(c, server_onset(cs, s, c)) for c, _ in cx]
-        o, oc = _earliest(onsets, p.min_gain)
+        o, oc = _consensus(onsets, p.min_gain)
         servers.append(ServerDeviation(s, cx, o, oc))
     # the fleet over time: counters whose median at some time points moves far from the usual
     by_time = [(c, x, n) for c, x, n in cp.counters_by_time(p.time_x) if x >= p.time_x and n >= 3]
@@ -94,7 +102,7 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
     if by_time:
         top = by_time[: p.top]
         onsets = [(c, fleet_onset(cs, c)) for c, _, _ in top[:5]]
-        o, oc = _earliest(onsets, max(p.min_gain, 0.9))
+        o, oc = _consensus(onsets, max(p.min_gain, 0.9))
         fleet = FleetDeviation(top, o, oc)
     # from the top counter, what moves with it
     corr = []

@@ -127,7 +127,9 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     T = n + 1
     if S * C * T > 2_000_000_000:
         raise InputError(raw.source, f"{S} servers x {C} counters x {T} points is too large to hold at once")
-    cube = np.full((S, C, T), np.nan)
+    # rows (server, point) x counters first: a reader's row lands whole in one place, then one
+    # transposition makes the (server, counter, point) cube
+    rows_buf = None  # made on first use (a reader's full, ordered piece becomes it without a copy)
     before = after = dup = 0
     phase_sum = np.zeros(S)
     phase_n = np.zeros(S)
@@ -142,23 +144,37 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
         if not inside.any():
             continue
         frac = np.abs(pos[inside] - k[inside])
-        k = k[inside].astype(np.int64)
-        srv = p.server[inside].astype(np.int64)
-        vals = p.values[inside]
+        cell = p.server[inside].astype(np.int64) * T + k[inside].astype(np.int64)
         # one sample per (server, point) in this piece: the nearest
-        cell = srv * T + k
         o = np.lexsort((frac, cell))
         head = np.r_[True, cell[o][1:] != cell[o][:-1]]
         dup += int((~head).sum()) * len(p.counters)
         o = o[head]
-        k, srv, vals = k[o], srv[o], vals[o]
+        sel = np.flatnonzero(inside)[o]
+        cell = cell[o]
+        srv = cell // T
         # clock phase of each server against the grid (a sign of clock offsets)
-        np.add.at(phase_sum, srv, ((pos[inside][o] % 1.0) + 0.5) % 1.0 - 0.5)
+        np.add.at(phase_sum, srv, ((pos[sel] % 1.0) + 0.5) % 1.0 - 0.5)
         np.add.at(phase_n, srv, 1)
         cols = p.counters.astype(np.int64)
-        taken = ~np.isnan(cube[srv[:, None], cols[None, :], k[:, None]])
-        dup += int(taken.sum())
-        cube[srv[:, None], cols[None, :], k[:, None]] = vals
+        whole = len(cols) == C and bool((cols == np.arange(C)).all())
+        if rows_buf is None and whole and len(cell) == S * T and bool((sel == np.arange(len(sel))).all()) \
+                and bool((cell == np.arange(S * T)).all()):
+            rows_buf = p.values  # rows already one per (server, point), in order
+            continue
+        if rows_buf is None:
+            rows_buf = np.full((S * T, C), np.nan)
+        vals = p.values[sel]
+        if whole:
+            dup += int((~np.isnan(rows_buf[cell])).any(axis=1).sum())
+            rows_buf[cell] = vals
+        else:
+            dup += int((~np.isnan(rows_buf[cell[:, None], cols[None, :]])).sum())
+            rows_buf[cell[:, None], cols[None, :]] = vals
+    if rows_buf is None:
+        rows_buf = np.full((S * T, C), np.nan)
+    cube = np.ascontiguousarray(rows_buf.reshape(S, T, C).transpose(0, 2, 1), dtype=np.float64)
+    del rows_buf
     notes = list(raw.notes)
     notes.append(f"aligned to {T:,} points every {_secs(d)} from the latest start ({raw.servers[late]}) to the "
                  f"earliest end ({raw.servers[early]})")

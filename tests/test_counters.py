@@ -1,0 +1,265 @@
+"""Counters across servers (PAD, paper 004): readers and alignment, comparative analysis, change
+points, correlation, threshold rules, the CLI and the Counters pane."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from analysis.counters.comparative import within
+from analysis.counters.correlation import correlate
+from analysis.counters.findings import analyse_counters, counter_findings
+from analysis.counters.onset import find_onset
+from analysis.counters.readers import load_counters
+from analysis.counters.rules import evaluate, read_rules
+from analysis.counters.stats import nanmedian
+from analysis.counters.table import from_cube
+from analysis.errors import InputError
+from analysis.sim.fleet import AFFECTED, FleetConfig, fleet_counters
+
+SAMPLE = ROOT / "sample_traces" / "fleet"
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_long_wide_and_prometheus_give_the_same_aligned_cube(tmp_path):
+    rng = np.random.default_rng(1)
+    t0, d = 1_700_000_000, 60
+    servers, counters = ["a", "b", "c"], ["cpu", "mem"]
+    v = rng.normal(50, 5, (3, 2, 10))
+    # b samples 20 s late (a clock offset under d/2), c starts one interval late, a misses a sample
+    offs = {"a": 0, "b": 20, "c": 0}
+    first = {"a": 0, "b": 0, "c": 1}
+    wide, long_ = ["time,server,cpu,mem"], ["timestamp,instance,metric,value"]
+    prom = []
+    for i, s in enumerate(servers):
+        series = {c: [] for c in counters}
+        for k in range(first[s], 10):
+            t = t0 + k * d + offs[s]
+            cells = [f"{v[i, j, k]:.6f}" if not (s == "a" and k == 4 and j == 1) else "" for j in range(2)]
+            wide.append(f"{t},{s},{cells[0]},{cells[1]}")
+            for j, c in enumerate(counters):
+                if cells[j]:
+                    long_.append(f"{t * 1000},{s},{c},{cells[j]}")  # ms
+                    series[c].append([t, cells[j]])
+        for c in counters:
+            prom.append({"metric": {"__name__": c, "instance": s}, "values": series[c]})
+    cw = load_counters([_write(tmp_path / "wide.csv", "\n".join(wide) + "\n")])
+    cl = load_counters([_write(tmp_path / "long.csv", "\n".join(long_) + "\n")])
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": prom}}
+    cp = load_counters([_write(tmp_path / "prom.json", json.dumps(doc))])
+    # the common period starts with c (one interval late): 9 points
+    assert cw.n_points == 9 and cw.start == t0 + d and cw.interval == d
+    for cs in (cl, cp):
+        assert sorted(cs.servers) == servers and sorted(cs.counters) == counters and cs.n_points == 9
+        for s in servers:
+            for c in counters:
+                a = cw.values[cw.servers.index(s), cw.counters.index(c)]
+                b = cs.values[cs.servers.index(s), cs.counters.index(c)]
+                assert np.allclose(a, b, equal_nan=True), (s, c)
+    a = cw.values[cw.servers.index("a"), cw.counters.index("mem")]
+    assert np.isnan(a[3]) and np.isfinite(a).sum() == 8  # the missing sample stays missing
+    assert np.allclose(cw.values[1, 0], v[1, 0, 1:], atol=1e-5)  # b's late samples on the grid
+    assert any("cut" in n for n in cw.notes) and any("no sample" in n for n in cw.notes)
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("", "empty"),
+    ("time,server,cpu\n", "no data rows"),
+    ("time,host,counter,value\n1700000000,a,cpu,high\n", "value column is not numeric"),
+    ("when,what\n1,2\n", "unrecognised"),
+])
+def test_bad_counter_files_say_which_file_and_what(tmp_path, text, problem):
+    from analysis.triage import run_triage
+
+    p = _write(tmp_path / "bad.csv", text)
+    with pytest.raises(InputError) as e:
+        run_triage([p])
+    assert str(p) in str(e.value) and problem in str(e.value) and "\n" not in str(e.value)
+
+
+def test_prometheus_server_label_and_bad_json(tmp_path):
+    doc = {"data": {"resultType": "matrix", "result": [
+        {"metric": {"__name__": "up", "job": "node", "pod": "p1"}, "values": [[1, "1"], [2, "1"], [3, "0"]]},
+        {"metric": {"__name__": "up", "job": "node", "pod": "p2"}, "values": [[1, "1"], [2, "1"], [3, "1"]]}]}}
+    p = _write(tmp_path / "q.json", json.dumps(doc))
+    with pytest.raises(InputError, match="instance"):
+        load_counters([p])
+    cs = load_counters([p], server_label="pod")
+    assert cs.servers == ["p1", "p2"] and cs.counters == ['up{job="node"}'] and cs.n_points == 3
+    bad = _write(tmp_path / "bad.json", '{"data": {"resultType": "matrix", "result": [')
+    with pytest.raises(InputError, match="not valid JSON"):
+        load_counters([bad])
+
+
+def test_comparative_x_by_hand():
+    # 4 servers x 1 counter x 5 points; server 3 sits at 10, the others at 0, 1, 2
+    v = np.array([[0, 0, 0, 0, 0], [1, 1, 1, 1, 1], [2, 2, 2, 2, 2], [10, 10, 10, 10, 10]], float)[:, None, :]
+    cs = from_cube(v, ["s0", "s1", "s2", "s3"], ["x"])
+    cp = within(cs)
+    gm, gs = np.median(v), np.std(v)
+    assert cp.global_median[0] == gm and np.isclose(cp.global_std[0], gs)
+    assert np.allclose(cp.server_x[:, 0], np.abs(np.array([0, 1, 2, 10]) - gm) / gs)
+    assert cp.top_servers(1)[0][:2] == (3, 0)
+    assert np.allclose(cp.time_x[:, 0], np.abs(1.5 - gm) / gs)  # median over servers at each point
+
+
+def test_nanmedian_matches_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 6, 31))
+    x[rng.random(x.shape) < 0.1] = np.nan
+    x[0, 0, :] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for axis in (0, 1, 2):
+            assert np.allclose(nanmedian(x, axis), np.nanmedian(x, axis=axis), equal_nan=True)
+
+
+@pytest.mark.parametrize("t0", [40, 150])
+def test_onset_of_a_ramp_and_a_step(t0):
+    rng = np.random.default_rng(t0)
+    t = np.arange(300.0)
+    ramp = rng.normal(0, 1, 300) + np.where(t >= t0, (t - t0) * 0.3, 0)
+    step = rng.normal(0, 1, 300) + np.where(t >= t0, 3.0, 0)
+    o = find_onset(ramp)
+    assert o.kind == "ramp" and abs(o.index - t0) <= 2 and o.gain > 0.9
+    o = find_onset(step)
+    assert o.kind == "step" and abs(o.index - t0) <= 2 and 2.5 < o.after - o.before < 3.5
+    assert find_onset(rng.normal(0, 1, 300)).gain < 0.1
+
+
+@pytest.mark.parametrize("kind", ["stuck_rng", "hot_partition"])
+def test_injected_server_is_ranked_first_and_dated(kind):
+    cs, truth = fleet_counters(FleetConfig(seed=2, incidents={kind: {"server": 9, "start": 0.35}}))
+    ca = analyse_counters(cs)
+    s, c, x = ca.comparative.top_servers(1)[0]
+    assert cs.servers[s] == "silo-10" and cs.counters[c] in AFFECTED[kind] and x > 2.5
+    assert ca.servers[0].server == s and len(ca.servers) == 1
+    assert abs(ca.servers[0].onset.index - truth["incidents"][0]["start_index"]) <= 2
+    f = counter_findings(ca)[0]
+    assert f.subject == "silo-10" and "since" in f.title and f.severity in ("warning", "critical")
+
+
+def test_healthy_fleet_reports_no_server():
+    cs, _ = fleet_counters(FleetConfig(seed=7))
+    assert analyse_counters(cs).servers == []
+
+
+def test_correlation_pearson_spearman_and_lag():
+    rng = np.random.default_rng(3)
+    T = 400
+    base = rng.normal(0, 1, (5, T))
+    v = np.stack([base, np.exp(base / 10), base + rng.normal(0, 50, (5, T)),
+                  np.roll(base, 5, axis=1)], axis=1)  # linear self, monotonic, noise, lagged by 5
+    v[:, 3, :5] = base[:, :1]
+    cs = from_cube(v, [f"s{i}" for i in range(5)], ["x", "expx", "noise", "later"])
+    r = correlate(cs, 0, server=0)
+    by = {cs.counters[row.counter]: row for row in r.rows}
+    assert by["expx"].spearman > 0.99 and abs(by["noise"].pearson) < 0.9
+    assert by["later"].lag == 5 and by["later"].lag_r > 0.95
+    assert "noise" not in {cs.counters[x.counter] for x in r.strong()}
+    rf = correlate(cs, 0)  # over the fleet
+    assert {cs.counters[x.counter] for x in rf.strong()} >= {"expx"} and rf.cells == 5 * T
+
+
+PAPER_XML = """<ThresholdConfig>
+  <PerformanceCounter Name="Runtime.GC.PercentOfTimeInGC">
+    <Rule AppliesTo="DetailView">
+      <Statistic >Any</Statistic >
+      <ExpectedValue >15</ExpectedValue >
+      <ComparisonOperator>GreaterThan </ComparisonOperator >
+    </Rule >
+  </PerformanceCounter >
+  <PerformanceCounter Name="MessageQueue.NumQueuedMsgs">
+    <Rule AppliesTo="TimeView">
+      <Statistic >Average</Statistic >
+      <ExpectedValue >5</ExpectedValue >
+      <ComparisonOperator>GreaterThan </ComparisonOperator >
+    </Rule >
+  </PerformanceCounter >
+</ThresholdConfig >
+"""
+
+
+def test_rules_in_the_papers_xml_and_in_toml(tmp_path):
+    v = np.zeros((3, 2, 6))
+    v[1, 0, 4] = 20  # GC above 15 once, on s1 at point 4
+    v[:, 1, 2] = [4, 6, 8]  # queued messages: fleet mean 6 at point 2
+    cs = from_cube(v, ["s0", "s1", "s2"], ["Runtime.GC.PercentOfTimeInGC", "MessageQueue.NumQueuedMsgs"])
+    xml_rules = read_rules(_write(tmp_path / "rules.xml", PAPER_XML))
+    toml_rules = read_rules(_write(tmp_path / "rules.toml", (SAMPLE / "rules.toml").read_text()))
+    for rules in (xml_rules, toml_rules[:2]):
+        viol, notes = evaluate(cs, rules)
+        assert not notes and len(viol) == 2
+        gc, q = viol
+        assert gc.n == 1 and gc.items[0] == (1, 4, 20.0)
+        assert q.n == 1 and q.items[0] == (-1, 2, 6.0)
+    viol, notes = evaluate(cs, toml_rules)
+    assert any("no counter matches" in n for n in notes)
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("[[rule]]\ncounter='x'\nview='nowhere'\nvalue=1\n", "view must be"),
+    ("[[rule]]\ncounter='x'\n", "give value"),
+    ("[[rule]]\ncounter='x'\nvalue=1\nop='about'\n", "unknown comparison"),
+    ("<ThresholdConfig><PerformanceCounter Name='x'><Rule AppliesTo='Sideways'/></PerformanceCounter>"
+     "</ThresholdConfig>", "AppliesTo"),
+    ("[[rule]\n", "not valid TOML"),
+])
+def test_bad_rules_say_which_rule(tmp_path, text, problem):
+    p = _write(tmp_path / "r.toml", text)
+    with pytest.raises(InputError) as e:
+        read_rules(p)
+    assert str(p) in str(e.value) and problem in str(e.value)
+
+
+def test_report_on_the_committed_sample_names_its_incidents():
+    truth = json.loads((SAMPLE / "ground_truth.json").read_text())
+    out = subprocess.run([sys.executable, "-m", "perftriage", "report", str(SAMPLE), "--format", "json", "-q",
+                          "--reference", str(ROOT / "sample_traces" / "fleet-baseline")],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout)
+    subjects = [f["subject"] for f in rep["findings"] if "deviates from the fleet" in f["title"]]
+    injected = {i["servers"][0] for i in truth["incidents"] if i["kind"] != "buffer_leak"}
+    assert set(subjects) == injected
+    titles = " ".join(f["title"] for f in rep["findings"])
+    assert "threshold:" in titles and "differ from the reference" in titles
+
+
+async def test_counters_pane_views_and_correlations():
+    from analysis.triage import Options
+    from tui.app import PerftriageApp
+    from tui.panes.counters import VIEWS, CountersPane
+    from tui.widgets.row_table import RowTable
+
+    app = PerftriageApp([str(SAMPLE)], Options())
+    async with app.run_test(size=(140, 45)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.query_one("#tabs").active == "counters"
+        pane = app.query_one(CountersPane)
+        table = app.query_one("#ct-table", RowTable)
+        assert table.source.cells(0)[1] == "silo-07"
+        await pilot.pause(0.2)
+        assert "max&#160;per&#160;server" in app.export_screenshot() or "max per server" in app.export_screenshot()
+        table.focus()
+        for view in VIEWS[1:4]:
+            await pilot.press("v")
+            assert VIEWS[pane.view] == view
+        await pilot.pause(0.2)
+        assert "silo-25" in app.export_screenshot()  # sparklines list every server
+        await pilot.press("c")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.pause(0.2)
+        assert VIEWS[pane.view] == "correlations" and "Pearson" in app.export_screenshot() and pane.corr is not None
