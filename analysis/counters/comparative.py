@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .onset import Onset, find_onset
-from .stats import nanmedian
+from .stats import nanmedian, nanmedian_rows, nanstd_rows
 from .table import CounterSet
 
 
@@ -72,16 +72,13 @@ def within(cs: CounterSet, block: int = 16) -> Comparative:
         warnings.simplefilter("ignore", RuntimeWarning)
         for lo in range(0, C, block):
             v = np.ascontiguousarray(cs.values[:, lo:lo + block, :])  # (S, b, T)
-            nan = bool(np.isnan(v).any())
-            med = nanmedian if nan else np.median
-            std = np.nanstd if nan else np.std
             b = v.shape[1]
             flat = v.transpose(1, 0, 2).reshape(b, S * T)
-            gm[lo:lo + b] = med(flat, axis=1)
-            gs[lo:lo + b] = std(flat, axis=1)
+            gm[lo:lo + b] = nanmedian_rows(flat)
+            gs[lo:lo + b] = nanstd_rows(flat)
             del flat
-            sm[:, lo:lo + b] = med(v, axis=2)
-            tm[:, lo:lo + b] = med(v, axis=0).T
+            sm[:, lo:lo + b] = nanmedian(v, axis=2)
+            tm[:, lo:lo + b] = nanmedian(v, axis=0).T
     return Comparative(gm, gs, sm, tm, _x(sm - gm, gs), _x(tm - gm, gs))
 
 

@@ -83,10 +83,7 @@ def correlate(cs: CounterSet, counter: int, server: int | None = None,
         r_p, r_s, n = _server_coefs(cs.values[server], counter)
         series = cs.values[server]
     else:
-        r_p, r_s, n = _fleet_coefs(cs, counter, p, notes)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            series = np.nanmean(cs.values, axis=0)  # (C, T): the fleet's mean series
+        r_p, r_s, n, series = _fleet_coefs(cs, counter, p, notes)
     lags, lag_r = _lags(series, counter, p.max_lag)
     rows = []
     for c in range(C):
@@ -129,14 +126,19 @@ def _fleet_coefs(cs: CounterSet, counter: int, p: CorrelationParams, notes: list
     yc = np.where(ok, y - my, 0.0)
     syy = float((yc * yc).sum())
     r_p = np.zeros(C)
+    series = np.zeros((C, T))  # the fleet's mean series of every counter (for the lags)
+    okf = ok[:, None, :]
     for lo in range(0, C, 16):
-        xb = cs.values[:, lo:lo + 16, :]  # (S, b, T)
-        xb = np.where(ok[:, None, :], xb, np.nan)
-        cnt = np.maximum((~np.isnan(xb)).sum(axis=(0, 2)), 1)
-        mx = np.nansum(xb, axis=(0, 2)) / cnt
-        xc = np.where(np.isnan(xb), 0.0, xb - mx[None, :, None])  # gaps at the mean: no contribution
-        sxy = np.einsum("sbt,st->b", xc, yc)
-        sxx = np.einsum("sbt,sbt->b", xc, xc)
+        xb = cs.values[:, lo:lo + 16, :]  # (S, b, T), a view
+        fin = okf & ~np.isnan(xb)
+        x0 = np.where(fin, xb, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            series[lo:lo + 16] = x0.sum(axis=0) / fin.sum(axis=0)
+        cnt = np.maximum(fin.sum(axis=(0, 2)), 1)
+        x0 -= (x0.sum(axis=(0, 2)) / cnt)[None, :, None]
+        x0 *= fin  # gaps (and cells where the counter of interest has none) at the mean: no weight
+        sxy = np.einsum("sbt,st->b", x0, yc)
+        sxx = np.einsum("sbt,sbt->b", x0, x0)
         with np.errstate(divide="ignore", invalid="ignore"):
             r_p[lo:lo + 16] = np.where(sxx * syy > 0, sxy / np.sqrt(sxx * syy), 0.0)
     cells = np.flatnonzero(ok.ravel())
@@ -147,7 +149,7 @@ def _fleet_coefs(cs: CounterSet, counter: int, p: CorrelationParams, notes: list
     si, ti = cells // T, cells % T
     Xs = _filled(cs.values[si, :, ti].T)  # (C, cells)
     r_s = _pearson_rows(_ranks(Xs), _ranks(y[si, ti]))
-    return r_p, r_s, n
+    return r_p, r_s, n, series
 
 
 def _lags(series: np.ndarray, target: int, max_lag: int):

@@ -80,7 +80,9 @@ def _consensus(onsets: list[tuple[int, Onset | None]], min_gain: float):
 
 
 def analyse_counters(cs: CounterSet, params: CounterParams | None = None, reference: CounterSet | None = None,
-                     rules: list[Rule] | None = None) -> CounterAnalysis:
+                     rules: list[Rule] | None = None, correlations: bool = True) -> CounterAnalysis:
+    """The guided path: comparative analysis (and the dates of the divergences), then, unless
+    ``correlations`` is off, the correlations of the top counters, then the rules."""
     p = params or CounterParams()
     p.validate()
     cp = within(cs)
@@ -106,10 +108,10 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
         fleet = FleetDeviation(top, o, oc)
     # from the top counter, what moves with it
     corr = []
-    if servers:
+    if servers and correlations:
         sd = servers[0]
         corr.append(correlate(cs, sd.counters[0][0], sd.server, p.correlation))
-    if fleet is not None:
+    if fleet is not None and correlations:
         corr.append(correlate(cs, fleet.counters[0][0], None, p.correlation))
     res = CounterAnalysis(cs, p, cp, servers, fleet, corr, notes=notes)
     if reference is not None:

@@ -162,15 +162,19 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
                 and bool((cell == np.arange(S * T)).all()):
             rows_buf = p.values  # rows already one per (server, point), in order
             continue
-        if rows_buf is None:
+        fresh = rows_buf is None
+        if fresh:
             rows_buf = np.full((S * T, C), np.nan)
-        vals = p.values[sel]
-        if whole:
-            dup += int((~np.isnan(rows_buf[cell])).any(axis=1).sum())
-            rows_buf[cell] = vals
-        else:
-            dup += int((~np.isnan(rows_buf[cell[:, None], cols[None, :]])).sum())
-            rows_buf[cell[:, None], cols[None, :]] = vals
+        for a in range(0, len(sel), 1 << 16):  # in slices: no copy of the whole piece
+            cl, vals = cell[a:a + (1 << 16)], p.values[sel[a:a + (1 << 16)]]
+            if whole:
+                if not fresh:
+                    dup += int((~np.isnan(rows_buf[cl])).any(axis=1).sum())
+                rows_buf[cl] = vals
+            else:
+                if not fresh:
+                    dup += int((~np.isnan(rows_buf[cl[:, None], cols[None, :]])).sum())
+                rows_buf[cl[:, None], cols[None, :]] = vals
     if rows_buf is None:
         rows_buf = np.full((S * T, C), np.nan)
     cube = np.ascontiguousarray(rows_buf.reshape(S, T, C).transpose(0, 2, 1), dtype=np.float64)
