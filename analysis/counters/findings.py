@@ -46,6 +46,11 @@ class FleetDeviation:
     onset: Onset | None
     onset_counter: int | None
 
+    def lasting(self, min_gain: float) -> bool:
+        """A change that lasts (a step or a ramp that fits), not a swing that comes and goes
+        (the busiest hour's latency): only then is it more than information."""
+        return self.onset is not None and self.onset.gain >= min_gain
+
 
 @dataclass
 class CounterAnalysis:
@@ -103,7 +108,11 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
     fleet = None
     if by_time:
         top = by_time[: p.top]
-        onsets = [(c, fleet_onset(cs, c)) for c, _, _ in top[:5]]
+        # dated by the counters that move with it too, when the fleet's median moved at least
+        # half as far: a leak shows first, and linearly, in memory held; GC time and latency
+        # bend up later
+        near = [c for c, x, _ in cp.counters_by_time(p.time_x)[: 3 * p.top] if x >= p.time_x / 2]
+        onsets = [(c, fleet_onset(cs, c)) for c in dict.fromkeys([c for c, _, _ in top[:5]] + near)]
         o, oc = _consensus(onsets, max(p.min_gain, 0.9))
         fleet = FleetDeviation(top, o, oc)
     # from the top counter, what moves with it
@@ -194,11 +203,15 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
             k = int(np.nanargmax(np.nan_to_num(cp.time_x[:, c], nan=-1)))
             rows.append([cs.counters[c], f"{x:.2f}", n, cs.time_label(k), _num(cp.time_median[k, c]),
                          _num(cp.global_median[c])])
-        since = f" from {cs.time_label(fd.onset.index)}" if fd.onset is not None else ""
+        since = f" from {cs.time_label(fd.onset.index)}" if fd.lasting(p.min_gain) else ""
+        what = "the whole fleet drifts" if fd.lasting(p.min_gain) else "the fleet's median swings far at times"
+        if not fd.lasting(p.min_gain):
+            ev.append("no lasting change fits (a step or a ramp): a swing that comes and goes, e.g. the busiest hour")
         out.append(Finding(
-            analysis="counters", title=f"the whole fleet drifts{since}: {cs.counters[c0]} and "
+            analysis="counters", title=f"{what}{since}: {cs.counters[c0]} and "
                                        f"{len(fd.counters) - 1} more counter(s)",
-            subject="fleet", score=float(min(x0, 1e6)), severity="warning", evidence=ev,
+            subject="fleet", score=float(min(x0, 1e6)), severity="warning" if fd.lasting(p.min_gain) else "info",
+            evidence=ev,
             tables=[Table(["counter", "max X", f"points with X >= {p.time_x:g}", "worst at", "median then",
                            "global median"], rows, "counters whose fleet-wide median moves")], parameters=params))
     if ca.between is not None:

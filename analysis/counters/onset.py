@@ -5,6 +5,12 @@
 - a *hinge*: y = a before the point, a + b (t - point) from it on (a leak, a stuck placement that
   piles work on one server more and more).
 
+A change that does not follow either shape (a level that jumps, then creeps towards a plateau,
+as a server's actor count does once every new actor lands on it) bends the fitted point late:
+so the point is then moved back to where the series first leaves its earlier level for good
+(``run`` points in a row beyond ``k`` robust standard deviations of the points before), when
+that comes earlier.
+
 For every candidate point both models are fitted by least squares through suffix sums (both
 have two parameters and the point); the fit with the smallest residual wins. Growth that speeds
 up (GC time under memory pressure grows as its cube) bends late: its point comes out late. ``gain`` = 1 - SSE / SSE of a constant: how much of the series'
@@ -13,7 +19,7 @@ variation the change explains (0: none, 1: all).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,7 +33,34 @@ class Onset:
     after: float  # level at the end (ramp) or after the step
 
 
-def find_onset(y: np.ndarray, min_before: int = 2) -> Onset | None:
+def find_onset(y: np.ndarray, min_before: int = 2, k: float = 4.0, run: int = 3) -> Onset | None:
+    o = _fit(y, min_before)
+    if o is None:
+        return None
+    t = _first_departure(np.asarray(y, np.float64), o, k, run)
+    return replace(o, index=t) if t is not None and t < o.index else o
+
+
+def _first_departure(y: np.ndarray, o: Onset, k: float, run: int, window: int = 60) -> int | None:
+    pre = y[: o.index]
+    pre = pre[np.isfinite(pre)]
+    direction = np.sign(o.after - o.before)
+    if len(pre) < 8 or direction == 0:
+        return None
+    level = float(np.median(pre))
+    sigma = 1.4826 * float(np.median(np.abs(pre - level)))
+    if sigma <= 0:
+        sigma = float(np.std(pre)) or 1e-12
+    z = np.where(np.isfinite(y), direction * (y - level) / sigma, -np.inf)
+    above = z > k
+    lo = max(0, o.index - window)
+    for t in range(lo, min(len(y) - run + 1, o.index + 1)):
+        if above[t:t + run].all():
+            return t
+    return None
+
+
+def _fit(y: np.ndarray, min_before: int) -> Onset | None:
     y = np.asarray(y, np.float64)
     idx = np.flatnonzero(np.isfinite(y))
     if len(idx) < 2 * min_before + 2:
