@@ -263,3 +263,20 @@ async def test_counters_pane_views_and_correlations():
         await pilot.pause()
         await pilot.pause(0.2)
         assert VIEWS[pane.view] == "correlations" and "Pearson" in app.export_screenshot() and pane.corr is not None
+
+
+def test_wide_csv_fast_path_equals_the_careful_one(tmp_path, monkeypatch):
+    import analysis.counters.readers as readers
+
+    rng = np.random.default_rng(5)
+    lines = ["Time,Server,cpu,mem,q"]
+    for s in ("x", "y", "z"):
+        for k in range(20):
+            v = rng.normal(10, 2, 3)
+            lines.append(f"{1_700_000_000 + 60 * k},{s},{v[0]:.5f},{'nan' if k == 7 else f'{v[1]:.5f}'},{v[2]:.5f}")
+    p = _write(tmp_path / "w.csv", "\n".join(lines) + "\n")
+    fast = load_counters([p])
+    monkeypatch.setattr(readers, "_read_wide_fast", lambda *a: None)
+    slow = load_counters([p])
+    assert fast.servers == slow.servers and fast.counters == slow.counters
+    assert np.array_equal(fast.values, slow.values, equal_nan=True) and np.isnan(fast.values[0, 1, 7])
