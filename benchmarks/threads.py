@@ -8,6 +8,7 @@ and ranking. Target (issue 7): distances + clustering + bootstrap + ranking unde
 
 from __future__ import annotations
 
+import os
 import time
 
 
@@ -38,8 +39,21 @@ def run(quick: bool = False) -> None:
         total[k] = total.get(k, 0.0) + v
     row(f"wave level ({top.k} abstractions)", f"{wall_top:.2f} s",
         ", ".join(f"{k} {v:.2f}" for k, v in top.timings.items()))
+    # the paper's walk as the tool runs it (report, app): the wave level, then the threads of
+    # the ranked waves
+    from analysis.threads.topdown import top_down  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    td = top_down(ts, params)
+    wall_walk = time.perf_counter() - t0
+    walk_core = sum(r.timings.get(k, 0.0) for r in td.results for k in ("distances", "clustering", "bootstrap",
+                                                                        "ranking"))
+    drilled = [", ".join(r.within.values()) for r in td.results[1:]]
+    row("the paper's walk: wave level + the ranked waves' threads", f"{wall_walk:.2f} s",
+        f"into {', '.join(drilled) or '-'}; distances + clustering + bootstrap + ranking {walk_core:.2f} s: "
+        f"target < 20 s {'met' if walk_core < 20 else 'NOT MET'}")
     # every wave's threads (one deviating thread among 40 rarely moves its wave: the whole
-    # drill-down is the honest cost)
+    # drill-down is the stricter cost)
     t0 = time.perf_counter()
     ranked_waves = list(top.names)
     ranked = 0
@@ -54,8 +68,8 @@ def run(quick: bool = False) -> None:
     for k in ("covariances", "distances", "clustering", "bootstrap", "ranking"):
         row(f"  {k} (all levels)", f"{total.get(k, 0.0):.2f} s")
     core = sum(total.get(k, 0.0) for k in ("distances", "clustering", "bootstrap", "ranking"))
-    row("distances + clustering + bootstrap + ranking", f"{core:.2f} s",
+    row("every wave: distances + clustering + bootstrap + ranking", f"{core:.2f} s",
         f"target < 20 s: {'met' if core < 20 else 'NOT MET'}; wall with windows and covariances "
         f"{wall_top + wall_threads:.1f} s")
     row("  why", "", f"one {threads}-thread bootstrap: {threads * (threads - 1) // 2} distances (5x5 generalized "
-        f"eigenvalues) x {params.replicates * 10:,} replicates")
+        f"eigenvalues) x {params.replicates * 10:,} replicates, in {os.cpu_count()} worker processes")
