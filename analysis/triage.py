@@ -33,6 +33,7 @@ from .counters.findings import CounterAnalysis, CounterParams, analyse_counters,
 from .counters.readers import load_counters
 from .counters.rules import read_rules
 from .threads.deviation import ThreadParams
+from .threads.from_trace import thread_series_from_graphs
 from .threads.series import ThreadSeries, read_csv as read_thread_csv
 from .threads.topdown import TopDown, top_down, topdown_findings
 
@@ -50,6 +51,7 @@ class Options:
     reference: tuple[str, ...] = ()  # reference span files / folders (--reference)
     compare: CompareParams = field(default_factory=CompareParams)
     threads: ThreadParams = field(default_factory=ThreadParams)
+    thread_windows: float | None = None  # per-thread metrics from the kernel trace: window (s), 0 = auto; None = off
     counters: CounterParams = field(default_factory=CounterParams)
     rules: str | None = None  # threshold rules file (TOML or PAD's XML); default: rules.toml beside the counters
     server_label: str = "instance"  # Prometheus label naming the server
@@ -142,10 +144,18 @@ def _run_threads(files, options: Options, result: TriageResult, progress: Progre
     if len(files) > 1:
         result.report.notes.append(f"{len(files)} thread metric files given: only {files[0]} is analysed")
     ts = read_thread_csv(files[0])
+    _analyse_threads(ts, str(files[0]), options, result, progress)
+
+
+def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: TriageResult,
+                     progress: ProgressFn | None) -> None:
+    if result.threads is not None:
+        result.report.notes.append(f"{source}: thread metrics already analysed from another input; not this one")
+        return
     result.thread_series = ts
-    result.report.notes.extend(f"{files[0]}: {n}" for n in ts.notes)
+    result.report.notes.extend(f"{source}: {n}" for n in ts.notes)
     if ts.n_threads < 3:
-        result.report.notes.append(f"{files[0]}: {ts.n_threads} thread(s): at least 3 are needed to compare them")
+        result.report.notes.append(f"{source}: {ts.n_threads} thread(s): at least 3 are needed to compare them")
         return
 
     def on_level(what, i):
@@ -295,6 +305,12 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
                                             if unit == "markers" else (), features=result.features, unit=options.units))
     if result.features is not None:
         _run_request_analysis(result.features, options, result, progress)
+    if options.thread_windows is not None:
+        if graphs:
+            ts = thread_series_from_graphs(graphs, options.thread_windows or None)
+            _analyse_threads(ts, "kernel trace", options, result, progress)
+        else:
+            report.notes.append("--thread-metrics needs a kernel trace: none among the inputs")
     if progress is not None:
         progress(Progress("done", 1.0, f"{summary.events:,} events, {len(requests):,} requests"))
 

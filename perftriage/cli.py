@@ -79,6 +79,10 @@ def _add_thread_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--replicates", type=int, default=1000, metavar="N",
                    help="bootstrap replicates per scale for the AU p-values (default 1000)")
     g.add_argument("--no-windows", action="store_true", help="no moving-window check for short deviations")
+    g.add_argument("--thread-metrics", nargs="?", type=float, const=0.0, default=None, metavar="WINDOW_S",
+                   help="also derive per-thread metrics (CPU, syscalls, blocked, preempted, handles, mappings) "
+                        "from a kernel trace, in windows of WINDOW_S seconds (default: the span / 200), and "
+                        "rank the deviating threads")
 
 
 def _add_counter_options(p: argparse.ArgumentParser) -> None:
@@ -330,6 +334,9 @@ def _options(args):
         from analysis.threads.deviation import ThreadParams  # noqa: PLC0415
 
         opts.threads = ThreadParams(replicates=args.replicates, windows=not args.no_windows)
+        if args.thread_metrics is not None and args.thread_metrics < 0:
+            raise _Usage("--thread-metrics: the window must be positive")
+        opts.thread_windows = args.thread_metrics
         try:
             opts.threads.validate()
         except ValueError as exc:

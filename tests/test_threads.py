@@ -229,3 +229,45 @@ async def test_threads_pane_drill_down_and_views(pool):
         await pilot.press("escape")
         await pilot.pause()
         assert pane.current.level == "wave"
+
+
+@pytest.mark.parametrize("trace", ["sample", "tracevizlab-wget-k-20180802-115043"])
+def test_thread_metrics_from_a_kernel_trace(trace):
+    from conftest import needs_bt2, real_trace  # noqa: F401
+
+    from analysis.execgraph import RS, RU, GraphBuilder
+    from analysis.pipeline import read_once
+    from analysis.threads.from_trace import METRICS, thread_series_from_graphs
+
+    path = ROOT / "sample_traces" / "webserver" if trace == "sample" else real_trace(trace)
+    graphs = read_once([path], [GraphBuilder()]).results[0]
+    ts = thread_series_from_graphs(graphs)
+    assert ts.metrics == list(METRICS) and ts.n_threads >= 10
+    v = ts.values
+    cpu, blk, pre = v[:, 0], v[:, 2], v[:, 3]
+    assert (cpu >= 0).all() and (cpu + blk + pre <= 100 + 1e-6).all() and (v[:, 1] >= 0).all()
+    # a thread's CPU over its windows is the running time the graph has for it in those windows
+    g = next(iter(graphs.values()))
+    i = int(np.argmax([ts.samples(k)[:, 0].sum() for k in range(ts.n_threads)]))
+    tid = int(ts.ids[i])
+    t = ts.times(i)
+    width = (t[1] - t[0]) * 1e9
+    a, z = int(round(t[0] * 1e9 - width / 2)), int(round(t[-1] * 1e9 + width / 2))
+    sl = g.intervals_of(tid)
+    s, e, st = g.iv_start[sl], g.iv_end[sl], g.iv_state[sl]
+    run = ((np.minimum(e, z) - np.maximum(s, a)).clip(0) * ((st == RU) | (st == RS))).sum()
+    assert abs((ts.samples(i)[:, 0] / 100 * width).sum() - run) <= 0.01 * run + 1e-3 * width
+    # the groups make a top-down walk: processes, thread names, threads
+    assert "process" in ts.levels() and ts.levels()[-1] == "thread"
+
+
+def test_report_ranks_threads_from_the_kernel_trace():
+    out = subprocess.run([sys.executable, "-m", "perftriage", "report", str(ROOT / "sample_traces" / "webserver"),
+                          "--thread-metrics", "--replicates", "100", "--format", "json", "-q"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout)
+    threads = [f for f in rep["findings"] if f["analysis"] == "threads"]
+    assert any("Thread pools, top down" in f["title"] for f in threads)
+    assert any("deviate" in f["title"] for f in threads)
+    assert any("per-thread metrics from the kernel trace" in n for n in rep["notes"])

@@ -24,7 +24,7 @@ from scipy.cluster.hierarchy import linkage
 
 from .covariance import covariances, fm_matrix, scale_of
 from .pvclust import SCALES, BootstrapResult, block_moments, multiscale_bootstrap
-from .series import GROUPS, ThreadSeries
+from .series import GROUPS, ThreadSeries, plural
 
 
 @dataclass
@@ -211,7 +211,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
             e = res.excursions[r.items[0]]
             level = res.level
             r.metrics = [(metric_names[e.metric], f"a short excursion to {_num(e.level)} from its running level "
-                                                f"{_num(e.baseline)} ({e.z:.1f}x how much the {level}s differ from one another), {params.window} samples "
+                                                f"{_num(e.baseline)} ({e.z:.1f}x how much the {plural(level)} differ from one another), {params.window} samples "
                                                 f"around sample {e.sample}")]
         else:
             r.metrics = explain(r.items, majority, means, stds, metric_names)

@@ -70,6 +70,11 @@ class ThreadSeries:
         return [g for g in GROUPS if g in self.groups and len(set(self.groups[g])) > 1] + ["thread"]
 
 
+def plural(level: str) -> str:
+    """process -> processes, thread -> threads."""
+    return level + ("es" if level.endswith("s") else "s")
+
+
 def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9@:]", "", s.strip().lower())
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..findings import Finding, Table
 from .deviation import LevelResult, ThreadParams, analyse_level
-from .series import ThreadSeries
+from .series import ThreadSeries, plural
 
 
 @dataclass
@@ -34,7 +34,7 @@ def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: in
     while queue:
         level, within = queue.pop(0)
         if progress:
-            progress(f"{level}s" + (" in " + ", ".join(within.values()) if within else ""), done)
+            progress(plural(level) + (" in " + ", ".join(within.values()) if within else ""), done)
         res = analyse_level(ts, level, within, params)
         td.results.append(res)
         done += 1
@@ -61,11 +61,11 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
     params = res.parameters()
     for rank, r in enumerate(res.ranking):
         names = [res.names[i] for i in r.items]
-        what = res.level if len(names) == 1 else f"{res.level}s"
+        what = res.level if len(names) == 1 else plural(res.level)
         ev = []
         if r.how == "dendrogram":
             ev.append(f"ranked {rank + 1} of {len(res.ranking)} by the recursive descent of the Ward dendrogram of "
-                      f"{res.k} {res.level}s (Förstner–Moonen distances of covariance matrices)")
+                      f"{res.k} {plural(res.level)} (Förstner–Moonen distances of covariance matrices)")
             if np.isfinite(r.separation):
                 ev.append(f"its median distance to the others is {r.separation:.1f}x the typical one")
         else:
@@ -79,7 +79,7 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
         rows = [[m, t] for m, t in r.metrics]
         out.append(Finding(
             analysis="threads",
-            title=f"{what.capitalize()} {', '.join(names[:4])}{'…' if len(names) > 4 else ''} deviates"
+            title=f"{what.capitalize()} {', '.join(names[:4])}{'…' if len(names) > 4 else ''} {'deviates' if len(names) == 1 else 'deviate'}"
                   + (f" ({r.metrics[0][0]})" if r.metrics else "") + _where(res),
             subject=f"{what} {', '.join(names)}{_where(res)}",
             score=float(100 - rank + (r.separation if np.isfinite(r.separation) else r.score)),

@@ -15,6 +15,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from analysis.threads.deviation import analyse_level
+from analysis.threads.series import plural
 from analysis.threads.topdown import next_level
 from analysis.threads.view import dendrogram_lines, item_series
 
@@ -90,9 +91,9 @@ class ThreadsPane(Vertical):
         lower = next_level(self.result.thread_series, res.level) if self.result is not None else None
         keys = ("enter: into " + ("its " + lower + "s" if lower else "-") + " · ") if lower else ""
         self.query_one("#th-title", Static).update(
-            f"{res.k} {res.level}s{where} · {len(res.ranking)} ranked · AU from {res.boot.replicates:,} replicates "
+            f"{res.k} {plural(res.level)}{where} · {len(res.ranking)} ranked · AU from {res.boot.replicates:,} replicates "
             f"per scale · {keys}{'escape: up · ' if len(self.stack) > 1 else ''}v: view"
-            if res.boot is not None else f"{res.k} {res.level}s{where}: " + "; ".join(res.notes))
+            if res.boot is not None else f"{res.k} {plural(res.level)}{where}: " + "; ".join(res.notes))
         self.row = 0
         self._render_view()
 
@@ -108,7 +109,7 @@ class ThreadsPane(Vertical):
         res = self.current
         lower = next_level(self.result.thread_series, res.level)
         if lower is None:
-            self.app.notify(f"{res.level}s are the lowest level", timeout=3)
+            self.app.notify(f"{plural(res.level)} are the lowest level", timeout=3)
             return
         item = self.order[event.row]
         within = {**res.within, res.level: res.names[item]}

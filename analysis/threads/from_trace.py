@@ -1,0 +1,124 @@
+"""Per-thread resource time series derived from an LTTng kernel trace: the thread-pool analysis
+(paper 003) on the same trace the request pipeline reads.
+
+Per thread and per time window, from the execution graph (analysis/execgraph.py):
+
+- ``CPU``: percent of the window the thread ran (user mode or in a system call);
+- ``Syscalls``: system calls it entered;
+- ``Blocked``: percent of the window it was blocked (any reason);
+- ``Preempted``: percent of the window it was runnable but waiting for a CPU;
+- ``Handles``: file descriptors opened minus closed since the trace began (open, openat,
+  creat, socket, accept, accept4, dup*, pipe* (two), eventfd*, epoll_create*, signalfd,
+  timerfd_create, memfd_create, inotify_init* count +1; close -1): a level, like the paper's
+  Handles, relative to the start of the trace;
+- ``Mappings``: memory mappings made minus unmade (mmap, mremap +1 / munmap -1) since the trace
+  began: the graph keeps system calls, not their arguments, so sizes are not known.
+
+Groups for the top-down walk: machine (host), process (the process's name and pid), pool (the
+thread's name: the threads of one pool share it) and thread (tid). Only threads present for at
+least ``min_windows`` windows are kept (a covariance needs samples), and at most ``max_threads``
+of them, the busiest first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..execgraph import BLOCKED, BP, RS, RU, ExecGraph
+from .series import ThreadSeries, build
+
+METRICS = ("CPU", "Syscalls", "Blocked", "Preempted", "Handles", "Mappings")
+OPENERS = {"open": 1, "openat": 1, "openat2": 1, "creat": 1, "socket": 1, "accept": 1, "accept4": 1, "dup": 1,
+           "dup2": 1, "dup3": 1, "pipe": 2, "pipe2": 2, "eventfd": 1, "eventfd2": 1, "epoll_create": 1,
+           "epoll_create1": 1, "signalfd": 1, "signalfd4": 1, "timerfd_create": 1, "memfd_create": 1,
+           "inotify_init": 1, "inotify_init1": 1, "socketpair": 2, "close": -1}
+MAPPERS = {"mmap": 1, "mmap2": 1, "mremap": 1, "munmap": -1}
+
+
+def _cumulative(starts, ends, on, edges):
+    """Time spent in intervals where ``on`` holds, from the first interval to each edge."""
+    dur = np.where(on, ends - starts, 0).astype(np.float64)
+    prefix = np.r_[0.0, np.cumsum(dur)]
+    k = np.searchsorted(ends, edges, "right")  # intervals wholly before each edge
+    k = np.minimum(k, len(starts))
+    part = np.zeros(len(edges))
+    inside = k < len(starts)
+    kk = k[inside]
+    part[inside] = np.where(on[kk], np.clip(edges[inside] - starts[kk], 0, None), 0)
+    return prefix[k] + part
+
+
+def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | None = None, windows: int = 200,
+                              min_windows: int = 10, max_threads: int = 400) -> ThreadSeries:
+    times, keys, vals = [], [], []
+    widths = []
+    groups = {"machine": [], "process": [], "pool": []}
+    notes = []
+    for host, g in graphs.items():
+        span = max(g.end - g.begin, 1)
+        w = int(window_s * 1e9) if window_s else max(span // windows, 1_000_000)
+        n_win = max(int(span // w), 1)
+        widths.append(w)
+        edges_all = g.begin + w * np.arange(n_win + 1, dtype=np.int64)
+        names = g.syscall_names
+        d_handles = np.array([OPENERS.get(n, 0) for n in names], np.int64)
+        d_maps = np.array([MAPPERS.get(n, 0) for n in names], np.int64)
+        cand = []
+        for i, tid in enumerate(g.tids.tolist()):
+            lo, hi = int(g.thread_lo[i]), int(g.thread_hi[i])
+            if hi <= lo or tid <= 0:
+                continue
+            s, e, st = g.iv_start[lo:hi], g.iv_end[lo:hi], g.iv_state[lo:hi]
+            alive = (st != 5) & (st != 4)  # not exited, not unknown
+            if not alive.any():
+                continue
+            a = int(s[alive][0])
+            z = int(e[alive][-1])
+            w0 = int(np.searchsorted(edges_all, a, "right")) - 1
+            w1 = int(np.searchsorted(edges_all, z, "left"))
+            if w1 - max(w0, 0) < min_windows:
+                continue
+            run = float(np.where((st == RU) | (st == RS), e - s, 0).sum())
+            cand.append((run, tid, i, max(w0, 0), min(w1, n_win)))
+        if len(cand) > max_threads:
+            notes.append(f"{host}: {len(cand)} threads live for {min_windows}+ windows; the {max_threads} busiest kept")
+            cand = sorted(cand, reverse=True)[:max_threads]
+        for _, tid, i, w0, w1 in cand:
+            lo, hi = int(g.thread_lo[i]), int(g.thread_hi[i])
+            s, e, st = g.iv_start[lo:hi], g.iv_end[lo:hi], g.iv_state[lo:hi]
+            edges = edges_all[w0:w1 + 1]
+            width = np.diff(edges).astype(np.float64)
+            cpu = np.diff(_cumulative(s, e, (st == RU) | (st == RS), edges)) / width * 100
+            blk = np.diff(_cumulative(s, e, st == BLOCKED, edges)) / width * 100
+            pre = np.diff(_cumulative(s, e, st == BP, edges)) / width * 100
+            sl = g.syscalls_of(tid)
+            entry, sid = g.sc_entry[sl], g.sc_id[sl]
+            win = np.searchsorted(edges, entry, "right") - 1
+            inwin = (win >= 0) & (win < len(width))
+            calls = np.bincount(win[inwin], minlength=len(width)).astype(np.float64)
+            before = ~inwin & (entry < edges[0])
+            h0 = float(d_handles[sid[before]].sum()) if len(d_handles) else 0.0
+            m0 = float(d_maps[sid[before]].sum()) if len(d_maps) else 0.0
+            handles = h0 + np.cumsum(np.bincount(win[inwin], weights=d_handles[sid[inwin]] if len(d_handles) else None,
+                                                 minlength=len(width)))
+            maps = m0 + np.cumsum(np.bincount(win[inwin], weights=d_maps[sid[inwin]] if len(d_maps) else None,
+                                              minlength=len(width)))
+            n = len(width)
+            times.append((edges[:-1] + edges[1:]) / 2e9)
+            keys += [str(tid)] * n
+            vals.append(np.column_stack([cpu, calls, blk, pre, handles, maps]))
+            info = g.threads.get(tid)
+            pid = info.pid if info is not None and info.pid is not None and info.pid > 0 else tid
+            leader = g.threads.get(pid)
+            pname = (leader.comm if leader is not None and leader.comm else (info.comm if info else "")) or "?"
+            groups["machine"] += [host] * n
+            groups["process"] += [f"{pname}[{pid}]"] * n
+            groups["pool"] += [g.comm(tid)] * n
+    if not vals:
+        ts = build(np.zeros(0), [], {}, np.zeros((0, len(METRICS))), METRICS, "kernel trace")
+    else:
+        ts = build(np.concatenate(times), keys, groups, np.vstack(vals), METRICS, "kernel trace")
+    wtxt = ", ".join(sorted({f"{w / 1e6:g} ms" for w in widths})) or "-"
+    ts.notes = notes + [f"per-thread metrics from the kernel trace ({', '.join(METRICS)}) in windows of {wtxt}; "
+                        f"{ts.n_threads} threads live for {min_windows}+ windows"]
+    return ts
