@@ -271,3 +271,20 @@ def test_report_ranks_threads_from_the_kernel_trace():
     assert any("Thread pools, top down" in f["title"] for f in threads)
     assert any("deviate" in f["title"] for f in threads)
     assert any("per-thread metrics from the kernel trace" in n for n in rep["notes"])
+
+
+def test_fast_fm_distances_match_the_exact_ones():
+    from analysis.threads.covariance import fm_condensed_batch, fm_condensed_fast
+
+    rng = np.random.default_rng(4)
+    B, k, p = 30, 12, 5
+    base = rng.normal(size=(p, 40))
+    base = base @ base.T / 40
+    X = np.linalg.cholesky(base) @ rng.normal(size=(B, k, p, 300))
+    cov = X @ np.swapaxes(X, -1, -2) / 300
+    cov[:, :2] *= 2.5  # far pairs (exact path) beside near ones (series)
+    cov[:, 2, 0, 0] *= 6
+    ref = fm_condensed_batch(cov)
+    got = fm_condensed_fast(cov)
+    assert got.shape == ref.shape == (B, k * (k - 1) // 2)
+    assert np.max(np.abs(got - ref) / ref) < 1e-3

@@ -120,3 +120,70 @@ def fm_condensed_batch(cov: np.ndarray) -> np.ndarray:
     S = Linv[:, i] @ cov[:, j] @ np.swapaxes(Linv[:, i], -1, -2)
     lam = np.maximum(np.linalg.eigvalsh(S), 1e-300)
     return np.sqrt((np.log(lam) ** 2).sum(axis=-1))
+
+
+# ln^2(1 + x) = sum_n c_n x^n, n >= 2: c_n = (-1)^n 2 H_(n-1) / n
+_LN2_COEF = [0.0, 0.0] + [(-1) ** n * 2 * sum(1.0 / m for m in range(1, n)) / n for n in range(2, 9)]
+NEAR = 0.35  # spectral radius of S - I up to which the series is used (error < 1e-3 of the distance)
+
+
+def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
+    """:func:`fm_condensed_batch`, about 3x faster, for the bootstrap's many small problems.
+
+    Done component-wise over all (replicate, pair) problems at once, with the p x p matrix
+    indices as the outer loops (numpy's batched 5x5 matmul and eigvalsh pay ~1 µs per matrix;
+    a vector operation over 100,000 matrices is ~0.1 µs per matrix). Whitening uses the
+    Cholesky factor's inverse (lower triangular). Then, with S = L^-1 B L^-T = I + E:
+    sum ln^2 lambda = tr(ln^2 (I + E)) = sum_n c_n tr(E^n), the series to n = 8, when the
+    spectral radius of E is at most ``NEAR`` (bounded by its Frobenius norm); the pairs beyond
+    (deviating threads, far apart) take the exact eigenvalues."""
+    B, k, p, _ = cov.shape
+    i, j = np.triu_indices(k, 1)
+    L = safe_cholesky(cov)
+    Li = np.linalg.inv(L)
+    LT = np.ascontiguousarray(Li.transpose(2, 3, 1, 0))  # (p, p, k, B)
+    CT = np.ascontiguousarray(cov.transpose(2, 3, 1, 0))
+    Lp = LT[:, :, i, :]  # (p, p, pairs, B): a gather of whole rows
+    Cp = CT[:, :, j, :]
+    # T = Li_i C_j (Li lower triangular: c <= a)
+    T = [[sum(Lp[a, c] * Cp[c, d] for c in range(a + 1)) for d in range(p)] for a in range(p)]
+    # S = T Li_i^T, symmetric: lower half (b <= a), e <= b
+    S = [[None] * p for _ in range(p)]
+    for a in range(p):
+        for b in range(a + 1):
+            S[a][b] = sum(T[a][e] * Lp[b, e] for e in range(b + 1))
+            S[b][a] = S[a][b]
+    del T, Lp, Cp
+    # take out the pair's overall scale: with m = ln det S / p (from the two log-determinants),
+    # sum ln^2 lambda = sum ln^2 (lambda e^-m) + p m^2, and S e^-m has its eigenvalues' geometric
+    # mean at 1: a thread that only does more of everything is then near, not far
+    logdet = 2 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)  # (B, k)
+    m = ((logdet[:, j] - logdet[:, i]) / p).T  # (pairs, B)
+    scale = np.exp(-m)
+    S = [[S[a][b] * scale for b in range(p)] for a in range(p)]
+    E = [[S[a][b] - (1.0 if a == b else 0.0) for b in range(p)] for a in range(p)]
+    fro2 = sum(E[a][b] * E[a][b] for a in range(p) for b in range(p))
+
+    def mul(X, Y):  # symmetric result assumed (powers of one symmetric matrix)
+        Z = [[None] * p for _ in range(p)]
+        for a in range(p):
+            for b in range(a + 1):
+                Z[a][b] = sum(X[a][c] * Y[c][b] for c in range(p))
+                Z[b][a] = Z[a][b]
+        return Z
+
+    def inner(X, Y):
+        return sum(X[a][b] * Y[a][b] for a in range(p) for b in range(p))
+
+    E2 = mul(E, E)
+    E3 = mul(E2, E)
+    E4 = mul(E2, E2)
+    tr = {2: fro2, 3: inner(E2, E), 4: inner(E2, E2), 5: inner(E2, E3), 6: inner(E3, E3), 7: inner(E3, E4),
+          8: inner(E4, E4)}
+    d2 = sum(_LN2_COEF[n] * tr[n] for n in range(2, 9)) + p * m * m
+    far = fro2 > NEAR * NEAR
+    if far.any():
+        Sf = np.stack([np.stack([S[a][b][far] for b in range(p)], axis=-1) for a in range(p)], axis=-2)
+        lam = np.maximum(np.linalg.eigvalsh(Sf), 1e-300)
+        d2[far] = (np.log(lam) ** 2).sum(axis=-1) + p * m[far] ** 2
+    return np.sqrt(np.maximum(d2, 0.0)).T  # (B, pairs)

@@ -30,7 +30,7 @@ import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.stats import norm
 
-from .covariance import cov_from_moments, fm_condensed_batch
+from .covariance import cov_from_moments, fm_condensed_fast
 
 SCALES = tuple(round(0.5 + 0.1 * i, 1) for i in range(10))
 
@@ -94,7 +94,7 @@ def _scale_counts(args) -> np.ndarray:
         S1 = (C @ flat_s1).reshape(m, k, p)
         S2 = (C @ flat_s2).reshape(m, k, p, p)
         cov = cov_from_moments(N, S1, S2) + ridge_eps[None, :, None, None] * eye
-        d = fm_condensed_batch(cov)
+        d = fm_condensed_fast(cov)
         for row in d:
             for mask in clusters_of(linkage(row, method="ward"), k):
                 i = target.get(mask)
