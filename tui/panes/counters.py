@@ -94,8 +94,8 @@ class CountersPane(Vertical):
                          f"{' ' + cs.time_label(t) if t >= 0 else ''}"])
             styles.append("alert")
             items.append((s if s >= 0 else None, v.counter))
-        cols = [Column("#", "right", 2, 3), Column("where", "left", 5, 13), Column("counter", "left", 10, 38),
-                Column("X", "right", 4, 8), Column("since", "right", 5, 9),
+        cols = [Column("#", "right", 2, 3), Column("where", "left", 8, 13), Column("counter", "left", 24, 38),
+                Column("X", "right", 4, 8), Column("since", "right", 8, 9),
                 Column("evidence", "left", 10, 90, flex=True)]
         self.items = items
         self.table.set_rows(cols, ListSource(rows, styles))
@@ -205,17 +205,20 @@ def _bins(x: np.ndarray, n: int) -> np.ndarray:
 
 
 def _heatmap(cs, c: int, s: int | None, width: int, height: int) -> Text:
+    """Server x time in shades of the value's rank among all the cells (one server far above the
+    rest must not flatten everyone else to blank)."""
     x = cs.values[:, c, :]
     label_w = max(len(n) for n in cs.servers) + 1
     b = _bins(x, width - label_w - 2)
-    lo, hi = np.nanquantile(b, 0.02), np.nanquantile(b, 0.98)
-    span = hi - lo if hi > lo else 1.0
-    t = Text(f"{cs.counters[c]}: server x time, shade = value ({_n(lo)} .. {_n(hi)}), time runs right\n",
-             style="bold")
+    finite = b[np.isfinite(b)]
+    lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 0.0)
+    cuts = np.quantile(finite, [0.2, 0.4, 0.6, 0.8]) if len(finite) else np.zeros(4)
+    t = Text(f"{cs.counters[c]}: server x time, time runs right; shade = the value's fifth among all cells "
+             f"(' ' lowest .. '█' highest; {_n(lo)} .. {_n(hi)})\n", style="bold")
     for i, name in enumerate(cs.servers):
         row = b[i]
-        level = np.clip(((row - lo) / span * (len(SHADES) - 1)).round(), 0, len(SHADES) - 1)
-        chars = "".join("?" if not np.isfinite(v) else SHADES[int(v)] for v in np.where(np.isfinite(row), level, np.nan))
+        level = np.searchsorted(cuts, row, side="right")
+        chars = "".join("?" if not np.isfinite(v) else SHADES[int(lv)] for v, lv in zip(row, level))
         t.append(f"{name:<{label_w}} ", style="red bold" if i == s else "")
         t.append(chars + "\n", style="red" if i == s else "")
     return t
