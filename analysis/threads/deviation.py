@@ -295,6 +295,19 @@ class Excursion:
 
 
 def window_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Excursion | None]:
+    """The largest short excursion of every abstraction over two window lengths, ``window`` and
+    half of it (a 1-minute CPU spike fills half a 10-sample window: its mean then rises half as
+    much as the spike); each length is scaled on its own (see :func:`_window_scores`)."""
+    best = _window_scores(groups, params.window)
+    half = max(3, params.window // 2)
+    if half < params.window:
+        for i, e in enumerate(_window_scores(groups, half)):
+            if e is not None and (best[i] is None or e.z > best[i].z):
+                best[i] = e
+    return best
+
+
+def _window_scores(groups: list[list[np.ndarray]], window: int) -> list[Excursion | None]:
     """Short deviations (beyond the paper): for every abstraction and metric, the mean over
     moving windows (``params.window`` samples, half-overlapping); an excursion is how far a
     window's mean rises above (or falls below) the medians of *both* the 5 windows before and
@@ -303,7 +316,7 @@ def window_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[
     of all abstractions: what the population does now and then (an allocator arena growing and
     shrinking back) sets the scale, a spike of one thread does not move it. An abstraction's
     score is its largest scaled excursion."""
-    w = params.window
+    w = window
     step = max(1, w // 2)
     k = len(groups)
     resid_all, per = [], []
