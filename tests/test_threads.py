@@ -288,3 +288,18 @@ def test_fast_fm_distances_match_the_exact_ones():
     got = fm_condensed_fast(cov)
     assert got.shape == ref.shape == (B, k * (k - 1) // 2)
     assert np.max(np.abs(got - ref) / ref) < 1e-3
+
+
+def test_drill_all_looks_inside_groups_that_do_not_deviate_as_a_whole(tmp_path):
+    out = tmp_path / "pool"
+    write_threadpool_sample(out, PoolConfig(seed=1, deviations={"1:4": "memory_leak", "5:2": "cpu_spike"}))
+    from analysis.triage import Options, run_triage
+
+    opts = Options(threads=ThreadParams(replicates=100))
+    walk = run_triage([out], opts)
+    assert any("were not looked into" in n for n in walk.report.notes)
+    opts.drill_all = True
+    every = run_triage([out], opts)
+    levels = [(r.level, tuple(r.within.values())) for r in every.threads.results]
+    assert ("thread", ("W6",)) in levels and len(levels) == 9  # the waves, then all 8 of them
+    assert not any("were not looked into" in n for n in every.report.notes)

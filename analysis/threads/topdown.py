@@ -25,7 +25,11 @@ def next_level(ts: ThreadSeries, level: str) -> str | None:
     return levels[i + 1] if 0 <= i < len(levels) - 1 else None
 
 
-def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: int = 8, progress=None) -> TopDown:
+def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: int = 8, progress=None,
+             drill_all: bool = False) -> TopDown:
+    """The paper's walk: down into the ranked abstractions of each level (at most ``max_drill``
+    analyses below the top). ``drill_all``: into every abstraction of the top level as well (a
+    single deviating thread among forty rarely moves its wave, so the walk alone can miss it)."""
     params = params or ThreadParams()
     levels = ts.levels()
     td = TopDown(ts, levels)
@@ -41,10 +45,12 @@ def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: in
         lower = next_level(ts, level)
         if lower is None:
             continue
-        for r in res.ranking:
-            for i in r.items:
-                if done + len(queue) < max_drill + 1:
-                    queue.append((lower, {**within, level: res.names[i]}))
+        items = [i for r in res.ranking for i in r.items]
+        if drill_all and done == 1:
+            items += [i for i in range(res.k) if i not in items]
+        for i in items:
+            if done + len(queue) < max_drill + 1:
+                queue.append((lower, {**within, level: res.names[i]}))
         # the paper drills into deviating abstractions; with none at the top, look inside the
         # largest group anyway only when the top level has a single abstraction
         if res.k == 1 and lower:
