@@ -1,8 +1,8 @@
 """Counters across servers (PAD): the generated fleet's incidents found, ranked and dated.
 
 Fleets of 25 servers x 50 counters x 288 points (analysis/sim/fleet.py), one incident each,
-on a random server, starting between 20 % and 45 % of the run; 12 seeds per kind, plus healthy
-fleets. Default parameters. Per case:
+on a random server, starting between 20 % and 45 % of the run; 36 seeds per kind, plus 36
+healthy fleets. Default parameters. Per case:
 
 - server incidents (stuck_rng, hot_partition): the top (server, counter) pair of the
   comparative analysis is the injected server with a counter the incident moves; the date the
@@ -48,11 +48,11 @@ def _flags(ca) -> np.ndarray:
     return flag
 
 
-def run(quick: bool = False) -> bool:
-    seeds = range(1, 4) if quick else range(1, 13)
+def run(quick: bool = False, first_seed: int = 1) -> bool:
+    seeds = range(first_seed, first_seed + (3 if quick else 36))
     t0 = time.perf_counter()
     rows = {}
-    ok_all = True
+    totals = [0, 0, 0]
     params = CounterParams()
     for kind in ("stuck_rng", "hot_partition", "buffer_leak"):
         first = dated = cases = 0
@@ -90,9 +90,9 @@ def run(quick: bool = False) -> bool:
         rec = tp / (tp + fn) if tp + fn else 1.0
         f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
         rows[kind] = (first / cases, dated / cases, prec, rec, f1, errs)
-        target = kind != "buffer_leak"
-        if target and (first / cases < 0.9 or dated / cases < 0.9):
-            ok_all = False
+        totals[0] += first
+        totals[1] += dated
+        totals[2] += cases
     healthy = 0
     for seed in seeds:
         cs, _ = fleet_counters(FleetConfig(seed=100 + seed))
@@ -105,7 +105,10 @@ def run(quick: bool = False) -> bool:
     for kind, (first, dated, prec, rec, f1, errs) in rows.items():
         print(f"  {kind:<15} {first:>12.0%} {dated:>10.0%} {prec:>8.2f} {rec:>8.2f} {f1:>6.2f}  "
               f"median {np.median(errs) if errs else float('nan'):+.0f}, worst {max(errs, key=abs) if errs else 0:+d}")
+    first_all, dated_all = totals[0] / totals[2], totals[1] / totals[2]
+    print(f"  {'all incidents':<15} {first_all:>12.0%} {dated_all:>10.0%}")
     print(f"  healthy fleets reporting a deviation: {healthy} of {len(list(seeds))}")
-    print("  target: ranked first >= 90 % and dated within 2 intervals >= 90 % (server incidents): "
-          + ("met" if ok_all else "NOT MET") + "; the fleet-wide leak is reported beside it, not counted")
+    ok_all = first_all >= 0.9 and dated_all >= 0.9
+    print("  target: ranked first >= 90 % and dated within 2 intervals >= 90 % over all incidents: "
+          + ("met" if ok_all else "NOT MET"))
     return ok_all

@@ -132,14 +132,16 @@ def fleet_onset(cs: CounterSet, c: int) -> Onset | None:
     """When the fleet's median of counter ``c`` starts to move. A whole fleet has no unaffected
     peers to subtract, so its daily swing stays in the series and bends a ramp's fitted point
     late; the series' increments lose the swing (its slope is small beside a leak's) and turn a
-    ramp into a step: when their step is clear (fit >= 0.3) and earlier, it dates the change."""
+    ramp into a step: when their best change is a step (fit >= 0.1: increments are noisy), it
+    dates the change."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         med = nanmedian(cs.values[:, c, :], axis=0)
-    o = find_onset(med)
-    if o is None or o.kind != "ramp":
-        return o
-    d = find_onset(np.diff(med))
-    if d is not None and d.kind == "step" and d.gain >= 0.3 and d.index + 1 < o.index:
-        return Onset(d.index, "ramp", o.gain, o.before, o.after)
-    return o
+    o = find_onset(med, refine=False)
+    if o is None:
+        return None
+    if o.kind == "ramp":
+        d = find_onset(np.diff(med), refine=False)
+        if d is not None and d.kind == "step" and d.gain >= 0.1:
+            return Onset(d.index, "ramp", o.gain, o.before, o.after)
+    return find_onset(med)
