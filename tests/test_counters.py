@@ -258,6 +258,9 @@ async def test_counters_pane_views_and_correlations():
             assert VIEWS[pane.view] == view
         await pilot.pause(0.2)
         assert "silo-25" in app.export_screenshot()  # sparklines list every server
+        await pilot.press("v")
+        await pilot.pause(0.2)
+        assert VIEWS[pane.view] == "statistics" and "q95" in app.export_screenshot()
         await pilot.press("c")
         await app.workers.wait_for_complete()
         await pilot.pause()

@@ -1,7 +1,8 @@
 """Counters pane (paper 004, PAD): the ranked deviations (servers, the fleet over time, against a
 reference, threshold violations) and, for the highlighted counter, PAD's views: the server view
 as a stock chart (min / mean / max per server), the time view (median with a q05-q95 band), the
-detail view as a server x time heat map in characters, sparklines per server. ``v`` cycles the
+detail view as a server x time heat map in characters, sparklines per server, the statistics of
+both views. ``v`` cycles the
 views; ``c`` opens the correlations of the highlighted counter (on its server, or over the fleet;
 computed in a worker)."""
 
@@ -22,7 +23,7 @@ from ..widgets.plots import line_series
 from ..widgets.row_table import Column, ListSource, RowTable
 from ..widgets.sparkline import sparkline
 
-VIEWS = ("server view", "time view", "detail", "sparklines", "correlations")
+VIEWS = ("server view", "time view", "detail", "sparklines", "statistics", "correlations")
 SHADES = " ░▒▓█"
 
 
@@ -170,6 +171,8 @@ class CountersPane(Vertical):
             out.update(_heatmap(cs, c, s, width, height))
         elif view == "sparklines":
             out.update(_sparklines(cs, c, s, width))
+        elif view == "statistics":
+            out.update(_statistics(cs, c, s))
         else:
             out.update(self._corr_text(s, c))
 
@@ -233,6 +236,25 @@ def _sparklines(cs, c: int, s: int | None, width: int) -> Text:
     for i, name in enumerate(cs.servers):
         t.append(f"{name:<{label_w}} {sparkline(b[i], lo, hi)}  median {_n(float(np.nanmedian(x[i])))}\n",
                  style="red" if i == s else "")
+    return t
+
+
+def _statistics(cs, c: int, s: int | None) -> Text:
+    """The server view's statistics, one row per server, and the time view's over all points."""
+    sv = server_view(cs, c)
+    tv = time_view(cs, c)
+    stats = ("mean", "median", "std", "min", "max", "q05", "q95")
+    label_w = max(len(n) for n in cs.servers) + 1
+    t = Text(f"{cs.counters[c]}: per server over time (server view)\n", style="bold")
+    t.append(f"{'server':<{label_w}}" + "".join(f"{k:>11}" for k in stats) + f"{'samples':>9}\n", style="dim")
+    for i, name in enumerate(cs.servers):
+        t.append(f"{name:<{label_w}}" + "".join(f"{_n(float(sv.get(k)[i])):>11}" for k in stats)
+                 + f"{int(sv.count[i]):>9}\n", style="red bold" if i == s else "")
+    t.append(f"\nper time point over servers (time view), summarised over the {cs.n_points} points\n", style="bold")
+    for k in ("mean", "median", "std", "min", "max"):
+        col = tv.get(k)
+        t.append(f"{k:<8} from {_n(float(np.nanmin(col)))} to {_n(float(np.nanmax(col)))}, "
+                 f"median {_n(float(np.nanmedian(col)))}\n")
     return t
 
 
