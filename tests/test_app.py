@@ -222,14 +222,14 @@ async def test_clusters_pane_views_and_listing_a_cluster():
         for _ in range(fcntl_row):
             await pilot.press("j")
         await pilot.pause()
-        text = str(app.query_one("#clusters-view").render())
+        text = str(app.query_one(ClustersPane).view_body.render())
         assert "fcntl fcntl fcntl" in text
         for view in ("state counts", "map", "inertia"):
             await pilot.press("v")
             await app.workers.wait_for_complete()
             await pilot.pause()
             assert clusters.view == ("n-grams", "state counts", "map", "inertia").index(view)
-        assert "inertia" in str(app.query_one("#clusters-view").render())
+        assert "inertia" in str(app.query_one(ClustersPane).view_body.render())
         await pilot.press("enter")
         await pilot.pause()
         assert app.query_one("#tabs").active == "requests"
@@ -263,13 +263,13 @@ async def test_call_trees_pane_on_the_microservice_sample():
         cells = pairs.source.cells(0)
         assert (cells[1], cells[2]) in slow
         pane = app.query_one(CallTreesPane)
-        text = str(app.query_one("#ct-view").render())
+        text = str(app.query_one(CallTreesPane).view_body.render())
         assert cells[2] in text and "p50" in text  # the replica beside its peers
         await pilot.press("v")
-        text = str(app.query_one("#ct-view").render())
+        text = str(app.query_one(CallTreesPane).view_body.render())
         assert pane.view == 1 and "frontend:" in text and cells[1] in text  # the example call tree
         await pilot.press("v")
-        text = str(app.query_one("#ct-view").render())
+        text = str(app.query_one(CallTreesPane).view_body.render())
         assert f"{cells[1]} @ {cells[2]}" in text  # reference beside incident
         await pilot.press("tab")
         await pilot.pause()

@@ -248,7 +248,7 @@ async def test_counters_pane_views_and_correlations():
         await pilot.pause()
         assert app.query_one("#tabs").active == "counters"
         pane = app.query_one(CountersPane)
-        table = app.query_one("#ct-table", RowTable)
+        table = app.query_one("#co-table", RowTable)
         assert table.source.cells(0)[1] == "silo-07"
         await pilot.pause(0.2)
         assert "max&#160;per&#160;server" in app.export_screenshot() or "max per server" in app.export_screenshot()

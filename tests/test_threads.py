@@ -222,10 +222,10 @@ async def test_threads_pane_drill_down_and_views(pool):
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert pane.current.level == "thread" and pane.current.within == {"wave": "W3"}
-        text = str(app.query_one("#th-view").render())
+        text = str(pane.view_body.render())
         assert "majority" in text and "VirtualBytes" in text
         await pilot.press("v", "v")
-        assert "AU" in str(app.query_one("#th-view").render())
+        assert "AU" in str(pane.view_body.render())
         await pilot.press("escape")
         await pilot.pause()
         assert pane.current.level == "wave"

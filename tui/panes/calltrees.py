@@ -10,12 +10,12 @@ import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from analysis.calltree_findings import category_name, pair_evidence
 from analysis.calltree_view import example_request, method_replicas
 
+from .base import ViewPane
 from ..widgets.row_table import Column, ListSource, RowTable
 from ..widgets.sparkline import sparkline
 
@@ -35,35 +35,28 @@ def _guide(depth: int) -> str:
     return "" if depth <= 0 else "│ " * (depth - 1) + "└ "
 
 
-class CallTreesPane(Vertical):
-    BINDINGS = [Binding("v", "next_view", "view")]
-
+class CallTreesPane(ViewPane):
+    VIEWS = VIEWS
     DEFAULT_CSS = """
     CallTreesPane #ct-title { height: 1; color: $text-muted; }
     CallTreesPane #ct-pairs { height: auto; max-height: 9; }
     CallTreesPane #ct-cats-title { height: 1; background: $boost; }
     CallTreesPane #ct-cats { height: auto; max-height: 7; }
-    CallTreesPane #ct-view-title { height: 1; background: $boost; }
-    CallTreesPane #ct-view-box { height: 1fr; }
     """
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.result = None
-        self.view = 0
         self.pair_row = 0
         self.cat_row = 0
         self.subject = "pair"  # which table's row the view shows
 
-    def compose(self) -> ComposeResult:
+    def compose_top(self) -> ComposeResult:
         yield Static("no call-tree analysis: it needs request spans (OTLP / Jaeger / Zipkin JSON, span CSV, "
                      "CloudDiag log)", id="ct-title")
         yield RowTable(id="ct-pairs", empty_text="no (method, replica) pair is anomalous")
         yield Static("request categories (call-tree shapes)", id="ct-cats-title")
         yield RowTable(id="ct-cats", empty_text="no categories")
-        yield Static("", id="ct-view-title")
-        with VerticalScroll(id="ct-view-box"):
-            yield Static("", id="ct-view")
 
     @property
     def pairs(self) -> RowTable:
@@ -83,7 +76,7 @@ class CallTreesPane(Vertical):
         if d is None:
             self.pairs.set_rows([], ListSource([]))
             self.cats.set_rows([], ListSource([]))
-            self._render_view()
+            self.render_view()
             return
         p = d.params
         n_an = sum(r.analysed for r in d.categories)
@@ -117,7 +110,7 @@ class CallTreesPane(Vertical):
         self.cats.set_rows(ccols, ListSource(crows, styles))
         self.pair_row = self.cat_row = 0
         self.subject = "pair" if d.ranking else "category"
-        self._render_view()
+        self.render_view()
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.pairs:
@@ -126,22 +119,15 @@ class CallTreesPane(Vertical):
             self.cat_row, self.subject = event.row, "category"
         else:
             return
-        self._render_view()
+        self.render_view()
 
     def on_descendant_focus(self, event) -> None:
         if event.widget is self.pairs and self.diagnosis is not None and self.diagnosis.ranking:
             self.subject = "pair"
-            self._render_view()
+            self.render_view()
         elif event.widget is self.cats:
             self.subject = "category"
-            self._render_view()
-
-    def action_next_view(self) -> None:
-        self.view = (self.view + 1) % len(VIEWS)
-        self._render_view()
-
-    def on_resize(self, event) -> None:
-        self._render_view()
+            self.render_view()
 
     # -- views ------------------------------------------------------------------------------
 
@@ -153,20 +139,18 @@ class CallTreesPane(Vertical):
             return None, min(self.cat_row, len(d.categories) - 1)
         return None, None
 
-    def _render_view(self) -> None:
-        title = self.query_one("#ct-view-title", Static)
-        out = self.query_one("#ct-view", Static)
+    def render_view(self) -> None:
+        out = self.view_body
         d = self.diagnosis
         if d is None:
-            title.update("")
-            out.update("")
+            self.clear_view()
             return
         pair, cat = self._current()
         what = (f"{pair.method_name} on {pair.replica_name}" if pair is not None else
                 f"category {cat + 1} ({category_name(d.categories[cat].category.shape)})" if cat is not None else "")
-        title.update(" · ".join(f"[b]{v}[/b]" if i == self.view else v for i, v in enumerate(VIEWS)) + f"  —  {what}")
-        view = VIEWS[self.view]
-        width = max(40, (self.size.width or 80) - 2)
+        self.show_view_title(what)
+        view = self.view_name
+        width, _ = self.view_size()
         if view == "replicas":
             out.update(self._replicas_text(pair, cat, width))
         elif view == "call tree":

@@ -14,7 +14,6 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
@@ -23,19 +22,17 @@ from analysis.request_map import request_map
 from analysis.units import fmt_duration
 
 from ..widgets.plots import bars, line, scatter
+from .base import ViewPane
 from ..widgets.row_table import Column, ListSource, RowTable
 
 VIEWS = ("n-grams", "state counts", "map", "inertia")
 
 
-class ClustersPane(Vertical):
-    BINDINGS = [Binding("v", "next_view", "view")]
-
+class ClustersPane(ViewPane):
+    VIEWS = VIEWS
     DEFAULT_CSS = """
     ClustersPane #clusters-title { height: 1; color: $text-muted; }
     ClustersPane #clusters-table { height: auto; max-height: 9; }
-    ClustersPane #clusters-view-title { height: 1; background: $boost; }
-    ClustersPane #clusters-view-box { height: 1fr; }
     """
 
     class ShowCluster(Message):
@@ -48,17 +45,13 @@ class ClustersPane(Vertical):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.result = None
-        self.view = 0
         self.row = 0
         self._map = None
         self._map_done = False
 
-    def compose(self) -> ComposeResult:
+    def compose_top(self) -> ComposeResult:
         yield Static("no outlier analysis: it needs requests with critical-path features", id="clusters-title")
         yield RowTable(id="clusters-table", empty_text="no clusters")
-        yield Static("", id="clusters-view-title")
-        with VerticalScroll(id="clusters-view-box"):
-            yield Static("", id="clusters-view")
 
     @property
     def table(self) -> RowTable:
@@ -70,7 +63,7 @@ class ClustersPane(Vertical):
         ra = getattr(result, "analysis", None)
         if ra is None:
             self.table.set_rows([], ListSource([]))
-            self._render_view()
+            self.render_view()
             return
         ft, cl, o = result.features, ra.clusters, ra.outliers
         p = o.params
@@ -94,7 +87,7 @@ class ClustersPane(Vertical):
                 Column("dominant", "left", 6, 9), Column("distinctive n-gram", "left", 10, 40, flex=True)]
         self.table.set_rows(cols, ListSource(rows, styles))
         self.row = 0
-        self._render_view()
+        self.render_view()
 
     def _cluster_of_row(self, row: int) -> int:
         return row - 1  # row 0 is the normal group
@@ -102,37 +95,26 @@ class ClustersPane(Vertical):
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:
             self.row = event.row
-            self._render_view()
+            self.render_view()
 
     def on_row_table_selected(self, event: RowTable.Selected) -> None:
         if event.table is self.table and self.result is not None and self.result.analysis is not None:
             event.stop()
             self.post_message(self.ShowCluster(self._cluster_of_row(event.row)))
 
-    def action_next_view(self) -> None:
-        self.view = (self.view + 1) % len(VIEWS)
-        self._render_view()
-
-    def on_resize(self, event) -> None:
-        self._render_view()
-
     # -- views ------------------------------------------------------------------------------
 
-    def _render_view(self) -> None:
-        title = self.query_one("#clusters-view-title", Static)
-        out = self.query_one("#clusters-view", Static)
+    def render_view(self) -> None:
+        out = self.view_body
         ra = getattr(self.result, "analysis", None)
         if ra is None:
-            title.update("")
-            out.update("")
+            self.clear_view()
             return
         c = self._cluster_of_row(self.row)
         name = "normal requests" if c < 0 else f"cluster {c + 1}"
-        title.update(" · ".join(f"[b]{v}[/b]" if i == self.view else v for i, v in enumerate(VIEWS))
-                     + f"  —  {name}")
-        width = max(40, (self.size.width or 80) - 2)
-        height = max(8, (self.query_one("#clusters-view-box").size.height or 10) - 1)
-        view = VIEWS[self.view]
+        self.show_view_title(name)
+        width, height = self.view_size()
+        view = self.view_name
         if view == "n-grams":
             out.update(self._ngrams_text(ra, c))
         elif view == "state counts":
@@ -189,7 +171,7 @@ class ClustersPane(Vertical):
 
     def _map_ready(self, m) -> None:
         self._map, self._map_done = m, True
-        self._render_view()
+        self.render_view()
 
     def _map_chart(self, width: int, height: int) -> Text:
         m = self._map

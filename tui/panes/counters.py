@@ -13,13 +13,13 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from analysis.counters.correlation import correlate
 from analysis.counters.views import server_view, time_view
 
 from ..widgets.plots import line_series
+from .base import ViewPane
 from ..widgets.row_table import Column, ListSource, RowTable
 from ..widgets.sparkline import sparkline
 
@@ -27,14 +27,13 @@ VIEWS = ("server view", "time view", "detail", "sparklines", "statistics", "corr
 SHADES = " ░▒▓█"
 
 
-class CountersPane(Vertical):
-    BINDINGS = [Binding("v", "next_view", "view"), Binding("c", "correlations", "correlations")]
+class CountersPane(ViewPane):
+    VIEWS = VIEWS
+    BINDINGS = [Binding("c", "correlations", "correlations")]
 
     DEFAULT_CSS = """
-    CountersPane #ct-title { height: 1; color: $text-muted; }
-    CountersPane #ct-table { height: auto; max-height: 12; }
-    CountersPane #ct-view-title { height: 1; background: $boost; }
-    CountersPane #ct-view-box { height: 1fr; }
+    CountersPane #co-title { height: 1; color: $text-muted; }
+    CountersPane #co-table { height: auto; max-height: 12; }
     """
 
     def __init__(self, **kwargs):
@@ -42,27 +41,23 @@ class CountersPane(Vertical):
         self.ca = None
         self.items: list[tuple[int | None, int]] = []  # row -> (server or None, counter)
         self.row = 0
-        self.view = 0
         self.corr = None
 
-    def compose(self) -> ComposeResult:
+    def compose_top(self) -> ComposeResult:
         yield Static("no counter analysis: it needs per-server counter time series (CSV long or wide, Prometheus "
-                     "range-query JSON)", id="ct-title")
-        yield RowTable(id="ct-table", empty_text="no counters")
-        yield Static("", id="ct-view-title")
-        with VerticalScroll(id="ct-view-box"):
-            yield Static("", id="ct-view")
+                     "range-query JSON)", id="co-title")
+        yield RowTable(id="co-table", empty_text="no counters")
 
     @property
     def table(self) -> RowTable:
-        return self.query_one("#ct-table", RowTable)
+        return self.query_one("#co-table", RowTable)
 
     def show_result(self, result) -> None:
         self.ca = getattr(result, "counters", None)
         ca = self.ca
         if ca is None:
             self.table.set_rows([], ListSource([]))
-            self._render_view()
+            self.render_view()
             return
         cs, cp, p = ca.cs, ca.comparative, ca.params
         rows, styles, items = [], [], []
@@ -100,30 +95,26 @@ class CountersPane(Vertical):
                 Column("evidence", "left", 10, 90, flex=True)]
         self.items = items
         self.table.set_rows(cols, ListSource(rows, styles))
-        self.query_one("#ct-title", Static).update(
+        self.query_one("#co-title", Static).update(
             f"{len(cs.servers)} servers x {len(cs.counters)} counters x {cs.n_points} points every {cs.interval:g} s"
             f" · {len(ca.servers)} deviating server(s) · X = |global median - local median| / global std"
             " · v: view · c: correlations")
         self.row = 0
         self.corr = None
-        self._render_view()
+        self.render_view()
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:
             self.row = event.row
             self.corr = None
-            self._render_view()
-
-    def action_next_view(self) -> None:
-        self.view = (self.view + 1) % len(VIEWS)
-        self._render_view()
+            self.render_view()
 
     def action_correlations(self) -> None:
         if self.ca is None or not self.items:
             return
         self.view = VIEWS.index("correlations")
         s, c = self.items[min(self.row, len(self.items) - 1)]
-        self.query_one("#ct-view", Static).update(f"correlating {self.ca.cs.counters[c]} with every counter…")
+        self.view_body.update(f"correlating {self.ca.cs.counters[c]} with every counter…")
         self._correlate(s, c)
 
     @work(thread=True, exclusive=True, group="counters-corr")
@@ -133,27 +124,20 @@ class CountersPane(Vertical):
 
     def _correlated(self, res) -> None:
         self.corr = res
-        self._render_view()
+        self.render_view()
 
-    def on_resize(self, event) -> None:
-        self._render_view()
-
-    def _render_view(self) -> None:
-        title = self.query_one("#ct-view-title", Static)
-        out = self.query_one("#ct-view", Static)
+    def render_view(self) -> None:
+        out = self.view_body
         ca = self.ca
         if ca is None or not self.items:
-            title.update("")
-            out.update("")
+            self.clear_view()
             return
         cs = ca.cs
         s, c = self.items[min(self.row, len(self.items) - 1)]
         name = cs.counters[c]
-        title.update(" · ".join(f"[b]{v}[/b]" if i == self.view else v for i, v in enumerate(VIEWS))
-                     + f"  —  {name}" + (f" on {cs.servers[s]}" if s is not None else ""))
-        width = max(40, (self.size.width or 80) - 2)
-        height = max(8, (self.query_one("#ct-view-box").size.height or 10) - 1)
-        view = VIEWS[self.view]
+        self.show_view_title(name + (f" on {cs.servers[s]}" if s is not None else ""))
+        width, height = self.view_size()
+        view = self.view_name
         if view == "server view":
             sv = server_view(cs, c)
             x = list(range(1, len(cs.servers) + 1))

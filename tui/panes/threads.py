@@ -11,7 +11,6 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from analysis.threads.deviation import analyse_level
@@ -20,20 +19,20 @@ from analysis.threads.topdown import next_level
 from analysis.threads.view import dendrogram_lines, item_series
 
 from ..widgets.plots import line_series
+from .base import ViewPane
 from ..widgets.row_table import Column, ListSource, RowTable
 from ..widgets.sparkline import sparkline
 
 VIEWS = ("metrics", "plot", "dendrogram")
 
 
-class ThreadsPane(Vertical):
-    BINDINGS = [Binding("v", "next_view", "view"), Binding("escape", "up", "up a level", show=False)]
+class ThreadsPane(ViewPane):
+    VIEWS = VIEWS
+    BINDINGS = [Binding("escape", "up", "up a level", show=False)]
 
     DEFAULT_CSS = """
     ThreadsPane #th-title { height: 1; color: $text-muted; }
     ThreadsPane #th-table { height: auto; max-height: 12; }
-    ThreadsPane #th-view-title { height: 1; background: $boost; }
-    ThreadsPane #th-view-box { height: 1fr; }
     """
 
     def __init__(self, **kwargs):
@@ -42,16 +41,12 @@ class ThreadsPane(Vertical):
         self.stack = []  # LevelResults, top level first
         self.order: list[int] = []  # row -> abstraction
         self.row = 0
-        self.view = 0
         self.busy = False
 
-    def compose(self) -> ComposeResult:
+    def compose_top(self) -> ComposeResult:
         yield Static("no thread analysis: it needs per-thread resource time series (CSV, "
                      "`perftriage record threads`)", id="th-title")
         yield RowTable(id="th-table", empty_text="no abstractions")
-        yield Static("", id="th-view-title")
-        with VerticalScroll(id="th-view-box"):
-            yield Static("", id="th-view")
 
     @property
     def table(self) -> RowTable:
@@ -71,7 +66,7 @@ class ThreadsPane(Vertical):
         res = self.current
         if res is None:
             self.table.set_rows([], ListSource([]))
-            self._render_view()
+            self.render_view()
             return
         ranked = {i: (n, r) for n, r in enumerate(res.ranking) for i in r.items}
         self.order = [i for r in res.ranking for i in r.items] + [i for i in range(res.k) if i not in ranked]
@@ -95,12 +90,12 @@ class ThreadsPane(Vertical):
             f"per scale · {keys}{'escape: up · ' if len(self.stack) > 1 else ''}v: view"
             if res.boot is not None else f"{res.k} {plural(res.level)}{where}: " + "; ".join(res.notes))
         self.row = 0
-        self._render_view()
+        self.render_view()
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:
             self.row = event.row
-            self._render_view()
+            self.render_view()
 
     def on_row_table_selected(self, event: RowTable.Selected) -> None:
         if event.table is not self.table or self.current is None or self.busy:
@@ -119,7 +114,7 @@ class ThreadsPane(Vertical):
             self._show_level()
             return
         self.busy = True
-        self.query_one("#th-view-title", Static).update(f"analysing the {lower}s of {res.names[item]}…")
+        self.view_title.update(f"analysing the {plural(lower)} of {res.names[item]}…")
         self._drill(lower, within)
 
     @work(thread=True, exclusive=True, group="threads-drill")
@@ -138,27 +133,16 @@ class ThreadsPane(Vertical):
             self.stack.pop()
             self._show_level()
 
-    def action_next_view(self) -> None:
-        self.view = (self.view + 1) % len(VIEWS)
-        self._render_view()
-
-    def on_resize(self, event) -> None:
-        self._render_view()
-
-    def _render_view(self) -> None:
-        title = self.query_one("#th-view-title", Static)
-        out = self.query_one("#th-view", Static)
+    def render_view(self) -> None:
+        out = self.view_body
         res = self.current
         if res is None or not self.order:
-            title.update("")
-            out.update("")
+            self.clear_view()
             return
         item = self.order[min(self.row, len(self.order) - 1)]
-        title.update(" · ".join(f"[b]{v}[/b]" if i == self.view else v for i, v in enumerate(VIEWS))
-                     + f"  —  {res.level} {res.names[item]}")
-        width = max(40, (self.size.width or 80) - 2)
-        height = max(8, (self.query_one("#th-view-box").size.height or 10) - 1)
-        view = VIEWS[self.view]
+        self.show_view_title(f"{res.level} {res.names[item]}")
+        width, height = self.view_size()
+        view = self.view_name
         if view == "dendrogram":
             t = Text()
             for line, ranked in dendrogram_lines(res, width):

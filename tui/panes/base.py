@@ -1,0 +1,73 @@
+"""The layout the analysis panes share: a title line and ranked rows above, and below a view of
+the highlighted row that ``v`` cycles through. A pane names its views, composes its top part and
+renders a view; the view title, the cycling, re-rendering on resize and the view's size live here.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+
+class ViewPane(Vertical):
+    BINDINGS = [Binding("v", "next_view", "view")]
+    VIEWS: tuple[str, ...] = ()
+
+    DEFAULT_CSS = """
+    ViewPane .pane-title { height: 1; color: $text-muted; }
+    ViewPane .view-title { height: 1; background: $boost; }
+    ViewPane .view-box { height: 1fr; }
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.view = 0
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield Static("", classes="view-title")
+        with VerticalScroll(classes="view-box"):
+            yield Static("", classes="view-body")
+
+    def compose_top(self) -> ComposeResult:  # the title and table(s)
+        yield from ()
+
+    # -- the view ---------------------------------------------------------------------------------
+
+    @property
+    def view_title(self) -> Static:
+        return self.query_one(".view-title", Static)
+
+    @property
+    def view_body(self) -> Static:
+        return self.query_one(".view-body", Static)
+
+    @property
+    def view_name(self) -> str:
+        return self.VIEWS[self.view]
+
+    def view_size(self) -> tuple[int, int]:
+        """(width, height) in cells for a chart in the view."""
+        width = max(40, (self.size.width or 80) - 2)
+        height = max(8, (self.query_one(".view-box").size.height or 10) - 1)
+        return width, height
+
+    def show_view_title(self, what: str = "") -> None:
+        self.view_title.update(" · ".join(f"[b]{v}[/b]" if i == self.view else v for i, v in enumerate(self.VIEWS))
+                               + (f"  —  {what}" if what else ""))
+
+    def clear_view(self) -> None:
+        self.view_title.update("")
+        self.view_body.update("")
+
+    def action_next_view(self) -> None:
+        self.view = (self.view + 1) % len(self.VIEWS)
+        self.render_view()
+
+    def on_resize(self, event) -> None:
+        self.render_view()
+
+    def render_view(self) -> None:  # subclasses draw the highlighted row's view
+        pass
