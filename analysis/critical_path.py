@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .execgraph import BLOCKED, BP, EXITED, FOLLOW, RS, RU, ST_BT, ExecGraph
+from .execgraph import BLOCKED, BP, EXITED, FOLLOW, FOLLOW_NET, RS, RU, ST_BN, ST_BT, ExecGraph
 
 STATES = ("RU", "RS", "BP", "BD", "BN", "BS", "BI", "BF", "BT")
 STATE_NAMES = {
@@ -159,6 +159,9 @@ class PathFinder:
         stack = [(tid, t0, t1, 0, -1)]
         while stack:
             T, pos, b, depth, via = stack.pop()
+            if T is None:  # a packet in flight: the blocked thread (here in depth) waits on the network
+                self._emit(out, depth, pos, b, ST_BN, via)
+                continue
             (lo, hi), ends = self._thread(T)
             k = lo + int(ends.searchsorted(pos, "right"))
             while pos < b:
@@ -202,11 +205,19 @@ class PathFinder:
                 if st == BLOCKED:
                     blk = int(iv_block[k])
                     waker = int(iv_waker[k])
+                    if blk == FOLLOW_NET and depth < self.max_depth and waker != T and e > pos:
+                        # the sender's work up to the send, then the packet's flight (BN)
+                        sent = min(max(g.net_links.get(k, pos), pos), e)
+                        stack.append((T, e, b, depth, via))
+                        stack.append((None, sent, e, T, via))
+                        if sent > pos:
+                            stack.append((waker, pos, sent, depth + 1, T))
+                        break
                     if blk == FOLLOW and depth < self.max_depth and waker != T and e > pos:
                         stack.append((T, e, b, depth, via))
                         stack.append((waker, pos, e, depth + 1, T))
                         break
-                    self._emit(out, T, pos, e, ST_BT if blk == FOLLOW else blk, via)
+                    self._emit(out, T, pos, e, ST_BT if blk == FOLLOW else ST_BN if blk == FOLLOW_NET else blk, via)
                 elif st == EXITED:
                     info = g.threads.get(T)
                     parent = info.parent if info is not None else None

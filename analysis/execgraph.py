@@ -48,6 +48,7 @@ RU, RS, BP, BLOCKED, UNKNOWN, EXITED = 0, 1, 2, 3, 4, 5
 # (the numbering of path states lives in critical_path.STATES; these codes are shared)
 ST_RU, ST_RS, ST_BP, ST_BD, ST_BN, ST_BS, ST_BI, ST_BF, ST_BT = range(9)
 FOLLOW = -1  # blocked interval woken by a task: the critical path follows the waker
+FOLLOW_NET = -2  # woken by a packet another task of the host sent: follow the sender up to the send
 
 # scheduler status from sched_switch's prev_state / statedump
 WAIT_CPU, WAIT_BLOCKED, WAIT_FORK, RUN, DEAD, NOSTATE = 0, 1, 2, 3, 4, 5
@@ -63,7 +64,7 @@ CTX_IRQ = 1000  # + irq number
 # row categories
 (C_IGNORE, C_SWITCH, C_WAKING, C_WAKEUP, C_WAKEUP_NEW, C_TTWU, C_FORK, C_EXIT, C_STATEDUMP,
  C_SC_ENTRY, C_SC_EXIT, C_IRQ_IN, C_IRQ_OUT, C_SOFT_IN, C_SOFT_OUT, C_HRT_IN, C_HRT_OUT, C_IPI_IN,
- C_IPI_OUT, C_EXEC, C_PKT_IN, C_PKT_OUT) = range(22)
+ C_IPI_OUT, C_EXEC, C_PKT_IN, C_PKT_OUT, C_NET_SEND, C_NET_RECV) = range(24)
 
 _EXACT = {
     "sched_switch": C_SWITCH,
@@ -85,6 +86,9 @@ _EXACT = {
     "do_IRQ_return": C_IRQ_OUT,
     "netif_receive_skb_internal_entry": C_PKT_IN,
     "netif_receive_skb_internal_return": C_PKT_OUT,
+    "net_dev_queue": C_NET_SEND,
+    "net_if_receive_skb": C_NET_RECV,
+    "netif_receive_skb": C_NET_RECV,
 }
 
 SOFTIRQ_STATE = {  # vector -> path state when it wakes a task (reference rules)
@@ -121,6 +125,9 @@ GRAPH_FIELDS = {
     "do_IRQ_entry": ("irq",),
     "irq_softirq_entry": ("vec",),
     "irq_softirq_exit": ("vec",),
+    "net_dev_queue": ("skbaddr",),
+    "net_if_receive_skb": ("skbaddr",),
+    "netif_receive_skb": ("skbaddr",),
 }
 
 
@@ -161,6 +168,7 @@ class ExecGraph:
     syscall_names: list[str]
     threads: dict[int, ThreadInfo] = field(default_factory=dict)
     wakeup_family: str = ""
+    net_links: dict[int, int] = field(default_factory=dict)  # FOLLOW_NET interval -> when its packet was sent
 
     def __post_init__(self):
         self.tid_index = {int(t): i for i, t in enumerate(self.tids.tolist())}
@@ -344,7 +352,10 @@ class GraphBuilder:
         self._nwake = 0
         self.hosts: dict[int, _HostState] = {}
         # per wake-up (numbered globally): the context it ran in and the task it ran on
-        self.wake = _Parts("ctx", "cur")
+        self.wake = _Parts("ctx", "cur", "ltid", "lts")
+        # packets on one host: the latest send of each skb address, the latest receive per CPU
+        self.net_send: dict[tuple[int, int], tuple[int, int]] = {}
+        self.net_recv: dict[tuple[int, int], tuple[int, int]] = {}
         self.stacks: dict[tuple[int, int], list[int]] = {}  # (host, CPU) -> interrupt contexts
         self.wake_cats: set[int] = set()
 
@@ -443,9 +454,11 @@ class GraphBuilder:
         if nwk or m_ic.any():
             ctx, is_exit = _interrupt_rows(cat[m_ic], col("irq", m_ic, 0), col("vec", m_ic, 0))
             wctx = wake_contexts(self.stacks, h, seq[m_wk], cpu[m_wk], seq[m_ic], cpu[m_ic], ctx, is_exit)
+        if nwk or (cat == C_NET_SEND).any() or (cat == C_NET_RECV).any():
+            ltid, lts = self._packet_links(h, chunk, cat, seq, m_wk, wctx if nwk else np.zeros(0, np.int32), col)
         if nwk:
             wcur = cur[m_wk]
-            self.wake.add(ctx=wctx, cur=np.where(wcur == MISSING, -1, wcur).astype(np.int32))
+            self.wake.add(ctx=wctx, cur=np.where(wcur == MISSING, -1, wcur).astype(np.int32), ltid=ltid, lts=lts)
             self.wake_cats.update(np.unique(cat[m_wk]).tolist())
         # per-thread rows of this chunk
         parts = []
@@ -468,6 +481,47 @@ class GraphBuilder:
                           self._scid[chunk.event[m_sc]].astype(np.int64)))
         if parts:
             self._advance(hs, parts)
+
+    NET_CONTEXTS = (CTX_SOFTIRQ + 3, CTX_SOFTIRQ + 2, CTX_PACKET)  # NET_RX, NET_TX softirqs, packet handling
+    NET_DELAY_NS = 1_000_000  # a wake-up this soon after a packet's receive on its CPU is that packet's
+    NET_FLIGHT_NS = 10_000_000  # a packet received this long after a send of its skb address: that send
+    # (skb addresses are reused: an older send with the same address is another packet)
+
+    def _packet_links(self, h: int, chunk, cat, seq, m_wk, wctx, col):
+        """For each wake-up of the chunk: the task that sent the packet it delivers, and when,
+        when that packet was sent on this host (loopback: the same skb address is queued by the
+        sender and received by the softirq that wakes the reader); (-1, -1) otherwise. Packet
+        rows are few: a plain loop over them and the wake-ups in network contexts."""
+        nwk = int(m_wk.sum())
+        ltid = np.full(nwk, -1, np.int32)
+        lts = np.full(nwk, -1, np.int64)
+        m_send, m_recv = cat == C_NET_SEND, cat == C_NET_RECV
+        wk_pos = np.flatnonzero(m_wk)
+        net_wake = np.isin(wctx, self.NET_CONTEXTS) if nwk else np.zeros(0, bool)
+        rows = np.concatenate([np.flatnonzero(m_send), np.flatnonzero(m_recv), wk_pos[net_wake]])
+        if len(rows) == 0:
+            return ltid, lts
+        kinds = np.concatenate([np.zeros(int(m_send.sum()), np.int8), np.ones(int(m_recv.sum()), np.int8),
+                                np.full(int(net_wake.sum()), 2, np.int8)])
+        widx = np.concatenate([np.full(int(m_send.sum()) + int(m_recv.sum()), -1), np.flatnonzero(net_wake)])
+        o = np.argsort(seq[rows], kind="stable")
+        skb_all = chunk.fields.get("skbaddr")
+        ts, cpu, cur = chunk.ts, chunk.cpu, chunk.tid
+        for r, kd, wi in zip(rows[o].tolist(), kinds[o].tolist(), widx[o].tolist()):
+            if kd == 0:
+                if skb_all is not None and cur[r] > 0 and cur[r] != MISSING:
+                    self.net_send[(h, int(skb_all[r]))] = (int(ts[r]), int(cur[r]))
+            elif kd == 1:
+                if skb_all is not None:
+                    self.net_recv[(h, int(cpu[r]))] = (int(ts[r]), int(skb_all[r]))
+            else:
+                got = self.net_recv.get((h, int(cpu[r])))
+                if got is None or int(ts[r]) - got[0] > self.NET_DELAY_NS:
+                    continue
+                sent = self.net_send.get((h, got[1]))
+                if sent is not None and 0 <= got[0] - sent[0] <= self.NET_FLIGHT_NS:
+                    lts[wi], ltid[wi] = sent
+        return ltid, lts
 
     def _advance(self, hs: _HostState, parts) -> None:
         tid = np.concatenate([np.asarray(p[0], np.int64) for p in parts])
@@ -548,6 +602,7 @@ class GraphBuilder:
         reader = self.reader
         wake = self.wake.get()
         wctx, wake_cur = wake["ctx"], wake["cur"]
+        links = (wake["ltid"], wake["lts"])
         family = ("sched_ttwu" if C_TTWU in self.wake_cats else
                   "sched_waking" if C_WAKING in self.wake_cats else "sched_wakeup")
         graphs = {}
@@ -555,12 +610,12 @@ class GraphBuilder:
         for h, hs in self.hosts.items():
             if h not in kernel_hosts:
                 continue
-            graphs[reader.hosts[h]] = self._finish_host(hs, wctx, wake_cur, family)
+            graphs[reader.hosts[h]] = self._finish_host(hs, wctx, wake_cur, family, links)
         self.hosts = {}
         _release_freed_memory()
         return graphs
 
-    def _finish_host(self, hs: _HostState, wctx, wake_cur, family: str) -> ExecGraph:
+    def _finish_host(self, hs: _HostState, wctx, wake_cur, family: str, links=None) -> ExecGraph:
         end = hs.last_ts
         # close what is still open at the end of the trace
         if hs.carry:
@@ -589,6 +644,7 @@ class GraphBuilder:
         m = len(tid)
         futex_id = self.syscall_names.index("futex") if "futex" in self.syscall_names else -99
         iv_block, iv_waker, iv_ctx = _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id)
+        net_links = _network_links(tid, state, iv_block, iv_waker, wake, links)
         del wake
         _release_freed_memory()
         for t_, a, z in zip(tids.tolist(), start[lo].tolist() if m else [], stop[hi - 1].tolist() if m else []):
@@ -603,7 +659,7 @@ class GraphBuilder:
             tids=tids, thread_lo=lo, thread_hi=hi, iv_start=start, iv_end=stop, iv_state=state,
             iv_block=iv_block, iv_waker=iv_waker, iv_ctx=iv_ctx, iv_syscall=sc,
             sc_tid=sc_parts["tid"], sc_entry=sc_parts["entry"], sc_exit=sc_parts["exit"], sc_id=sc_parts["id"],
-            syscall_names=list(self.syscall_names), threads=hs.threads, wakeup_family=family,
+            syscall_names=list(self.syscall_names), threads=hs.threads, wakeup_family=family, net_links=net_links,
         )
 
 
@@ -637,6 +693,28 @@ def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, block: int = 1 << 2
         iv_block[b] = st
         iv_waker[b] = np.where(follow, waker, -1)
     return iv_block, iv_waker, iv_ctx
+
+
+def _network_links(tid, state, iv_block, iv_waker, wake, links) -> dict[int, int]:
+    """Blocked intervals ended by a packet that a task of the host sent (loopback): they become
+    FOLLOW_NET, their waker the sender; returns interval -> the send's time."""
+    out: dict[int, int] = {}
+    if links is None or len(links[0]) == 0:
+        return out
+    ltid, lts = links
+    cand = np.flatnonzero((state == BLOCKED) & (iv_block == ST_BN))
+    if len(cand) == 0:
+        return out
+    w = wake[cand]
+    ok = w >= 0
+    cand, w = cand[ok], w[ok]
+    sender = ltid[w]
+    keep = (sender > 0) & (sender != tid[cand])
+    for k, snd, t in zip(cand[keep].tolist(), sender[keep].tolist(), lts[w[keep]].tolist()):
+        iv_block[k] = FOLLOW_NET
+        iv_waker[k] = snd
+        out[k] = t
+    return out
 
 
 def _sorted_pairs(a: np.ndarray, b: np.ndarray, block: int = 1 << 20) -> bool:

@@ -216,3 +216,36 @@ def test_spurious_second_wake_up_does_not_steal_the_wait(tmp_path):
               waking(40, 1, 100), waking(45, 2, 100), sw(50, 0, 0, 100, 0), sw(60, 0, 100, 0)]
     assert path(tmp_path, events, 100, 0, 60) == [(100, 0, 10, "RU"), (200, 10, 40, "RU"), (100, 40, 50, "BP"),
                                                   (100, 50, 60, "RU")]
+
+
+def _loopback(skb_sent, skb_received, late=0):
+    """t1 (100) blocks reading a socket at 10; t2 (200), running on CPU 1, sends a packet on the
+    loopback device at 30; a NET_RX softirq on CPU 1 receives a packet at 52 (+ ``late``) and
+    wakes t1 at 57 (+ ``late``; loopback delivery runs on the sender's CPU)."""
+    return [
+        sw(0, 0, 0, 100, 0), sw(5, 1, 0, 200, 0),
+        ev(8, 0, "syscall_entry_recvfrom", fd=3), sw(10, 0, 100, 0, 1),
+        ev(30, 1, "net_dev_queue", skbaddr=skb_sent, len=60, name="lo"),
+        ev(50 + late, 1, "irq_softirq_entry", vec=3),
+        ev(52 + late, 1, "net_if_receive_skb", skbaddr=skb_received, len=60, name="lo"),
+        waking(57 + late, 1, 100), ev(60 + late, 1, "irq_softirq_exit", vec=3),
+        sw(65 + late, 0, 0, 100, 0), ev(70 + late, 0, "syscall_exit_recvfrom", ret=60), sw(80 + late, 0, 100, 0),
+        sw(90 + late, 1, 200, 0),
+    ]
+
+
+def test_network_wait_on_a_packet_another_local_task_sent_follows_the_sender(tmp_path):
+    # the reader's wait is the sender's work up to the send, then the packet's flight
+    events = _loopback(0x8CB588BA6300, 0x8CB588BA6300)
+    assert path(tmp_path, events, 100, 0, 80) == [
+        (100, 0, 8, "RU"), (100, 8, 10, "RS"), (200, 10, 30, "RU"), (100, 30, 57, "BN"), (100, 57, 65, "BP"),
+        (100, 65, 70, "RS"), (100, 70, 80, "RU"),
+    ]
+
+
+@pytest.mark.parametrize("sent,received,late", [(0xAB00, 0xCD00, 0), (0xAB00, 0xAB00, 20_000_000)])
+def test_network_wait_stays_bn_when_the_packet_is_not_matched(tmp_path, sent, received, late):
+    # another skb address (a packet from another host), or a send of that address long before
+    # (addresses are reused: that was another packet): nothing to follow
+    got = path(tmp_path, _loopback(sent, received, late), 100, 0, 80 + late)
+    assert got[2] == (100, 10, 57 + late, "BN") and all(t == 100 for t, *_ in got)

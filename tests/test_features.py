@@ -268,3 +268,19 @@ def test_wake_contexts_carry_interrupt_stacks_between_chunks():
             i = ii[(ii >= lo) & (ii < hi)]
             got.append(wake_contexts(stacks, 0, seq[w], cpu[w], seq[i], cpu[i], i_ctx[i], i_exit[i]))
         assert np.array_equal(np.concatenate(got), whole), cuts
+
+
+@needs_bt2
+def test_wget_dns_wait_follows_the_local_resolver():
+    # wget asks systemd-resolved over the loopback device: its wait for the answer is the
+    # resolver's work (matched by the packets' skb addresses); the download stays BN
+    g = _graphs(real_trace("tracevizlab-wget-k-20180802-115043"), 1 << 17)["arnaud-desktop"]
+    wget = next(t for t, info in g.threads.items() if info.comm == "wget")
+    resolver = next(t for t, info in g.threads.items() if info.comm == "systemd-resolve")
+    sl = g.intervals_of(wget)
+    pf = PathFinder(g)
+    seg = pf.path(wget, int(g.iv_start[sl.start]), int(g.iv_end[sl.stop - 1])).segments(g)
+    on_resolver = seg.tid == resolver
+    assert on_resolver.any() and (seg.state[on_resolver] != STATES.index("BN")).any()
+    dur = seg.durations()
+    assert dur[STATES.index("BN")] > 0.5 * dur.sum()
