@@ -352,7 +352,8 @@ class GraphBuilder:
         self._nwake = 0
         self.hosts: dict[int, _HostState] = {}
         # per wake-up (numbered globally): the context it ran in and the task it ran on
-        self.wake = _Parts("ctx", "cur", "ltid", "lts")
+        self.wake = _Parts("ctx", "cur")
+        self.links: dict[int, tuple[int, int]] = {}  # wake-up number -> (sender tid, send time); few
         # packets on one host: the latest send of each skb address, the latest receive per CPU
         self.net_send: dict[tuple[int, int], tuple[int, int]] = {}
         self.net_recv: dict[tuple[int, int], tuple[int, int]] = {}
@@ -455,10 +456,10 @@ class GraphBuilder:
             ctx, is_exit = _interrupt_rows(cat[m_ic], col("irq", m_ic, 0), col("vec", m_ic, 0))
             wctx = wake_contexts(self.stacks, h, seq[m_wk], cpu[m_wk], seq[m_ic], cpu[m_ic], ctx, is_exit)
         if nwk or (cat == C_NET_SEND).any() or (cat == C_NET_RECV).any():
-            ltid, lts = self._packet_links(h, chunk, cat, seq, m_wk, wctx if nwk else np.zeros(0, np.int32), col)
+            self._packet_links(h, chunk, cat, seq, m_wk, wctx if nwk else np.zeros(0, np.int32), wake_ids)
         if nwk:
             wcur = cur[m_wk]
-            self.wake.add(ctx=wctx, cur=np.where(wcur == MISSING, -1, wcur).astype(np.int32), ltid=ltid, lts=lts)
+            self.wake.add(ctx=wctx, cur=np.where(wcur == MISSING, -1, wcur).astype(np.int32))
             self.wake_cats.update(np.unique(cat[m_wk]).tolist())
         # per-thread rows of this chunk
         parts = []
@@ -487,20 +488,19 @@ class GraphBuilder:
     NET_FLIGHT_NS = 10_000_000  # a packet received this long after a send of its skb address: that send
     # (skb addresses are reused: an older send with the same address is another packet)
 
-    def _packet_links(self, h: int, chunk, cat, seq, m_wk, wctx, col):
-        """For each wake-up of the chunk: the task that sent the packet it delivers, and when,
-        when that packet was sent on this host (loopback: the same skb address is queued by the
-        sender and received by the softirq that wakes the reader); (-1, -1) otherwise. Packet
-        rows are few: a plain loop over them and the wake-ups in network contexts."""
+    def _packet_links(self, h: int, chunk, cat, seq, m_wk, wctx, wake_ids) -> None:
+        """The wake-ups of the chunk that deliver a packet another task of this host sent
+        (loopback: the same skb address is queued by the sender and received by the softirq that
+        wakes the reader) go to ``self.links``: wake-up number -> (sender, send time). Packet
+        rows are few: a plain loop over them and the wake-ups in network contexts. Sends older
+        than NET_FLIGHT_NS are forgotten at the end of the chunk: memory stays bounded."""
         nwk = int(m_wk.sum())
-        ltid = np.full(nwk, -1, np.int32)
-        lts = np.full(nwk, -1, np.int64)
         m_send, m_recv = cat == C_NET_SEND, cat == C_NET_RECV
         wk_pos = np.flatnonzero(m_wk)
         net_wake = np.isin(wctx, self.NET_CONTEXTS) if nwk else np.zeros(0, bool)
         rows = np.concatenate([np.flatnonzero(m_send), np.flatnonzero(m_recv), wk_pos[net_wake]])
         if len(rows) == 0:
-            return ltid, lts
+            return
         kinds = np.concatenate([np.zeros(int(m_send.sum()), np.int8), np.ones(int(m_recv.sum()), np.int8),
                                 np.full(int(net_wake.sum()), 2, np.int8)])
         widx = np.concatenate([np.full(int(m_send.sum()) + int(m_recv.sum()), -1), np.flatnonzero(net_wake)])
@@ -520,8 +520,10 @@ class GraphBuilder:
                     continue
                 sent = self.net_send.get((h, got[1]))
                 if sent is not None and 0 <= got[0] - sent[0] <= self.NET_FLIGHT_NS:
-                    lts[wi], ltid[wi] = sent
-        return ltid, lts
+                    self.links[int(wake_ids[wi])] = (sent[1], sent[0])
+        horizon = int(ts[-1]) - self.NET_FLIGHT_NS
+        if self.net_send and len(self.net_send) > 64:
+            self.net_send = {k: v for k, v in self.net_send.items() if k[0] != h or v[0] >= horizon}
 
     def _advance(self, hs: _HostState, parts) -> None:
         tid = np.concatenate([np.asarray(p[0], np.int64) for p in parts])
@@ -602,7 +604,7 @@ class GraphBuilder:
         reader = self.reader
         wake = self.wake.get()
         wctx, wake_cur = wake["ctx"], wake["cur"]
-        links = (wake["ltid"], wake["lts"])
+        links = self.links
         family = ("sched_ttwu" if C_TTWU in self.wake_cats else
                   "sched_waking" if C_WAKING in self.wake_cats else "sched_wakeup")
         graphs = {}
@@ -699,21 +701,16 @@ def _network_links(tid, state, iv_block, iv_waker, wake, links) -> dict[int, int
     """Blocked intervals ended by a packet that a task of the host sent (loopback): they become
     FOLLOW_NET, their waker the sender; returns interval -> the send's time."""
     out: dict[int, int] = {}
-    if links is None or len(links[0]) == 0:
+    if not links:
         return out
-    ltid, lts = links
-    cand = np.flatnonzero((state == BLOCKED) & (iv_block == ST_BN))
-    if len(cand) == 0:
-        return out
-    w = wake[cand]
-    ok = w >= 0
-    cand, w = cand[ok], w[ok]
-    sender = ltid[w]
-    keep = (sender > 0) & (sender != tid[cand])
-    for k, snd, t in zip(cand[keep].tolist(), sender[keep].tolist(), lts[w[keep]].tolist()):
-        iv_block[k] = FOLLOW_NET
-        iv_waker[k] = snd
-        out[k] = t
+    linked = np.fromiter(links, np.int64, len(links))
+    cand = np.flatnonzero((state == BLOCKED) & (iv_block == ST_BN) & np.isin(wake, linked))
+    for k in cand.tolist():
+        snd, t = links[int(wake[k])]
+        if snd > 0 and snd != int(tid[k]):
+            iv_block[k] = FOLLOW_NET
+            iv_waker[k] = snd
+            out[k] = t
     return out
 
 
