@@ -303,3 +303,15 @@ def test_drill_all_looks_inside_groups_that_do_not_deviate_as_a_whole(tmp_path):
     levels = [(r.level, tuple(r.within.values())) for r in every.threads.results]
     assert ("thread", ("W6",)) in levels and len(levels) == 9  # the waves, then all 8 of them
     assert not any("were not looked into" in n for n in every.report.notes)
+
+
+def test_jacobi_eigenvalues_match_lapack():
+    from analysis.threads.covariance import jacobi_eigvals
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 5, 9))
+    S = X @ np.swapaxes(X, -1, -2) / 9
+    S[:5] = np.diag([1.0, 2.0, 3.0, 4.0, 5.0])  # already diagonal: nothing to rotate
+    S[5:10] = np.eye(5) * 1e-9 + np.eye(5)[::-1] * 1e-12  # tiny off-diagonals
+    got = np.sort(jacobi_eigvals([[S[:, i, j].copy() for j in range(5)] for i in range(5)]), axis=0).T
+    assert np.allclose(got, np.linalg.eigvalsh(S), rtol=1e-9, atol=1e-15)
