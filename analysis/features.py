@@ -28,6 +28,7 @@ import numpy as np
 
 from .critical_path import NSTATES, STATES, PathFinder
 from .errors import InputError
+from .inputs import read_text
 from .execgraph import ExecGraph
 from .requests import RequestTable
 
@@ -245,12 +246,7 @@ def read_features(path: str | os.PathLike) -> FeatureTable:
     path = Path(path)
     if path.name.endswith("_times.csv") or path.name.endswith("_count.csv"):
         return read_published(path)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
-    if not text.strip():
-        raise InputError(path, "file is empty")
+    text = read_text(path)
     rows = list(csv.reader(io.StringIO(text)))
     header = [h.strip() for h in rows[0]]
     body = [r for r in rows[1:] if r and any(c.strip() for c in r)]

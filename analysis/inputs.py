@@ -47,6 +47,18 @@ def sniff_file(path: Path) -> str | None:
     return None
 
 
+def read_text(path: Path) -> str:
+    """A data file's whole text (undecodable bytes replaced); one clear error when it cannot be
+    read or holds nothing."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    if not text.strip():
+        raise InputError(path, "file is empty")
+    return text
+
+
 def classify(paths) -> Inputs:
     """Sort the user's paths into CTF traces and data files; one clear error for anything else."""
     inputs = Inputs(paths=[os.fspath(p) for p in paths])

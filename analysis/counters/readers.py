@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..inputs import register_file_kind
+from ..spans.timeparse import column_to_seconds as to_seconds
+from ..inputs import read_text, register_file_kind
 from .table import CounterSet, Piece, RawCounters, align
 
 TIME_NAMES = ("time", "timestamp", "ts", "t", "datetime", "date")
@@ -58,23 +59,6 @@ def _is_number(x: str) -> bool:
         return True
     except ValueError:
         return False
-
-
-def to_seconds(col, path: Path) -> np.ndarray:
-    """Times as unix seconds: numbers by magnitude (s, ms, µs, ns) or ISO 8601 strings."""
-    try:
-        v = np.array(col, dtype=np.float64)
-    except ValueError:
-        from ..spans.timeparse import parse_iso_ns  # noqa: PLC0415
-
-        try:
-            return np.array([parse_iso_ns(x) for x in col], np.float64) / 1e9
-        except ValueError:
-            raise InputError(path, "the time column holds neither numbers nor ISO 8601 times") from None
-    if len(v) == 0:
-        return v
-    mag = float(np.nanmax(np.abs(v)))
-    return v * (1e-9 if mag >= 1e17 else 1e-6 if mag >= 1e14 else 1e-3 if mag >= 1e11 else 1.0)
 
 
 # -- CSV ---------------------------------------------------------------------------------------
@@ -225,12 +209,7 @@ def sniff_prometheus(path: Path, head: bytes) -> bool:
 def read_prometheus(path, server_label: str = "instance", interner: "_Names | None" = None) -> RawCounters:
     path = Path(path)
     names_ = interner or _Names()
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
-    if not text.strip():
-        raise InputError(path, "file is empty")
+    text = read_text(path)
     try:
         docs = [json.loads(text)]
     except json.JSONDecodeError as exc:

@@ -50,3 +50,23 @@ def to_ns(text: str, unit: str | None) -> int:
         return parse_iso_ns(t)
     u = unit or epoch_unit(v)
     return int(round(v * UNIT_NS[u])) if isinstance(v, float) else v * UNIT_NS[u]
+
+
+def column_to_seconds(col, path) -> "np.ndarray":
+    """A column of timestamps as float unix seconds: numbers by magnitude (s, ms, µs, ns; one
+    unit for the column, from its largest value) or ISO 8601 strings. ``path`` names the file
+    in the error."""
+    import numpy as np  # noqa: PLC0415
+
+    from ..errors import InputError  # noqa: PLC0415
+
+    try:
+        v = np.array(col, dtype=np.float64)
+    except ValueError:
+        try:
+            return np.array([parse_iso_ns(x) for x in col], np.float64) / 1e9
+        except ValueError:
+            raise InputError(path, "the time column holds neither numbers nor ISO 8601 times") from None
+    if len(v) == 0:
+        return v
+    return v * (UNIT_NS[epoch_unit(float(np.nanmax(np.abs(v))))] / 1e9)

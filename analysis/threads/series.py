@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..inputs import register_file_kind
+from ..spans.timeparse import column_to_seconds
 
 GROUPS = ("machine", "process", "pool", "wave")
 GROUP_NAMES = {
@@ -77,23 +78,6 @@ def plural(level: str) -> str:
 
 def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9@:]", "", s.strip().lower())
-
-
-def _to_seconds(col: list[str], path: Path) -> np.ndarray:
-    try:
-        v = np.array(col, dtype=np.float64)
-    except ValueError:
-        from ..spans.timeparse import parse_iso_ns  # noqa: PLC0415
-
-        try:
-            return np.array([parse_iso_ns(x) for x in col], np.float64) / 1e9
-        except ValueError:
-            raise InputError(path, "the time column holds neither numbers nor ISO 8601 times") from None
-    if len(v) == 0:
-        return v
-    mag = float(np.nanmax(np.abs(v)))
-    scale = 1e-9 if mag >= 1e17 else 1e-6 if mag >= 1e14 else 1e-3 if mag >= 1e11 else 1.0
-    return v * scale
 
 
 def build(time, thread_keys, group_cols: dict, values, metrics, source="") -> ThreadSeries:
@@ -150,7 +134,7 @@ def read_csv(path) -> ThreadSeries:
     t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
     if t_i is None:
         raise InputError(path, f"no time column (looked for {', '.join(TIME_NAMES)}; header: {', '.join(header[:8])})")
-    time = _to_seconds(list(cols[t_i]), path)
+    time = column_to_seconds(list(cols[t_i]), path)
     th_i = next((i for i, n in enumerate(names) if n in THREAD_NAMES), None)
     notes = [f"{short:,} rows with fewer fields than the header were skipped"] if short else []
     if th_i is None:
