@@ -169,12 +169,7 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
             ev.append(f"diverges from the other servers from {_t(cs, o.index)} on ({o.kind} in "
                       f"{cs.counters[sd.onset_counter]}: {_num(o.before)} -> {_num(o.after)} above the fleet's median, "
                       f"fit {o.gain:.2f})")
-        cr = corr_of.get((s, c0))
-        if cr is not None:
-            strong = cr.strong()[:6]
-            if strong:
-                ev.append(f"moves with {cs.counters[c0]} on {cs.servers[s]} (|r| >= {cr.params.threshold:g}): "
-                          + ", ".join(f"{cs.counters[r.counter]} ({_corr(r)})" for r in strong))
+        ev += _moves_with(cs, corr_of.get((s, c0)), f"moves with {cs.counters[c0]} on {cs.servers[s]}")
         since = f" since {cs.time_label(sd.onset.index)}" if sd.onset is not None else ""
         out.append(Finding(
             analysis="counters", title=f"{cs.servers[s]} deviates from the fleet{since}: {cs.counters[c0]} and "
@@ -192,12 +187,7 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
         if fd.onset is not None:
             ev.append(f"the fleet's {cs.counters[fd.onset_counter]} starts to move at {_t(cs, fd.onset.index)} "
                       f"({fd.onset.kind}: {_num(fd.onset.before)} -> {_num(fd.onset.after)}, fit {fd.onset.gain:.2f})")
-        cr = corr_of.get((None, c0))
-        if cr is not None:
-            strong = cr.strong()[:6]
-            if strong:
-                ev.append(f"over the fleet, {cs.counters[c0]} moves with: "
-                          + ", ".join(f"{cs.counters[r.counter]} ({_corr(r)})" for r in strong))
+        ev += _moves_with(cs, corr_of.get((None, c0)), f"over the fleet, {cs.counters[c0]} moves with")
         rows = []
         for c, x, n in fd.counters:
             k = int(np.nanargmax(np.nan_to_num(cp.time_x[:, c], nan=-1)))
@@ -240,6 +230,15 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
             evidence=[f"rule from {v.rule.source}; {v.checked:,} values compared"] + v.notes,
             tables=[Table(["server", "time", "value"], rows, "worst first")], parameters={"rule": asdict(v.rule)}))
     return out
+
+
+def _moves_with(cs: CounterSet, cr: Correlation | None, lead: str) -> list[str]:
+    """One evidence line: the counters that move with the counter of interest, strongest first."""
+    strong = cr.strong()[:6] if cr is not None else []
+    if not strong:
+        return []
+    return [f"{lead} (|r| >= {cr.params.threshold:g}): "
+            + ", ".join(f"{cs.counters[r.counter]} ({_corr(r)})" for r in strong)]
 
 
 def _corr(r) -> str:
