@@ -140,3 +140,42 @@ def test_sample_microservices_writes_ground_truth(tmp_path):
     assert (out / "spans.otlp.jsonl").stat().st_size > 0 and (out / "clouddiag-log" / "calls.log").exists()
     res = cli("sample", "--system", "microservices", "--out", out)
     assert res.returncode != 0 and "not empty" in res.stderr
+
+
+def test_counter_options_are_checked():
+    fleet = ROOT / "sample_traces" / "fleet"
+    res = cli("report", fleet, "--rules", "/no/rules.toml")
+    assert res.returncode == 3 and "/no/rules.toml" in res.stderr
+    res = cli("report", fleet, "--min-correlation", "1.5")
+    assert res.returncode == 2 and "min-correlation" in res.stderr
+    res = cli("report", fleet, "--server-x", "0")
+    assert res.returncode == 2 and "positive" in res.stderr
+
+
+def test_report_with_rules_in_the_papers_xml(tmp_path):
+    rules = tmp_path / "rules.xml"
+    rules.write_text('<ThresholdConfig><PerformanceCounter Name="Runtime.CPU.Percent"><Rule AppliesTo="ServerView">'
+                     '<Statistic>Median</Statistic><ExpectedValue>60</ExpectedValue>'
+                     '<ComparisonOperator>GreaterThan</ComparisonOperator></Rule></PerformanceCounter>'
+                     '</ThresholdConfig>')
+    res = cli("report", ROOT / "sample_traces" / "fleet", "--rules", rules, "-q")
+    assert res.returncode == 0, res.stderr
+    assert "threshold: 1 violation(s) of Runtime.CPU.Percent: median in the server view > 60" in res.stdout
+    assert "| silo-07 | all times |" in res.stdout  # the stuck server, and only it
+    assert "rules.toml" not in res.stdout  # the rules given replace the ones beside the counters
+
+
+def test_sample_fleet_incidents_and_bad_specs(tmp_path):
+    out = tmp_path / "f"
+    res = cli("sample", "--system", "fleet", "--out", out, "--servers", "6", "--points", "60",
+              "--incidents", "stuck_rng@2:0.4,buffer_leak:0.5")
+    assert res.returncode == 0, res.stderr
+    truth = json.loads((out / "ground_truth.json").read_text())
+    kinds = {i["kind"]: i for i in truth["incidents"]}
+    assert kinds["stuck_rng"]["servers"] == ["silo-03"] and kinds["stuck_rng"]["start_index"] == 24
+    assert len(kinds["buffer_leak"]["servers"]) == 6
+    header = (out / "counters.csv").read_text().splitlines()[0]
+    assert header.startswith("time,server,") and len(header.split(",")) == 52
+    for bad in ("stuck_rng@99", "meteor", "stuck_rng:2"):
+        res = cli("sample", "--system", "fleet", "--out", tmp_path / bad.replace(":", "_"), "--incidents", bad)
+        assert res.returncode == 2, (bad, res.stderr)
