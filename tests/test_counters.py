@@ -283,3 +283,13 @@ def test_wide_csv_fast_path_equals_the_careful_one(tmp_path, monkeypatch):
     slow = load_counters([p])
     assert fast.servers == slow.servers and fast.counters == slow.counters
     assert np.array_equal(fast.values, slow.values, equal_nan=True) and np.isnan(fast.values[0, 1, 7])
+
+
+def test_a_counter_column_named_twice_is_kept_and_said(tmp_path):
+    for blank in ("", "1"):  # the careful path (an empty cell) and numpy's fast one
+        p = _write(tmp_path / f"d{blank}.csv", "time,server,cpu,cpu\n" + "".join(
+            f"{1_700_000_000 + 60 * k},{s},{k},{blank if k == 0 and s == 'a' else 10 + k}\n"
+            for s in "abc" for k in range(4)))
+        cs = load_counters([p])
+        assert cs.counters == ["cpu", "cpu (2)"]
+        assert cs.values[cs.servers.index("b"), 1, 2] == 12 and any("named twice" in n for n in cs.notes)

@@ -126,13 +126,16 @@ def read_csv(path, interner: "_Names | None" = None) -> RawCounters:
             pieces.append(Piece(server[r], time[r], idx[inv[r[:1]]], value[r][:, None]))
     else:  # wide
         used = {t_i, s_i}
+        labels, dup = _column_labels(header)
+        if dup:
+            notes.append(f"{path.name}: {dup}")
         vals, cidx = [], []
         for i in range(width):
             if i in used:
                 continue
             try:
                 vals.append(_floats(cols[i], path, f"column {header[i]!r}"))
-                cidx.append(names_.counter(header[i].strip()))
+                cidx.append(names_.counter(labels[i]))
             except InputError:
                 notes.append(f"{path.name}: column {header[i]!r} is not numeric: ignored")
         if not vals:
@@ -165,8 +168,25 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
         return None
     time = to_seconds(nums[:, 0], path)
     server = names_.servers_of(np.char.strip(srv))
-    cidx = np.array([names_.counter(header[i].strip()) for i in cols], np.int32)
-    return RawCounters(names_.server_list, names_.counter_list, [Piece(server, time, cidx, nums[:, 1:])], str(path), [])
+    labels, dup = _column_labels(header)
+    cidx = np.array([names_.counter(labels[i]) for i in cols], np.int32)
+    return RawCounters(names_.server_list, names_.counter_list, [Piece(server, time, cidx, nums[:, 1:])], str(path),
+                       [f"{path.name}: {dup}"] if dup else [])
+
+
+def _column_labels(header: list[str]) -> tuple[list[str], str]:
+    """Counter names of a wide CSV's columns; a name that repeats gets " (2)", " (3)"... (and a
+    note says so) rather than one column silently overwriting another."""
+    seen: dict[str, int] = {}
+    out, dups = [], []
+    for h in header:
+        name = h.strip()
+        k = seen.get(name, 0) + 1
+        seen[name] = k
+        out.append(name if k == 1 else f"{name} ({k})")
+        if k == 2:
+            dups.append(name)
+    return out, (f"column(s) named twice, read as NAME (2), ...: {', '.join(dups)}" if dups else "")
 
 
 class _Names:
