@@ -34,7 +34,7 @@ from .counters.readers import load_counters
 from .counters.rules import read_rules
 from .threads.deviation import ThreadParams
 from .threads.from_trace import thread_series_from_graphs
-from .threads.series import ThreadSeries, plural, read_csv as read_thread_csv
+from .threads.series import ThreadSeries, read_csv as read_thread_csv
 from .threads.topdown import TopDown, top_down, topdown_findings
 
 
@@ -51,7 +51,6 @@ class Options:
     reference: tuple[str, ...] = ()  # reference span files / folders (--reference)
     compare: CompareParams = field(default_factory=CompareParams)
     threads: ThreadParams = field(default_factory=ThreadParams)
-    drill_all: bool = False  # threads: analyse inside every top-level abstraction, not only the ranked
     thread_windows: float | None = None  # per-thread metrics from the kernel trace: window (s), 0 = auto; None = off
     counters: CounterParams = field(default_factory=CounterParams)
     rules: str | None = None  # threshold rules file (TOML or PAD's XML); default: rules.toml beside the counters
@@ -163,15 +162,7 @@ def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: Tr
         if progress is not None:
             progress(Progress("thread pools", None, f"{what} (level {i + 1})"))
 
-    td = top_down(ts, options.threads, progress=on_level, drill_all=options.drill_all)
-    top = td.results[0] if td.results else None
-    if top is not None and not options.drill_all and len(ts.levels()) > 1:
-        left = top.k - len(set(top.ranked_items()))
-        if left > 0:
-            result.report.notes.append(
-                f"{source}: {left} of {top.k} {plural(top.level)} were not looked into (they do not deviate as a "
-                "whole, and a single deviating thread rarely moves its group): --drill-all looks inside every one "
-                "(or enter in the Threads pane)")
+    td = top_down(ts, options.threads, progress=on_level)
     result.threads = td
     result.report.findings.extend(topdown_findings(td))
 

@@ -79,8 +79,6 @@ def _add_thread_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--replicates", type=int, default=1000, metavar="N",
                    help="bootstrap replicates per scale for the AU p-values (default 1000)")
     g.add_argument("--no-windows", action="store_true", help="no moving-window check for short deviations")
-    g.add_argument("--drill-all", action="store_true",
-                   help="look inside every top-level group (wave, process...), not only the deviating ones")
     g.add_argument("--thread-metrics", nargs="?", type=float, const=0.0, default=None, metavar="WINDOW_S",
                    help="also derive per-thread metrics (CPU, syscalls, blocked, preempted, handles, mappings) "
                         "from a kernel trace, in windows of WINDOW_S seconds (default: the span / 200), and "
@@ -339,7 +337,6 @@ def _options(args):
         if args.thread_metrics is not None and args.thread_metrics < 0:
             raise _Usage("--thread-metrics: the window must be positive")
         opts.thread_windows = args.thread_metrics
-        opts.drill_all = args.drill_all
         try:
             opts.threads.validate()
         except ValueError as exc:

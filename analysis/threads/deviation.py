@@ -117,6 +117,43 @@ def _natural(s: str):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
 
 
+def could_rank(ts: ThreadSeries, level: str, within: dict | None = None, params: ThreadParams | None = None) -> bool:
+    """Whether :func:`analyse_level` could rank anything here, without its bootstrap: a ranked
+    abstraction must sit apart (separation guard) or show a short excursion (window check), and
+    both are cheap. The walk screens with this the groups it would otherwise not look into."""
+    params = params or ThreadParams()
+    names, members = abstractions(ts, level, dict(within or {}))
+    if len(names) < 3:
+        return False
+    groups, pooled, scale = _level_data(ts, members)
+    if groups is None:
+        return False
+    D = fm_matrix(covariances(pooled, scale, params.ridge).cov)
+    if np.nanmax(separation(D)) >= params.separation:
+        return True
+    if params.windows:
+        exc = window_scores(groups, params)
+        return any(e is not None and e.z > params.window_z for e in exc)
+    return False
+
+
+def _level_data(ts: ThreadSeries, members):
+    """(groups of sample arrays, pooled samples, metric scale) of the varying metrics, or None."""
+    rows = np.concatenate([np.arange(ts.lo[i], ts.hi[i]) for m in members for i in m]) if members else np.zeros(0, int)
+    sub = ts.values[rows] if len(rows) else ts.values[:0]
+    varying = np.nanstd(sub, axis=0) > 0 if len(sub) else np.zeros(len(ts.metrics), bool)
+    if not varying.any():
+        return None, None, None
+    cols = np.flatnonzero(varying)
+    groups = [[ts.samples(i)[:, cols] for i in m] for m in members]
+    if any(sum(len(x) for x in g) < 10 for g in groups):
+        groups = [g for g in groups if sum(len(x) for x in g) >= 10]
+        if len(groups) < 3:
+            return None, None, None
+    pooled = [np.vstack(g) for g in groups]
+    return groups, pooled, scale_of(sub[:, cols])
+
+
 def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, params: ThreadParams | None = None,
                   progress=None) -> LevelResult:
     import time  # noqa: PLC0415

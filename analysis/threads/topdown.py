@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..findings import Finding, Table
-from .deviation import LevelResult, ThreadParams, analyse_level
+from .deviation import LevelResult, ThreadParams, analyse_level, could_rank
 from .series import ThreadSeries, plural
 
 
@@ -28,8 +28,11 @@ def next_level(ts: ThreadSeries, level: str) -> str | None:
 def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: int = 8, progress=None,
              drill_all: bool = False) -> TopDown:
     """The paper's walk: down into the ranked abstractions of each level (at most ``max_drill``
-    analyses below the top). ``drill_all``: into every abstraction of the top level as well (a
-    single deviating thread among forty rarely moves its wave, so the walk alone can miss it)."""
+    analyses below the top), and, beyond the paper, into the top level's other abstractions
+    where something could be ranked (a single deviating thread among forty rarely moves its
+    wave): :func:`could_rank` screens them without a bootstrap, with the conditions every ranked
+    abstraction meets, so the walk finds what drilling into all of them finds. ``drill_all``:
+    into all of them regardless (same findings, slower: for checking)."""
     params = params or ThreadParams()
     levels = ts.levels()
     td = TopDown(ts, levels)
@@ -46,8 +49,12 @@ def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: in
         if lower is None:
             continue
         items = [i for r in res.ranking for i in r.items]
-        if drill_all and done == 1:
-            items += [i for i in range(res.k) if i not in items]
+        if done == 1:
+            # beyond the paper: the groups that do not deviate as a whole are looked into when
+            # something inside them could be ranked (a cheap screen: no bootstrap), or always
+            # with drill_all; a single deviating thread rarely moves its wave
+            rest = [i for i in range(res.k) if i not in items]
+            items += [i for i in rest if drill_all or could_rank(ts, lower, {**within, level: res.names[i]}, params)]
         for i in items:
             if done + len(queue) < max_drill + 1:
                 queue.append((lower, {**within, level: res.names[i]}))
