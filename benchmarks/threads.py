@@ -39,8 +39,8 @@ def run(quick: bool = False) -> None:
         total[k] = total.get(k, 0.0) + v
     row(f"wave level ({top.k} abstractions)", f"{wall_top:.2f} s",
         ", ".join(f"{k} {v:.2f}" for k, v in top.timings.items()))
-    # the paper's walk as the tool runs it (report, app): the wave level, then the threads of
-    # the ranked waves
+    # the walk as the tool runs it (report, app): the wave level, then the threads of the ranked
+    # waves and of the waves where the screen finds something that could rank
     from analysis.threads.topdown import top_down  # noqa: PLC0415
 
     t0 = time.perf_counter()
