@@ -308,3 +308,16 @@ def test_walk_looks_inside_groups_that_do_not_deviate_as_a_whole(tmp_path):
 
     assert (("W6",), "2138") in ranked(walk)
     assert ranked(walk) == ranked(every) and len(walk.results) < len(every.results)
+
+
+def test_jacobi_eigenvalues_match_lapack():
+    from analysis.threads.covariance import jacobi_eigvals
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 5, 9))
+    S = X @ np.swapaxes(X, -1, -2) / 9
+    S[:5] = np.diag([1.0, 2.0, 3.0, 4.0, 5.0])  # already diagonal: done after the first check
+    S[5:10] = np.eye(5) * 1e-9 + np.eye(5)[::-1] * 1e-12  # tiny off-diagonals
+    S[10:20] = np.eye(5) + 0.3 * (S[10:20] - np.eye(5)) / np.abs(S[10:20]).max()  # near the identity
+    got = np.sort(jacobi_eigvals([[S[:, i, j].copy() for j in range(5)] for i in range(5)]), axis=0).T
+    assert np.allclose(got, np.linalg.eigvalsh(S), rtol=1e-9, atol=1e-15)
