@@ -142,18 +142,19 @@ def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
     L = safe_cholesky(cov)
     Li = np.linalg.inv(L)
     LT = np.ascontiguousarray(Li.transpose(2, 3, 1, 0))  # (p, p, k, B)
-    CT = np.ascontiguousarray(cov.transpose(2, 3, 1, 0))
+    CL = np.ascontiguousarray(L.transpose(2, 3, 1, 0))
     Lp = LT[:, :, i, :]  # (p, p, pairs, B): a gather of whole rows
-    Cp = CT[:, :, j, :]
-    # T = Li_i C_j (Li lower triangular: c <= a)
-    T = [[sum(Lp[a, c] * Cp[c, d] for c in range(a + 1)) for d in range(p)] for a in range(p)]
-    # S = T Li_i^T, symmetric: lower half (b <= a), e <= b
+    Lq = CL[:, :, j, :]
+    # S = Li_i C_j Li_i^T = M M^T with M = Li_i L_j, a product of lower triangular matrices: lower
+    # triangular itself (fewer products than whitening C_j directly)
+    M = [[sum(Lp[a, c] * Lq[c, b] for c in range(b, a + 1)) if b <= a else None for b in range(p)]
+         for a in range(p)]
     S = [[None] * p for _ in range(p)]
     for a in range(p):
         for b in range(a + 1):
-            S[a][b] = sum(T[a][e] * Lp[b, e] for e in range(b + 1))
+            S[a][b] = sum(M[a][c] * M[b][c] for c in range(b + 1))
             S[b][a] = S[a][b]
-    del T, Lp, Cp
+    del M, Lp, Lq
     # take out the pair's overall scale: with m = ln det S / p (from the two log-determinants),
     # sum ln^2 lambda = sum ln^2 (lambda e^-m) + p m^2, and S e^-m has its eigenvalues' geometric
     # mean at 1: a thread that only does more of everything is then near, not far
