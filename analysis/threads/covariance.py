@@ -183,20 +183,27 @@ def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
 
     fro2 = inner(E, E)
 
-    E2 = mul(E, E)
-    E3 = mul(E2, E)
-    E4 = mul(E2, E2)
-    tr = {2: fro2, 3: inner(E2, E), 4: inner(E2, E2), 5: inner(E2, E3), 6: inner(E3, E3), 7: inner(E3, E4),
-          8: inner(E4, E4)}
-    d2 = sum(_LN2_COEF[n] * tr[n] for n in range(2, 9)) + p * m * m
     far = fro2 > NEAR * NEAR
+    d2 = p * m * m
+    near = ~far
+    if near.any():  # the series, on the near problems only
+        En = [[None] * p for _ in range(p)]
+        for a in range(p):
+            for b in range(a + 1):
+                En[a][b] = En[b][a] = E[a][b][near]
+        E2 = mul(En, En)
+        E3 = mul(E2, En)
+        E4 = mul(E2, E2)
+        tr = {2: fro2[near], 3: inner(E2, En), 4: inner(E2, E2), 5: inner(E2, E3), 6: inner(E3, E3),
+              7: inner(E3, E4), 8: inner(E4, E4)}
+        d2[near] += sum(_LN2_COEF[n] * tr[n] for n in range(2, 9))
     if far.any():
         sub = [[None] * p for _ in range(p)]
         for a in range(p):
             for b in range(a + 1):
                 sub[a][b] = sub[b][a] = S[a][b][far]
         lam = np.maximum(jacobi_eigvals(sub), 1e-300)
-        d2[far] = (np.log(lam) ** 2).sum(axis=0) + p * m[far] ** 2
+        d2[far] += (np.log(lam) ** 2).sum(axis=0)
     return np.sqrt(np.maximum(d2, 0.0)).T  # (B, pairs)
 
 
