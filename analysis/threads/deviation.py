@@ -370,9 +370,11 @@ def _window_scores(groups: list[list[np.ndarray]], window: int) -> list[Excursio
         h = 5
         pad = np.pad(means, ((h + 1, h + 1), (0, 0)), mode="edge")
         i0 = np.arange(len(means))[:, None]
-        left = np.median(pad[i0 + np.arange(h)[None, :]], axis=1)  # the h windows before
-        right = np.median(pad[i0 + h + 2 + np.arange(h)[None, :]], axis=1)  # the h windows after
-        med = np.median(pad[i0 + np.arange(2 * h + 3)[None, :]], axis=1)
+        # medians of a few windows (odd counts: the middle of a sort, far cheaper than np.median
+        # on many short rows)
+        left = np.sort(pad[i0 + np.arange(h)[None, :]], axis=1)[:, h // 2]  # the h windows before
+        right = np.sort(pad[i0 + h + 2 + np.arange(h)[None, :]], axis=1)[:, h // 2]  # the h windows after
+        med = np.sort(pad[i0 + np.arange(2 * h + 3)[None, :]], axis=1)[:, h + 1]
         # an excursion rises above (or falls below) the level on *both* sides: a step (a window
         # between two levels) is not one
         hi_, lo_ = np.maximum(left, right), np.minimum(left, right)
