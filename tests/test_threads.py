@@ -321,3 +321,19 @@ def test_jacobi_eigenvalues_match_lapack():
     S[10:20] = np.eye(5) + 0.3 * (S[10:20] - np.eye(5)) / np.abs(S[10:20]).max()  # near the identity
     got = np.sort(jacobi_eigvals([[S[:, i, j].copy() for j in range(5)] for i in range(5)]), axis=0).T
     assert np.allclose(got, np.linalg.eigvalsh(S), rtol=1e-9, atol=1e-15)
+
+
+async def test_threads_pane_shows_threads_derived_from_the_kernel_trace():
+    from analysis.triage import Options
+    from tui.app import PerftriageApp
+    from tui.panes.threads import ThreadsPane
+
+    app = PerftriageApp([str(ROOT / "sample_traces" / "webserver")],
+                        Options(thread_windows=0.0, threads=ThreadParams(replicates=30)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.query_one(ThreadsPane)
+        assert pane.current is not None and pane.current.level == "process"
+        assert len(pane.table.source) > 10
+        assert "metrics from the kernel trace" in " ".join(app.result.report.notes)
