@@ -284,6 +284,12 @@ def test_fast_fm_distances_match_the_exact_ones():
     cov = X @ np.swapaxes(X, -1, -2) / 300
     cov[:, :2] *= 2.5  # far pairs (exact path) beside near ones (series)
     cov[:, 2, 0, 0] *= 6
+    # near-singular matrices (one metric almost proportional to another, plus the ridge): their
+    # small eigenvalues must stay accurate relative to themselves
+    for t in (3, 7):
+        v = rng.normal(size=(B, 300))
+        w = np.stack([v, *rng.normal(size=(3, B, 300)), 2 * v + 1e-3 * rng.normal(size=(B, 300))], axis=1)
+        cov[:, t] = w @ np.swapaxes(w, -1, -2) / 300 + 1e-6 * np.eye(p)
     ref = fm_condensed_batch(cov)
     got = fm_condensed_fast(cov)
     assert got.shape == ref.shape == (B, k * (k - 1) // 2)

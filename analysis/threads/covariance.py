@@ -207,13 +207,13 @@ def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
     return np.sqrt(np.maximum(d2, 0.0)).T  # (B, pairs)
 
 
-def jacobi_eigvals(A: list, sweeps: int = 6, tol: float = 1e-14) -> np.ndarray:
+def jacobi_eigvals(A: list, sweeps: int = 8, tol: float = 1e-18) -> np.ndarray:
     """Eigenvalues of many small symmetric matrices given component-wise (``A[i][j]`` an array
     over the matrices): cyclic Jacobi rotations as vector operations over all of them at once
-    (no re-layout). After the second sweep, the matrices whose off-diagonal mass is below ``tol``
-    times their diagonal's are done and leave the working set; ``sweeps`` bounds the rest
-    (quadratic convergence; an off-diagonal mass of 1e-14 leaves the eigenvalues exact to about
-    that, relative). Returns (p, matrices)."""
+    (no re-layout). After the second sweep, the matrices whose every off-diagonal entry is small
+    beside its two diagonal entries (a_pq^2 <= ``tol`` |a_pp a_qq|: the criterion that keeps small
+    eigenvalues accurate relative to themselves, as near-singular covariances need) are done and
+    leave the working set; ``sweeps`` bounds the rest. Returns (p, matrices)."""
     p = len(A)
     n = len(A[0][0])
     out = np.empty((p, n))
@@ -224,8 +224,9 @@ def jacobi_eigvals(A: list, sweeps: int = 6, tol: float = 1e-14) -> np.ndarray:
             for b in range(a + 1, p):
                 apq, app, aqq = A[a][b], A[a][a], A[b][b]
                 zero = apq == 0
-                theta = (aqq - app) / np.where(zero, 1.0, 2 * apq)
-                t = np.where(theta >= 0, 1.0, -1.0) / (np.abs(theta) + np.hypot(theta, 1.0))
+                with np.errstate(over="ignore", divide="ignore"):  # tiny a_pq: theta inf, t 0
+                    theta = (aqq - app) / np.where(zero, 1.0, 2 * apq)
+                    t = np.where(theta >= 0, 1.0, -1.0) / (np.abs(theta) + np.hypot(theta, 1.0))
                 t = np.where(zero, 0.0, t)
                 c = 1 / np.sqrt(t * t + 1)
                 s_ = t * c
@@ -238,9 +239,10 @@ def jacobi_eigvals(A: list, sweeps: int = 6, tol: float = 1e-14) -> np.ndarray:
                         A[r][a] = A[a][r] = c * arp - s_ * arq
                         A[r][b] = A[b][r] = s_ * arp + c * arq
         if sweep >= 1 and sweep < sweeps - 1:
-            off = sum(A[a][b] * A[a][b] for a in range(p) for b in range(a + 1, p))
-            diag = sum(A[a][a] * A[a][a] for a in range(p))
-            done = off <= tol * diag
+            done = np.ones(len(idx), bool)
+            for a in range(p - 1):
+                for b in range(a + 1, p):
+                    done &= A[a][b] * A[a][b] <= tol * np.abs(A[a][a] * A[b][b])
             if done.any():
                 for i in range(p):
                     out[i, idx[done]] = A[i][i][done]
