@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, needs_bt2, real_trace
 from scipy.linalg import eigh
 
 from analysis.errors import InputError
@@ -231,10 +231,9 @@ async def test_threads_pane_drill_down_and_views(pool):
         assert pane.current.level == "wave"
 
 
+@needs_bt2
 @pytest.mark.parametrize("trace", ["sample", "tracevizlab-wget-k-20180802-115043"])
 def test_thread_metrics_from_a_kernel_trace(trace):
-    from conftest import needs_bt2, real_trace  # noqa: F401
-
     from analysis.execgraph import RS, RU, GraphBuilder
     from analysis.pipeline import read_once
     from analysis.threads.from_trace import METRICS, thread_series_from_graphs
@@ -261,6 +260,7 @@ def test_thread_metrics_from_a_kernel_trace(trace):
     assert "process" in ts.levels() and ts.levels()[-1] == "thread"
 
 
+@needs_bt2
 def test_report_ranks_threads_from_the_kernel_trace():
     out = subprocess.run([sys.executable, "-m", "perftriage", "report", str(ROOT / "sample_traces" / "webserver"),
                           "--thread-metrics", "--replicates", "100", "--format", "json", "-q"],
@@ -329,6 +329,7 @@ def test_jacobi_eigenvalues_match_lapack():
     assert np.allclose(got, np.linalg.eigvalsh(S), rtol=1e-9, atol=1e-15)
 
 
+@needs_bt2
 async def test_threads_pane_shows_threads_derived_from_the_kernel_trace():
     from analysis.triage import Options
     from tui.app import PerftriageApp

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
+import numpy as np
+
 UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
@@ -52,12 +54,10 @@ def to_ns(text: str, unit: str | None) -> int:
     return int(round(v * UNIT_NS[u])) if isinstance(v, float) else v * UNIT_NS[u]
 
 
-def column_to_seconds(col, path) -> "np.ndarray":
+def column_to_seconds(col, path) -> np.ndarray:
     """A column of timestamps as float unix seconds: numbers by magnitude (s, ms, µs, ns; one
     unit for the column, from its largest value) or ISO 8601 strings. ``path`` names the file
     in the error."""
-    import numpy as np  # noqa: PLC0415
-
     from ..errors import InputError  # noqa: PLC0415
 
     try:

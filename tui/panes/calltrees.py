@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.widgets import Static
 
 from analysis.calltree_findings import category_name, pair_evidence

@@ -13,7 +13,6 @@ import numpy as np
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Static
 
