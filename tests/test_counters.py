@@ -147,6 +147,8 @@ def test_injected_server_is_ranked_first_and_dated(kind):
     assert abs(ca.servers[0].onset.index - truth["incidents"][0]["start_index"]) <= 2
     f = counter_findings(ca)[0]
     assert f.subject == "silo-10" and "since" in f.title and f.severity in ("warning", "critical")
+    view = f.tables[1]  # PAD's server view of the top counter: the server beside the others
+    assert view.columns[1] == "silo-10" and [r[0] for r in view.rows][:3] == ["mean", "median", "std"]
 
 
 def test_healthy_fleet_reports_no_server():

@@ -16,6 +16,7 @@ from .correlation import Correlation, CorrelationParams, correlate
 from .onset import Onset
 from .rules import Rule, Violation, evaluate
 from .table import CounterSet
+from .views import server_view
 
 
 @dataclass
@@ -176,7 +177,8 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
                                        f"{len(sd.counters) - 1} more counter(s)",
             subject=cs.servers[s], score=float(min(x0, 1e6)), severity="critical" if x0 >= 2 * p.server_x else "warning",
             evidence=ev, tables=[Table(["counter", "X", "server median", "global median", "global std"], rows,
-                                       f"{cs.servers[s]}: counters by X")], parameters=params))
+                                       f"{cs.servers[s]}: counters by X"),
+                                 _server_view_table(cs, s, c0)], parameters=params))
         if rank >= 9:
             break
     if ca.fleet is not None:
@@ -230,6 +232,22 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
             evidence=[f"rule from {v.rule.source}; {v.checked:,} values compared"] + v.notes,
             tables=[Table(["server", "time", "value"], rows, "worst first")], parameters={"rule": asdict(v.rule)}))
     return out
+
+
+def _server_view_table(cs: CounterSet, s: int, c: int) -> Table:
+    """PAD's server view of one counter: the server's statistics over time beside the same
+    statistic over the other servers (their median and range)."""
+    sv = server_view(cs, c)
+    others = np.arange(len(cs.servers)) != s
+    rows = []
+    for stat in ("mean", "median", "std", "min", "max", "q05", "q95"):
+        v = sv.get(stat)
+        o = v[others]
+        o = o[np.isfinite(o)]
+        rows.append([stat, _num(float(v[s])), _num(float(np.median(o))) if len(o) else "-",
+                     f"{_num(float(o.min()))} .. {_num(float(o.max()))}" if len(o) else "-"])
+    return Table(["statistic", cs.servers[s], "other servers' median", "other servers' range"], rows,
+                 f"server view of {cs.counters[c]} (over time, per server)")
 
 
 def _moves_with(cs: CounterSet, cr: Correlation | None, lead: str) -> list[str]:
