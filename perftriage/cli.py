@@ -95,6 +95,8 @@ def _add_counter_options(p: argparse.ArgumentParser) -> None:
                    help="report a (server, counter) from this comparative X (default 2.5)")
     g.add_argument("--time-x", type=float, default=2.5, metavar="X",
                    help="report a counter's fleet-wide median from this X at >= 3 time points (default 2.5)")
+    g.add_argument("--correlate", action="append", default=[], metavar="COUNTER[@SERVER]",
+                   help="also list what moves with this counter, over the fleet or on one server (repeatable)")
     g.add_argument("--min-correlation", type=float, default=0.9, metavar="R",
                    help="|Pearson| or |Spearman| from which counters are said to move together (default 0.9)")
 
@@ -348,7 +350,8 @@ def _options(args):
         if not 0 < args.min_correlation <= 1:
             raise _Usage("--min-correlation must be within (0, 1]")
         opts.counters = CounterParams(server_x=args.server_x, time_x=args.time_x,
-                                      correlation=CorrelationParams(threshold=args.min_correlation))
+                                      correlation=CorrelationParams(threshold=args.min_correlation),
+                                      correlate=tuple(args.correlate))
         try:
             opts.counters.validate()
         except ValueError as exc:

@@ -179,3 +179,17 @@ def test_sample_fleet_incidents_and_bad_specs(tmp_path):
     for bad in ("stuck_rng@99", "meteor", "stuck_rng:2"):
         res = cli("sample", "--system", "fleet", "--out", tmp_path / bad.replace(":", "_"), "--incidents", bad)
         assert res.returncode == 2, (bad, res.stderr)
+
+
+def test_report_correlates_the_counters_asked_for():
+    res = cli("report", ROOT / "sample_traces" / "fleet", "-q", "--format", "json",
+              "--correlate", "Actors.Count@silo-07", "--correlate", "Timers.Active", "--correlate", "nosuch")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    titles = [f["title"] for f in rep["findings"]]
+    assert any(t.endswith("move with Actors.Count on silo-07") for t in titles)
+    assert any(t.endswith("move with Timers.Active over the fleet") for t in titles)
+    assert any("--correlate nosuch: no counter" in n for n in rep["notes"])
+    on_server = next(f for f in rep["findings"] if f["title"].endswith("Actors.Count on silo-07"))
+    first = on_server["tables"][0]["rows"][0]
+    assert abs(float(first[1])) >= 0.9 or abs(float(first[2])) >= 0.9

@@ -27,6 +27,7 @@ class CounterParams:
     min_gain: float = 0.8  # change-point fit needed to date a divergence
     top: int = 8
     correlation: CorrelationParams = field(default_factory=CorrelationParams)
+    correlate: tuple[str, ...] = ()  # counters of interest to correlate too: "NAME" (fleet) or "NAME@SERVER"
 
     def validate(self) -> None:
         if min(self.server_x, self.time_x, self.reference_x) <= 0:
@@ -66,6 +67,7 @@ class CounterAnalysis:
     rules: list[Rule] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    asked: list[Correlation] = field(default_factory=list)  # the correlations the user asked for
 
 
 def _consensus(onsets: list[tuple[int, Onset | None]], min_gain: float):
@@ -123,7 +125,17 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
         corr.append(correlate(cs, sd.counters[0][0], sd.server, p.correlation))
     if fleet is not None and correlations:
         corr.append(correlate(cs, fleet.counters[0][0], None, p.correlation))
-    res = CounterAnalysis(cs, p, cp, servers, fleet, corr, notes=notes)
+    asked = []
+    for spec in p.correlate:
+        name, _, server = spec.partition("@")
+        try:
+            c = cs.counter_index(name.strip())
+            s = cs.server_index(server.strip()) if server else None
+        except KeyError as exc:
+            notes.append(f"--correlate {spec}: {exc.args[0]}")
+            continue
+        asked.append(correlate(cs, c, s, p.correlation))
+    res = CounterAnalysis(cs, p, cp, servers, fleet, corr, notes=notes, asked=asked)
     if reference is not None:
         res.reference = reference
         res.between = between(cs, reference)
@@ -223,6 +235,18 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
                           f"(reference: {ca.reference.source})"],
                 tables=[Table(["counter", "X", "median", "reference median", "reference std", "most deviating server"],
                               rows)], parameters=params))
+    for cr in ca.asked:
+        where = f"on {cs.servers[cr.server]}" if cr.server is not None else "over the fleet"
+        strong = cr.strong()
+        rows = [[cs.counters[r.counter], f"{r.pearson:+.2f}", f"{r.spearman:+.2f}",
+                 f"{r.lag:+d} ({r.lag_r:+.2f})" if r.lag else ""] for r in cr.rows[:20]]
+        out.append(Finding(
+            analysis="counters", title=f"{len(strong)} counter(s) move with {cs.counters[cr.target]} {where}",
+            subject=cs.counters[cr.target], score=float(len(strong)), severity="info",
+            evidence=[f"correlation analysis: |Pearson| or |Spearman| >= {cr.params.threshold:g} over {cr.cells:,} "
+                      "samples" + (f" ({'; '.join(cr.notes)})" if cr.notes else "")],
+            tables=[Table(["counter", "Pearson", "Spearman", "lag, points (r)"], rows, "strongest first")],
+            parameters={"threshold": cr.params.threshold, "max_lag": cr.params.max_lag}))
     for v in ca.violations:
         rows = [[cs.servers[s] if s >= 0 else "fleet", cs.time_label(t) if t >= 0 else "all times", _num(val)]
                 for s, t, val in v.items]
