@@ -35,10 +35,6 @@ class Comparative:
         """(server, counter, X), highest X first."""
         return _top(self.server_x, n)
 
-    def top_times(self, n: int = 20) -> list[tuple[int, int, float]]:
-        """(time point, counter, X), highest X first."""
-        return _top(self.time_x, n)
-
     def counters_by_time(self, threshold: float = 1.0) -> list[tuple[int, float, int]]:
         """Per counter: (counter, max X over time points, time points with X >= threshold), the
         counters whose fleet-wide median moves most first."""

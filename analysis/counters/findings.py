@@ -16,7 +16,7 @@ from .correlation import Correlation, CorrelationParams, correlate
 from .onset import Onset
 from .rules import Rule, Violation, evaluate
 from .table import CounterSet
-from .views import server_view
+from .views import STATS, server_view
 
 
 @dataclass
@@ -264,7 +264,7 @@ def _server_view_table(cs: CounterSet, s: int, c: int) -> Table:
     sv = server_view(cs, c)
     others = np.arange(len(cs.servers)) != s
     rows = []
-    for stat in ("mean", "median", "std", "min", "max", "q05", "q95"):
+    for stat in STATS:
         v = sv.get(stat)
         o = v[others]
         o = o[np.isfinite(o)]

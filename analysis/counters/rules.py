@@ -265,23 +265,12 @@ def _check(cs: CounterSet, r: Rule, c: int, keep: int) -> Violation | None:
         return None
     idx = np.flatnonzero(bad)
     idx = idx[np.argsort(-np.nan_to_num(severity[idx], posinf=1e308), kind="stable")]
-    if r.view == "server" and r.statistic == "any":
-        # one item per server: its worst value
-        seen, items = set(), []
-        for i in idx.tolist():
-            if srv[i] not in seen:
-                seen.add(int(srv[i]))
-                items.append((int(srv[i]), int(tim[i]), float(vals[i])))
-        n_items = len(items)
-        items = items[:keep]
-        return Violation(r, c, items, n_items, int(ok.sum()), [f"{n:,} values in {n_items} server(s)"])
-    if r.view == "time" and r.statistic == "any":
-        seen, items = set(), []
-        for i in idx.tolist():
-            if tim[i] not in seen:
-                seen.add(int(tim[i]))
-                items.append((int(srv[i]), int(tim[i]), float(vals[i])))
-        n_items = len(items)
-        return Violation(r, c, items[:keep], n_items, int(ok.sum()), [f"{n:,} values at {n_items} time point(s)"])
+    if r.statistic == "any" and r.view in ("server", "time"):
+        # one item per server (time point): its worst value
+        key, what = (srv, "in {} server(s)") if r.view == "server" else (tim, "at {} time point(s)")
+        first = np.unique(key[idx], return_index=True)[1]  # idx is worst first: the first of each
+        worst = idx[np.sort(first)]
+        items = [(int(srv[i]), int(tim[i]), float(vals[i])) for i in worst[:keep].tolist()]
+        return Violation(r, c, items, len(worst), int(ok.sum()), [f"{n:,} values " + what.format(len(worst))])
     items = [(int(srv[i]), int(tim[i]), float(vals[i])) for i in idx[:keep].tolist()]
     return Violation(r, c, items, n, int(ok.sum()))

@@ -16,7 +16,8 @@ import numpy as np
 
 from .table import CounterSet
 
-STATS = ("mean", "median", "std", "min", "max", "q05", "q25", "q75", "q95")
+# the statistics a view shows (the Summary also has q25, q75)
+STATS = ("mean", "median", "std", "min", "max", "q05", "q95")
 
 
 @dataclass
@@ -53,11 +54,6 @@ def summarize(x: np.ndarray, axis: int) -> Summary:
             q05=q[0], q25=q[1], q75=q[3], q95=q[4],
             count=(~np.isnan(x)).sum(axis=axis),
         )
-
-
-def detail_view(cs: CounterSet, c: int) -> np.ndarray:
-    """(servers, points) values of counter ``c``."""
-    return cs.values[:, c, :]
 
 
 def server_view(cs: CounterSet, c: int) -> Summary:

@@ -3,7 +3,8 @@ section IV.C).
 
 d(A, B) = sqrt(sum_i ln^2 lambda_i), lambda_i the generalized eigenvalues of (B, A): symmetric,
 and invariant to a change of units of the metrics. Computed for many pairs at once: with
-A = L L' (Cholesky), the lambda_i are the eigenvalues of L^-1 B L^-T, one batched ``eigvalsh``.
+A = L L' (Cholesky), the lambda_i are the eigenvalues of L^-1 B L^-T, one batched ``eigvalsh``;
+the bootstrap's millions of small problems go through :func:`fm_condensed_fast`.
 
 Singular matrices (a metric constant within an abstraction, or two metrics proportional) are
 regularised: eps * I is added with eps = ``ridge`` x the mean variance of the matrix (the metrics
@@ -111,24 +112,15 @@ def fm_matrix(cov: np.ndarray) -> np.ndarray:
     return d
 
 
-def fm_condensed_batch(cov: np.ndarray) -> np.ndarray:
-    """Condensed distance vectors for a batch of abstraction sets: cov (B, k, p, p) -> (B, k(k-1)/2)."""
-    B, k, p, _ = cov.shape
-    i, j = np.triu_indices(k, 1)
-    L = safe_cholesky(cov)
-    Linv = np.linalg.inv(L)
-    S = Linv[:, i] @ cov[:, j] @ np.swapaxes(Linv[:, i], -1, -2)
-    lam = np.maximum(np.linalg.eigvalsh(S), 1e-300)
-    return np.sqrt((np.log(lam) ** 2).sum(axis=-1))
-
-
 # ln^2(1 + x) = sum_n c_n x^n, n >= 2: c_n = (-1)^n 2 H_(n-1) / n
 _LN2_COEF = [0.0, 0.0] + [(-1) ** n * 2 * sum(1.0 / m for m in range(1, n)) / n for n in range(2, 9)]
 NEAR = 0.35  # spectral radius of S - I up to which the series is used (error < 1e-3 of the distance)
 
 
 def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
-    """:func:`fm_condensed_batch`, about 3x faster, for the bootstrap's many small problems.
+    """Condensed distance vectors for a batch of abstraction sets, cov (B, k, p, p) -> (B, k(k-1)/2):
+    :func:`fm_pairs` for every pair of every set, about 3x faster, for the bootstrap's many
+    small problems.
 
     Done component-wise over all (replicate, pair) problems at once, with the p x p matrix
     indices as the outer loops (numpy's batched 5x5 matmul and eigvalsh pay ~1 µs per matrix;
@@ -136,7 +128,7 @@ def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
     Cholesky factor's inverse (lower triangular). Then, with S = L^-1 B L^-T = I + E:
     sum ln^2 lambda = tr(ln^2 (I + E)) = sum_n c_n tr(E^n), the series to n = 8, when the
     spectral radius of E is at most ``NEAR`` (bounded by its Frobenius norm); the pairs beyond
-    (deviating threads, far apart) take the exact eigenvalues."""
+    (deviating threads, far apart) take their eigenvalues by :func:`jacobi_eigvals`."""
     B, k, p, _ = cov.shape
     i, j = np.triu_indices(k, 1)
     L = safe_cholesky(cov)

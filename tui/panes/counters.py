@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from analysis.counters.correlation import correlate
-from analysis.counters.views import server_view, time_view
+from analysis.counters.views import STATS, server_view, time_view
 
 from ..widgets.plots import line_series
 from .base import ViewPane
@@ -227,12 +227,11 @@ def _statistics(cs, c: int, s: int | None) -> Text:
     """The server view's statistics, one row per server, and the time view's over all points."""
     sv = server_view(cs, c)
     tv = time_view(cs, c)
-    stats = ("mean", "median", "std", "min", "max", "q05", "q95")
     label_w = max(len(n) for n in cs.servers) + 1
     t = Text(f"{cs.counters[c]}: per server over time (server view)\n", style="bold")
-    t.append(f"{'server':<{label_w}}" + "".join(f"{k:>11}" for k in stats) + f"{'samples':>9}\n", style="dim")
+    t.append(f"{'server':<{label_w}}" + "".join(f"{k:>11}" for k in STATS) + f"{'samples':>9}\n", style="dim")
     for i, name in enumerate(cs.servers):
-        t.append(f"{name:<{label_w}}" + "".join(f"{_n(float(sv.get(k)[i])):>11}" for k in stats)
+        t.append(f"{name:<{label_w}}" + "".join(f"{_n(float(sv.get(k)[i])):>11}" for k in STATS)
                  + f"{int(sv.count[i]):>9}\n", style="red bold" if i == s else "")
     t.append(f"\nper time point over servers (time view), summarised over the {cs.n_points} points\n", style="bold")
     for k in ("mean", "median", "std", "min", "max"):
