@@ -122,13 +122,11 @@ def could_rank(ts: ThreadSeries, level: str, within: dict | None = None, params:
     abstraction must sit apart (separation guard) or show a short excursion (window check), and
     both are cheap. The walk screens with this the groups it would otherwise not look into."""
     params = params or ThreadParams()
-    names, members = abstractions(ts, level, dict(within or {}))
-    if len(names) < 3:
+    li = _level_inputs(ts, level, *abstractions(ts, level, dict(within or {})))
+    if li.groups is None or len(li.names) < 3:
         return False
-    groups, pooled, scale = _level_data(ts, members)
-    if groups is None:
-        return False
-    D = fm_matrix(covariances(pooled, scale, params.ridge).cov)
+    groups = li.groups
+    D = fm_matrix(covariances(li.pooled, li.scale, params.ridge).cov)
     if np.nanmax(separation(D)) >= params.separation:
         return True
     if params.windows:
@@ -137,21 +135,40 @@ def could_rank(ts: ThreadSeries, level: str, within: dict | None = None, params:
     return False
 
 
-def _level_data(ts: ThreadSeries, members):
-    """(groups of sample arrays, pooled samples, metric scale) of the varying metrics, or None."""
+@dataclass
+class _LevelInputs:
+    names: list[str]
+    members: list[list[int]]
+    groups: list[list[np.ndarray]] | None  # per abstraction, its members' samples of the varying metrics
+    pooled: list[np.ndarray] | None
+    scale: np.ndarray | None
+    metrics: list[str]  # the varying metrics
+    notes: list[str]
+
+
+def _level_inputs(ts: ThreadSeries, level: str, names, members) -> _LevelInputs:
+    """The samples a level is compared on: metrics that never change among these threads carry
+    no information (and make every covariance matrix singular) and abstractions with fewer than
+    10 samples cannot be compared; both are left out, and said. ``groups`` is None when no
+    metric varies."""
+    notes = []
     rows = np.concatenate([np.arange(ts.lo[i], ts.hi[i]) for m in members for i in m]) if members else np.zeros(0, int)
     sub = ts.values[rows] if len(rows) else ts.values[:0]
     varying = np.nanstd(sub, axis=0) > 0 if len(sub) else np.zeros(len(ts.metrics), bool)
+    metric_names = [m for m, v in zip(ts.metrics, varying) if v]
+    if not varying.all():
+        notes.append("constant metrics left out: " + ", ".join(m for m, v in zip(ts.metrics, varying) if not v))
     if not varying.any():
-        return None, None, None
+        return _LevelInputs(names, members, None, None, None, metric_names, notes + ["no metric varies: nothing to compare"])
     cols = np.flatnonzero(varying)
     groups = [[ts.samples(i)[:, cols] for i in m] for m in members]
-    if any(sum(len(x) for x in g) < 10 for g in groups):
-        groups = [g for g in groups if sum(len(x) for x in g) >= 10]
-        if len(groups) < 3:
-            return None, None, None
-    pooled = [np.vstack(g) for g in groups]
-    return groups, pooled, scale_of(sub[:, cols])
+    short = [names[a] for a, g in enumerate(groups) if sum(len(x) for x in g) < 10]
+    if short:
+        notes.append(f"{len(short)} {level}(s) with fewer than 10 samples left out: " + ", ".join(short[:8]))
+        keep = [a for a, g in enumerate(groups) if sum(len(x) for x in g) >= 10]
+        names, members, groups = [names[a] for a in keep], [members[a] for a in keep], [groups[a] for a in keep]
+    pooled = [np.vstack(g) if g else np.zeros((0, len(cols))) for g in groups]
+    return _LevelInputs(names, members, groups, pooled, scale_of(sub[:, cols]), metric_names, notes)
 
 
 def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, params: ThreadParams | None = None,
@@ -162,37 +179,19 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
     params = params or ThreadParams()
     params.validate()
     within = dict(within or {})
-    names, members = abstractions(ts, level, within)
+    li = _level_inputs(ts, level, *abstractions(ts, level, within))
+    names, members, notes, metric_names = li.names, li.members, li.notes, li.metrics
     k = len(names)
-    notes = []
-    # metrics that never change among these threads carry no information (and make every
-    # covariance matrix singular): left out, and said
-    rows = np.concatenate([np.arange(ts.lo[i], ts.hi[i]) for m in members for i in m]) if k else np.zeros(0, int)
-    sub = ts.values[rows] if len(rows) else ts.values[:0]
-    varying = np.nanstd(sub, axis=0) > 0 if len(sub) else np.zeros(len(ts.metrics), bool)
-    metric_names = [m for m, v in zip(ts.metrics, varying) if v]
-    if not varying.all():
-        notes.append("constant metrics left out: " + ", ".join(m for m, v in zip(ts.metrics, varying) if not v))
-    if not varying.any():
-        return LevelResult(level, within, names, members, np.zeros((k, k)), None, None, [], params,
-                           notes + ["no metric varies: nothing to compare"])
-    cols = np.flatnonzero(varying)
-    scale = scale_of(sub[:, cols])
-    groups = [[ts.samples(i)[:, cols] for i in m] for m in members]
-    short = [names[a] for a, g in enumerate(groups) if sum(len(x) for x in g) < 10]
-    if short:
-        notes.append(f"{len(short)} {level}(s) with fewer than 10 samples left out: " + ", ".join(short[:8]))
-        keep = [a for a, g in enumerate(groups) if sum(len(x) for x in g) >= 10]
-        names, members, groups = [names[a] for a in keep], [members[a] for a in keep], [groups[a] for a in keep]
-        k = len(names)
-    pooled = [np.vstack(g) if g else np.zeros((0, len(ts.metrics))) for g in groups]
+    if li.groups is None:
+        return LevelResult(level, within, names, members, np.zeros((k, k)), None, None, [], params, notes)
+    groups, pooled, scale = li.groups, li.pooled, li.scale
     cov = covariances(pooled, scale, params.ridge)
     if cov.regularised:
         notes.append(f"{len(cov.regularised)} of {k} covariance matrices were singular (a metric constant or "
                      f"proportional to another) and regularised with a ridge of {params.ridge:g} x their mean "
                      "variance: " + ", ".join(names[i] for i in cov.regularised[:8]))
-    means = np.array([np.nanmean(x, axis=0) for x in pooled]) if k else np.zeros((0, len(cols)))
-    stds = np.array([np.nanstd(x, axis=0) for x in pooled]) if k else np.zeros((0, len(cols)))
+    means = np.array([np.nanmean(x, axis=0) for x in pooled]) if k else np.zeros((0, len(metric_names)))
+    stds = np.array([np.nanstd(x, axis=0) for x in pooled]) if k else np.zeros((0, len(metric_names)))
     res = LevelResult(level, within, names, members, np.zeros((k, k)), None, None, [], params, notes,
                       means=means, stds=stds, metrics=metric_names)
     if k < 3:
