@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .onset import Onset, find_onset
+from .onset import Onset, find_onset, refine_onset
 from .stats import nanmedian, nanmedian_rows, nanstd_rows
 from .table import CounterSet
 
@@ -124,15 +124,12 @@ def server_onset(cs: CounterSet, s: int, c: int) -> Onset | None:
     return find_onset(v[s] - ref)
 
 
-def fleet_onset(cs: CounterSet, c: int) -> Onset | None:
-    """When the fleet's median of counter ``c`` starts to move. A whole fleet has no unaffected
-    peers to subtract, so its daily swing stays in the series and bends a ramp's fitted point
-    late; the series' increments lose the swing (its slope is small beside a leak's) and turn a
-    ramp into a step: when their best change is a step (fit >= 0.1: increments are noisy), it
-    dates the change."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        med = nanmedian(cs.values[:, c, :], axis=0)
+def fleet_onset(med: np.ndarray) -> Onset | None:
+    """When a counter's fleet median series (``Comparative.time_median[:, c]``) starts to move. A
+    whole fleet has no unaffected peers to subtract, so its daily swing stays in the series and
+    bends a ramp's fitted point late; the series' increments lose the swing (its slope is small
+    beside a leak's) and turn a ramp into a step: when their best change is a step (fit >= 0.1:
+    increments are noisy), it dates the change."""
     o = find_onset(med, refine=False)
     if o is None:
         return None
@@ -140,4 +137,4 @@ def fleet_onset(cs: CounterSet, c: int) -> Onset | None:
         d = find_onset(np.diff(med), refine=False)
         if d is not None and d.kind == "step" and d.gain >= 0.1:
             return Onset(d.index, "ramp", o.gain, o.before, o.after)
-    return find_onset(med)
+    return refine_onset(med, o)

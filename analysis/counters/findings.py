@@ -115,7 +115,7 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
         # half as far: a leak shows first, and linearly, in memory held; GC time and latency
         # bend up later
         near = [c for c, x, _ in cp.counters_by_time(p.time_x)[: 3 * p.top] if x >= p.time_x / 2]
-        onsets = [(c, fleet_onset(cs, c)) for c in dict.fromkeys([c for c, _, _ in top[:5]] + near)]
+        onsets = [(c, fleet_onset(cp.time_median[:, c])) for c in dict.fromkeys([c for c, _, _ in top[:5]] + near)]
         o, oc = _consensus(onsets, max(p.min_gain, 0.9))
         fleet = FleetDeviation(top, o, oc)
     # from the top counter, what moves with it

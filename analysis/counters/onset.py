@@ -33,10 +33,13 @@ class Onset:
     after: float  # level at the end (ramp) or after the step
 
 
-def find_onset(y: np.ndarray, min_before: int = 2, k: float = 4.0, run: int = 3, refine: bool = True) -> Onset | None:
+def find_onset(y: np.ndarray, min_before: int = 2, refine: bool = True) -> Onset | None:
     o = _fit(y, min_before)
-    if o is None or not refine:
-        return o
+    return refine_onset(y, o) if o is not None and refine else o
+
+
+def refine_onset(y: np.ndarray, o: Onset, k: float = 4.0, run: int = 3) -> Onset:
+    """``o`` moved back to where ``y`` first leaves its earlier level for good, when earlier."""
     t = _first_departure(np.asarray(y, np.float64), o, k, run)
     return replace(o, index=t) if t is not None and t < o.index else o
 
