@@ -8,6 +8,8 @@ computed in a worker)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from rich.text import Text
 from textual import work
@@ -183,12 +185,9 @@ def _bins(x: np.ndarray, n: int) -> np.ndarray:
     T = x.shape[1]
     n = max(1, min(n, T))
     edges = np.linspace(0, T, n + 1).astype(int)
-    with np.errstate(all="ignore"):
-        import warnings  # noqa: PLC0415
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.stack([np.nanmean(x[:, a:b], axis=1) for a, b in zip(edges[:-1], edges[1:])], axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing bin is NaN, drawn as '?'
+        return np.stack([np.nanmean(x[:, a:b], axis=1) for a, b in zip(edges[:-1], edges[1:])], axis=1)
 
 
 def _heatmap(cs, c: int, s: int | None, width: int, height: int) -> Text:
