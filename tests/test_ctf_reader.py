@@ -79,6 +79,65 @@ def test_only_asked_fields_are_decoded_and_missing_rows_are_marked():
     assert np.all(c.fields["ret"][is_read_exit] != MISSING)
 
 
+NET_FIELDS = ["network_header.saddr", "network_header.daddr", "network_header.protocol",
+              "network_header.transport_header.source_port", "network_header.transport_header.dest_port",
+              "network_header.transport_header.seq", "network_header.transport_header.ack_seq",
+              "network_header.transport_header.flags"]
+
+
+def _babeltrace2_net_rows(path):
+    """(saddr, daddr, sport, seq, flags) per net event line of babeltrace2's text output (None
+    where the packet has no TCP header)."""
+    out = subprocess.run(["babeltrace2", str(path)], capture_output=True, text=True, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        if " net_dev_queue:" not in line and " net_if_receive_skb:" not in line:
+            continue
+        addr = re.findall(r"saddr = \[ \[0\] = (\d+), \[1\] = (\d+), \[2\] = (\d+), \[3\] = (\d+) \]", line)
+        daddr = re.findall(r"daddr = \[ \[0\] = (\d+), \[1\] = (\d+), \[2\] = (\d+), \[3\] = (\d+) \]", line)
+        tcp = re.search(r"source_port = (\d+), dest_port = \d+, seq = (\d+), .*flags = 0x([0-9A-F]+)", line)
+        ip = lambda q: int.from_bytes(bytes(int(x) for x in q), "big")  # noqa: E731
+        rows.append((ip(addr[0]) if addr else None, ip(daddr[0]) if daddr else None,
+                     int(tcp.group(1)) if tcp else None, int(tcp.group(2)) if tcp else None,
+                     int(tcp.group(3), 16) if tcp else None))
+    return rows
+
+
+@needs_babeltrace2
+@pytest.mark.parametrize("name", ["tracevizlab-wget-k-20180802-115043", "tracevizlab-apt"])
+def test_nested_network_header_fields_decode_like_babeltrace2(name):
+    path = real_trace(name)
+    r = CtfReader([path], ReadSpec(fields={"net_*": NET_FIELDS}, events=["net_*"]))
+    c = r.read_all()
+    want = _babeltrace2_net_rows(path)
+    assert len(c) == len(want) > 0
+    f = c.fields
+    got = [tuple(None if v == MISSING else int(v) for v in row)
+           for row in zip(f["network_header.saddr"], f["network_header.daddr"],
+                          f["network_header.transport_header.source_port"],
+                          f["network_header.transport_header.seq"], f["network_header.transport_header.flags"])]
+    assert got == want
+    assert any(row[2] is not None for row in got)  # both hold TCP packets
+    assert set(f["network_header.protocol"][f["network_header.saddr"] != MISSING].tolist()) <= {6, 17, 1}
+
+
+def test_our_writer_writes_tcp_headers_the_reader_decodes(tmp_path):
+    from analysis.sim.handmade import write_trace
+
+    hdr = dict(saddr=0x0A000001, daddr=0x0A000002, sport=40000, dport=3306, seq=4_000_000_000, ack=17,
+               flags=0x18, tot_len=240, ip_id=7)
+    write_trace(tmp_path, [(1000, 0, "net_dev_queue", {"skbaddr": 1, "len": 254, "name": "eth0", "network_header": hdr}),
+                           (2000, 0, "net_dev_queue", {"skbaddr": 2, "len": 60, "name": "eth0"})])
+    c = CtfReader([tmp_path], ReadSpec(fields={"net_*": NET_FIELDS}, events=["net_*"])).read_all()
+    f = c.fields
+    assert f["network_header.saddr"].tolist() == [0x0A000001, MISSING]
+    assert f["network_header.daddr"][0] == 0x0A000002 and f["network_header.protocol"][0] == 6
+    assert f["network_header.transport_header.seq"][0] == 4_000_000_000
+    assert f["network_header.transport_header.ack_seq"][0] == 17
+    assert f["network_header.transport_header.flags"][0] == 0x18
+    assert f["network_header.transport_header.dest_port"].tolist() == [3306, MISSING]
+
+
 def test_event_filter_keeps_only_matching_events_but_still_tracks_tids():
     path = real_trace("tracevizlab-wget-k-20180802-115043")
     full = CtfReader([path]).read_all()

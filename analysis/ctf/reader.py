@@ -45,8 +45,12 @@ class ReadSpec:
     """What an analysis asks the reader for.
 
     ``fields`` maps a canonical event name or a glob (``syscall_exit_*``) to payload or context
-    field names to decode into columns named after the field. ``events``: globs of canonical
-    names to keep (None keeps every event). Fields nobody asked for are never decoded.
+    field names to decode into columns named after the field. A dotted name reaches inside
+    structures and variants (``network_header.transport_header.seq``: the selected option of
+    each variant on the way); it decodes to an integer column, MISSING where an event's variant
+    holds no such member, and an array of integers to one integer (elements big-endian, e.g. an
+    IPv4 address; wider than 63 bits, e.g. IPv6, folded to 63 bits). ``events``: globs of
+    canonical names to keep (None keeps every event). Fields nobody asked for are never decoded.
     """
 
     fields: Mapping[str, Sequence[str]] = field(default_factory=dict)
@@ -503,6 +507,18 @@ def _make_sink_class():
     get_double = nbt.field_real_double_precision_get_value
     get_single = nbt.field_real_single_precision_get_value
     get_bool = nbt.field_bool_get_value
+    field_type = nbt.field_get_class_type
+    T_VARIANT = nbt.FIELD_CLASS_TYPE_VARIANT
+    T_STRUCT = nbt.FIELD_CLASS_TYPE_STRUCTURE
+    T_ARRAY = nbt.FIELD_CLASS_TYPE_ARRAY
+    T_SIGNED = nbt.FIELD_CLASS_TYPE_SIGNED_INTEGER
+    T_UNSIGNED = nbt.FIELD_CLASS_TYPE_UNSIGNED_INTEGER
+    selected = nbt.field_variant_borrow_selected_option_field_const
+    member_by_name = nbt.field_structure_borrow_member_field_by_name_const
+    array_len = nbt.field_array_get_length
+    element = nbt.field_array_borrow_element_field_by_index_const
+    class_of = nbt.field_borrow_class_const
+    int_bits = nbt.field_class_integer_get_field_value_range
     trace_class_of_stream_class = nbt.stream_class_borrow_trace_class_const
     stream_class_of_event_class = nbt.event_class_borrow_stream_class_const
 
@@ -526,6 +542,58 @@ def _make_sink_class():
         if isinstance(fc, fcm._SinglePrecisionRealFieldClassConst):
             return get_single, _FLOAT
         return None
+
+    def nested_getter(names):
+        """Getter of an integer reached from a top-level member through ``names`` (structure
+        members, variants' selected options); MISSING where the event does not hold it."""
+        names = tuple(names)
+
+        def scalar(f):
+            t = field_type(f)
+            if t & T_SIGNED == T_SIGNED:
+                return get_signed(f)
+            if t & T_UNSIGNED == T_UNSIGNED:
+                return get_u64_as_i64(f)
+            if t & T_ARRAY:
+                v, bits = 0, 0
+                for i in range(array_len(f)):
+                    e = element(f, i)
+                    te = field_type(e)
+                    if te & T_UNSIGNED != T_UNSIGNED:
+                        return MISSING
+                    w = int_bits(class_of(e))
+                    v = (v << w) | get_unsigned(e)
+                    bits += w
+                if bits > 63:  # IPv6 addresses: a 63-bit fold, good for matching, not for printing
+                    folded = 0
+                    while v:
+                        folded ^= v & ((1 << 63) - 1)
+                        v >>= 63
+                    v = folded
+                return v
+            return MISSING
+
+        def get(f):
+            for name in names:
+                t = field_type(f)
+                while t & T_VARIANT:
+                    f = selected(f)
+                    t = field_type(f)
+                if not t & T_STRUCT:
+                    return MISSING
+                g = member_by_name(f, name)
+                if g is None:
+                    g = member_by_name(f, "_" + name)
+                    if g is None:
+                        return MISSING
+                f = g
+            t = field_type(f)
+            while t & T_VARIANT:
+                f = selected(f)
+                t = field_type(f)
+            return scalar(f)
+
+        return get
 
     def member_index(struct_fc, name):
         if struct_fc is None:
@@ -571,14 +639,15 @@ def _make_sink_class():
                 wanted = [w for w in wanted if w != "*"] + [k for k in star if k not in wanted]
             decoded = reader.event_fields.setdefault(name, [])
             for fname in list(wanted) + internal:
-                idx, fc = member_index(payload_fc, fname)
+                top, *inner = fname.split(".")
+                idx, fc = member_index(payload_fc, top)
                 source = "payload"
                 if idx is None:
-                    idx, fc = member_index(ctx_fc, fname)
+                    idx, fc = member_index(ctx_fc, top)
                     source = "context"
                 if idx is None:
                     continue
-                g = getter_for(fc)
+                g = (nested_getter(inner), _INT) if inner else getter_for(fc)
                 if g is None:
                     continue
                 getter, kind = g

@@ -54,7 +54,8 @@ class FieldDef:
     """A payload or context field. ``kind``: an integer kind (``i32``, ``u64``, ``x64``...),
     ``chars:N`` (a char array, e.g. a 16-byte comm), ``string``, ``seq8`` (u32 length + bytes of a
     string value), ``seq16empty`` (u32 length, always 0), ``vtids`` (u8 length 1 + the i32 value),
-    ``netheader`` (LTTng's network header enum+variant, written as "_unknown")."""
+    ``netheader`` (LTTng's network header enum+variant, filled from the ``nh_*`` columns,
+    :data:`NET_COLUMNS`; "_unknown" where ``nh_type`` is 0 or missing)."""
 
     name: str
     kind: str
@@ -92,25 +93,114 @@ def _tsdl_int(kind: str) -> str:
 
 
 _CHAR = "integer { size = 8; align = 8; signed = 0; encoding = UTF8; base = 10; }"
-_NETHEADER = """enum : integer { size = 8; align = 8; signed = 0; encoding = none; base = 10; } {
+def _be(size: int, base: int = 10, align: int = 8) -> str:
+    return f"integer {{ size = {size}; align = {align}; signed = 0; encoding = none; base = {base}; byte_order = be; }}"
+
+
+_TCP = f"""enum : integer {{ size = 8; align = 8; signed = 0; encoding = none; base = 10; }} {{
+				"_unknown" = 0,
+				"_tcp" = 1,
+			}} _transport_header_type;
+			variant <_transport_header_type> {{
+				struct {{
+				}} _unknown;
+				struct {{
+					{_be(16)} _source_port;
+					{_be(16)} _dest_port;
+					{_be(32)} _seq;
+					{_be(32)} _ack_seq;
+					{_be(4, align=4)} _data_offset;
+					{_be(3, align=1)} _reserved;
+					{_be(9, 16, align=1)} _flags;
+					{_be(16)} _window_size;
+					{_be(16, 16)} _checksum;
+					{_be(16)} _urg_ptr;
+				}} _tcp;
+			}} _transport_header;"""
+# LTTng's network header (lttng-modules' net probes): an enum tag and a variant, IPv4 and IPv6
+# with an optional TCP header, declared as lttng-modules 2.10 declares it
+_NETHEADER = f"""enum : integer {{ size = 8; align = 8; signed = 0; encoding = none; base = 10; }} {{
 			"_unknown" = 0,
 			"_ipv4" = 1,
 			"_ipv6" = 2,
-		} _network_header_type;
-		variant <_network_header_type> {
-			struct {
-			} _unknown;
-			struct {
-				integer { size = 8; align = 8; signed = 0; encoding = none; base = 10; } _version_ihl;
-				integer { size = 8; align = 8; signed = 0; encoding = none; base = 10; } _tos;
-				integer { size = 16; align = 8; signed = 0; encoding = none; base = 10; byte_order = be; } _tot_len;
-				integer { size = 8; align = 8; signed = 0; encoding = none; base = 10; byte_order = be; } _saddr[4];
-				integer { size = 8; align = 8; signed = 0; encoding = none; base = 10; byte_order = be; } _daddr[4];
-			} _ipv4;
-			struct {
-				integer { size = 16; align = 8; signed = 0; encoding = none; base = 10; byte_order = be; } _payload_len;
-			} _ipv6;
-		} _network_header"""
+		}} _network_header_type;
+		variant <_network_header_type> {{
+			struct {{
+			}} _unknown;
+			struct {{
+				{_be(4, align=4)} _version;
+				{_be(4, align=4)} _ihl;
+				{_be(8)} _tos;
+				{_be(16)} _tot_len;
+				{_be(16, 16)} _id;
+				{_be(16)} _frag_off;
+				{_be(8)} _ttl;
+				enum : {_be(8)} {{
+					"_unknown" = 0 ... 5,
+					"_tcp" = 6,
+					"_unknown" = 7 ... 255,
+				}} _protocol;
+				{_be(16, 16)} _checksum;
+				{_be(8)} _saddr[4];
+				{_be(8)} _daddr[4];
+				{_TCP}
+			}} _ipv4;
+			struct {{
+				{_be(4, align=4)} _version;
+				{_be(4, align=4)} _prio;
+				{_be(8, 16)} _flow_lbl[3];
+				{_be(16)} _payload_len;
+				{_be(8)} _nexthdr;
+				{_be(8)} _hop_limit;
+				{_be(16, 16)} _saddr[8];
+				{_be(16, 16)} _daddr[8];
+				{_TCP}
+			}} _ipv6;
+		}} _network_header"""
+
+# the bytes of one network header as written (IPv4 only): tag, IPv4 header, transport tag, TCP
+NET_COLUMNS = ("nh_type", "nh_saddr", "nh_daddr", "nh_tot_len", "nh_id", "nh_protocol",
+               "nh_sport", "nh_dport", "nh_seq", "nh_ack", "nh_flags")
+_NET_DTYPE = np.dtype([("type", "u1"), ("vihl", "u1"), ("tos", "u1"), ("tot_len", ">u2"), ("id", ">u2"),
+                       ("frag_off", ">u2"), ("ttl", "u1"), ("protocol", "u1"), ("check", ">u2"),
+                       ("saddr", ">u4"), ("daddr", ">u4"), ("ttype", "u1"), ("sport", ">u2"),
+                       ("dport", ">u2"), ("seq", ">u4"), ("ack", ">u4"), ("off_flags", ">u2"),
+                       ("window", ">u2"), ("tcheck", ">u2"), ("urg", ">u2")])
+_NET_IPV4_BYTES = _NET_DTYPE.fields["ttype"][1] + 1  # tag .. transport tag, no TCP header
+
+
+def _encode_netheader(rows: np.ndarray, columns: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(flat bytes, per-event lengths) of network headers from the ``nh_*`` columns: type 0
+    writes "_unknown" (1 byte); type 1 an IPv4 header, with a TCP header when nh_protocol is 6."""
+    n = len(rows)
+    rec = np.zeros(n, _NET_DTYPE)
+
+    def col(name):
+        c = columns.get(name)
+        return c[rows] if c is not None else np.zeros(n, np.int64)
+
+    typ = col("nh_type")
+    proto = col("nh_protocol")
+    rec["type"] = typ
+    rec["vihl"] = 0x45
+    rec["tot_len"] = col("nh_tot_len")
+    rec["id"] = col("nh_id")
+    rec["frag_off"] = 0x4000
+    rec["ttl"] = 64
+    rec["protocol"] = proto
+    rec["saddr"] = col("nh_saddr") & 0xFFFFFFFF
+    rec["daddr"] = col("nh_daddr") & 0xFFFFFFFF
+    tcp = (typ == 1) & (proto == 6)
+    rec["ttype"] = tcp
+    rec["sport"] = col("nh_sport")
+    rec["dport"] = col("nh_dport")
+    rec["seq"] = col("nh_seq") & 0xFFFFFFFF
+    rec["ack"] = col("nh_ack") & 0xFFFFFFFF
+    rec["off_flags"] = (5 << 12) | (col("nh_flags") & 0x1FF)
+    rec["window"] = 29200
+    lens = np.where(typ == 1, np.where(tcp, _NET_DTYPE.itemsize, _NET_IPV4_BYTES), 1).astype(np.int64)
+    starts = np.arange(n, dtype=np.int64) * _NET_DTYPE.itemsize
+    return _gather_runs(rec.view(np.uint8).reshape(-1), starts, lens), lens
 
 
 def _tsdl_field(f: FieldDef) -> str:
@@ -308,8 +398,6 @@ class _Part:
                     dt += [(f.name + "__len", "u1"), (f.name, "<i4")]
                 elif f.kind == "seq16empty":
                     dt.append((f.name + "__len", "<u4"))
-                elif f.kind == "netheader":
-                    dt.append((f.name, "u1"))
             self.dtype = np.dtype(dt)
             self.size = self.dtype.itemsize
 
@@ -351,6 +439,8 @@ class _Part:
             _scatter_runs(out, starts, head.reshape(-1), np.full(n, 4, np.int64))
             _scatter_runs(out, starts + 4, body, blen)
             return out, lens
+        if f.kind == "netheader":
+            return _encode_netheader(rows, columns)
         raise ValueError(f.kind)
 
 
@@ -358,7 +448,7 @@ def _parts(fdefs) -> list[_Part]:
     parts: list[_Part] = []
     run: list[FieldDef] = []
     for f in fdefs:
-        if f.kind in ("string", "seq8"):
+        if f.kind in ("string", "seq8", "netheader"):
             if run:
                 parts.append(_Part(run, False))
                 run = []

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..ctf.writer import EventClassDef, FieldDef
 
 NSLOTS = 7
@@ -31,6 +33,30 @@ class SimClass:
             if n == field and isinstance(src, int):
                 return src
         raise KeyError(f"{self.name}.{field} is not filled from a slot")
+
+
+def tcp_header_slots(saddr: int, daddr: int, sport: int, dport: int, seq: int, ack: int, flags: int,
+                     tot_len: int, ip_id: int = 0) -> tuple[int, int, int, int]:
+    """An IPv4 + TCP header packed into the four record slots of a net event (addresses as
+    32-bit integers, 10.0.0.1 = 0x0A000001)."""
+    def s64(x):
+        return x - (1 << 64) if x >= (1 << 63) else x
+
+    return (s64((saddr & 0xFFFFFFFF) << 32 | (daddr & 0xFFFFFFFF)),
+            (1 << 48) | (flags & 0x1FF) << 32 | (sport & 0xFFFF) << 16 | (dport & 0xFFFF),
+            s64((seq & 0xFFFFFFFF) << 32 | (ack & 0xFFFFFFFF)),
+            (tot_len & 0xFFFF) | (ip_id & 0xFFFF) << 16)
+
+
+def unpack_tcp_header(s3, s4, s5, s6) -> dict:
+    """The writer's ``nh_*`` columns from slots packed by :func:`tcp_header_slots`."""
+    u3, u5 = np.asarray(s3).astype(np.int64).view(np.uint64), np.asarray(s5).astype(np.int64).view(np.uint64)
+    s4, s6 = np.asarray(s4, np.int64), np.asarray(s6, np.int64)
+    has = (s4 >> 48) & 1
+    return {"nh_type": has, "nh_protocol": has * 6, "nh_saddr": (u3 >> 32).astype(np.int64),
+            "nh_daddr": (u3 & 0xFFFFFFFF).astype(np.int64), "nh_flags": (s4 >> 32) & 0x1FF,
+            "nh_sport": (s4 >> 16) & 0xFFFF, "nh_dport": s4 & 0xFFFF, "nh_seq": (u5 >> 32).astype(np.int64),
+            "nh_ack": (u5 & 0xFFFFFFFF).astype(np.int64), "nh_tot_len": s6 & 0xFFFF, "nh_id": (s6 >> 16) & 0xFFFF}
 
 
 def _c(name, *fields, domain="kernel", loglevel=None):
@@ -78,9 +104,9 @@ KERNEL_CLASSES = [
     _c("block_rq_complete", ("dev", "u32", 0), ("sector", "u64", 1), ("nr_sector", "u32", 2), ("error", "i32", 3),
        ("rwbs", "u32", 4)),
     _c("net_dev_queue", ("skbaddr", "x64", 0), ("len", "u32", 1), ("name", "string", 2),
-       ("network_header", "netheader", ("const", 0))),
+       ("network_header", "netheader", ("net", 3))),
     _c("net_if_receive_skb", ("skbaddr", "x64", 0), ("len", "u32", 1), ("name", "string", 2),
-       ("network_header", "netheader", ("const", 0))),
+       ("network_header", "netheader", ("net", 3))),
     # system calls (entry fields as lttng-modules 2.10 declares them for x86-64)
     _entry("accept4", ("fd", "i32", 0), ("upeer_sockaddr", "x64", 1), ("upeer_addrlen", "i32", 2), ("flags", "i32", 3)),
     _exit("accept4", ("upeer_addrlen", "i32", 1), ("family", "u16", 2), ("sport", "u16be", 3), ("v4addr", "seq8", 4),

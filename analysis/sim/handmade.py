@@ -2,19 +2,21 @@
 
 For unit tests that need a handful of events with a known answer (a critical path written by
 hand). Each event is ``(ts_ns, cpu, name, {field: value})``; fields not given are 0 / "".
-String fields take Python strings. UST events (``provider:event``) take ``vpid``, ``vtid`` and
+String fields take Python strings; ``network_header`` takes a dict of :func:`tcp_header_slots`'
+arguments (an IPv4 + TCP header). UST events (``provider:event``) take ``vpid``, ``vtid`` and
 ``procname`` in their field dict.
 """
 
 from __future__ import annotations
 
 import os
+import uuid as _uuid
 from pathlib import Path
 
 import numpy as np
 
 from ..ctf.writer import CtfWriter, TraceDef
-from .catalog import KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT, SimClass
+from .catalog import KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT, SimClass, tcp_header_slots, unpack_tcp_header
 
 # event names of LTTng < 2.7, for tests of the name mapping
 LEGACY_CLASSES = [
@@ -57,8 +59,9 @@ def write_trace(path: str | os.PathLike, events, hostname: str = "testhost", tim
         else:
             raise ValueError(f"unknown event {name!r}")
     offset = time_base - 1_000_000_000
-    uuids = ("2f1c5e4a-1b2c-4d3e-8f90-a1b2c3d4e5f6", "3a2b1c0d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
-             "4b3c2d1e-6f7a-4b8c-9d0e-1f2a3b4c5d6e")
+    # per host: traces of several hosts are told apart by their uuids (and their clocks')
+    uuids = tuple(str(_uuid.uuid5(_uuid.NAMESPACE_DNS, f"{part}.{hostname}.perftriage.test"))
+                  for part in ("clock", "kernel", "ust"))
     for domain, evs in by_trace.items():
         if not evs:
             continue
@@ -83,6 +86,10 @@ def write_trace(path: str | os.PathLike, events, hostname: str = "testhost", tim
                     if f not in kinds:
                         raise ValueError(f"{name} has no field {f!r}")
                     k = kinds[f]
+                    if k == "netheader":  # {saddr, daddr, sport, dport, seq, ack, flags, tot_len[, ip_id]}
+                        for c, arr in unpack_tcp_header(*tcp_header_slots(**v)).items():
+                            cols.setdefault(c, np.zeros(n, np.int64))[row] = int(arr)
+                        continue
                     col = cols.setdefault(f, np.zeros(n, np.int64))
                     col[row] = code(v) if (k in _STRINGY or k.startswith("chars:")) else int(v)
                 # derived fields (vtids = child_tid ...) follow their source

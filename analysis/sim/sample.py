@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ctf.writer import CtfWriter, TraceDef
 from ..atomic import new_folder
-from .catalog import ALL_CLASSES, CODE, KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT, UST_CONTEXT_SLOTS
+from .catalog import ALL_CLASSES, CODE, unpack_tcp_header, KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT, UST_CONTEXT_SLOTS
 from .webserver import WebServerConfig, WebServerSim
 
 
@@ -60,6 +60,10 @@ def _columns(recs: np.ndarray, classes, class_codes: np.ndarray, context=None) -
                 col[rows] = recs[rows, 3 + src]
             elif src[0] == "const":
                 col[rows] = src[1]
+            elif src[0] == "net":
+                slots = [recs[rows, 3 + src[1] + i] for i in range(4)]
+                for k, v in unpack_tcp_header(*slots).items():
+                    cols.setdefault(k, np.zeros(n, np.int64))[rows] = v
             else:  # ("same", other)
                 col[rows] = cols[src[1]][rows]
     return cols
