@@ -543,57 +543,84 @@ def _make_sink_class():
             return get_single, _FLOAT
         return None
 
-    def nested_getter(names):
-        """Getter of an integer reached from a top-level member through ``names`` (structure
-        members, variants' selected options); MISSING where the event does not hold it."""
-        names = tuple(names)
-
-        def scalar(f):
+    def through_variants(f):
+        t = field_type(f)
+        while t & T_VARIANT:
+            f = selected(f)
             t = field_type(f)
-            if t & T_SIGNED == T_SIGNED:
-                return get_signed(f)
-            if t & T_UNSIGNED == T_UNSIGNED:
-                return get_u64_as_i64(f)
-            if t & T_ARRAY:
-                v, bits = 0, 0
-                for i in range(array_len(f)):
-                    e = element(f, i)
-                    te = field_type(e)
-                    if te & T_UNSIGNED != T_UNSIGNED:
-                        return MISSING
-                    w = int_bits(class_of(e))
-                    v = (v << w) | get_unsigned(e)
-                    bits += w
-                if bits > 63:  # IPv6 addresses: a 63-bit fold, good for matching, not for printing
-                    folded = 0
-                    while v:
-                        folded ^= v & ((1 << 63) - 1)
-                        v >>= 63
-                    v = folded
-                return v
-            return MISSING
+        return f, t
 
-        def get(f):
-            for name in names:
-                t = field_type(f)
-                while t & T_VARIANT:
-                    f = selected(f)
-                    t = field_type(f)
-                if not t & T_STRUCT:
-                    return MISSING
+    def scalar(f):
+        """An integer leaf (or an array of integers, folded into one integer), else MISSING."""
+        f, t = through_variants(f)
+        if t & T_SIGNED == T_SIGNED:
+            return get_signed(f)
+        if t & T_UNSIGNED == T_UNSIGNED:
+            return get_u64_as_i64(f)
+        if t & T_ARRAY:
+            n = array_len(f)
+            if n == 0:
+                return MISSING
+            e = element(f, 0)
+            if field_type(e) & T_UNSIGNED != T_UNSIGNED:
+                return MISSING
+            w = int_bits(class_of(e))  # arrays are homogeneous: one width
+            v = get_unsigned(e)
+            for i in range(1, n):
+                v = (v << w) | get_unsigned(element(f, i))
+            if w * n > 63:  # IPv6 addresses: a 63-bit fold, good for matching, not for printing
+                folded = 0
+                while v:
+                    folded ^= v & ((1 << 63) - 1)
+                    v >>= 63
+                v = folded
+            return v
+        return MISSING
+
+    def nested_getters(paths):
+        """Getters of integers reached from one top-level member through each of ``paths``
+        (tuples of member names). The first getter walks the tree of paths once per event
+        (common prefixes once, each variant resolved once) and leaves the values for the others,
+        which the plan calls right after it on the same event."""
+        values = [MISSING] * len(paths)
+        tree: dict = {}  # name -> [leaf index or None, subtree]
+        for i, path in enumerate(paths):
+            node = tree
+            for d, name in enumerate(path):
+                entry = node.setdefault(name, [None, {}])
+                if d == len(path) - 1:
+                    entry[0] = i
+                node = entry[1]
+
+        def missing(node):
+            for i, sub in node.values():
+                if i is not None:
+                    values[i] = MISSING
+                if sub:
+                    missing(sub)
+
+        def fill(f, node):
+            f, t = through_variants(f)
+            if not t & T_STRUCT:
+                missing(node)
+                return
+            for name, (i, sub) in node.items():
                 g = member_by_name(f, name)
                 if g is None:
                     g = member_by_name(f, "_" + name)
                     if g is None:
-                        return MISSING
-                f = g
-            t = field_type(f)
-            while t & T_VARIANT:
-                f = selected(f)
-                t = field_type(f)
-            return scalar(f)
+                        missing({name: (i, sub)})
+                        continue
+                if i is not None:
+                    values[i] = scalar(g)
+                if sub:
+                    fill(g, sub)
 
-        return get
+        def first(f):
+            fill(f, tree)
+            return values[0]
+
+        return [first] + [(lambda f, i=i: values[i]) for i in range(1, len(paths))]
 
     def member_index(struct_fc, name):
         if struct_fc is None:
@@ -638,6 +665,11 @@ def _make_sink_class():
                 star = [k.lstrip("_") for k in payload_fc.keys()] if payload_fc is not None else []
                 wanted = [w for w in wanted if w != "*"] + [k for k in star if k not in wanted]
             decoded = reader.event_fields.setdefault(name, [])
+            nested: dict[str, list] = {}  # top-level member -> getters of its dotted fields, in order
+            for fname in wanted:
+                if "." in fname:
+                    nested.setdefault(fname.split(".")[0], []).append(tuple(fname.split(".")[1:]))
+            nested = {top: nested_getters(paths) for top, paths in nested.items()}
             for fname in list(wanted) + internal:
                 top, *inner = fname.split(".")
                 idx, fc = member_index(payload_fc, top)
@@ -647,7 +679,7 @@ def _make_sink_class():
                     source = "context"
                 if idx is None:
                     continue
-                g = (nested_getter(inner), _INT) if inner else getter_for(fc)
+                g = (nested[top].pop(0), _INT) if inner else getter_for(fc)
                 if g is None:
                     continue
                 getter, kind = g
