@@ -21,11 +21,11 @@ earlier windows, so a malformed trace cannot make it loop (one of the reference'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .execgraph import BLOCKED, BP, EXITED, FOLLOW, FOLLOW_NET, RS, RU, ST_BN, ST_BT, ExecGraph
+from .execgraph import BLOCKED, BP, EXITED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU, ST_BN, ST_BT, ExecGraph
 
 STATES = ("RU", "RS", "BP", "BD", "BN", "BS", "BI", "BF", "BT")
 STATE_NAMES = {
@@ -46,8 +46,10 @@ _PASS = (RU, RS, BP)
 @dataclass
 class Path:
     """A critical path as pieces. Piece i is either a range of graph intervals
-    ``[k0[i], k1[i])`` of thread ``tid[i]`` clipped to ``[a[i], b[i]]`` (their own states), or,
-    when ``k0[i] < 0``, one segment of state ``state[i]``."""
+    ``[k0[i], k1[i])`` of thread ``tid[i]`` of graph ``graph[i]`` clipped to ``[a[i], b[i]]``
+    (their own states), or, when ``k0[i] < 0``, one segment of state ``state[i]``. Times are on
+    the piece's graph's clock; ``shift[i]`` takes them to the request's host's clock (0 on the
+    request's own host)."""
 
     tid: list
     k0: list
@@ -56,17 +58,24 @@ class Path:
     b: list
     state: list
     via: list  # tid whose blocked interval this piece replaces (-1 for the request's own thread)
+    graph: list = field(default_factory=list)
+    shift: list = field(default_factory=list)
 
     def segments(self, g: ExecGraph) -> "Segments":
-        """Materialised, time-ordered segments (thread, start, end, state, via), zero-length ones
-        dropped and equal neighbours merged. Vectorised over all pieces at once."""
+        """Materialised, time-ordered segments (thread, start, end, state, via, host), on the
+        clock of ``g`` (the request's host), zero-length ones dropped and equal neighbours
+        merged. Vectorised over all pieces of each graph at once."""
         if not self.tid:
             e = np.zeros(0, np.int64)
-            return Segments(e, e, e, np.zeros(0, np.int8), e)
+            return Segments(e, e, e, np.zeros(0, np.int8), e, np.zeros(0, np.int16), [g.host])
+        graphs = self.graph or [g] * len(self.tid)
+        hosts = [g.host]
+        for x in graphs:
+            if x.host not in hosts:
+                hosts.append(x.host)
         k0 = np.array(self.k0, np.int64)
         k1 = np.array(self.k1, np.int64)
         synth = k0 < 0
-        # one row per interval of the ranged pieces, one per synthetic piece, in piece order
         lens = np.where(synth, 1, k1 - k0)
         piece = np.repeat(np.arange(len(k0)), lens)
         within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
@@ -74,12 +83,27 @@ class Path:
         b = np.array(self.b, np.int64)[piece]
         is_syn = synth[piece]
         k = np.where(is_syn, 0, k0[piece] + within)
-        start = np.where(is_syn, a, np.maximum(g.iv_start[k], a))
-        end = np.where(is_syn, b, np.minimum(g.iv_end[k], b))
-        state = np.where(is_syn, np.array(self.state, np.int64)[piece], g.iv_state[k]).astype(np.int8)
+        host_of_piece = np.array([hosts.index(x.host) for x in graphs], np.int16)
+        host = host_of_piece[piece]
+        start = a.copy()
+        end = b.copy()
+        state = np.array(self.state, np.int64)[piece]
+        for hi, name in enumerate(hosts):  # the ranged pieces' intervals, graph by graph
+            m = (~is_syn) & (host == hi)
+            if not m.any():
+                continue
+            gx = g if name == g.host else next(x for x in graphs if x.host == name)
+            km = k[m]
+            start[m] = np.maximum(gx.iv_start[km], a[m])
+            end[m] = np.minimum(gx.iv_end[km], b[m])
+            state[m] = gx.iv_state[km]
+        if self.shift:
+            sh = np.array(self.shift, np.int64)[piece]
+            start += sh
+            end += sh
         keep = end > start
-        seg = Segments(np.array(self.tid, np.int64)[piece][keep], start[keep], end[keep], state[keep],
-                       np.array(self.via, np.int64)[piece][keep])
+        seg = Segments(np.array(self.tid, np.int64)[piece][keep], start[keep], end[keep],
+                       state[keep].astype(np.int8), np.array(self.via, np.int64)[piece][keep], host[keep], hosts)
         return seg.merged()
 
 
@@ -90,22 +114,30 @@ class Segments:
     end: np.ndarray
     state: np.ndarray
     via: np.ndarray
+    host: np.ndarray | None = None  # index into ``hosts`` (0: the request's host)
+    hosts: list = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.tid)
+
+    def hosts_of(self) -> np.ndarray:
+        return self.host if self.host is not None else np.zeros(len(self.tid), np.int16)
 
     def merged(self) -> "Segments":
         n = len(self.tid)
         if n == 0:
             return self
+        host = self.hosts_of()
         same = np.empty(n, bool)
         same[0] = False
-        same[1:] = (self.tid[1:] == self.tid[:-1]) & (self.state[1:] == self.state[:-1]) & (self.start[1:] == self.end[:-1])
+        same[1:] = ((self.tid[1:] == self.tid[:-1]) & (host[1:] == host[:-1]) & (self.state[1:] == self.state[:-1])
+                    & (self.start[1:] == self.end[:-1]))
         heads = np.flatnonzero(~same)
         tails = np.empty(len(heads), np.int64)
         tails[:-1] = heads[1:] - 1
         tails[-1] = n - 1
-        return Segments(self.tid[heads], self.start[heads], self.end[tails], self.state[heads], self.via[heads])
+        return Segments(self.tid[heads], self.start[heads], self.end[tails], self.state[heads], self.via[heads],
+                        host[heads], self.hosts)
 
     def durations(self) -> np.ndarray:
         """Total duration per state (ns), indexed like STATES."""
@@ -133,62 +165,79 @@ def _next_nonpass(state: np.ndarray, block: int = 1 << 20) -> np.ndarray:
     return out
 
 
-class PathFinder:
-    """Critical paths over one host's graph (caches per-thread lookups between calls)."""
+class _GraphIndex:
+    """One graph with the lookups the walk needs (built once per graph, shared by finders)."""
 
-    def __init__(self, g: ExecGraph, max_depth: int = 10_000):
+    def __init__(self, g: ExecGraph):
         self.g = g
-        self.max_depth = max_depth
         # next non-pass interval index (not bounded by thread: callers cap with the thread's end)
         self.next_nonpass = _next_nonpass(g.iv_state)
         self._bounds: dict[int, tuple[int, int]] = {}
 
-    def _thread(self, tid: int):
+    def thread(self, tid: int):
         b = self._bounds.get(tid)
         if b is None:
             sl = self.g.intervals_of(tid)
             b = self._bounds[tid] = (sl.start, sl.stop)
         return b, self.g.iv_end[b[0]:b[1]]
 
+
+class PathFinder:
+    """Critical paths over one host's graph (caches per-thread lookups between calls).
+
+    ``graphs``: every host's graph, for paths that cross to another traced host through a
+    packet (FOLLOW_REMOTE); without it such waits stay BN. Finders made by :func:`finders`
+    share their per-graph lookups."""
+
+    def __init__(self, g: ExecGraph, max_depth: int = 10_000, graphs: dict | None = None,
+                 _shared: dict | None = None):
+        self.g = g
+        self.max_depth = max_depth
+        self.graphs = graphs or {}
+        self._index = _shared if _shared is not None else {}
+        self._own = self._graph(g.host, g)
+        self.next_nonpass = self._own.next_nonpass
+
+    def _graph(self, host: str, g: ExecGraph | None = None) -> _GraphIndex | None:
+        gi = self._index.get(host)
+        if gi is None:
+            g = g if g is not None else self.graphs.get(host)
+            if g is None:
+                return None
+            gi = self._index[host] = _GraphIndex(g)
+        return gi
+
     def path(self, tid: int, t0: int, t1: int) -> Path:
-        g = self.g
-        out = Path([], [], [], [], [], [], [])
-        iv_start, iv_end, iv_state = g.iv_start, g.iv_end, g.iv_state
-        iv_block, iv_waker = g.iv_block, g.iv_waker
-        nnp = self.next_nonpass
-        stack = [(tid, t0, t1, 0, -1)]
+        out = Path([], [], [], [], [], [], [], [], [])
+        stack = [(tid, t0, t1, 0, -1, self._own, 0)]
         while stack:
-            T, pos, b, depth, via = stack.pop()
+            T, pos, b, depth, via, G, shift = stack.pop()
+            g = G.g
             if T is None:  # a packet in flight: the blocked thread (here in depth) waits on the network
-                self._emit(out, depth, pos, b, ST_BN, via)
+                self._emit(out, depth, pos, b, ST_BN, via, g, shift)
                 continue
-            (lo, hi), ends = self._thread(T)
+            iv_start, iv_end, iv_state = g.iv_start, g.iv_end, g.iv_state
+            iv_block, iv_waker = g.iv_block, g.iv_waker
+            nnp = G.next_nonpass
+            (lo, hi), ends = G.thread(T)
             k = lo + int(ends.searchsorted(pos, "right"))
             while pos < b:
                 if k >= hi:
-                    self._emit(out, T, pos, b, ST_BT, via)
+                    self._emit(out, T, pos, b, ST_BT, via, g, shift)
                     break
                 s = int(iv_start[k])
                 if s > pos:  # not yet known at pos (cannot happen for a contiguous thread)
                     e = min(s, b)
-                    self._emit(out, T, pos, e, ST_BT, via)
+                    self._emit(out, T, pos, e, ST_BT, via, g, shift)
                     pos = e
                     continue
                 j = min(int(nnp[k]), hi)
                 if j > k:
                     run_end = int(iv_end[j - 1])
-                    if run_end >= b:
-                        # last piece of this window: cut the range at b
-                        k_last = lo + int(ends.searchsorted(b - 1, "right")) + 1
-                        out.tid.append(T)
-                        out.k0.append(k)
-                        out.k1.append(min(k_last, j))
-                        out.a.append(pos)
-                        out.b.append(b)
-                        out.state.append(-1)
-                        out.via.append(via)
-                        pos = b
-                        break
+                    last = run_end >= b
+                    if last:  # last piece of this window: cut the range at b
+                        j = min(lo + int(ends.searchsorted(b - 1, "right")) + 1, j)
+                        run_end = b
                     out.tid.append(T)
                     out.k0.append(k)
                     out.k1.append(j)
@@ -196,7 +245,11 @@ class PathFinder:
                     out.b.append(run_end)
                     out.state.append(-1)
                     out.via.append(via)
+                    out.graph.append(g)
+                    out.shift.append(shift)
                     pos = run_end
+                    if last:
+                        break
                     k = j
                     continue
                 # k is not running: blocked, unknown or not existing
@@ -208,34 +261,49 @@ class PathFinder:
                     if blk == FOLLOW_NET and depth < self.max_depth and waker != T and e > pos:
                         # the sender's work up to the send, then the packet's flight (BN)
                         sent = min(max(g.net_links.get(k, pos), pos), e)
-                        stack.append((T, e, b, depth, via))
-                        stack.append((None, sent, e, T, via))
+                        stack.append((T, e, b, depth, via, G, shift))
+                        stack.append((None, sent, e, T, via, G, shift))
                         if sent > pos:
-                            stack.append((waker, pos, sent, depth + 1, T))
+                            stack.append((waker, pos, sent, depth + 1, T, G, shift))
                         break
+                    if blk == FOLLOW_REMOTE and depth < self.max_depth and e > pos:
+                        host, t_sent = g.remote_links[k]
+                        R = self._graph(host)
+                        fit = g.clocks.get(host)
+                        if R is not None and fit is not None:
+                            # the sender's work on its host up to the send, then the flight (BN);
+                            # d: this clock to the sender's, taken once so the pieces tile exactly
+                            d = fit.shift(pos)
+                            sent = min(max(t_sent - d, pos), e)
+                            stack.append((T, e, b, depth, via, G, shift))
+                            stack.append((None, sent, e, T, via, G, shift))
+                            if sent > pos:
+                                stack.append((waker, pos + d, sent + d, depth + 1, T, R, shift - d))
+                            break
                     if blk == FOLLOW and depth < self.max_depth and waker != T and e > pos:
-                        stack.append((T, e, b, depth, via))
-                        stack.append((waker, pos, e, depth + 1, T))
+                        stack.append((T, e, b, depth, via, G, shift))
+                        stack.append((waker, pos, e, depth + 1, T, G, shift))
                         break
-                    self._emit(out, T, pos, e, ST_BT if blk == FOLLOW else ST_BN if blk == FOLLOW_NET else blk, via)
+                    self._emit(out, T, pos, e, ST_BT if blk == FOLLOW else ST_BN if blk in (FOLLOW_NET, FOLLOW_REMOTE)
+                               else blk, via, g, shift)
                 elif st == EXITED:
                     info = g.threads.get(T)
                     parent = info.parent if info is not None else None
                     if (parent is not None and info.fork_ts is not None and info.fork_ts >= e
                             and depth < self.max_depth and parent != T):
                         # the thread did not exist yet: what led to it is its parent's work
-                        stack.append((T, e, b, depth, via))
-                        stack.append((parent, pos, e, depth + 1, T))
+                        stack.append((T, e, b, depth, via, G, shift))
+                        stack.append((parent, pos, e, depth + 1, T, G, shift))
                         break
-                    self._emit(out, T, pos, e, ST_BT, via)
+                    self._emit(out, T, pos, e, ST_BT, via, g, shift)
                 else:  # UNKNOWN
-                    self._emit(out, T, pos, e, ST_BT, via)
+                    self._emit(out, T, pos, e, ST_BT, via, g, shift)
                 pos = e
                 k += 1
         return out
 
     @staticmethod
-    def _emit(out: Path, T, a, b, state, via):
+    def _emit(out: Path, T, a, b, state, via, g, shift):
         if b > a:
             out.tid.append(T)
             out.k0.append(-1)
@@ -244,12 +312,13 @@ class PathFinder:
             out.b.append(b)
             out.state.append(state)
             out.via.append(via)
+            out.graph.append(g)
+            out.shift.append(shift)
 
     def durations(self, p: Path) -> np.ndarray:
         """Durations per state of a path without materialising its segments."""
-        g = self.g
         tot = np.zeros(NSTATES, np.int64)
-        for k0, k1, a, b, st in zip(p.k0, p.k1, p.a, p.b, p.state):
+        for k0, k1, a, b, st, g in zip(p.k0, p.k1, p.a, p.b, p.state, p.graph):
             if k0 < 0:
                 tot[st] += b - a
             else:
@@ -258,3 +327,10 @@ class PathFinder:
                 d = np.maximum(e - s, 0)
                 tot += np.bincount(g.iv_state[k0:k1], weights=d, minlength=NSTATES).astype(np.int64)
         return tot
+
+
+def finders(graphs: dict[str, ExecGraph], max_depth: int = 10_000) -> dict[str, PathFinder]:
+    """A finder per host whose paths cross to the other hosts through packets, sharing the
+    per-graph lookups."""
+    shared: dict = {}
+    return {h: PathFinder(g, max_depth, graphs, shared) for h, g in graphs.items()}

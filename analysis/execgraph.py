@@ -40,6 +40,7 @@ import numpy as np
 
 from .columns import MISSING
 from .ctf.reader import CtfReader, ReadSpec
+from .netmatch import PACKET_FIELDS, ClockFit, PacketLog, match, packet_keys
 
 # interval states in the graph
 RU, RS, BP, BLOCKED, UNKNOWN, EXITED = 0, 1, 2, 3, 4, 5
@@ -49,6 +50,7 @@ RU, RS, BP, BLOCKED, UNKNOWN, EXITED = 0, 1, 2, 3, 4, 5
 ST_RU, ST_RS, ST_BP, ST_BD, ST_BN, ST_BS, ST_BI, ST_BF, ST_BT = range(9)
 FOLLOW = -1  # blocked interval woken by a task: the critical path follows the waker
 FOLLOW_NET = -2  # woken by a packet another task of the host sent: follow the sender up to the send
+FOLLOW_REMOTE = -3  # woken by a packet a task of another traced host sent: follow it on that host
 
 # scheduler status from sched_switch's prev_state / statedump
 WAIT_CPU, WAIT_BLOCKED, WAIT_FORK, RUN, DEAD, NOSTATE = 0, 1, 2, 3, 4, 5
@@ -125,9 +127,9 @@ GRAPH_FIELDS = {
     "do_IRQ_entry": ("irq",),
     "irq_softirq_entry": ("vec",),
     "irq_softirq_exit": ("vec",),
-    "net_dev_queue": ("skbaddr",),
-    "net_if_receive_skb": ("skbaddr",),
-    "netif_receive_skb": ("skbaddr",),
+    "net_dev_queue": ("skbaddr", *PACKET_FIELDS),
+    "net_if_receive_skb": ("skbaddr", *PACKET_FIELDS),
+    "netif_receive_skb": ("skbaddr", *PACKET_FIELDS),
 }
 
 
@@ -169,6 +171,9 @@ class ExecGraph:
     threads: dict[int, ThreadInfo] = field(default_factory=dict)
     wakeup_family: str = ""
     net_links: dict[int, int] = field(default_factory=dict)  # FOLLOW_NET interval -> when its packet was sent
+    # FOLLOW_REMOTE interval -> (sender's host, send time on that host's clock)
+    remote_links: dict[int, tuple[str, int]] = field(default_factory=dict)
+    clocks: dict[str, ClockFit] = field(default_factory=dict)  # other host -> this clock to that one
 
     def __post_init__(self):
         self.tid_index = {int(t): i for i, t in enumerate(self.tids.tolist())}
@@ -356,7 +361,10 @@ class GraphBuilder:
         self.links: dict[int, tuple[int, int]] = {}  # wake-up number -> (sender tid, send time); few
         # packets on one host: the latest send of each skb address, the latest receive per CPU
         self.net_send: dict[tuple[int, int], tuple[int, int]] = {}
-        self.net_recv: dict[tuple[int, int], tuple[int, int]] = {}
+        self.net_recv: dict[tuple[int, int], tuple[int, int, int]] = {}  # -> (ts, skb, receive number)
+        # packets with headers, for packets between traced hosts (matched at the end)
+        self.packets = PacketLog()
+        self.matches = None
         self.stacks: dict[tuple[int, int], list[int]] = {}  # (host, CPU) -> interrupt contexts
         self.wake_cats: set[int] = set()
 
@@ -491,36 +499,48 @@ class GraphBuilder:
     def _packet_links(self, h: int, chunk, cat, seq, m_wk, wctx, wake_ids) -> None:
         """The wake-ups of the chunk that deliver a packet another task of this host sent
         (loopback: the same skb address is queued by the sender and received by the softirq that
-        wakes the reader) go to ``self.links``: wake-up number -> (sender, send time). Packet
-        rows are few: a plain loop over them and the wake-ups in network contexts. Sends older
-        than NET_FLIGHT_NS are forgotten at the end of the chunk: memory stays bounded."""
+        wakes the reader) go to ``self.links``: wake-up number -> (sender, send time). Packets
+        with an IP header are logged for matching between hosts at the end, and a wake-up that
+        delivers one that is not loopback is noted with its receive. Packet rows are few: a
+        plain loop over them and the wake-ups in network contexts. Sends older than
+        NET_FLIGHT_NS are forgotten at the end of the chunk: memory stays bounded."""
         nwk = int(m_wk.sum())
         m_send, m_recv = cat == C_NET_SEND, cat == C_NET_RECV
         wk_pos = np.flatnonzero(m_wk)
         net_wake = np.isin(wctx, self.NET_CONTEXTS) if nwk else np.zeros(0, bool)
-        rows = np.concatenate([np.flatnonzero(m_send), np.flatnonzero(m_recv), wk_pos[net_wake]])
+        send_rows, recv_rows = np.flatnonzero(m_send), np.flatnonzero(m_recv)
+        rows = np.concatenate([send_rows, recv_rows, wk_pos[net_wake]])
         if len(rows) == 0:
             return
-        kinds = np.concatenate([np.zeros(int(m_send.sum()), np.int8), np.ones(int(m_recv.sum()), np.int8),
+        ts, cpu, cur = chunk.ts, chunk.cpu, chunk.tid
+        if len(send_rows):
+            t = cur[send_rows]
+            self.packets.add_sends(packet_keys(chunk.fields, send_rows), ts[send_rows], h,
+                                   np.where(t == MISSING, -1, t))
+        recv_no = np.full(len(chunk), -1, np.int64)
+        if len(recv_rows):
+            recv_no[recv_rows] = self.packets.add_receives(packet_keys(chunk.fields, recv_rows), ts[recv_rows], h)
+        kinds = np.concatenate([np.zeros(len(send_rows), np.int8), np.ones(len(recv_rows), np.int8),
                                 np.full(int(net_wake.sum()), 2, np.int8)])
-        widx = np.concatenate([np.full(int(m_send.sum()) + int(m_recv.sum()), -1), np.flatnonzero(net_wake)])
+        widx = np.concatenate([np.full(len(send_rows) + len(recv_rows), -1), np.flatnonzero(net_wake)])
         o = np.argsort(seq[rows], kind="stable")
         skb_all = chunk.fields.get("skbaddr")
-        ts, cpu, cur = chunk.ts, chunk.cpu, chunk.tid
+        skb = (lambda r: int(skb_all[r])) if skb_all is not None else (lambda r: MISSING)
         for r, kd, wi in zip(rows[o].tolist(), kinds[o].tolist(), widx[o].tolist()):
             if kd == 0:
                 if skb_all is not None and cur[r] > 0 and cur[r] != MISSING:
-                    self.net_send[(h, int(skb_all[r]))] = (int(ts[r]), int(cur[r]))
+                    self.net_send[(h, skb(r))] = (int(ts[r]), int(cur[r]))
             elif kd == 1:
-                if skb_all is not None:
-                    self.net_recv[(h, int(cpu[r]))] = (int(ts[r]), int(skb_all[r]))
+                self.net_recv[(h, int(cpu[r]))] = (int(ts[r]), skb(r), int(recv_no[r]))
             else:
                 got = self.net_recv.get((h, int(cpu[r])))
                 if got is None or int(ts[r]) - got[0] > self.NET_DELAY_NS:
                     continue
-                sent = self.net_send.get((h, got[1]))
+                sent = self.net_send.get((h, got[1])) if skb_all is not None else None
                 if sent is not None and 0 <= got[0] - sent[0] <= self.NET_FLIGHT_NS:
                     self.links[int(wake_ids[wi])] = (sent[1], sent[0])
+                elif got[2] >= 0:
+                    self.packets.wakes[int(wake_ids[wi])] = got[2]
         horizon = int(ts[-1]) - self.NET_FLIGHT_NS
         if self.net_send and len(self.net_send) > 64:
             self.net_send = {k: v for k, v in self.net_send.items() if k[0] != h or v[0] >= horizon}
@@ -609,15 +629,19 @@ class GraphBuilder:
                   "sched_waking" if C_WAKING in self.wake_cats else "sched_wakeup")
         graphs = {}
         kernel_hosts = {reader.host_code(t.hostname) for t in reader.traces if t.domain == "kernel"}
+        self.matches = match(self.packets)
+        self.packets = PacketLog()
+        remote = {w: (reader.hosts[h], tid, t) for w, (h, tid, t) in self.matches.remote.items()}
         for h, hs in self.hosts.items():
             if h not in kernel_hosts:
                 continue
-            graphs[reader.hosts[h]] = self._finish_host(hs, wctx, wake_cur, family, links)
+            g = graphs[reader.hosts[h]] = self._finish_host(hs, wctx, wake_cur, family, links, remote)
+            g.clocks = {reader.hosts[b]: fit for (a, b), fit in self.matches.fits.items() if a == h}
         self.hosts = {}
         _release_freed_memory()
         return graphs
 
-    def _finish_host(self, hs: _HostState, wctx, wake_cur, family: str, links=None) -> ExecGraph:
+    def _finish_host(self, hs: _HostState, wctx, wake_cur, family: str, links=None, remote=None) -> ExecGraph:
         end = hs.last_ts
         # close what is still open at the end of the trace
         if hs.carry:
@@ -647,6 +671,7 @@ class GraphBuilder:
         futex_id = self.syscall_names.index("futex") if "futex" in self.syscall_names else -99
         iv_block, iv_waker, iv_ctx = _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id)
         net_links = _network_links(tid, state, iv_block, iv_waker, wake, links)
+        remote_links = _remote_links(state, iv_block, iv_waker, wake, remote)
         del wake
         _release_freed_memory()
         for t_, a, z in zip(tids.tolist(), start[lo].tolist() if m else [], stop[hi - 1].tolist() if m else []):
@@ -662,6 +687,7 @@ class GraphBuilder:
             iv_block=iv_block, iv_waker=iv_waker, iv_ctx=iv_ctx, iv_syscall=sc,
             sc_tid=sc_parts["tid"], sc_entry=sc_parts["entry"], sc_exit=sc_parts["exit"], sc_id=sc_parts["id"],
             syscall_names=list(self.syscall_names), threads=hs.threads, wakeup_family=family, net_links=net_links,
+            remote_links=remote_links,
         )
 
 
@@ -711,6 +737,23 @@ def _network_links(tid, state, iv_block, iv_waker, wake, links) -> dict[int, int
             iv_block[k] = FOLLOW_NET
             iv_waker[k] = snd
             out[k] = t
+    return out
+
+
+def _remote_links(state, iv_block, iv_waker, wake, remote) -> dict[int, tuple[str, int]]:
+    """Blocked intervals ended by a packet a task of another traced host sent: they become
+    FOLLOW_REMOTE, their waker the sender (a tid of that host); returns interval -> (host, send
+    time on its clock)."""
+    out: dict[int, tuple[str, int]] = {}
+    if not remote:
+        return out
+    linked = np.fromiter(remote, np.int64, len(remote))
+    cand = np.flatnonzero((state == BLOCKED) & (iv_block == ST_BN) & np.isin(wake, linked))
+    for k in cand.tolist():
+        host, snd, t = remote[int(wake[k])]
+        iv_block[k] = FOLLOW_REMOTE
+        iv_waker[k] = snd
+        out[k] = (host, t)
     return out
 
 

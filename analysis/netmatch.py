@@ -1,0 +1,250 @@
+"""Packets between traced hosts: who sent the packet that woke a thread on another host, and
+how the hosts' clocks relate.
+
+LTTng's ``net_dev_queue`` (a packet queued for sending) and ``net_if_receive_skb`` (a packet
+received) carry the packet's IP header and, for TCP, its TCP header. A packet is known by those
+headers: addresses, ports, sequence and acknowledgement numbers and flags for TCP; addresses,
+IP id, total length and protocol otherwise (e.g. UDP). Trace Compass matches TCP packets the
+same way (sequence, acknowledgement, flags); we add the addresses and ports so that two
+connections whose numbers happen to coincide are not confused.
+
+Clocks: each host's trace has its own clock; NTP keeps them close but a packet's flight on a
+LAN (tens of microseconds) is shorter than NTP's error. Every matched packet bounds the offset:
+it cannot arrive before it was sent. With packets both ways the bounds close from both sides;
+the fit is the line t_B = t_A + offset + drift * (t_A - t_ref) that leaves the largest margin
+to every bound (a linear programme: the convex-hull method of Duda et al. and Trace Compass,
+solved as the maximal-margin line). With packets one way only, the line hugs the bounds from
+one side (as if the fastest packets took no time) and the fit says so.
+
+Memory: every packet with a header is kept as a few integers until the end of the trace
+(~40 bytes per packet), so that sends and receives can be matched whatever the clock offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .columns import MISSING
+
+NH = "network_header."
+TH = NH + "transport_header."
+PACKET_FIELDS = (NH + "saddr", NH + "daddr", NH + "protocol", NH + "id", NH + "tot_len",
+                 TH + "source_port", TH + "dest_port", TH + "seq", TH + "ack_seq", TH + "flags")
+MAX_FLIGHT_NS = 1_000_000_000  # a receive more than this after a send of the same key: another packet
+NO_KEY = 0
+
+
+def _mix(h: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """One step of a 64-bit hash (splitmix-style), vectorised, wrapping."""
+    with np.errstate(over="ignore"):
+        h = (h ^ v.astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        return h ^ (h >> np.uint64(32))
+
+
+def packet_keys(fields: dict, rows: np.ndarray) -> np.ndarray:
+    """The identity of each packet at ``rows`` of a chunk (int64; NO_KEY where the event has
+    no IP header). Equal for the send on one host and the receive on another."""
+    n = len(rows)
+    saddr = fields.get(PACKET_FIELDS[0])
+    if saddr is None or n == 0:
+        return np.full(n, NO_KEY, np.int64)
+
+    def col(name):
+        c = fields.get(name)
+        return c[rows] if c is not None else np.full(n, MISSING, np.int64)
+
+    sa, da = col(NH + "saddr"), col(NH + "daddr")
+    sport = col(TH + "source_port")
+    tcp = sport != MISSING
+    h = _mix(np.zeros(n, np.uint64), sa)
+    h = _mix(h, da)
+    h = _mix(h, np.where(tcp, sport, col(NH + "id")))
+    h = _mix(h, np.where(tcp, col(TH + "dest_port"), col(NH + "tot_len")))
+    h = _mix(h, np.where(tcp, col(TH + "seq"), col(NH + "protocol")))
+    h = _mix(h, np.where(tcp, col(TH + "ack_seq"), 0))
+    h = _mix(h, np.where(tcp, col(TH + "flags"), 1))
+    key = h.view(np.int64)
+    key = np.where(key == NO_KEY, 1, key)
+    return np.where(sa != MISSING, key, NO_KEY)
+
+
+class PacketLog:
+    """Packets with a header, gathered chunk by chunk: sends (key, time, host, sender tid) and
+    receives (key, time, host); ``wakes`` maps a wake-up number to the receive that caused it."""
+
+    def __init__(self):
+        self._send = {k: [] for k in ("key", "ts", "host", "tid")}
+        self._recv = {k: [] for k in ("key", "ts", "host")}
+        self.n_recv = 0
+        self.wakes: dict[int, int] = {}
+
+    def add_sends(self, key, ts, host: int, tid) -> None:
+        m = key != NO_KEY
+        if m.any():
+            for k, v in (("key", key[m]), ("ts", ts[m]), ("host", np.full(int(m.sum()), host, np.int16)),
+                         ("tid", tid[m].astype(np.int32))):
+                self._send[k].append(v)
+
+    def add_receives(self, key, ts, host: int) -> np.ndarray:
+        """Stores the keyed receives; returns each row's receive number (-1: no key)."""
+        m = key != NO_KEY
+        idx = np.full(len(key), -1, np.int64)
+        k = int(m.sum())
+        if k:
+            idx[m] = self.n_recv + np.arange(k)
+            self.n_recv += k
+            for name, v in (("key", key[m]), ("ts", ts[m]), ("host", np.full(k, host, np.int16))):
+                self._recv[name].append(v)
+        return idx
+
+    @staticmethod
+    def _cat(parts: dict, dtypes: dict) -> dict:
+        return {k: np.concatenate(v) if v else np.zeros(0, dtypes[k]) for k, v in parts.items()}
+
+    def sends(self) -> dict:
+        return self._cat(self._send, dict(key=np.int64, ts=np.int64, host=np.int16, tid=np.int32))
+
+    def receives(self) -> dict:
+        return self._cat(self._recv, dict(key=np.int64, ts=np.int64, host=np.int16))
+
+
+@dataclass(frozen=True)
+class ClockFit:
+    """Time on host ``b`` from time on host ``a``: t_b = t_a + offset + drift * (t_a - t_ref)."""
+
+    a: int
+    b: int
+    offset_ns: float
+    drift: float  # dimensionless (1e-6 = 1 ppm)
+    t_ref: int
+    pairs_ab: int  # matched packets a -> b
+    pairs_ba: int
+    margin_ns: float  # smallest slack to any packet's bound (negative: no line satisfies them all)
+    one_way: bool  # packets one way only: the offset assumes the fastest packet took no time
+
+    def shift(self, t_a: int) -> int:
+        """Nanoseconds to add to a time of host a to get the same instant on host b."""
+        return int(round(self.offset_ns + self.drift * (t_a - self.t_ref)))
+
+    def inverse(self) -> "ClockFit":
+        # t_a = t_b - offset - drift (t_a - t_ref), to first order in drift
+        return ClockFit(self.b, self.a, -self.offset_ns, -self.drift, self.t_ref + int(self.offset_ns),
+                        self.pairs_ba, self.pairs_ab, self.margin_ns, self.one_way)
+
+
+def fit_clock(a: int, b: int, send_a, recv_b, send_b, recv_a) -> ClockFit | None:
+    """The line mapping host a's clock to host b's from packets a -> b (sent at ``send_a``,
+    received at ``recv_b``) and b -> a; None without any packet."""
+    send_a, recv_b = np.asarray(send_a, np.int64), np.asarray(recv_b, np.int64)
+    send_b, recv_a = np.asarray(send_b, np.int64), np.asarray(recv_a, np.int64)
+    if len(send_a) + len(send_b) == 0:
+        return None
+    t_ref = int(np.median(np.concatenate([send_a, recv_a])))
+    from scipy.optimize import linprog  # noqa: PLC0415 (only when two hosts exchanged packets)
+
+    # variables: offset (us), drift (us per s), margin (us); times as seconds from t_ref
+    xa = (send_a - t_ref) / 1e9
+    xb = (recv_a - t_ref) / 1e9
+    drift_bounds = (-500, 500)  # ppm: NTP-disciplined or free-running quartz stays well inside
+    xs = np.concatenate([xa, xb])
+    if xs.max() - xs.min() < 1.0:  # packets over less than a second cannot tell a drift: none
+        drift_bounds = (0, 0)
+    if len(send_a) == 0 or len(send_b) == 0:
+        # one way: the line as close as it can be to the packets' bounds, all on one side of it
+        # (as if the fastest packets took no time): a -> b: offset + drift x <= recv_b - send_a
+        x = xa if len(send_a) else xb
+        bound = (recv_b - send_a) / 1e3 if len(send_a) else (send_b - recv_a) / 1e3
+        sign = 1.0 if len(send_a) else -1.0
+        res = linprog(c=[-sign, -sign * float(x.mean()), 0],
+                      A_ub=sign * np.column_stack([np.ones_like(x), x, np.zeros_like(x)]), b_ub=sign * bound,
+                      bounds=[(None, None), drift_bounds, (0, 0)], method="highs")
+        off_us, drift_ppm = (res.x[0], res.x[1]) if res.status == 0 else (float(bound.min() if sign > 0 else bound.max()), 0.0)
+        return ClockFit(a, b, off_us * 1e3, drift_ppm * 1e-6, t_ref, len(send_a), len(send_b), 0.0, True)
+    # both ways: the line with the largest margin to every bound
+    # a -> b: recv_b - send_a - offset - drift * xa >= margin
+    # b -> a: recv_a + offset + drift * xb - send_b >= margin
+    A = np.concatenate([np.column_stack([np.ones_like(xa), xa, np.ones_like(xa)]),
+                        np.column_stack([-np.ones_like(xb), -xb, np.ones_like(xb)])])
+    rhs = np.concatenate([(recv_b - send_a) / 1e3, (recv_a - send_b) / 1e3])
+    res = linprog(c=[0, 0, -1], A_ub=A, b_ub=rhs, bounds=[(None, None), drift_bounds, (None, None)],
+                  method="highs")
+    if res.status != 0:  # a degenerate geometry: fall back to the middle of the offset bounds
+        lo, hi = float((send_b - recv_a).max()), float((recv_b - send_a).min())
+        return ClockFit(a, b, (lo + hi) / 2, 0.0, t_ref, len(send_a), len(send_b), (hi - lo) / 2, False)
+    off_us, drift_us_per_s, margin_us = res.x
+    return ClockFit(a, b, off_us * 1e3, drift_us_per_s * 1e-6, t_ref, len(send_a), len(send_b),
+                    margin_us * 1e3, False)
+
+
+@dataclass
+class Matches:
+    """What the packets tell: per host pair, the clock fit; per wake-up caused by a packet from
+    another host, (sender's host, sender's tid, send time on the sender's clock)."""
+
+    fits: dict  # (host a, host b) -> ClockFit, both orders
+    remote: dict  # wake-up number -> (host, tid, send ts)
+    matched: int  # packets matched between hosts
+    unmatched_wakes: int  # wake-ups by a packet with a header that no traced host sent
+
+    def shift(self, a: int, b: int, t_a: int) -> int | None:
+        fit = self.fits.get((a, b))
+        return None if fit is None else fit.shift(t_a)
+
+
+def match(log: PacketLog) -> Matches:
+    """Pair sends and receives of one packet on two different hosts, fit the clocks, and
+    resolve every packet wake-up to its sender."""
+    s, r = log.sends(), log.receives()
+    if len(s["key"]) == 0 or len(r["key"]) == 0:
+        return Matches({}, {}, 0, len(log.wakes))
+    # unambiguous pairs first (a key sent once and received once, on different hosts): the clocks
+    sk, sc = np.unique(s["key"], return_counts=True)
+    rk, rc = np.unique(r["key"], return_counts=True)
+    once = np.intersect1d(sk[sc == 1], rk[rc == 1], assume_unique=True)
+    si = np.flatnonzero(np.isin(s["key"], once))
+    ri = np.flatnonzero(np.isin(r["key"], once))
+    si = si[np.argsort(s["key"][si], kind="stable")]
+    ri = ri[np.argsort(r["key"][ri], kind="stable")]
+    cross = s["host"][si] != r["host"][ri]
+    si, ri = si[cross], ri[cross]
+    hosts = sorted(set(s["host"][si].tolist()) | set(r["host"][ri].tolist()))
+    fits: dict = {}
+    for i, a in enumerate(hosts):
+        for b in hosts[i + 1:]:
+            ab = (s["host"][si] == a) & (r["host"][ri] == b)
+            ba = (s["host"][si] == b) & (r["host"][ri] == a)
+            fit = fit_clock(a, b, s["ts"][si[ab]], r["ts"][ri[ab]], s["ts"][si[ba]], r["ts"][ri[ba]])
+            if fit is not None:
+                fits[(a, b)] = fit
+                fits[(b, a)] = fit.inverse()
+    if not fits:
+        return Matches({}, {}, 0, len(log.wakes))
+    # every wake-up by a packet: the latest send of its key on another host before the receive
+    # (on the receiver's clock), within MAX_FLIGHT_NS
+    order = np.lexsort((s["ts"], s["key"]))
+    skeys = s["key"][order]
+    remote: dict = {}
+    unmatched = 0
+    for wake, ridx in log.wakes.items():
+        key, t_r, h_r = int(r["key"][ridx]), int(r["ts"][ridx]), int(r["host"][ridx])
+        lo, hi = np.searchsorted(skeys, key, "left"), np.searchsorted(skeys, key, "right")
+        best = None
+        for j in order[lo:hi].tolist():
+            h_s = int(s["host"][j])
+            fit = fits.get((h_s, h_r))
+            if h_s == h_r or fit is None:
+                continue
+            t_s = int(s["ts"][j])
+            flight = t_r - (t_s + fit.shift(t_s))
+            # a little negative: within the fit's error; the nearest send is the packet
+            if -MAX_FLIGHT_NS // 1000 <= flight <= MAX_FLIGHT_NS and (best is None or abs(flight) < best[0]):
+                best = (abs(flight), h_s, int(s["tid"][j]), t_s)
+        if best is None or best[2] <= 0:  # not sent by a known task (e.g. from an interrupt on idle)
+            unmatched += 1
+        else:
+            remote[wake] = best[1:]
+    return Matches(fits, remote, len(si), unmatched)

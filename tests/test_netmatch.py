@@ -1,0 +1,168 @@
+"""Packets between traced hosts: matching by headers, clock fits, critical paths across hosts.
+
+The two-host case is written by hand as two real CTF traces (a web host and a database host
+whose clock runs 7 ms ahead), read back through the reader and the graph builder, with its
+expected critical path written out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import needs_bt2
+
+from analysis.critical_path import STATES, finders
+from analysis.execgraph import FOLLOW_REMOTE, GraphBuilder
+from analysis.netmatch import PacketLog, fit_clock, match
+from analysis.pipeline import read_once
+from analysis.sim.handmade import EPOCH, write_trace
+
+SKEW = 7_000_000  # the database host's clock is 7 ms ahead of the web host's
+WEB, DB = 0x0A000001, 0x0A000002
+NAMES = {0: "swapper", 500: "php-fpm", 601: "mysqld"}
+
+
+def sw(ts, cpu, prev, nxt, state=1):
+    return (ts, cpu, "sched_switch", dict(prev_comm=NAMES.get(prev, "x"), prev_tid=prev, prev_prio=120,
+                                           prev_state=state, next_comm=NAMES.get(nxt, "x"), next_tid=nxt,
+                                           next_prio=120))
+
+
+def ev(ts, cpu, event, **fields):
+    return (ts, cpu, event, fields)
+
+
+def waking(ts, cpu, tid):
+    return (ts, cpu, "sched_waking", dict(comm=NAMES.get(tid, "x"), tid=tid, prio=120, target_cpu=cpu))
+
+
+QUERY = dict(saddr=WEB, daddr=DB, sport=41000, dport=3306, seq=1000, ack=1, flags=0x18, tot_len=240)
+REPLY = dict(saddr=DB, daddr=WEB, sport=3306, dport=41000, seq=1, ack=1200, flags=0x18, tot_len=1440)
+
+
+def web_events(reply=REPLY):
+    """php-fpm sends a query at 20, blocks in recvfrom at 40; the reply arrives at 580 and wakes
+    it at 585; it runs until 700."""
+    return [
+        sw(0, 0, 0, 500, 0),
+        ev(10, 0, "syscall_entry_sendto", fd=9), ev(20, 0, "net_dev_queue", skbaddr=0xA100, len=254, name="eth0",
+                                                    network_header=QUERY),
+        ev(25, 0, "syscall_exit_sendto", ret=200), ev(30, 0, "syscall_entry_recvfrom", fd=9), sw(40, 0, 500, 0, 1),
+        ev(578, 0, "irq_softirq_entry", vec=3),
+        ev(580, 0, "net_if_receive_skb", skbaddr=0xB200, len=1440, name="eth0", network_header=reply),
+        waking(585, 0, 500), ev(590, 0, "irq_softirq_exit", vec=3),
+        sw(595, 0, 0, 500, 0), ev(600, 0, "syscall_exit_recvfrom", ret=1400), sw(700, 0, 500, 0, 1),
+    ]
+
+
+def db_events():
+    """mysqld (clock + SKEW) waits in recvfrom; the query arrives at 60 (web time) and wakes it
+    at 62; it reads from disk (90 .. 505), sends the reply at 540, waits again at 560."""
+    return [(ts + SKEW, cpu, name, f) for ts, cpu, name, f in [
+        sw(0, 0, 0, 601, 0), ev(5, 0, "syscall_entry_recvfrom", fd=30), sw(8, 0, 601, 0, 1),
+        ev(58, 0, "irq_softirq_entry", vec=3),
+        ev(60, 0, "net_if_receive_skb", skbaddr=0xC300, len=240, name="eth0", network_header=QUERY),
+        waking(62, 0, 601), ev(64, 0, "irq_softirq_exit", vec=3),
+        sw(70, 0, 0, 601, 0), ev(72, 0, "syscall_exit_recvfrom", ret=200),
+        ev(80, 0, "syscall_entry_read", fd=11), ev(85, 0, "block_rq_issue", dev=1, sector=8, nr_sector=8, bytes=4096),
+        sw(90, 0, 601, 0, 2),
+        ev(500, 0, "irq_softirq_entry", vec=4), ev(502, 0, "block_rq_complete", dev=1, sector=8, nr_sector=8),
+        waking(505, 0, 601), ev(507, 0, "irq_softirq_exit", vec=4),
+        sw(510, 0, 0, 601, 0), ev(520, 0, "syscall_exit_read", ret=4096),
+        ev(530, 0, "syscall_entry_sendto", fd=30),
+        ev(540, 0, "net_dev_queue", skbaddr=0xD400, len=1454, name="eth0", network_header=REPLY),
+        ev(545, 0, "syscall_exit_sendto", ret=1400), ev(550, 0, "syscall_entry_recvfrom", fd=30),
+        sw(560, 0, 601, 0, 1),
+    ]]
+
+
+def graphs_of(tmp_path, hosts):
+    paths = []
+    for name, events in hosts.items():
+        write_trace(tmp_path / name, events, hostname=name)
+        paths.append(tmp_path / name)
+    builder = GraphBuilder()
+    res = read_once(paths, [builder])
+    return res.results[0], builder
+
+
+def web_path(graphs, t0=0, t1=700):
+    pf = finders(graphs)["web"]
+    g = graphs["web"]
+    s = pf.path(500, EPOCH + t0, EPOCH + t1).segments(g)
+    got = [(s.hosts[h], int(t), int(a - EPOCH), int(b - EPOCH), STATES[st])
+           for h, t, a, b, st in zip(s.hosts_of(), s.tid, s.start, s.end, s.state)]
+    assert got[0][2] == t0 and got[-1][3] == t1
+    assert all(x[3] == y[2] for x, y in zip(got, got[1:]))  # the segments tile the window
+    assert sum(pf.durations(pf.path(500, EPOCH + t0, EPOCH + t1))) == t1 - t0
+    return got
+
+
+@needs_bt2
+def test_a_wait_on_a_reply_from_another_traced_host_follows_the_database_thread(tmp_path):
+    graphs, builder = graphs_of(tmp_path, {"web": web_events(), "db": db_events()})
+    fit = graphs["web"].clocks["db"]
+    assert fit.offset_ns == pytest.approx(SKEW, abs=1) and not fit.one_way  # symmetric flights: exact
+    assert fit.pairs_ab == fit.pairs_ba == 1 and fit.margin_ns == pytest.approx(40, abs=1)
+    assert graphs["db"].clocks["web"].shift(EPOCH + SKEW + 100) == pytest.approx(-SKEW, abs=1)
+    assert builder.matches.matched == 2 and builder.matches.unmatched_wakes == 0
+    assert FOLLOW_REMOTE in graphs["web"].iv_block and FOLLOW_REMOTE in graphs["db"].iv_block
+    assert web_path(graphs) == [
+        ("web", 500, 0, 10, "RU"), ("web", 500, 10, 25, "RS"), ("web", 500, 25, 30, "RU"), ("web", 500, 30, 40, "RS"),
+        # the query's flight and mysqld's wake-up (mysqld was waiting for it: nothing to follow back)
+        ("db", 601, 40, 62, "BN"), ("db", 601, 62, 70, "BP"), ("db", 601, 70, 72, "RS"), ("db", 601, 72, 80, "RU"),
+        ("db", 601, 80, 90, "RS"), ("db", 601, 90, 505, "BD"), ("db", 601, 505, 510, "BP"),
+        ("db", 601, 510, 520, "RS"), ("db", 601, 520, 530, "RU"), ("db", 601, 530, 540, "RS"),
+        # the reply's flight, then php-fpm again
+        ("web", 500, 540, 585, "BN"), ("web", 500, 585, 595, "BP"), ("web", 500, 595, 600, "RS"),
+        ("web", 500, 600, 700, "RU"),
+    ]
+
+
+@needs_bt2
+def test_without_the_other_hosts_trace_or_a_matching_packet_the_wait_stays_bn(tmp_path):
+    graphs, _ = graphs_of(tmp_path / "a", {"web": web_events()})
+    got = web_path(graphs)
+    assert ("web", 500, 40, 585, "BN") in got and {h for h, *_ in got} == {"web"}
+    # a reply whose sequence number nobody sent: not this database's packet
+    graphs, builder = graphs_of(tmp_path / "b", {"web": web_events({**REPLY, "seq": 77}), "db": db_events()})
+    got = web_path(graphs)
+    assert ("web", 500, 40, 585, "BN") in got and {h for h, *_ in got} == {"web"}
+    assert builder.matches.unmatched_wakes == 1
+
+
+def test_clock_fit_recovers_offset_and_drift_from_packets_both_ways():
+    rng = np.random.default_rng(4)
+    off, drift = 3_250_000.0, 40e-6  # 3.25 ms, 40 ppm
+    t_a = np.sort(rng.uniform(0, 20e9, 400)).astype(np.int64) + EPOCH
+    to_b = lambda t: t + off + drift * (t - EPOCH)  # noqa: E731
+    flight = rng.exponential(30_000, 400).astype(np.int64) + 20_000  # >= 20 us
+    ab = rng.random(400) < 0.5
+    send_a, recv_b = t_a[ab], (to_b(t_a[ab]) + flight[ab]).astype(np.int64)
+    send_b = to_b(t_a[~ab]).astype(np.int64)
+    recv_a = t_a[~ab] + flight[~ab]
+    fit = fit_clock(0, 1, send_a, recv_b, send_b, recv_a)
+    t = EPOCH + 10_000_000_000
+    assert abs(fit.shift(t) - (to_b(t) - t)) < 20_000  # within the smallest flight
+    assert fit.drift == pytest.approx(drift, abs=5e-6)
+    assert fit.margin_ns > 0 and not fit.one_way
+    inv = fit.inverse()
+    assert abs(inv.shift(t + fit.shift(t)) + fit.shift(t)) < 5  # back and forth
+    one = fit_clock(0, 1, send_a, recv_b, [], [])
+    # one way: as if the fastest packets took no time: late by about the shortest flights
+    assert one.one_way and 0 <= one.shift(t) - (to_b(t) - t) < 40_000
+    other = fit_clock(0, 1, [], [], send_b, recv_a)
+    assert other.one_way and 0 <= (to_b(t) - t) - other.shift(t) < 40_000
+
+
+def test_match_pairs_a_wake_with_the_latest_send_of_its_key_on_another_host():
+    log = PacketLog()
+    key = np.array([11, 12, 11], np.int64)
+    # host 0 sends key 11 twice (a retransmission 300 ms later) and key 12; host 1 receives
+    log.add_sends(key, np.array([1_000, 2_000, 300_001_000], np.int64), 0, np.array([5, 5, 6]))
+    log.add_sends(np.array([13], np.int64), np.array([2_500], np.int64), 1, np.array([9]))
+    r = log.add_receives(np.array([12, 11], np.int64), np.array([2_040, 300_001_050], np.int64), 1)
+    log.add_receives(np.array([13], np.int64), np.array([2_560], np.int64), 0)
+    log.wakes[7] = int(r[1])
+    m = match(log)
+    assert m.remote == {7: (0, 6, 300_001_000)}  # the retransmission, by tid 6, not the first send
+    assert m.fits[(0, 1)].pairs_ab == 1 and m.fits[(0, 1)].pairs_ba == 1
