@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .critical_path import NSTATES, STATES, PathFinder
+from .critical_path import NSTATES, STATES, finders
 from .errors import InputError
 from .inputs import read_text
 from .execgraph import ExecGraph
@@ -154,7 +154,7 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
     states_lens = np.zeros(n, np.int64)
     vocab: list[str] = []
     vocab_index: dict[str, int] = {}
-    finders = {h: PathFinder(g) for h, g in graphs.items()}
+    path_finders = finders(graphs)  # paths cross to other traced hosts through packets
     maps = {}
     for h, g in graphs.items():  # graph syscall ids -> table vocabulary ids
         m = np.empty(len(g.syscall_names), np.int32)
@@ -166,9 +166,11 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
         maps[h] = m
     missing_host = 0
     missing_thread = 0
+    elsewhere_host = np.full(n, "", dtype=object)  # the other host holding most of the path's time
+    elsewhere_ns = np.zeros(n, np.int64)
     for i in range(n):
         h = requests.host[i]
-        pf = finders.get(h)
+        pf = path_finders.get(h)
         t0, t1, tid = int(requests.start[i]), int(requests.end[i]), int(requests.tid[i])
         if pf is None:
             missing_host += 1
@@ -184,6 +186,10 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
             missing_thread += 1
         seg = pf.path(tid, t0, t1).segments(g)
         dur[i] = seg.durations()
+        if len(seg.hosts) > 1:  # the path crossed to other traced hosts: where did most time go
+            per_host = np.bincount(seg.hosts_of(), weights=seg.end - seg.start, minlength=len(seg.hosts))
+            j = 1 + int(np.argmax(per_host[1:]))
+            elsewhere_host[i], elsewhere_ns[i] = seg.hosts[j], int(per_host[j])
         cnt[i] = seg.counts()
         states_vals.append(seg.state)
         states_lens[i] = len(seg.state)
@@ -210,7 +216,8 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
                         np.r_[0, np.cumsum(syscall_lens)].astype(np.int64), vocab),
         state_seq=Ragged(np.concatenate(states_vals).astype(np.int32) if states_vals else np.empty(0, np.int32),
                          np.r_[0, np.cumsum(states_lens)].astype(np.int64), list(STATES)),
-        fields=dict(requests.fields), notes=notes,
+        fields={**requests.fields, **({"elsewhere_host": elsewhere_host, "elsewhere_ns": elsewhere_ns}
+                                      if elsewhere_ns.any() else {})}, notes=notes,
     )
 
 

@@ -248,3 +248,24 @@ def match(log: PacketLog) -> Matches:
         else:
             remote[wake] = best[1:]
     return Matches(fits, remote, len(si), unmatched)
+
+
+def network_notes(graphs: dict) -> list[str]:
+    """One line per pair of traced hosts that exchanged packets: the clock fit and how many
+    waits the critical paths can follow across (for the report's notes)."""
+    out = []
+    seen = set()
+    for host, g in graphs.items():
+        for other, fit in g.clocks.items():
+            if (other, host) in seen:
+                continue
+            seen.add((host, other))
+            waits = len(g.remote_links) + len(getattr(graphs.get(other), "remote_links", {}))
+            how = ("packets one way only: offset as if the fastest took no time" if fit.one_way else
+                   f"consistent within {fit.margin_ns / 1e3:.1f} us" if fit.margin_ns >= 0 else
+                   f"inconsistent by {-fit.margin_ns / 1e3:.1f} us (packets contradict any line)")
+            out.append(f"hosts {host} and {other}: {fit.pairs_ab + fit.pairs_ba:,} packets matched "
+                       f"({fit.pairs_ab:,} {host} -> {other}, {fit.pairs_ba:,} back); {other}'s clock is "
+                       f"{fit.offset_ns / 1e6:+.3f} ms from {host}'s, drift {fit.drift * 1e6:+.1f} ppm ({how}); "
+                       f"{waits:,} waits followed across the two hosts")
+    return out

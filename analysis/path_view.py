@@ -19,9 +19,13 @@ class PathView:
     t0: int
     t1: int
     segments: Segments
-    thread_order: list[int]  # tids, in order of first appearance on the path
-    thread_label: dict[int, str]
+    thread_order: list[tuple[int, int]]  # (host index, tid), in order of first appearance on the path
+    thread_label: dict[tuple[int, int], str]
     durations: np.ndarray  # per state, ns
+
+    def label_of(self, i: int) -> str:
+        """The label of segment i's thread."""
+        return self.thread_label[(int(self.segments.hosts_of()[i]), int(self.segments.tid[i]))]
 
     @property
     def total(self) -> int:
@@ -55,8 +59,9 @@ class PathView:
             return rows
         edges = self.t0 + (np.arange(width + 1) * self.total) // width
         s = self.segments
-        for tid in self.thread_order:
-            m = s.tid == tid
+        host = s.hosts_of()
+        for key in self.thread_order:
+            m = (host == key[0]) & (s.tid == key[1])
             cover = np.zeros((width, NSTATES), np.int64)
             for a, b, st in zip(s.start[m].tolist(), s.end[m].tolist(), s.state[m].tolist()):
                 c0 = int(np.searchsorted(edges, a, "right")) - 1
@@ -64,7 +69,7 @@ class PathView:
                 for c in range(max(c0, 0), min(c1, width)):
                     cover[c, st] += min(b, int(edges[c + 1])) - max(a, int(edges[c]))
             cells = np.where(cover.sum(axis=1) > 0, cover.argmax(axis=1), -1)
-            rows.append((self.thread_label[tid], cells.tolist()))
+            rows.append((self.thread_label[key], cells.tolist()))
         return rows
 
     def text_timeline(self, width: int) -> list[str]:
@@ -75,11 +80,18 @@ class PathView:
 
 
 def path_view(g: ExecGraph, tid: int, t0: int, t1: int, finder: PathFinder | None = None) -> PathView:
+    """The path of ``tid`` over [t0, t1]; threads of other hosts the path crosses to (through
+    packets) are labelled with their host."""
     pf = finder or PathFinder(g)
     seg = pf.path(tid, t0, t1).segments(g)
-    order: list[int] = []
-    for t in seg.tid.tolist():
-        if t not in order:
-            order.append(t)
-    labels = {t: f"{g.comm(t)} {t}" for t in order}
+    order: list[tuple[int, int]] = []
+    for key in zip(seg.hosts_of().tolist(), seg.tid.tolist()):
+        if key not in order:
+            order.append(key)
+    graphs = pf.graphs or {g.host: g}
+    labels = {}
+    for h, t in order:
+        host = seg.hosts[h] if seg.hosts else g.host
+        gx = graphs.get(host, g)
+        labels[(h, t)] = f"{gx.comm(t)} {t}" if h == 0 else f"{host}: {gx.comm(t)} {t}"
     return PathView(t0, t1, seg, order, labels, seg.durations())

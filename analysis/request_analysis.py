@@ -59,6 +59,20 @@ def state_phrase(state: str) -> str:
             "BI": "interrupt waits", "BF": "futex waits", "BT": "waits on other tasks"}.get(state, name)
 
 
+def elsewhere_evidence(ft: FeatureTable, rows: np.ndarray) -> list[str]:
+    """Where the critical paths of ``rows`` crossed to other traced hosts: the share of their
+    time spent there, per host (empty when they did not)."""
+    hosts, ns = ft.fields.get("elsewhere_host"), ft.fields.get("elsewhere_ns")
+    if hosts is None or ns is None or not ns[rows].any():
+        return []
+    total = float(ft.total[rows].sum()) or 1.0
+    parts = []
+    for h in sorted({x for x in hosts[rows].tolist() if x}):
+        m = rows[hosts[rows] == h]
+        parts.append(f"{h} {ns[m].sum() / total * 100:.0f}% (in {len(m):,} of {len(rows):,} requests)")
+    return ["critical-path time on other traced hosts (followed through packets): " + ", ".join(parts)]
+
+
 def cluster_findings(ft: FeatureTable, ra: RequestAnalysis, top_requests: int = 10) -> list[Finding]:
     out = []
     cl, o = ra.clusters, ra.outliers
@@ -86,6 +100,7 @@ def cluster_findings(ft: FeatureTable, ra: RequestAnalysis, top_requests: int = 
         evidence = [head, share]
         if len(dom) > 1:
             evidence.append("time on the critical path: " + ", ".join(f"{s} {v * 100:.0f}%" for s, v in dom))
+        evidence += elsewhere_evidence(ft, rows)
         tables = []
         if grams:
             tables.append(Table(["n-gram", "per request (cluster)", "per request (normal)", "Welch t"],
@@ -93,9 +108,16 @@ def cluster_findings(ft: FeatureTable, ra: RequestAnalysis, top_requests: int = 
                                   "inf" if g.t == float("inf") else f"{g.t:.1f}"] for g in grams[:9]],
                                 caption="system call n-grams that set the cluster apart"))
         rows_sorted = rows[np.argsort(-ft.total[rows])][:top_requests]
-        tables.append(Table(["id", "duration", "why", "label"],
-                            [[ft.id[i], fmt_duration(ft.total[i]), o.why[i], ft.label(i)] for i in rows_sorted],
-                            caption=f"slowest {len(rows_sorted)} of the cluster"))
+        hosts, ns = ft.fields.get("elsewhere_host"), ft.fields.get("elsewhere_ns")
+        if hosts is not None and ns is not None and ns[rows_sorted].any():
+            tables.append(Table(["id", "duration", "why", "on another host", "label"],
+                                [[ft.id[i], fmt_duration(ft.total[i]), o.why[i],
+                                  f"{hosts[i]} {fmt_duration(ns[i])}" if ns[i] else "", ft.label(i)] for i in rows_sorted],
+                                caption=f"slowest {len(rows_sorted)} of the cluster"))
+        else:
+            tables.append(Table(["id", "duration", "why", "label"],
+                                [[ft.id[i], fmt_duration(ft.total[i]), o.why[i], ft.label(i)] for i in rows_sorted],
+                                caption=f"slowest {len(rows_sorted)} of the cluster"))
         kinds = set(ft.kind[rows].tolist())
         kind = next(iter(kinds)) if len(kinds) == 1 else "request"
         out.append(Finding(

@@ -33,6 +33,7 @@ from .counters.findings import CounterAnalysis, CounterParams, analyse_counters,
 from .counters.readers import load_counters
 from .counters.rules import read_rules
 from .threads.deviation import ThreadParams
+from .netmatch import network_notes
 from .threads.from_trace import thread_series_from_graphs
 from .threads.series import ThreadSeries, read_csv as read_thread_csv
 from .threads.topdown import TopDown, top_down, topdown_findings
@@ -291,6 +292,7 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
     result.requests = requests
     result.graphs = graphs
     report = result.report
+    report.notes.extend(network_notes(graphs))
     report.findings.extend(trace_findings(summary))
     if graphs and len(requests):
         def on_feat(i, n):

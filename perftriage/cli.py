@@ -220,7 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
             "--system webserver (default): simulate a PHP web server on an N-CPU host and write what\n"
             "LTTng would have recorded (kernel + user-space CTF traces) plus ground_truth.json: every\n"
             "request's injected cause. Causes: lock_contention, connect_retry, write_heavy, slow_disk,\n"
-            "cpu_contention.\n"
+            "cpu_contention, slow_db (the database reads from a slow disk; on by default with --db-host).\n"
+            "--db-host NAME: the database on a second traced host (a folder per host, TCP packets with\n"
+            "their headers between them, the database host's clock off by --db-clock-offset-ms and\n"
+            "drifting by --db-clock-drift-ppm): critical paths follow the queries across.\n"
             "--system microservices: 6 replicated services, 5 request types with their call trees, slow\n"
             "methods injected (--scenario replica | method | replica+noise | none), written as OTLP JSON\n"
             "and as the CloudDiag log format (clouddiag-log/), with ground_truth.json: the slow\n"
@@ -238,6 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_sample.add_argument("--causes", metavar="SPEC", default=None,
                           help="comma-separated cause[=rate] (e.g. slow_disk=0.05,write_heavy); "
                                "'none' for a normal population only; default: all five at their default rates")
+    p_sample.add_argument("--db-host", metavar="NAME", default=None,
+                          help="webserver: run the database on a second traced host named NAME")
+    p_sample.add_argument("--db-clock-offset-ms", type=float, default=3.2, metavar="MS",
+                          help="with --db-host: the database host's clock minus the web host's (default 3.2)")
+    p_sample.add_argument("--db-clock-drift-ppm", type=float, default=12.0, metavar="PPM",
+                          help="with --db-host: its clock's drift (default 12)")
     p_sample.add_argument("--incidents", metavar="KIND[@SERVER][:START],...", default=None,
                           help="fleet: stuck_rng, buffer_leak, hot_partition; SERVER 0-based, START a fraction "
                                "of the run (e.g. stuck_rng@4:0.3,buffer_leak:0.4; default: stuck_rng and "
@@ -492,6 +501,9 @@ def cmd_info(args) -> int:
     return EXIT_PARTIAL if s.error or damaged else EXIT_OK
 
 
+SLOW_DB_RATE = 0.02  # slow_db's rate when asked without one, and by default with --db-host
+
+
 def parse_causes(spec: str | None) -> dict:
     from analysis.sim.webserver import CAUSES, DEFAULT_MIX  # noqa: PLC0415
 
@@ -508,7 +520,7 @@ def parse_causes(spec: str | None) -> dict:
         if name not in CAUSES:
             raise _Usage(f"unknown cause {name!r}; known: {', '.join(CAUSES)}")
         try:
-            mix[name] = float(rate) if rate else DEFAULT_MIX[name]
+            mix[name] = float(rate) if rate else DEFAULT_MIX.get(name, SLOW_DB_RATE)
         except ValueError:
             raise _Usage(f"bad rate {rate!r} for {name}") from None
     return mix
@@ -524,8 +536,12 @@ def cmd_sample(args) -> int:
     from analysis.sim.sample import write_webserver_sample  # noqa: PLC0415
     from analysis.sim.webserver import WebServerConfig  # noqa: PLC0415
 
+    mix = parse_causes(args.causes)
+    if args.db_host and args.causes is None:
+        mix["slow_db"] = SLOW_DB_RATE
     cfg = WebServerConfig(requests=args.requests, cpus=args.cpus, workers=args.workers, rate=args.rate,
-                          seed=args.seed, mix=parse_causes(args.causes))
+                          seed=args.seed, mix=mix, db_host=args.db_host or "",
+                          db_clock_offset_ms=args.db_clock_offset_ms, db_clock_drift_ppm=args.db_clock_drift_ppm)
     try:
         cfg.validate()
     except ValueError as exc:

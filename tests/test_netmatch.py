@@ -166,3 +166,37 @@ def test_match_pairs_a_wake_with_the_latest_send_of_its_key_on_another_host():
     m = match(log)
     assert m.remote == {7: (0, 6, 300_001_000)}  # the retransmission, by tid 6, not the first send
     assert m.fits[(0, 1)].pairs_ab == 1 and m.fits[(0, 1)].pairs_ba == 1
+
+
+@needs_bt2
+def test_simulated_database_host_slow_disk_shows_as_bd_only_when_its_trace_is_read(tmp_path):
+    from analysis.features import extract_features
+    from analysis.requests import MarkerRequests
+    from analysis.sim.sample import write_webserver_sample
+    from analysis.sim.webserver import WebServerConfig
+
+    cfg = WebServerConfig(requests=150, db_host="db-01", db_clock_offset_ms=-3.5, db_clock_drift_ppm=30,
+                          mix={"slow_db": 0.1, "slow_disk": 0.03}, seed=11)
+    st = write_webserver_sample(tmp_path / "s", cfg)
+    cause = {r["rid"]: r["cause"] for r in __import__("json").loads((st.out / "ground_truth.json").read_text())["requests"]}
+    shares = {}
+    for name, paths in (("both", [st.out]), ("web only", [st.out / "web-01"])):
+        builder = GraphBuilder()
+        graphs, req = read_once(paths, [builder, MarkerRequests()]).results
+        ft = extract_features(graphs, req)
+        assert (ft.durations.sum(axis=1) == ft.total).all()  # every path covers its request
+        c = np.array([cause[int(q.rsplit("rid=", 1)[1])] for q in req.fields["querystring"]])
+        dom = np.array(STATES)[np.argmax(ft.durations, axis=1)]
+        shares[name] = {k: float(np.mean(dom[c == k] == "BD")) for k in ("slow_db", "slow_disk")}
+        shares[name]["slow_db BN"] = float(np.mean(dom[c == "slow_db"] == "BN"))
+        if name == "both":
+            fit = graphs["web-01"].clocks["db-01"]
+            t = int(np.median(req.start))
+            truth = -3.5e6 + 30e-6 * (t - cfg.epoch_ns)  # the configured clock at time t
+            assert abs(fit.shift(t) - truth) < 2 * cfg.net_latency_us * 1e3
+            assert builder.matches.unmatched_wakes == 0 and builder.matches.matched > 100
+    assert (c == "slow_db").sum() >= 8
+    # the database's disk is on the web requests' critical path only through the packets
+    assert shares["both"]["slow_db"] == 1.0 and shares["web only"]["slow_db"] == 0.0
+    assert shares["web only"]["slow_db BN"] == 1.0
+    assert shares["both"]["slow_disk"] == shares["web only"]["slow_disk"] == 1.0  # local disk: the same

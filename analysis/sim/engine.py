@@ -67,7 +67,7 @@ WAKEUP_FN = s64(0xFFFFFFFF8A1B3F10)  # hrtimer_wakeup
 class Thread:
     __slots__ = (
         "tid", "pid", "comm", "prio", "prog", "cpu", "state", "remaining", "seg_start", "version",
-        "wake_value", "runnable_since", "switched_in", "req", "hog", "name",
+        "wake_value", "runnable_since", "switched_in", "req", "hog", "name", "allowed",
     )
 
     def __init__(self, tid, pid, comm_code, name, prog=None, prio=120, hog=False):
@@ -87,6 +87,7 @@ class Thread:
         self.switched_in = 0
         self.req = None  # the request this thread works for now (ground-truth bookkeeping)
         self.hog = hog
+        self.allowed: tuple | None = None  # CPUs it may run on (None: any); hosts sharing one Sim
 
 
 class Cpu:
@@ -181,10 +182,11 @@ class Sim:
         prev = self.cpus[th.cpu]
         if prev.current is None and not prev.rq:
             return prev
-        for c in self.cpus:
+        cpus = self.cpus if th.allowed is None else [self.cpus[i] for i in th.allowed]
+        for c in cpus:
             if c.current is None and not c.rq:
                 return c
-        return min(self.cpus, key=lambda c: (len(c.rq) + (c.current is not None), c.idx != th.cpu, c.idx))
+        return min(cpus, key=lambda c: (len(c.rq) + (c.current is not None), c.idx != th.cpu, c.idx))
 
     def _kick(self, cpu: Cpu, t: int) -> None:
         """An idle CPU with work: dispatch soon (after any interrupt it is handling)."""
@@ -430,12 +432,12 @@ class Sim:
         self.irq_at(t + latency, self.cpus[cpu_idx], body)
 
     def packet_arrival(self, t: int, cpu_idx: int, irq: int, irq_name: int, dev_name: int, skbaddr: int,
-                       length: int, on_receive) -> None:
+                       length: int, on_receive, header: tuple = ()) -> None:
         """A packet reaches the NIC at t; ``on_receive(cpu, t) -> t`` runs in NET_RX softirq (it
-        typically wakes the thread waiting for that data)."""
+        typically wakes the thread waiting for that data). ``header``: catalog.tcp_header_slots."""
 
         def soft(c: Cpu, t: int) -> int:
-            t = self.emit(c, t, _NET_RX_SKB, skbaddr, length, dev_name)
+            t = self.emit(c, t, _NET_RX_SKB, skbaddr, length, dev_name, *header)
             return on_receive(c, t + self.jitter(400, 2_000))
 
         def body(sim: "Sim", c: Cpu, t: int) -> int:

@@ -6,6 +6,9 @@ Layout (as ``lttng`` writes a session with a kernel and a per-UID user-space cha
     OUT/ust/uid/1000/64-bit/metadata, .../channel0_<cpu>
     OUT/ground_truth.json        per request: cause, injected parameters; the seed and config
 
+With a database host (``db_host``): OUT/<web host>/{kernel,ust/...}, OUT/<db host>/kernel
+(its clock off by the configured offset and drift), OUT/ground_truth.json.
+
 The folder is built under a temporary name beside OUT and renamed into place at the end, and an
 existing non-empty OUT is never touched.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid as _uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +91,12 @@ class _TraceOut:
                 self.writer.write(cpu, r[:, 0], local, _columns(r, self.classes, local, self.context))
 
 
+def db_clock(ts: np.ndarray, base: int, cfg: WebServerConfig) -> np.ndarray:
+    """The database host's clock at web-host times ``ts``: offset and drift from the config."""
+    off = int(round(cfg.db_clock_offset_ms * 1e6))
+    return ts + off + np.round((ts - base) * (cfg.db_clock_drift_ppm * 1e-6)).astype(np.int64)
+
+
 def write_webserver_sample(out: str | os.PathLike, cfg: WebServerConfig, progress=None,
                            keep_records: bool = False) -> SampleStats:
     out = Path(out)
@@ -103,8 +113,15 @@ def _write(tmp: Path, out: Path, cfg: WebServerConfig, progress, keep_records: b
     kdef = TraceDef("kernel", cfg.hostname, [c.defn for c in KERNEL_CLASSES], offset, clock_uuid, kuuid)
     udef = TraceDef("ust", cfg.hostname, [c.defn for c in UST_CLASSES], offset, clock_uuid, uuuid,
                     context=UST_CONTEXT)
-    kout = _TraceOut(tmp / "kernel", kdef, KERNEL_CLASSES, strings)
-    uout = _TraceOut(tmp / "ust" / "uid" / "1000" / "64-bit", udef, UST_CLASSES, strings, UST_CONTEXT_SLOTS)
+    web = tmp / cfg.hostname if cfg.db_host else tmp  # two hosts: a folder per host
+    kout = _TraceOut(web / "kernel", kdef, KERNEL_CLASSES, strings)
+    uout = _TraceOut(web / "ust" / "uid" / "1000" / "64-bit", udef, UST_CLASSES, strings, UST_CONTEXT_SLOTS)
+    dbout = None
+    if cfg.db_host:  # the database host: its own clock (another machine), its own trace
+        r = np.random.default_rng([cfg.seed, 0xDB])
+        ddef = TraceDef("kernel", cfg.db_host, [c.defn for c in KERNEL_CLASSES], offset,
+                        str(_uuid.UUID(bytes=r.bytes(16), version=4)), str(_uuid.UUID(bytes=r.bytes(16), version=4)))
+        dbout = _TraceOut(tmp / cfg.db_host / "kernel", ddef, KERNEL_CLASSES, strings)
     write_s = 0.0
     total = 0
     kept: list[np.ndarray] = []
@@ -116,6 +133,11 @@ def _write(tmp: Path, out: Path, cfg: WebServerConfig, progress, keep_records: b
         recs[:, 0] += model.base
         kout.write(recs, cfg.cpus)
         uout.write(recs, cfg.cpus)
+        if dbout is not None:
+            db = recs[recs[:, 1] >= cfg.cpus]
+            db[:, 1] -= cfg.cpus
+            db[:, 0] = db_clock(db[:, 0], model.base, cfg)
+            dbout.write(db, cfg.db_cpus)
         write_s += time.perf_counter() - w0
         total += len(recs)
         if keep_records:
@@ -126,6 +148,8 @@ def _write(tmp: Path, out: Path, cfg: WebServerConfig, progress, keep_records: b
     model.run(flush=flush)
     kout.writer.close()
     uout.writer.close()
+    if dbout is not None:
+        dbout.writer.close()
     truth = model.ground_truth()
     (tmp / "ground_truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     elapsed = time.perf_counter() - t0
@@ -135,10 +159,10 @@ def _write(tmp: Path, out: Path, cfg: WebServerConfig, progress, keep_records: b
     return SampleStats(
         out=out,
         events=total,
-        kernel_events=kout.writer.events_written,
+        kernel_events=kout.writer.events_written + (dbout.writer.events_written if dbout else 0),
         ust_events=uout.writer.events_written,
         requests=len(truth["requests"]),
-        bytes=kout.writer.bytes_written + uout.writer.bytes_written,
+        bytes=kout.writer.bytes_written + uout.writer.bytes_written + (dbout.writer.bytes_written if dbout else 0),
         simulate_s=elapsed - write_s,
         write_s=write_s,
         causes=dict(sorted(causes.items())),

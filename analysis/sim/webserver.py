@@ -21,6 +21,8 @@ Injected causes (per request; rates are parameters):
 - ``write_heavy``: a large response written in hundreds of writes, blocking on a full socket
   buffer until the client's ACKs arrive;
 - ``slow_disk``: reads that miss the page cache on a slow device (long block-request completion);
+- ``slow_db``: a query whose rows are not in the database's buffer pool: the database thread
+  reads them from a slow disk (off by default; on with ``db_host``);
 - ``cpu_contention``: a burst of CPU-bound backup children (four per CPU) preempts everything.
   The label goes to every request that ran at least half of its time inside a burst window
   (while at least as many children as CPUs are alive): the request's threads and those it waits
@@ -36,10 +38,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .catalog import CODE, NSLOTS
+from .catalog import CODE, NSLOTS, tcp_header_slots
 from .engine import BLOCKED, WAKEUP_FN, Sim, Thread, s64
 
-CAUSES = ("lock_contention", "connect_retry", "write_heavy", "slow_disk", "cpu_contention")
+CAUSES = ("lock_contention", "connect_retry", "write_heavy", "slow_disk", "cpu_contention", "slow_db")
 DEFAULT_MIX = {
     "lock_contention": 0.015,
     "connect_retry": 0.01,
@@ -77,6 +79,11 @@ class WebServerConfig:
     mix: dict = field(default_factory=lambda: dict(DEFAULT_MIX))
     start_time: str = "2026-03-02T14:00:00+00:00"
     hostname: str = "web-01"
+    db_host: str = ""  # a second traced host for the database ("": the database runs on this host)
+    db_cpus: int = 2
+    db_clock_offset_ms: float = 0.0  # the database host's clock minus the web host's
+    db_clock_drift_ppm: float = 0.0
+    net_latency_us: float = 60.0  # median one-way latency between the two hosts
 
     def validate(self) -> None:
         if self.requests < 1:
@@ -92,6 +99,10 @@ class WebServerConfig:
             raise ValueError(f"unknown causes {sorted(unknown)}; known: {', '.join(CAUSES)}")
         if sum(self.mix.values()) >= 0.5 or any(v < 0 for v in self.mix.values()):
             raise ValueError("cause rates must be >= 0 and sum to less than 0.5")
+        if self.db_host and (self.db_host == self.hostname or not 1 <= self.db_cpus <= 64):
+            raise ValueError("the database host needs its own name and 1..64 CPUs")
+        if self.db_host and not 5 <= self.net_latency_us <= 100_000:
+            raise ValueError("net latency must be in 5 us .. 100 ms")
 
     @property
     def epoch_ns(self) -> int:
@@ -131,12 +142,28 @@ class _Lock:
 class _DbLink:
     """A worker's persistent database connection: one query / one reply at a time."""
 
-    def __init__(self, db_thread: Thread):
+    def __init__(self, db_thread: Thread, index: int = 0):
         self.db = db_thread
+        self.index = index
         self.query_cost: int | None = None
+        self.slow: dict | None = None  # slow_db: the query's rows must be read from disk
         self.reply = False
         self.worker_waiting: Thread | None = None
         self.db_waiting = False
+        # TCP between two hosts: the worker's and the database's next sequence numbers
+        self.seq_w = 1_000_000 + 7919 * index
+        self.seq_d = 500_000_000 + 104_729 * index
+
+    def header(self, to_db: bool, nbytes: int, web_ip: int, db_ip: int) -> tuple:
+        """The TCP/IP header of the next query (to_db) or reply, as record slots."""
+        port = 40000 + self.index
+        if to_db:
+            h = tcp_header_slots(web_ip, db_ip, port, 3306, self.seq_w, self.seq_d, 0x18, nbytes + 40)
+            self.seq_w = (self.seq_w + nbytes) & 0xFFFFFFFF
+        else:
+            h = tcp_header_slots(db_ip, web_ip, 3306, port, self.seq_d, self.seq_w, 0x18, nbytes + 40)
+            self.seq_d = (self.seq_d + nbytes) & 0xFFFFFFFF
+        return h
 
 
 class WebServerSim:
@@ -144,12 +171,21 @@ class WebServerSim:
         cfg.validate()
         self.cfg = cfg
         self.rng = np.random.default_rng(cfg.seed)
-        self.sim = Sim(cfg.cpus, self.rng)
+        n_db = cfg.db_cpus if cfg.db_host else 0
+        self.sim = Sim(cfg.cpus + n_db, self.rng)
         self.base = cfg.epoch_ns  # simulation time 0 on the trace clock
         s = self.sim.s
         self.eth0 = s("eth0")
         self.nic_irq_names = [s(f"eth0-TxRx-{i}") for i in range(cfg.cpus)]
         self.nvme_irq_names = [s(f"nvme0q{i + 1}") for i in range(cfg.cpus)]
+        # a database host: its CPUs follow the web host's, numbered from 0 on its own trace
+        self.web_cpus = tuple(range(cfg.cpus))
+        self.db_cpu_ids = tuple(range(cfg.cpus, cfg.cpus + n_db)) or self.web_cpus
+        self.nic_irq_names += [s(f"eth0-TxRx-{i}") for i in range(n_db)]
+        self.nvme_irq_names += [s(f"nvme0q{i + 1}") for i in range(n_db)]
+        self.web_ip, self.db_ip = 0x0A000A15, 0x0A000A1F  # 10.0.10.21, 10.0.10.31
+        self._skb_db = s64(0xFFFF9A2B40000000)  # the database host's send buffers
+        self._skb_rx = s64(0xFFFF9A2B70000000)  # receive buffers of packets between the hosts
         self.requests: list[Request] = []
         self.backlog: list[Request] = []
         self.idle_workers: list[Thread] = []
@@ -179,9 +215,13 @@ class WebServerSim:
         for i in range(cfg.workers):
             tid = db_pid if i == 0 else db_pid + 1 + i
             th = Thread(tid, db_pid, s("mysqld"), "mysqld", prio=120)
-            link = _DbLink(th)
+            link = _DbLink(th, i)
             th.prog = self._db_program(th, link)
-            sim.add_thread(th, cpu=i % cfg.cpus)
+            if cfg.db_host:
+                th.allowed = self.db_cpu_ids
+                sim.add_thread(th, cpu=self.db_cpu_ids[i % len(self.db_cpu_ids)])
+            else:
+                sim.add_thread(th, cpu=i % cfg.cpus)
             self.db_threads.append(th)
             self.links.append(link)
         # apache prefork workers
@@ -190,11 +230,13 @@ class WebServerSim:
             tid = 2100 + i
             th = Thread(tid, tid, s("apache2"), "apache2")
             th.prog = self._worker_program(th, self.links[i])
+            th.allowed = self.web_cpus if cfg.db_host else None
             sim.add_thread(th, cpu=i % cfg.cpus)
             self.workers.append(th)
         # the backup job's parent
         self.backup = Thread(1900, 1900, s("backup.sh"), "backup.sh")
         self.backup.prog = self._backup_program(self.backup)
+        self.backup.allowed = self.web_cpus if cfg.db_host else None
         sim.add_thread(self.backup, cpu=cfg.cpus - 1)
         self._statedump(0)
         t = 200 * US
@@ -208,16 +250,24 @@ class WebServerSim:
         sim.start_ticks(0, self._end_guard)
 
     def _statedump(self, t: int) -> None:
+        """Each traced host's statedump, on its first CPU, of the threads that live there."""
         sim = self.sim
-        cpu0 = sim.cpus[0]
-        t = sim.emit(cpu0, t + 1000, CODE["lttng_statedump_start"])
-        entries = [(0, 0, 0, sim.s("swapper/0"), 6, 0)]
-        for th in list(sim.threads.values()):
-            ppid = 1 if th.pid == th.tid else th.pid
-            entries.append((th.tid, th.pid, ppid, th.comm, 5, th.cpu))  # 5 = WAIT (sleeping)
-        for e in entries:
-            t = sim.emit(cpu0, t + 700, CODE["lttng_statedump_process_state"], *e)
-        sim.emit(cpu0, t + 900, CODE["lttng_statedump_end"])
+        hosts = [(self.web_cpus, set(self.web_cpus))]
+        if self.cfg.db_host:
+            hosts.append((self.db_cpu_ids, set(self.db_cpu_ids)))
+        for cpus, ids in hosts:
+            first = sim.cpus[cpus[0]]
+            tt = sim.emit(first, t + 1000, CODE["lttng_statedump_start"])
+            entries = [(0, 0, 0, sim.s("swapper/0"), 6, 0)]
+            for th in list(sim.threads.values()):
+                if len(hosts) > 1 and th.cpu not in ids:
+                    continue
+                ppid = 1 if th.pid == th.tid else th.pid
+                # 5 = WAIT (sleeping); the CPU as the host numbers it
+                entries.append((th.tid, th.pid, ppid, th.comm, 5, th.cpu - cpus[0]))
+            for e in entries:
+                tt = sim.emit(first, tt + 700, CODE["lttng_statedump_process_state"], *e)
+            sim.emit(first, tt + 900, CODE["lttng_statedump_end"])
 
     def _plan_requests(self) -> list[Request]:
         cfg, rng = self.cfg, self.rng
@@ -229,7 +279,7 @@ class WebServerSim:
         causes = np.full(n, "normal", dtype=object)
         # per-request causes (not lock contention / cpu contention: those come in episodes)
         edges = 0.0
-        for cause in ("connect_retry", "write_heavy", "slow_disk"):
+        for cause in ("connect_retry", "write_heavy", "slow_disk", "slow_db"):
             rate = cfg.mix.get(cause, 0.0)
             causes[(u >= edges) & (u < edges + rate)] = cause
             edges += rate
@@ -283,6 +333,8 @@ class WebServerSim:
                     "ack_wait_ms": round(float(rng.uniform(4, 14)), 2)}
         if cause == "slow_disk":
             return {"reads": int(rng.integers(2, 6)), "latency_ms": int(rng.integers(90, 420))}
+        if cause == "slow_db":
+            return {"reads": int(rng.integers(2, 5)), "latency_ms": int(rng.integers(40, 160))}
         return {}
 
     # -- arrivals, accounting ---------------------------------------------------------------
@@ -390,9 +442,10 @@ class WebServerSim:
             for _ in range(p["attempts"]):
                 yield from self._connect_refused(th, int(p["refused_after_ms"] * MS * rng.uniform(0.85, 1.15)))
                 yield from self._nanosleep(th, int(p["backoff_ms"] * MS))
-        # database round trips
-        for _ in range(int(rng.integers(1, 6))):
-            yield from self._db_query(th, link, db_fd, int(rng.lognormal(math.log(600 * US), 0.7)))
+        # database round trips (slow_db: the first query's rows come from a slow disk)
+        for k in range(int(rng.integers(1, 6))):
+            yield from self._db_query(th, link, db_fd, int(rng.lognormal(math.log(600 * US), 0.7)),
+                                      p if cause == "slow_db" and k == 0 else None)
             yield ("cpu", sim.jitter(30_000, 150_000))
         yield from self._compute(rng.lognormal(math.log(3 * MS), 0.5))
         # the response
@@ -446,9 +499,10 @@ class WebServerSim:
             yield ("cpu", sim.jitter(3_000, 9_000))
             cpu_idx = th.cpu
             rq = (0x10300000, sector, 128, 1)
+            irq = 40 + cpu_idx - (self.cfg.cpus if cpu_idx >= self.cfg.cpus else 0)
 
             def arm(sim_, th_, t):
-                sim_.disk_completion(th_, t, miss_latency, cpu_idx, 40 + cpu_idx, self.nvme_irq_names[cpu_idx], rq)
+                sim_.disk_completion(th_, t, miss_latency, cpu_idx, irq, self.nvme_irq_names[cpu_idx], rq)
 
             yield ("block", 2, arm)
             yield ("cpu", sim.jitter(3_000, 10_000))
@@ -521,15 +575,29 @@ class WebServerSim:
         yield ("cpu", sim.jitter(1_000, 3_000))
         yield ("emit", CODE["syscall_exit_nanosleep"], 0, 0)
 
-    def _db_query(self, th, link: _DbLink, db_fd, cost):
+    def _db_query(self, th, link: _DbLink, db_fd, cost, slow=None):
         sim = self.sim
         yield ("emit", CODE["syscall_entry_sendto"], db_fd, 0x55D0C8A60000, 180, 0x40)
         yield ("cpu", sim.jitter(3_000, 8_000))
-        link.query_cost = cost
         link.reply = False
-        if link.db_waiting:
-            link.db_waiting = False
-            yield ("wake", link.db, None)
+        if self.cfg.db_host:  # a packet to the database host; it wakes the database thread there
+            hdr = link.header(True, 200, self.web_ip, self.db_ip)
+            self._skb += 0x900
+            yield ("emit", CODE["net_dev_queue"], self._skb, 254, self.eth0, *hdr)
+
+            def on_receive(cpu, t):
+                link.query_cost, link.slow = cost, slow
+                if link.db_waiting:
+                    link.db_waiting = False
+                    return sim.wake(link.db, cpu, t)
+                return t
+
+            self._send(self.db_cpu_ids[link.index % len(self.db_cpu_ids)], 240, hdr, on_receive)
+        else:
+            link.query_cost, link.slow = cost, slow
+            if link.db_waiting:
+                link.db_waiting = False
+                yield ("wake", link.db, None)
         yield ("emit", CODE["syscall_exit_sendto"], 180)
         yield ("emit", CODE["syscall_entry_recvfrom"], db_fd, 16384, 0)
         yield ("cpu", sim.jitter(1_500, 4_000))
@@ -550,21 +618,50 @@ class WebServerSim:
                 link.db_waiting = True
                 yield ("block", 1, _arm_nothing)
                 yield ("cpu", sim.jitter(1_500, 4_000))
-            cost = link.query_cost
-            link.query_cost = None
+            cost, slow = link.query_cost, link.slow
+            link.query_cost = link.slow = None
             yield ("emit", CODE["syscall_exit_recvfrom"], 180, 0x55D0C8B10000)
             yield ("cpu", cost)
-            if rng.random() < 0.03:  # a page that is not in the buffer pool
+            if slow is not None:  # slow_db: the rows are read from a slow disk
+                for _ in range(slow["reads"]):
+                    yield from self._read_file(th, sim.s("/var/lib/mysql/shop/orders.ibd"),
+                                               miss_latency=int(slow["latency_ms"] * MS * rng.uniform(0.8, 1.2)))
+            elif rng.random() < 0.03:  # a page that is not in the buffer pool
                 yield from self._read_file(th, sim.s("/var/lib/mysql/shop/orders.ibd"),
                                            miss_latency=int(rng.uniform(0.2, 2.5) * MS))
             yield ("emit", CODE["syscall_entry_sendto"], db_fd, 0x55D0C8B20000, 1400, 0x40)
             yield ("cpu", sim.jitter(3_000, 8_000))
-            link.reply = True
-            w = link.worker_waiting
-            if w is not None and w.state == BLOCKED:
-                link.worker_waiting = None
-                yield ("wake", w, None)
+            if self.cfg.db_host:  # the reply crosses the LAN; it wakes the worker on the web host
+                hdr = link.header(False, 1400, self.web_ip, self.db_ip)
+                self._skb_db += 0x900
+                yield ("emit", CODE["net_dev_queue"], self._skb_db, 1454, self.eth0, *hdr)
+
+                def on_receive(cpu, t):
+                    link.reply = True
+                    w = link.worker_waiting
+                    if w is not None and w.state == BLOCKED:
+                        link.worker_waiting = None
+                        return sim.wake(w, cpu, t)
+                    return t
+
+                self._send(link.index % self.cfg.cpus, 1440, hdr, on_receive)
+            else:
+                link.reply = True
+                w = link.worker_waiting
+                if w is not None and w.state == BLOCKED:
+                    link.worker_waiting = None
+                    yield ("wake", w, None)
             yield ("emit", CODE["syscall_exit_sendto"], 1400)
+
+    def _send(self, nic_cpu: int, length: int, hdr: tuple, on_receive) -> None:
+        """A packet between the two hosts: it reaches the other host's NIC (on ``nic_cpu``) after
+        the LAN's latency and is received in that CPU's NET_RX softirq."""
+        sim = self.sim
+        lat = int(self.cfg.net_latency_us * US * min(4.0, max(0.4, self.rng.lognormal(0.0, 0.25))))
+        local = nic_cpu - (self.cfg.cpus if nic_cpu >= self.cfg.cpus else 0)
+        self._skb_rx += 0x700
+        sim.packet_arrival(sim.now + 2_000 + lat, nic_cpu, 30 + local, self.nic_irq_names[nic_cpu], self.eth0,
+                           self._skb_rx, length, on_receive, hdr)
 
     def _backup_program(self, th: Thread):
         """Sleeps; on a burst, forks CPU-bound children (gzip) that run then exit."""
@@ -577,6 +674,7 @@ class WebServerSim:
                 yield ("emit", CODE["syscall_entry_clone"], 0x1200011, 0, 0, 0x7F0B1E4F8A10)
                 yield ("cpu", sim.jitter(20_000, 60_000))
                 child = Thread(child_tid, child_tid, s("gzip"), "gzip", hog=True)
+                child.allowed = th.allowed
                 child.prog = self._hog_program(child, int(work * rng.uniform(0.7, 1.3)))
                 sim.add_thread(child, cpu=th.cpu)
                 yield ("emit", CODE["sched_process_fork"], th.comm, th.tid, th.pid, child.comm, child_tid, child_tid)

@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from analysis.critical_path import PathFinder
+from analysis.critical_path import PathFinder, finders
 from analysis.path_view import path_view
 from analysis.requests import RequestTable, notable_mask
 from analysis.units import fmt_clock, fmt_duration
@@ -229,10 +229,9 @@ class RequestsPane(Vertical):
         g = graphs.get(host)
         if g is None:
             return None
-        pf = self._finders.get(host)
-        if pf is None:
-            pf = self._finders[host] = PathFinder(g)
-        return pf
+        if host not in self._finders:  # one finder per host, crossing to the others through packets
+            self._finders = finders(graphs)
+        return self._finders.get(host)
 
     @work(thread=True, exclusive=True, group="request-path")
     def _load_path(self, i: int) -> None:

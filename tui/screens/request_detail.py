@@ -36,9 +36,8 @@ def request_lines(table: RequestTable, i: int) -> list[tuple[str, str]]:
 def segment_rows(view: PathView) -> list[list[str]]:
     s = view.segments
     rows = []
-    for t, a, b, st, via in zip(s.tid.tolist(), s.start.tolist(), s.end.tolist(), s.state.tolist(),
-                                s.via.tolist()):
-        rows.append([view.thread_label[t], f"+{fmt_duration(a - view.t0)}", fmt_duration(b - a), STATES[st],
+    for i, (a, b, st, via) in enumerate(zip(s.start.tolist(), s.end.tolist(), s.state.tolist(), s.via.tolist())):
+        rows.append([view.label_of(i), f"+{fmt_duration(a - view.t0)}", fmt_duration(b - a), STATES[st],
                      "" if via < 0 else f"waits for {via}"])
     return rows
 
