@@ -193,6 +193,40 @@ async def test_sample_critical_path_breakdown_jump_and_detail():
         assert "critical path" in str(app.screen.query_one("#request-detail-path").render())
 
 
+@needs_bt2
+async def test_two_host_sample_path_shows_the_database_hosts_thread(tmp_path):
+    import json
+
+    from analysis.sim.sample import write_webserver_sample
+    from analysis.sim.webserver import WebServerConfig
+    from tui.widgets.path_breakdown import PathBreakdown
+
+    st = write_webserver_sample(tmp_path / "two", WebServerConfig(requests=120, db_host="db-01", seed=5,
+                                                                   db_clock_offset_ms=2.5, mix={"slow_db": 0.1}))
+    slow = {r["rid"] for r in json.loads((st.out / "ground_truth.json").read_text())["requests"]
+            if r["cause"] == "slow_db"}
+    app = PerftriageApp([str(st.out)])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(pilot)
+        pane = app.query_one(RequestsPane)
+        table = table_of(app)
+        qs = pane.table.fields["querystring"]
+        cursor = next(c for c in range(table.row_count) if int(qs[pane.index[c]].rsplit("rid=", 1)[1]) in slow)
+        table.cursor = cursor
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        view = app.query_one("#requests-path", PathBreakdown).view
+        assert view.shares()[0][0] == "BD"  # the database's disk, on the other host
+        assert any(label.startswith("db-01: mysqld") for label in view.thread_label.values())
+        assert "db-01: mysqld" in str(app.query_one("#requests-path").render())
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        segs = app.screen.query_one("#request-segments", RowTable)
+        rows = [segs.source.cells(r) for r in range(segs.row_count)]
+        assert any(r[0].startswith("db-01: mysqld") and r[3] == "BD" for r in rows)
+
+
 def real_sample():
     from conftest import ROOT
 
