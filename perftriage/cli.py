@@ -539,9 +539,10 @@ def cmd_sample(args) -> int:
     mix = parse_causes(args.causes)
     if args.db_host and args.causes is None:
         mix["slow_db"] = SLOW_DB_RATE
+    two = {"db_host": args.db_host, "db_clock_offset_ms": args.db_clock_offset_ms,
+           "db_clock_drift_ppm": args.db_clock_drift_ppm} if args.db_host else {}
     cfg = WebServerConfig(requests=args.requests, cpus=args.cpus, workers=args.workers, rate=args.rate,
-                          seed=args.seed, mix=mix, db_host=args.db_host or "",
-                          db_clock_offset_ms=args.db_clock_offset_ms, db_clock_drift_ppm=args.db_clock_drift_ppm)
+                          seed=args.seed, mix=mix, **two)
     try:
         cfg.validate()
     except ValueError as exc:
