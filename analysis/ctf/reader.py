@@ -519,6 +519,7 @@ def _make_sink_class():
     element = nbt.field_array_borrow_element_field_by_index_const
     class_of = nbt.field_borrow_class_const
     int_bits = nbt.field_class_integer_get_field_value_range
+    member_count = nbt.field_class_structure_get_member_count
     trace_class_of_stream_class = nbt.stream_class_borrow_trace_class_const
     stream_class_of_event_class = nbt.event_class_borrow_stream_class_const
 
@@ -577,11 +578,13 @@ def _make_sink_class():
             return v
         return MISSING
 
-    def nested_getters(paths):
-        """Getters of integers reached from one top-level member through each of ``paths``
-        (tuples of member names). The first getter walks the tree of paths once per event
-        (common prefixes once, each variant resolved once) and leaves the values for the others,
-        which the plan calls right after it on the same event."""
+    def nested_group(paths, bufs, state):
+        """One getter for every dotted field under one top-level member: ``paths`` (tuples of
+        member names) lead to integers, ``bufs`` are their columns. Per event it walks the tree
+        of paths once (common prefixes once, each variant resolved once), returns the first
+        field's value (the plan appends it) and appends the others itself, only where present
+        (sparse columns: the rest stay MISSING). An event whose variant selects an empty
+        structure (a header of unknown type) costs a handful of calls."""
         values = [MISSING] * len(paths)
         tree: dict = {}  # name -> [leaf index or None, subtree]
         for i, path in enumerate(paths):
@@ -591,36 +594,38 @@ def _make_sink_class():
                 if d == len(path) - 1:
                     entry[0] = i
                 node = entry[1]
-
-        def missing(node):
-            for i, sub in node.values():
-                if i is not None:
-                    values[i] = MISSING
-                if sub:
-                    missing(sub)
+        all_missing = [MISSING] * len(paths)
+        rest = [(i, bufs[i].rows.append, bufs[i]) for i in range(1, len(paths))]
 
         def fill(f, node):
             f, t = through_variants(f)
             if not t & T_STRUCT:
-                missing(node)
                 return
             for name, (i, sub) in node.items():
                 g = member_by_name(f, name)
                 if g is None:
                     g = member_by_name(f, "_" + name)
                     if g is None:
-                        missing({name: (i, sub)})
                         continue
                 if i is not None:
                     values[i] = scalar(g)
                 if sub:
                     fill(g, sub)
 
-        def first(f):
-            fill(f, tree)
+        def get(f):
+            values[:] = all_missing
+            g, t = through_variants(f)
+            if not (t & T_STRUCT and member_count(class_of(g)) == 0):
+                fill(g, tree)
+                row = len(state.ts) - 1  # this event's row: the plan appended its time first
+                for i, _, buf in rest:
+                    v = values[i]
+                    if v != MISSING:
+                        buf.rows.append(row)
+                        buf.vals.append(v)
             return values[0]
 
-        return [first] + [(lambda f, i=i: values[i]) for i in range(1, len(paths))]
+        return get
 
     def member_index(struct_fc, name):
         if struct_fc is None:
@@ -665,13 +670,14 @@ def _make_sink_class():
                 star = [k.lstrip("_") for k in payload_fc.keys()] if payload_fc is not None else []
                 wanted = [w for w in wanted if w != "*"] + [k for k in star if k not in wanted]
             decoded = reader.event_fields.setdefault(name, [])
-            nested: dict[str, list] = {}  # top-level member -> getters of its dotted fields, in order
+            groups: dict[str, list] = {}  # top-level member -> its dotted fields, in order
             for fname in wanted:
                 if "." in fname:
-                    nested.setdefault(fname.split(".")[0], []).append(tuple(fname.split(".")[1:]))
-            nested = {top: nested_getters(paths) for top, paths in nested.items()}
+                    groups.setdefault(fname.split(".")[0], []).append(fname)
             for fname in list(wanted) + internal:
                 top, *inner = fname.split(".")
+                if inner and groups.get(top, [None])[0] != fname:
+                    continue  # decoded by its group's getter (the group's first field)
                 idx, fc = member_index(payload_fc, top)
                 source = "payload"
                 if idx is None:
@@ -679,7 +685,16 @@ def _make_sink_class():
                     source = "context"
                 if idx is None:
                     continue
-                g = (nested[top].pop(0), _INT) if inner else getter_for(fc)
+                if inner:
+                    names = groups[top]
+                    bufs = [st.column(n, _INT) for n in names]
+                    for b_ in bufs:
+                        st.asked.add(b_.name)
+                        if b_.name not in decoded:
+                            decoded.append(b_.name)
+                    g = (nested_group([tuple(n.split(".")[1:]) for n in names], bufs, st), _INT)
+                else:
+                    g = getter_for(fc)
                 if g is None:
                     continue
                 getter, kind = g
