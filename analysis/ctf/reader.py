@@ -352,7 +352,8 @@ class CtfReader:
             rows = np.frombuffer(state.ctx_rows, dtype=np.int64)
             tid[rows] = np.frombuffer(state.ctx_tid, dtype=np.int64)
             pid[rows] = np.frombuffer(state.ctx_pid, dtype=np.int64)
-        cols = {name: buf.dense(n) for name, buf in state.columns.items()}
+        # nested fields (packet headers...) live on few events: a chunk without any has no column
+        cols = {name: buf.dense(n) for name, buf in state.columns.items() if len(buf.rows) or "." not in name}
         state.reset()
         switch_code = self._event_codes.get("sched_switch")
         if switch_code is not None and "prev_tid" in cols and "next_tid" in cols:
