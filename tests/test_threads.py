@@ -156,6 +156,38 @@ def test_a_cpu_spike_is_found_by_the_moving_window(pool):
     assert spike["thread"] not in {without.names[i] for i in without.ranked_items()}
 
 
+def test_median5_network_is_the_median():
+    from analysis.threads.deviation import median5
+
+    rng = np.random.default_rng(3)
+    for vals in (rng.normal(size=(5, 400, 3)), rng.integers(0, 3, size=(5, 400, 3)).astype(float)):  # ties too
+        assert np.array_equal(median5(*vals), np.median(vals, axis=0))
+
+
+def test_a_late_leak_in_one_thread_is_found_by_its_long_departure():
+    # a handle leak to 125% of its maximum over the last 10% of the run in one thread of a
+    # ten-thread wave: hardly a change of the thread's covariance, diluted ten times in its
+    # wave's, but a level far from every other thread for the rest of the run
+    from analysis.sim.threadpool import pool_series
+
+    ts, _ = pool_series(PoolConfig(seed=12, deviations={}))
+    i = ts.ids.index(next(t for t, w in zip(ts.ids, ts.groups["wave"]) if w == "W4"))
+    x = ts.values[ts.lo[i]:ts.hi[i], 3]
+    start = int(0.9 * len(x))
+    x[start:] = np.maximum(x[start:], x[start] + (1.25 * x[:start].max() - x[start]) * np.linspace(0, 1, len(x) - start))
+    params = ThreadParams(replicates=100)
+    res = analyse_level(ts, "thread", {"wave": "W4"}, params)
+    hit = [r for r in res.ranking if res.names[r.items[0]] == ts.ids[i]]
+    assert [r.how for r in hit] == ["departure"] and hit[0].metrics[0][0] == "Handles"
+    assert res.ranked_items() == [res.names.index(ts.ids[i])]  # nothing else
+    off = analyse_level(ts, "thread", {"wave": "W4"}, ThreadParams(replicates=100, departure=float("inf")))
+    assert ts.ids[i] not in {off.names[k] for k in off.ranked_items()}
+    waves = analyse_level(ts, "wave", params=params)
+    assert [waves.names[k] for k in waves.ranked_items()] == ["W4"]
+    r = waves.ranking[0]
+    assert r.how == "departure" and f"in its thread {ts.ids[i]}" in r.metrics[0][1]
+
+
 def test_healthy_wave_ranks_nothing(pool):
     out, truth = pool
     ts = read_csv(out / "threads.csv")
@@ -298,8 +330,8 @@ def test_fast_fm_distances_match_the_exact_ones():
 
 
 def test_walk_looks_inside_groups_that_do_not_deviate_as_a_whole(tmp_path):
-    # the CPU spike in W6 does not move its wave: the screen sends the walk inside anyway, and
-    # the walk ranks what drilling into every wave ranks
+    # the CPU spike in W6 hardly moves its wave's mean: the wave is ranked by its thread's
+    # excursion (among all threads), named; the walk ranks what drilling into every wave ranks
     from analysis.threads.topdown import top_down
 
     out = tmp_path / "pool"
@@ -308,7 +340,9 @@ def test_walk_looks_inside_groups_that_do_not_deviate_as_a_whole(tmp_path):
     params = ThreadParams(replicates=100)
     walk = top_down(ts, params)
     every = top_down(ts, params, drill_all=True)
-    assert "W6" not in [walk.results[0].names[i] for i in walk.results[0].ranked_items()]
+    top = walk.results[0]
+    w6 = next(r for r in top.ranking if top.names[r.items[0]] == "W6")
+    assert w6.how == "window" and w6.metrics[0][1].startswith("in its thread 2138: ")
 
     def ranked(td):
         return {(tuple(r.within.values()), r.names[i]) for r in td.results[1:] for i in r.ranked_items()}

@@ -113,8 +113,8 @@ def fm_matrix(cov: np.ndarray) -> np.ndarray:
 
 
 # ln^2(1 + x) = sum_n c_n x^n, n >= 2: c_n = (-1)^n 2 H_(n-1) / n
-_LN2_COEF = [0.0, 0.0] + [(-1) ** n * 2 * sum(1.0 / m for m in range(1, n)) / n for n in range(2, 9)]
-NEAR = 0.35  # spectral radius of S - I up to which the series is used (error < 1e-3 of the distance)
+_LN2_COEF = [0.0, 0.0] + [(-1) ** n * 2 * sum(1.0 / m for m in range(1, n)) / n for n in range(2, 13)]
+NEAR = 0.5  # spectral radius of S - I up to which the series is used (error < 1e-3 of the distance)
 
 
 def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
@@ -126,8 +126,8 @@ def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
     indices as the outer loops (numpy's batched 5x5 matmul and eigvalsh pay ~1 µs per matrix;
     a vector operation over 100,000 matrices is ~0.1 µs per matrix). Whitening uses the
     Cholesky factor's inverse (lower triangular). Then, with S = L^-1 B L^-T = I + E:
-    sum ln^2 lambda = tr(ln^2 (I + E)) = sum_n c_n tr(E^n), the series to n = 8, when the
-    spectral radius of E is at most ``NEAR`` (bounded by its Frobenius norm); the pairs beyond
+    sum ln^2 lambda = tr(ln^2 (I + E)) = sum_n c_n tr(E^n), the series to n = 12, when the
+    spectral radius of E is at most ``NEAR`` (bounded by ||E||_F and by ||E^2||_F^(1/2)); the pairs beyond
     (deviating threads, far apart) take their eigenvalues by :func:`jacobi_eigvals`."""
     B, k, p, _ = cov.shape
     i, j = np.triu_indices(k, 1)
@@ -174,21 +174,27 @@ def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
                 + 2 * sum(X[a][b] * Y[a][b] for a in range(p) for b in range(a + 1, p)))
 
     fro2 = inner(E, E)
-
-    far = fro2 > NEAR * NEAR
+    # rho(E)^2 = rho(E^2) <= ||E^2||_F: a tighter bound than ||E||_F, and E^2 is a term of the series
+    E2all = mul(E, E)
+    fro4 = inner(E2all, E2all)
+    far = (fro2 > NEAR * NEAR) & (fro4 > NEAR ** 4)
     d2 = p * m * m
     near = ~far
     if near.any():  # the series, on the near problems only
         En = [[None] * p for _ in range(p)]
+        E2 = [[None] * p for _ in range(p)]
         for a in range(p):
             for b in range(a + 1):
                 En[a][b] = En[b][a] = E[a][b][near]
-        E2 = mul(En, En)
+                E2[a][b] = E2[b][a] = E2all[a][b][near]
         E3 = mul(E2, En)
         E4 = mul(E2, E2)
-        tr = {2: fro2[near], 3: inner(E2, En), 4: inner(E2, E2), 5: inner(E2, E3), 6: inner(E3, E3),
-              7: inner(E3, E4), 8: inner(E4, E4)}
-        d2[near] += sum(_LN2_COEF[n] * tr[n] for n in range(2, 9))
+        E5 = mul(E2, E3)
+        E6 = mul(E3, E3)
+        tr = {2: fro2[near], 3: inner(E2, En), 4: fro4[near], 5: inner(E2, E3), 6: inner(E3, E3),
+              7: inner(E3, E4), 8: inner(E4, E4), 9: inner(E4, E5), 10: inner(E5, E5), 11: inner(E5, E6),
+              12: inner(E6, E6)}
+        d2[near] += sum(_LN2_COEF[n] * tr[n] for n in range(2, 13))
     if far.any():
         sub = [[None] * p for _ in range(p)]
         for a in range(p):

@@ -13,6 +13,12 @@ covariance over hours: the paper finds none): every abstraction's covariance in 
 is compared with the others' in the same window; an abstraction whose mean distance to the
 others is extreme in some window (robust z over the abstractions of that window above
 ``window_z``) is added to the ranking after the paper's, ordered by that z.
+
+Also beyond the paper, long departures (a leak that starts late in the run changes a pooled
+covariance little: one leaking thread among ten, or the last fifth of a thread's samples): an
+abstraction whose window means stay far from the other abstractions' median at the same time,
+for at least ``sustain`` of the run, by more than ``departure`` times how much abstractions
+typically differ, is added after the windows' (see :func:`departure_scores`).
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ class ThreadParams:
     window_z: float = 2.5  # a short excursion this many times the abstractions' spread flags it
     separation: float = 2.6  # an abstraction's median distance to the others, over the typical one
     windows: bool = True
+    departure: float = 6.0  # a level held apart from the others this many times their usual spread...
+    sustain: float = 0.05  # ...over at least this share of the run's windows
     seed: int = 0
 
     def validate(self) -> None:
@@ -54,7 +62,7 @@ class Ranked:
     how: str  # "dendrogram" or "window"
     score: float  # tie-breaker / window z
     metrics: list[tuple[str, str]] = field(default_factory=list)  # (metric, what deviates)
-    window_time: float | None = None  # when the short deviation peaked (sample index)
+    window_time: float | None = None  # when the short deviation peaked / the long departure was largest (sample index)
     separation: float = float("nan")  # median distance to the others / the typical one (lowest member)
 
 
@@ -72,6 +80,7 @@ class LevelResult:
     notes: list[str] = field(default_factory=list)
     window_z: np.ndarray | None = None  # (k,) largest short excursion, robust z
     excursions: list | None = None  # per abstraction: its largest short excursion
+    departures: list | None = None  # per abstraction: its largest sustained departure
     metrics: list[str] = field(default_factory=list)  # the metrics compared (constant ones left out)
     timings: dict = field(default_factory=dict)  # seconds per stage
     means: np.ndarray | None = None  # (k, p) mean of each metric
@@ -130,8 +139,10 @@ def could_rank(ts: ThreadSeries, level: str, within: dict | None = None, params:
     if np.nanmax(separation(D)) >= params.separation:
         return True
     if params.windows:
-        exc = window_scores(groups, params)
-        return any(e is not None and e.z > params.window_z for e in exc)
+        exc = by_member(window_scores, groups, params)
+        if any(e is not None and e.z > params.window_z for e in exc):
+            return True
+        return any(d is not None and d.z > params.departure for d in by_member(departure_scores, groups, params))
     return False
 
 
@@ -231,13 +242,19 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                          f"the others is under {params.separation:g}x the typical one ("
                          + ", ".join(f"{'+'.join(names[i] for i in it)} {sp:.1f}x" for it, _, sp in dropped[:5]) + ")")
     if params.windows:
-        exc = window_scores(groups, params)
+        exc = by_member(window_scores, groups, params)
         res.excursions = exc
         wz = np.array([e.z if e else 0.0 for e in exc])
         res.window_z = wz
         ranked = set(res.ranked_items())
         extra = [i for i in np.argsort(-wz) if wz[i] > params.window_z and i not in ranked]
         res.ranking += [Ranked([int(i)], "window", float(wz[i]), window_time=exc[i].sample) for i in extra]
+        dep = by_member(departure_scores, groups, params)
+        res.departures = dep
+        dz = np.array([d.z if d else 0.0 for d in dep])
+        ranked = set(res.ranked_items())
+        extra = [i for i in np.argsort(-dz) if dz[i] > params.departure and i not in ranked]
+        res.ranking += [Ranked([int(i)], "departure", float(dz[i]), window_time=dep[i].sample) for i in extra]
     t5 = time.perf_counter()
     res.timings = {"covariances": t1 - t0, "distances": t2 - t1, "clustering": t3 - t2, "bootstrap": t4 - t3,
                    "ranking": t5 - t4}
@@ -245,13 +262,27 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
     for r in res.ranking:
         if r.how == "window":
             e = res.excursions[r.items[0]]
-            level = res.level
-            r.metrics = [(metric_names[e.metric], f"a short excursion to {_num(e.level)} from its running level "
+            level, who = _who(ts, res, r.items[0], e.member)
+            r.metrics = [(metric_names[e.metric], f"{who}a short excursion to {_num(e.level)} from its running level "
                                                 f"{_num(e.baseline)} ({e.z:.1f}x how much the {plural(level)} differ from one another), {params.window} samples "
                                                 f"around sample {e.sample}")]
+        elif r.how == "departure":
+            d = res.departures[r.items[0]]
+            level, who = _who(ts, res, r.items[0], d.member)
+            r.metrics = [(metric_names[d.metric], f"{who}held at {_num(d.level)} against the others' {_num(d.others)} "
+                                                f"({d.z:.1f}x how much the {plural(level)} usually differ) for "
+                                                f"{d.windows} windows of {params.window} samples, largest around sample "
+                                                f"{d.sample}")]
         else:
             r.metrics = explain(r.items, majority, means, stds, metric_names)
     return res
+
+
+def _who(ts: ThreadSeries, res: LevelResult, item: int, member: int) -> tuple[str, str]:
+    """(the level the evidence was measured among, a prefix naming the thread it was found in)."""
+    if member < 0:
+        return res.level, ""
+    return "thread", f"in its thread {ts.ids[res.members[item][member]]}: "
 
 
 def rank_dendrogram(Z: np.ndarray, au_pct: np.ndarray, au_threshold: float, tie_score: np.ndarray):
@@ -328,6 +359,27 @@ class Excursion:
     sample: int  # middle of the window, in samples from the abstraction's first
     level: float  # the window's mean there
     baseline: float  # the running median it departed from
+    member: int = -1  # found in this member thread of the abstraction (-1: in the abstraction's mean)
+
+
+def by_member(score_fn, groups: list[list[np.ndarray]], params: ThreadParams) -> list:
+    """``score_fn`` on the abstractions (their threads averaged) and, where abstractions pool
+    several threads, on every thread against all threads of the level: an abstraction scores
+    the larger of its own score and its most deviating thread's (tagged with ``member``). A
+    short spike or a leak in one thread of ten is diluted ten times in the abstraction's mean,
+    not among the level's threads."""
+    own = score_fn(groups, params)
+    if all(len(g) <= 1 for g in groups):
+        return own
+    flat = [[x] for g in groups for x in g]
+    owner = [a for a, g in enumerate(groups) for _ in g]
+    within = [m for g in groups for m in range(len(g))]
+    for f, sc in enumerate(score_fn(flat, params)):
+        a = owner[f]
+        if sc is not None and (own[a] is None or sc.z > own[a].z):
+            sc.member = within[f]
+            own[a] = sc
+    return own
 
 
 def window_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Excursion | None]:
@@ -341,6 +393,16 @@ def window_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[
             if e is not None and (best[i] is None or e.z > best[i].z):
                 best[i] = e
     return best
+
+
+def median5(a, b, c, d, e):
+    """Element-wise median of five arrays by a comparison network (no sort): the smallest and
+    the largest of the first four are never the median of five; the median is that of the
+    other two and the fifth."""
+    lo1, hi1 = np.fmin(a, b), np.fmax(a, b)
+    lo2, hi2 = np.fmin(c, d), np.fmax(c, d)
+    x, y = np.fmax(lo1, lo2), np.fmin(hi1, hi2)
+    return np.fmax(np.fmin(x, y), np.fmin(np.fmax(x, y), e))
 
 
 def _window_scores(groups: list[list[np.ndarray]], window: int) -> list[Excursion | None]:
@@ -368,12 +430,10 @@ def _window_scores(groups: list[list[np.ndarray]], window: int) -> list[Excursio
         means = (cs[starts + w] - cs[starts]) / w  # (windows, p)
         h = 5
         pad = np.pad(means, ((h + 1, h + 1), (0, 0)), mode="edge")
-        i0 = np.arange(len(means))[:, None]
-        # medians of a few windows (odd counts: the middle of a sort, far cheaper than np.median
-        # on many short rows)
-        left = np.sort(pad[i0 + np.arange(h)[None, :]], axis=1)[:, h // 2]  # the h windows before
-        right = np.sort(pad[i0 + h + 2 + np.arange(h)[None, :]], axis=1)[:, h // 2]  # the h windows after
-        med = np.sort(pad[i0 + np.arange(2 * h + 3)[None, :]], axis=1)[:, h + 1]
+        nm = len(means)
+        # the medians of the 5 windows before and the 5 after each window
+        left = median5(*(pad[d:d + nm] for d in range(h)))
+        right = median5(*(pad[h + 2 + d:h + 2 + d + nm] for d in range(h)))
         # an excursion rises above (or falls below) the level on *both* sides: a step (a window
         # between two levels) is not one
         hi_, lo_ = np.maximum(left, right), np.minimum(left, right)
@@ -407,6 +467,55 @@ def _window_scores(groups: list[list[np.ndarray]], window: int) -> list[Excursio
         wi, j = np.unravel_index(int(np.argmax(z)), z.shape)
         out.append(Excursion(float(z[wi, j]), int(j), int(starts[wi] + w // 2), float(means[wi, j]),
                              float(med[wi, j])))
+    return out
+
+
+@dataclass
+class Departure:
+    z: float  # the departure held over the sustain share of windows, in units of the usual spread
+    metric: int
+    sample: int  # middle of the window where the departure is largest
+    level: float  # the abstraction's window mean there
+    others: float  # the other abstractions' median there
+    windows: int  # windows the departure is held over (at least)
+    member: int = -1  # found in this member thread of the abstraction (-1: in the abstraction's mean)
+
+
+def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Departure | None]:
+    """Long departures (beyond the paper): the mean of every abstraction (its threads averaged
+    sample by sample) over consecutive windows of ``params.window`` samples, against the median
+    of all abstractions in the same window, in units of how much abstractions usually differ
+    (the robust spread across them, median over windows: threads that always differ a little,
+    in speed or memory layout, set it). The score of a metric is the departure an abstraction
+    holds in at least ``sustain`` of the windows (the so-many-th largest): a leak ramping to the
+    end of the run holds one, a short spike or a step of noise does not. An abstraction's score
+    is that of its most departing metric."""
+    k = len(groups)
+    xs, ok = [], []
+    for g in groups:
+        n = min(len(x) for x in g)
+        xs.append(np.nanmean(np.stack([y[:n] for y in g]), axis=0) if len(g) > 1 else g[0])
+    n = min((len(x) for x in xs), default=0)
+    w = params.window
+    nw = n // w
+    if k < 3 or nw < 10:
+        return [None] * k
+    X = np.stack([x[:nw * w] for x in xs]).reshape(k, nw, w, -1)
+    M = np.nanmean(X, axis=2)  # (k, windows, p)
+    med = np.nanmedian(M, axis=0)
+    spread = 1.4826 * np.nanmedian(np.abs(M - med), axis=0)  # (windows, p)
+    unit = np.nanmedian(spread, axis=0)
+    scale = np.nanmedian(np.abs(med), axis=0)
+    unit = np.maximum(unit, np.maximum(scale * 1e-6, 1e-12))  # metrics all abstractions share exactly
+    dep = np.abs(M - med) / unit
+    held = max(2, int(round(params.sustain * nw)))
+    srt = np.sort(np.nan_to_num(dep, nan=0.0), axis=1)[:, -held, :]  # (k, p): held over >= `held` windows
+    out = []
+    for i in range(k):
+        j = int(np.argmax(srt[i]))
+        wi = int(np.nanargmax(np.where(np.isnan(dep[i, :, j]), -1, dep[i, :, j])))
+        out.append(Departure(float(srt[i, j]), j, wi * w + w // 2, float(M[i, wi, j]), float(med[wi, j]),
+                             int((dep[i, :, j] >= srt[i, j]).sum())))
     return out
 
 

@@ -81,9 +81,13 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
                       f"{res.k} {plural(res.level)} (Förstner–Moonen distances of covariance matrices)")
             if np.isfinite(r.separation):
                 ev.append(f"its median distance to the others is {r.separation:.1f}x the typical one")
-        else:
+        elif r.how == "window":
             ev.append(f"a short deviation found by the moving-window check (beyond the paper), after the "
                       f"{sum(1 for x in res.ranking if x.how == 'dendrogram')} ranked by the dendrogram")
+        else:
+            ev.append(f"a long departure from the other {plural(res.level)} (beyond the paper: a leak late in the run "
+                      f"hardly moves a covariance), after the {sum(1 for x in res.ranking if x.how != 'departure')} "
+                      "ranked by the dendrogram and the window check")
         for metric, text in r.metrics:
             ev.append(f"{metric}: {text}")
         if res.boot is not None:
@@ -112,7 +116,7 @@ def topdown_findings(td: TopDown) -> list[Finding]:
     if top is not None:
         rows = []
         for res in td.results:
-            ranked = ", ".join("+".join(res.names[i] for i in r.items) + (" (window)" if r.how == "window" else "")
+            ranked = ", ".join("+".join(res.names[i] for i in r.items) + (f" ({r.how})" if r.how != "dendrogram" else "")
                                for r in res.ranking) or "-"
             rows.append([res.level + _where(res), res.k, ranked])
         ev = [f"{td.series.n_threads:,} threads, metrics {', '.join(td.series.metrics)}; levels "

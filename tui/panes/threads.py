@@ -73,8 +73,8 @@ class ThreadsPane(ViewPane):
         rows, styles = [], []
         for i in self.order:
             n, r = ranked.get(i, (None, None))
-            how = "" if r is None else ("window" if r.how == "window" else "tree")
-            sep = "" if r is None else (f"{r.separation:.1f}x" if r.how != "window" else f"z {r.score:.1f}")
+            how = "" if r is None else ({"window": "window", "departure": "level"}.get(r.how, "tree"))
+            sep = "" if r is None else (f"{r.separation:.1f}x" if r.how == "dendrogram" else f"z {r.score:.1f}")
             what = r.metrics[0][0] + ": " + r.metrics[0][1] if r is not None and r.metrics else ""
             rows.append([str(n + 1) if n is not None else "-", res.names[i], str(len(res.members[i])), how, sep, what])
             styles.append("alert" if r is not None else None)
