@@ -78,7 +78,7 @@ def _add_thread_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("deviating threads (paper 003)")
     g.add_argument("--replicates", type=int, default=1000, metavar="N",
                    help="bootstrap replicates per scale for the AU p-values (default 1000)")
-    g.add_argument("--no-windows", action="store_true", help="no moving-window check for short deviations")
+    g.add_argument("--no-windows", action="store_true", help="threads: only the paper's method (no moving-window check for short deviations, no departure check for long ones)")
     g.add_argument("--thread-metrics", nargs="?", type=float, const=0.0, default=None, metavar="WINDOW_S",
                    help="also derive per-thread metrics (CPU, syscalls, blocked, preempted, handles, mappings) "
                         "from a kernel trace, in windows of WINDOW_S seconds (default: the span / 200), and "
