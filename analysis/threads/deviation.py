@@ -491,7 +491,7 @@ def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> li
     end of the run holds one, a short spike or a step of noise does not. An abstraction's score
     is that of its most departing metric."""
     k = len(groups)
-    xs, ok = [], []
+    xs = []
     for g in groups:
         n = min(len(x) for x in g)
         xs.append(np.nanmean(np.stack([y[:n] for y in g]), axis=0) if len(g) > 1 else g[0])
