@@ -460,11 +460,17 @@ class GraphBuilder:
         wake_ids = self._nwake + np.arange(nwk, dtype=np.int64)
         self._nwake += nwk
         m_ic = ((cat >= C_IRQ_IN) & (cat <= C_IPI_OUT)) | (cat == C_PKT_IN) | (cat == C_PKT_OUT)
-        if nwk or m_ic.any():
+        m_send = cat == C_NET_SEND
+        wctx = sctx = np.zeros(0, np.int32)
+        if nwk or m_ic.any() or m_send.any():
+            # the context of wake-ups and of packet sends (a packet sent from an interrupt, an
+            # ACK say, is no work of the task it interrupted)
+            m_ctx = m_wk | m_send
             ctx, is_exit = _interrupt_rows(cat[m_ic], col("irq", m_ic, 0), col("vec", m_ic, 0))
-            wctx = wake_contexts(self.stacks, h, seq[m_wk], cpu[m_wk], seq[m_ic], cpu[m_ic], ctx, is_exit)
-        if nwk or (cat == C_NET_SEND).any() or (cat == C_NET_RECV).any():
-            self._packet_links(h, chunk, cat, seq, m_wk, wctx if nwk else np.zeros(0, np.int32), wake_ids)
+            both = wake_contexts(self.stacks, h, seq[m_ctx], cpu[m_ctx], seq[m_ic], cpu[m_ic], ctx, is_exit)
+            wctx, sctx = both[m_wk[m_ctx]], both[m_send[m_ctx]]
+        if nwk or m_send.any() or (cat == C_NET_RECV).any():
+            self._packet_links(h, chunk, cat, seq, m_wk, wctx, wake_ids, sctx)
         if nwk:
             wcur = cur[m_wk]
             self.wake.add(ctx=wctx, cur=np.where(wcur == MISSING, -1, wcur).astype(np.int32))
@@ -496,7 +502,7 @@ class GraphBuilder:
     NET_FLIGHT_NS = 10_000_000  # a packet received this long after a send of its skb address: that send
     # (skb addresses are reused: an older send with the same address is another packet)
 
-    def _packet_links(self, h: int, chunk, cat, seq, m_wk, wctx, wake_ids) -> None:
+    def _packet_links(self, h: int, chunk, cat, seq, m_wk, wctx, wake_ids, sctx) -> None:
         """The wake-ups of the chunk that deliver a packet another task of this host sent
         (loopback: the same skb address is queued by the sender and received by the softirq that
         wakes the reader) go to ``self.links``: wake-up number -> (sender, send time). Packets
@@ -513,10 +519,12 @@ class GraphBuilder:
         if len(rows) == 0:
             return
         ts, cpu, cur = chunk.ts, chunk.cpu, chunk.tid
+        # the sender of a packet: the task running, when the send is in process context
+        sender = np.full(len(chunk), -1, np.int64)
         if len(send_rows):
             t = cur[send_rows]
-            self.packets.add_sends(packet_keys(chunk.fields, send_rows), ts[send_rows], h,
-                                   np.where(t == MISSING, -1, t))
+            sender[send_rows] = np.where((t == MISSING) | (sctx != CTX_NONE), -1, t)
+            self.packets.add_sends(packet_keys(chunk.fields, send_rows), ts[send_rows], h, sender[send_rows])
         recv_no = np.full(len(chunk), -1, np.int64)
         if len(recv_rows):
             recv_no[recv_rows] = self.packets.add_receives(packet_keys(chunk.fields, recv_rows), ts[recv_rows], h)
@@ -528,8 +536,8 @@ class GraphBuilder:
         skb = (lambda r: int(skb_all[r])) if skb_all is not None else (lambda r: MISSING)
         for r, kd, wi in zip(rows[o].tolist(), kinds[o].tolist(), widx[o].tolist()):
             if kd == 0:
-                if skb_all is not None and cur[r] > 0 and cur[r] != MISSING:
-                    self.net_send[(h, skb(r))] = (int(ts[r]), int(cur[r]))
+                if skb_all is not None and sender[r] > 0:
+                    self.net_send[(h, skb(r))] = (int(ts[r]), int(sender[r]))
             elif kd == 1:
                 self.net_recv[(h, int(cpu[r]))] = (int(ts[r]), skb(r), int(recv_no[r]))
             else:

@@ -130,6 +130,22 @@ def test_without_the_other_hosts_trace_or_a_matching_packet_the_wait_stays_bn(tm
     assert builder.matches.unmatched_wakes == 1
 
 
+@needs_bt2
+def test_a_packet_sent_from_an_interrupt_is_not_the_interrupted_tasks_work(tmp_path):
+    # the reply leaves db-01 from a NET_TX softirq that interrupted mysqld: the kernel sent it,
+    # not mysqld; the web worker's wait is not followed into mysqld's history
+    db = []
+    for ts, cpu, name, f in db_events():
+        if name == "net_dev_queue":
+            db += [(ts - 1, cpu, "irq_softirq_entry", {"vec": 2}), (ts, cpu, name, f), (ts + 1, cpu, "irq_softirq_exit", {"vec": 2})]
+        else:
+            db.append((ts, cpu, name, f))
+    graphs, builder = graphs_of(tmp_path, {"web": web_events(), "db": db})
+    got = web_path(graphs)
+    assert ("web", 500, 40, 585, "BN") in got and {h for h, *_ in got} == {"web"}
+    assert builder.matches.unmatched_wakes == 1 and graphs["web"].clocks["db"].pairs_ba == 1
+
+
 def test_clock_fit_recovers_offset_and_drift_from_packets_both_ways():
     rng = np.random.default_rng(4)
     off, drift = 3_250_000.0, 40e-6  # 3.25 ms, 40 ppm
