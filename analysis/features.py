@@ -9,7 +9,9 @@ CSV export (``perftriage features PATH -o features.csv``), one row per request, 
     id,kind,host,pid,tid,start_ns,end_ns,TT_ns,RU_ns,...,BT_ns,RU_n,...,BT_n,syscalls,states[,marker fields]
 
 ``*_ns`` are durations in nanoseconds, ``*_n`` segment counts, ``syscalls`` and ``states`` are
-space-separated sequences. Import accepts this form, any CSV whose state duration columns are
+space-separated sequences; when critical paths crossed to other traced hosts, two more columns:
+``elsewhere_host`` (the other host holding most of the path's time) and ``elsewhere_ns`` (that
+time; not a state). Import accepts this form, any CSV whose state duration columns are
 named ``<STATE>_ns`` / ``_us`` / ``_ms`` / ``_s`` (bare state names are read as milliseconds), and
 the published form of the paper's dataset (github.com/qfournier/request_analysis: headerless
 ``<pid>_times.csv`` with the id, 10 state durations in ns and the total, beside
@@ -264,7 +266,8 @@ def read_features(path: str | os.PathLike) -> FeatureTable:
     states, dcols, scale = [], [], []
     for h in header:
         base, _, unit = h.rpartition("_")
-        if unit in _UNIT and base and base not in ("start", "end", "TT", "duration", "total") and not base.endswith("_n"):
+        if (unit in _UNIT and base and base not in ("start", "end", "TT", "duration", "total", "elsewhere")
+                and not base.endswith("_n")):
             states.append(base)
             dcols.append(col[h])
             scale.append(_UNIT[unit])
@@ -329,6 +332,8 @@ def read_features(path: str | os.PathLike) -> FeatureTable:
         else Ragged.empty(n)
     known = set(BASE) | {header[c] for c in dcols} | {f"{s}_n" for s in states} | {"syscalls", "states"}
     fields = {h: text_col(h, "") for h in header if h not in known}
+    if "elsewhere_ns" in fields:  # ours: time of the path on another traced host
+        fields["elsewhere_ns"] = numbers(col["elsewhere_ns"], "elsewhere_ns").astype(np.int64)
     return FeatureTable(
         id=ids, kind=text_col("kind", "csv"), host=text_col("host", ""), pid=int_col("pid"), tid=int_col("tid"),
         start=start, end=end, states=states, durations=dur, counts=counts, total=total, syscalls=syscalls,

@@ -216,3 +216,22 @@ def test_simulated_database_host_slow_disk_shows_as_bd_only_when_its_trace_is_re
     assert shares["both"]["slow_db"] == 1.0 and shares["web only"]["slow_db"] == 0.0
     assert shares["web only"]["slow_db BN"] == 1.0
     assert shares["both"]["slow_disk"] == shares["web only"]["slow_disk"] == 1.0  # local disk: the same
+
+
+@needs_bt2
+def test_features_csv_keeps_the_time_on_the_other_host_and_reads_it_back(tmp_path):
+    from analysis.features import extract_features, read_features, to_csv
+    from analysis.requests import MarkerRequests
+    from analysis.sim.sample import write_webserver_sample
+    from analysis.sim.webserver import WebServerConfig
+
+    st = write_webserver_sample(tmp_path / "s", WebServerConfig(requests=60, db_host="db-01", seed=2,
+                                                                 mix={"slow_db": 0.1}))
+    graphs, req = read_once([st.out], [GraphBuilder(), MarkerRequests()]).results
+    ft = extract_features(graphs, req)
+    assert set(ft.fields["elsewhere_host"]) == {"db-01"} and (ft.fields["elsewhere_ns"] > 0).all()
+    (tmp_path / "f.csv").write_text(to_csv(ft))
+    back = read_features(tmp_path / "f.csv")
+    assert back.states == list(STATES)  # elsewhere_ns is not a state
+    assert np.array_equal(back.fields["elsewhere_ns"], ft.fields["elsewhere_ns"])
+    assert np.array_equal(back.durations, ft.durations)
