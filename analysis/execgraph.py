@@ -40,7 +40,7 @@ import numpy as np
 
 from .columns import MISSING
 from .ctf.reader import CtfReader, ReadSpec
-from .netmatch import PACKET_FIELDS, ClockFit, PacketLog, match, packet_keys
+from .netmatch import PACKET_FIELDS, ClockFit, PacketLog, match, packet_keys, tcp_segments
 
 # interval states in the graph
 RU, RS, BP, BLOCKED, UNKNOWN, EXITED = 0, 1, 2, 3, 4, 5
@@ -524,10 +524,12 @@ class GraphBuilder:
         if len(send_rows):
             t = cur[send_rows]
             sender[send_rows] = np.where((t == MISSING) | (sctx != CTX_NONE), -1, t)
-            self.packets.add_sends(packet_keys(chunk.fields, send_rows), ts[send_rows], h, sender[send_rows])
+            self.packets.add_sends(packet_keys(chunk.fields, send_rows), ts[send_rows], h, sender[send_rows],
+                                   tcp_segments(chunk.fields, send_rows))
         recv_no = np.full(len(chunk), -1, np.int64)
         if len(recv_rows):
-            recv_no[recv_rows] = self.packets.add_receives(packet_keys(chunk.fields, recv_rows), ts[recv_rows], h)
+            recv_no[recv_rows] = self.packets.add_receives(packet_keys(chunk.fields, recv_rows), ts[recv_rows], h,
+                                                           tcp_segments(chunk.fields, recv_rows))
         kinds = np.concatenate([np.zeros(len(send_rows), np.int8), np.ones(len(recv_rows), np.int8),
                                 np.full(int(net_wake.sum()), 2, np.int8)])
         widx = np.concatenate([np.full(len(send_rows) + len(recv_rows), -1), np.flatnonzero(net_wake)])

@@ -3,10 +3,13 @@ how the hosts' clocks relate.
 
 LTTng's ``net_dev_queue`` (a packet queued for sending) and ``net_if_receive_skb`` (a packet
 received) carry the packet's IP header and, for TCP, its TCP header. A packet is known by those
-headers: addresses, ports, sequence and acknowledgement numbers and flags for TCP; addresses,
-IP id, total length and protocol otherwise (e.g. UDP). Trace Compass matches TCP packets the
-same way (sequence, acknowledgement, flags); we add the addresses and ports so that two
-connections whose numbers happen to coincide are not confused.
+headers: addresses, ports, sequence and acknowledgement numbers, flags and length for TCP;
+addresses, IP id, total length and protocol otherwise (e.g. UDP). Trace Compass matches TCP
+packets by sequence, acknowledgement and flags; we add the addresses and ports (two connections
+whose numbers coincide) and the length (a pure ACK and the data segment after it share their
+numbers). Where offloads split a send (TSO) or merge receives (GRO), no header is equal on both
+sides: a wake-up is then matched to the send of the same connection and acknowledgement whose
+data covers the received sequence number.
 
 Clocks: each host's trace has its own clock; NTP keeps them close but a packet's flight on a
 LAN (tens of microseconds) is shorter than NTP's error. Every matched packet bounds the offset:
@@ -30,8 +33,8 @@ from .columns import MISSING
 
 NH = "network_header."
 TH = NH + "transport_header."
-PACKET_FIELDS = (NH + "saddr", NH + "daddr", NH + "protocol", NH + "id", NH + "tot_len",
-                 TH + "source_port", TH + "dest_port", TH + "seq", TH + "ack_seq", TH + "flags")
+PACKET_FIELDS = (NH + "saddr", NH + "daddr", NH + "protocol", NH + "id", NH + "tot_len", NH + "ihl",
+                 TH + "source_port", TH + "dest_port", TH + "seq", TH + "ack_seq", TH + "flags", TH + "data_offset")
 MAX_FLIGHT_NS = 1_000_000_000  # a receive more than this after a send of the same key: another packet
 NO_KEY = 0
 
@@ -67,9 +70,35 @@ def packet_keys(fields: dict, rows: np.ndarray) -> np.ndarray:
     h = _mix(h, np.where(tcp, col(TH + "seq"), col(NH + "protocol")))
     h = _mix(h, np.where(tcp, col(TH + "ack_seq"), 0))
     h = _mix(h, np.where(tcp, col(TH + "flags"), 1))
+    h = _mix(h, np.where(tcp, col(NH + "tot_len"), 2))  # a pure ACK and the data after it share seq and ack
     key = h.view(np.int64)
     key = np.where(key == NO_KEY, 1, key)
     return np.where(sa != MISSING, key, NO_KEY)
+
+
+def tcp_segments(fields: dict, rows: np.ndarray) -> dict:
+    """For TCP packets at ``rows``: the connection and direction (``flow``, NO_KEY for other
+    packets), ``seq``, ``ack`` and the payload length ``plen`` (-1 unknown: a segmentation
+    offload's super-packet may say 0). A send the NIC splits (TSO) or a receive the kernel
+    merges (GRO) keeps its connection and acknowledgement; its data is a range of sequence
+    numbers: what :func:`match` falls back to when no header is equal on both sides."""
+    n = len(rows)
+
+    def col(name):
+        c = fields.get(name)
+        return c[rows] if c is not None else np.full(n, MISSING, np.int64)
+
+    sport = col(TH + "source_port")
+    tcp = (sport != MISSING) & (col(NH + "saddr") != MISSING)
+    h = _mix(np.zeros(n, np.uint64), col(NH + "saddr"))
+    h = _mix(h, col(NH + "daddr"))
+    h = _mix(h, sport)
+    h = _mix(h, col(TH + "dest_port"))
+    flow = h.view(np.int64)
+    flow = np.where(flow == NO_KEY, 1, flow)
+    tot, ihl, doff = col(NH + "tot_len"), col(NH + "ihl"), col(TH + "data_offset")
+    plen = np.where((tot > 0) & (ihl != MISSING) & (doff != MISSING), tot - 4 * ihl - 4 * doff, -1)
+    return {"flow": np.where(tcp, flow, NO_KEY), "seq": col(TH + "seq"), "ack": col(TH + "ack_seq"), "plen": plen}
 
 
 class PacketLog:
@@ -77,19 +106,23 @@ class PacketLog:
     receives (key, time, host); ``wakes`` maps a wake-up number to the receive that caused it."""
 
     def __init__(self):
-        self._send = {k: [] for k in ("key", "ts", "host", "tid")}
-        self._recv = {k: [] for k in ("key", "ts", "host")}
+        self._send = {k: [] for k in ("key", "ts", "host", "tid", "flow", "seq", "ack", "plen")}
+        self._recv = {k: [] for k in ("key", "ts", "host", "flow", "seq", "ack")}
         self.n_recv = 0
         self.wakes: dict[int, int] = {}
 
-    def add_sends(self, key, ts, host: int, tid) -> None:
+    def add_sends(self, key, ts, host: int, tid, seg: dict | None = None) -> None:
         m = key != NO_KEY
-        if m.any():
-            for k, v in (("key", key[m]), ("ts", ts[m]), ("host", np.full(int(m.sum()), host, np.int16)),
-                         ("tid", tid[m].astype(np.int32))):
-                self._send[k].append(v)
+        k = int(m.sum())
+        if k:
+            seg = seg or {}
+            for name, v in (("key", key[m]), ("ts", ts[m]), ("host", np.full(k, host, np.int16)),
+                            ("tid", tid[m].astype(np.int32))):
+                self._send[name].append(v)
+            for name in ("flow", "seq", "ack", "plen"):
+                self._send[name].append(seg[name][m] if name in seg else np.full(k, NO_KEY if name == "flow" else -1))
 
-    def add_receives(self, key, ts, host: int) -> np.ndarray:
+    def add_receives(self, key, ts, host: int, seg: dict | None = None) -> np.ndarray:
         """Stores the keyed receives; returns each row's receive number (-1: no key)."""
         m = key != NO_KEY
         idx = np.full(len(key), -1, np.int64)
@@ -97,8 +130,11 @@ class PacketLog:
         if k:
             idx[m] = self.n_recv + np.arange(k)
             self.n_recv += k
+            seg = seg or {}
             for name, v in (("key", key[m]), ("ts", ts[m]), ("host", np.full(k, host, np.int16))):
                 self._recv[name].append(v)
+            for name in ("flow", "seq", "ack"):
+                self._recv[name].append(seg[name][m] if name in seg else np.full(k, NO_KEY if name == "flow" else -1))
         return idx
 
     @staticmethod
@@ -106,10 +142,12 @@ class PacketLog:
         return {k: np.concatenate(v) if v else np.zeros(0, dtypes[k]) for k, v in parts.items()}
 
     def sends(self) -> dict:
-        return self._cat(self._send, dict(key=np.int64, ts=np.int64, host=np.int16, tid=np.int32))
+        return self._cat(self._send, dict(key=np.int64, ts=np.int64, host=np.int16, tid=np.int32, flow=np.int64,
+                                          seq=np.int64, ack=np.int64, plen=np.int64))
 
     def receives(self) -> dict:
-        return self._cat(self._recv, dict(key=np.int64, ts=np.int64, host=np.int16))
+        return self._cat(self._recv, dict(key=np.int64, ts=np.int64, host=np.int16, flow=np.int64, seq=np.int64,
+                                          ack=np.int64))
 
 
 @dataclass(frozen=True)
@@ -189,6 +227,7 @@ class Matches:
     remote: dict  # wake-up number -> (host, tid, send ts)
     matched: int  # packets matched between hosts
     unmatched_wakes: int  # wake-ups by a packet with a header that no traced host sent
+    by_range: int = 0  # wake-ups matched by TCP sequence range (offloads split or merged the packet)
 
     def shift(self, a: int, b: int, t_a: int) -> int | None:
         fit = self.fits.get((a, b))
@@ -223,31 +262,55 @@ def match(log: PacketLog) -> Matches:
                 fits[(b, a)] = fit.inverse()
     if not fits:
         return Matches({}, {}, 0, len(log.wakes))
-    # every wake-up by a packet: the latest send of its key on another host before the receive
-    # (on the receiver's clock), within MAX_FLIGHT_NS
+    # every wake-up by a packet: the send of its key on another host nearest before the receive
+    # (on the receiver's clock), within MAX_FLIGHT_NS; failing that, for TCP, the send of the
+    # same connection and acknowledgement whose data covers the received sequence number (the
+    # NIC split it, or the receiver merged several)
     order = np.lexsort((s["ts"], s["key"]))
     skeys = s["key"][order]
+    fa = _mix(_mix(np.zeros(len(s["flow"]), np.uint64), s["flow"]), s["ack"]).view(np.int64)
+    fa_order = np.argsort(fa, kind="stable")
+    fa_sorted = fa[fa_order]
     remote: dict = {}
     unmatched = 0
+    by_range = 0
     for wake, ridx in log.wakes.items():
         key, t_r, h_r = int(r["key"][ridx]), int(r["ts"][ridx]), int(r["host"][ridx])
         lo, hi = np.searchsorted(skeys, key, "left"), np.searchsorted(skeys, key, "right")
-        best = None
-        for j in order[lo:hi].tolist():
-            h_s = int(s["host"][j])
-            fit = fits.get((h_s, h_r))
-            if h_s == h_r or fit is None:
-                continue
-            t_s = int(s["ts"][j])
-            flight = t_r - (t_s + fit.shift(t_s))
-            # a little negative: within the fit's error; the nearest send is the packet
-            if -MAX_FLIGHT_NS // 1000 <= flight <= MAX_FLIGHT_NS and (best is None or abs(flight) < best[0]):
-                best = (abs(flight), h_s, int(s["tid"][j]), t_s)
+        best = _nearest_send(s, fits, order[lo:hi], h_r, t_r)
+        if best is None and r["flow"][ridx] != NO_KEY:
+            f = int(_mix(_mix(np.zeros(1, np.uint64), r["flow"][ridx:ridx + 1]), r["ack"][ridx:ridx + 1]).view(np.int64)[0])
+            lo, hi = np.searchsorted(fa_sorted, f, "left"), np.searchsorted(fa_sorted, f, "right")
+            cand = fa_order[lo:hi]
+            seq_r = int(r["seq"][ridx])
+            if len(cand):
+                seq, plen = s["seq"][cand], s["plen"][cand]
+                off = (seq_r - seq) % (1 << 32)  # sequence numbers wrap
+                cover = (off < np.where(plen > 0, plen, 1 << 16)) & (s["flow"][cand] == r["flow"][ridx])
+                best = _nearest_send(s, fits, cand[cover], h_r, t_r)
+                by_range += best is not None
         if best is None or best[2] <= 0:  # not sent by a known task (e.g. from an interrupt on idle)
             unmatched += 1
         else:
             remote[wake] = best[1:]
-    return Matches(fits, remote, len(si), unmatched)
+    return Matches(fits, remote, len(si), unmatched, by_range)
+
+
+def _nearest_send(s: dict, fits: dict, cand, h_r: int, t_r: int):
+    """Of the sends ``cand``, the one on another host whose time (on the receiver's clock) is
+    nearest the receive, within the flight bounds: (|flight|, host, tid, send time) or None."""
+    best = None
+    for j in np.asarray(cand).tolist():
+        h_s = int(s["host"][j])
+        fit = fits.get((h_s, h_r))
+        if h_s == h_r or fit is None:
+            continue
+        t_s = int(s["ts"][j])
+        flight = t_r - (t_s + fit.shift(t_s))
+        # a little negative: within the fit's error; the nearest send is the packet
+        if -MAX_FLIGHT_NS // 1000 <= flight <= MAX_FLIGHT_NS and (best is None or abs(flight) < best[0]):
+            best = (abs(flight), h_s, int(s["tid"][j]), t_s)
+    return best
 
 
 def network_notes(graphs: dict) -> list[str]:

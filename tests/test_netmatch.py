@@ -123,8 +123,9 @@ def test_without_the_other_hosts_trace_or_a_matching_packet_the_wait_stays_bn(tm
     graphs, _ = graphs_of(tmp_path / "a", {"web": web_events()})
     got = web_path(graphs)
     assert ("web", 500, 40, 585, "BN") in got and {h for h, *_ in got} == {"web"}
-    # a reply whose sequence number nobody sent: not this database's packet
-    graphs, builder = graphs_of(tmp_path / "b", {"web": web_events({**REPLY, "seq": 77}), "db": db_events()})
+    # a reply whose sequence number nobody sent (not even within a sent segment): not this
+    # database's packet
+    graphs, builder = graphs_of(tmp_path / "b", {"web": web_events({**REPLY, "seq": 5_000_000}), "db": db_events()})
     got = web_path(graphs)
     assert ("web", 500, 40, 585, "BN") in got and {h for h, *_ in got} == {"web"}
     assert builder.matches.unmatched_wakes == 1
@@ -144,6 +145,35 @@ def test_a_packet_sent_from_an_interrupt_is_not_the_interrupted_tasks_work(tmp_p
     got = web_path(graphs)
     assert ("web", 500, 40, 585, "BN") in got and {h for h, *_ in got} == {"web"}
     assert builder.matches.unmatched_wakes == 1 and graphs["web"].clocks["db"].pairs_ba == 1
+
+
+@needs_bt2
+def test_a_reply_the_nic_split_is_matched_by_its_sequence_range(tmp_path):
+    # mysqld queues a 4,096-byte reply as one TSO super-packet; web-01 receives three segments
+    # (seq 1, 1449, 2897) and the last one wakes php-fpm: no header is equal on both sides, the
+    # connection, the acknowledgement and the sequence range are (a pure ACK back, sent from a
+    # softirq, gives the clock fit its second direction)
+    big = {**REPLY, "tot_len": 4136}
+    ack = dict(saddr=DB, daddr=WEB, sport=3306, dport=41000, seq=1, ack=1200, flags=0x10, tot_len=40)
+    db = []
+    for ts, cpu, name, f in db_events():
+        if name == "net_dev_queue":
+            f = {**f, "network_header": big}
+        db.append((ts, cpu, name, f))
+    db += [(SKEW + 99, 0, "irq_softirq_entry", {"vec": 3}),
+           (SKEW + 100, 0, "net_dev_queue", dict(skbaddr=0xE500, len=54, name="eth0", network_header=ack)),
+           (SKEW + 101, 0, "irq_softirq_exit", {"vec": 3})]
+    web = [e for e in web_events() if e[2] != "net_if_receive_skb"]
+    web += [(140, 1, "net_if_receive_skb", dict(skbaddr=0xF600, len=40, name="eth0", network_header=ack))]
+    for k, t in enumerate((576, 578, 580)):
+        seg = {**REPLY, "seq": 1 + 1448 * k, "tot_len": 1488 if k < 2 else 1240, "flags": 0x10 if k < 2 else 0x18}
+        web.append((t, 0, "net_if_receive_skb", dict(skbaddr=0xB200 + k, len=seg["tot_len"], name="eth0",
+                                                     network_header=seg)))
+    graphs, builder = graphs_of(tmp_path, {"web": web, "db": db})
+    assert builder.matches.by_range == 1 and builder.matches.unmatched_wakes == 0
+    assert graphs["web"].clocks["db"].offset_ns == pytest.approx(SKEW, abs=1)
+    got = web_path(graphs)
+    assert ("db", 601, 90, 505, "BD") in got and ("web", 500, 540, 585, "BN") in got
 
 
 def test_clock_fit_recovers_offset_and_drift_from_packets_both_ways():
