@@ -258,22 +258,18 @@ class PathFinder:
                 if st == BLOCKED:
                     blk = int(iv_block[k])
                     waker = int(iv_waker[k])
-                    if blk == FOLLOW_NET and depth < self.max_depth and waker != T and e > pos:
-                        # the sender's work up to the send, then the packet's flight (BN)
-                        sent = min(max(g.net_links.get(k, pos), pos), e)
-                        stack.append((T, e, b, depth, via, G, shift))
-                        stack.append((None, sent, e, T, via, G, shift))
-                        if sent > pos:
-                            stack.append((waker, pos, sent, depth + 1, T, G, shift))
-                        break
-                    if blk == FOLLOW_REMOTE and depth < self.max_depth and e > pos:
-                        host, t_sent = g.remote_links[k]
-                        R = self._graph(host)
-                        fit = g.clocks.get(host)
-                        if R is not None and fit is not None:
-                            # the sender's work on its host up to the send, then the flight (BN);
-                            # d: this clock to the sender's, taken once so the pieces tile exactly
-                            d = fit.shift(pos)
+                    if blk in (FOLLOW_NET, FOLLOW_REMOTE) and depth < self.max_depth and e > pos:
+                        # the sender's work up to the send (on its host, for a packet from another
+                        # traced host), then the packet's flight (BN); d: this clock to the
+                        # sender's, taken once so that the pieces tile the window exactly
+                        if blk == FOLLOW_NET:
+                            R, d, t_sent = (G if waker != T else None), 0, g.net_links.get(k, pos)
+                        else:
+                            host, t_sent = g.remote_links[k]
+                            R, fit = self._graph(host), g.clocks.get(host)
+                            d = fit.shift(pos) if fit is not None else 0
+                            R = R if fit is not None else None
+                        if R is not None:
                             sent = min(max(t_sent - d, pos), e)
                             stack.append((T, e, b, depth, via, G, shift))
                             stack.append((None, sent, e, T, via, G, shift))

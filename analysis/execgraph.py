@@ -680,8 +680,8 @@ class GraphBuilder:
         m = len(tid)
         futex_id = self.syscall_names.index("futex") if "futex" in self.syscall_names else -99
         iv_block, iv_waker, iv_ctx = _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id)
-        net_links = _network_links(tid, state, iv_block, iv_waker, wake, links)
-        remote_links = _remote_links(state, iv_block, iv_waker, wake, remote)
+        net_links = _packet_waits(state, iv_block, iv_waker, wake, links, FOLLOW_NET, tid)
+        remote_links = _packet_waits(state, iv_block, iv_waker, wake, remote, FOLLOW_REMOTE)
         del wake
         _release_freed_memory()
         for t_, a, z in zip(tids.tolist(), start[lo].tolist() if m else [], stop[hi - 1].tolist() if m else []):
@@ -733,37 +733,23 @@ def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, block: int = 1 << 2
     return iv_block, iv_waker, iv_ctx
 
 
-def _network_links(tid, state, iv_block, iv_waker, wake, links) -> dict[int, int]:
-    """Blocked intervals ended by a packet that a task of the host sent (loopback): they become
-    FOLLOW_NET, their waker the sender; returns interval -> the send's time."""
-    out: dict[int, int] = {}
+def _packet_waits(state, iv_block, iv_waker, wake, links: dict, code: int, tid=None) -> dict:
+    """Blocked intervals (BN so far) ended by a wake-up in ``links`` (wake-up number -> (..., sender
+    tid, send time)): they become ``code`` (FOLLOW_NET: a task of the host sent the packet,
+    loopback; FOLLOW_REMOTE: a task of another traced host), their waker the sender. Returns
+    interval -> the link without the sender (send time; or host, send time). With ``tid``, a
+    thread is never its own sender."""
+    out: dict = {}
     if not links:
         return out
     linked = np.fromiter(links, np.int64, len(links))
     cand = np.flatnonzero((state == BLOCKED) & (iv_block == ST_BN) & np.isin(wake, linked))
     for k in cand.tolist():
-        snd, t = links[int(wake[k])]
-        if snd > 0 and snd != int(tid[k]):
-            iv_block[k] = FOLLOW_NET
+        *where, snd, t = links[int(wake[k])]
+        if snd > 0 and (tid is None or snd != int(tid[k])):
+            iv_block[k] = code
             iv_waker[k] = snd
-            out[k] = t
-    return out
-
-
-def _remote_links(state, iv_block, iv_waker, wake, remote) -> dict[int, tuple[str, int]]:
-    """Blocked intervals ended by a packet a task of another traced host sent: they become
-    FOLLOW_REMOTE, their waker the sender (a tid of that host); returns interval -> (host, send
-    time on its clock)."""
-    out: dict[int, tuple[str, int]] = {}
-    if not remote:
-        return out
-    linked = np.fromiter(remote, np.int64, len(remote))
-    cand = np.flatnonzero((state == BLOCKED) & (iv_block == ST_BN) & np.isin(wake, linked))
-    for k in cand.tolist():
-        host, snd, t = remote[int(wake[k])]
-        iv_block[k] = FOLLOW_REMOTE
-        iv_waker[k] = snd
-        out[k] = (host, t)
+            out[k] = (*where, t) if where else t
     return out
 
 

@@ -39,40 +39,46 @@ MAX_FLIGHT_NS = 1_000_000_000  # a receive more than this after a send of the sa
 NO_KEY = 0
 
 
-def _mix(h: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """One step of a 64-bit hash (splitmix-style), vectorised, wrapping."""
+def _hash(*cols) -> np.ndarray:
+    """A 64-bit hash of equal-length integer columns, row by row (splitmix-style steps,
+    vectorised, wrapping); never NO_KEY."""
+    h = np.zeros(len(cols[0]), np.uint64)
     with np.errstate(over="ignore"):
-        h = (h ^ v.astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15)
-        h ^= h >> np.uint64(29)
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        return h ^ (h >> np.uint64(32))
+        for v in cols:
+            h = (h ^ np.asarray(v).astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(29)
+            h *= np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(32)
+    key = h.view(np.int64)
+    return np.where(key == NO_KEY, 1, key)
 
 
-def packet_keys(fields: dict, rows: np.ndarray) -> np.ndarray:
-    """The identity of each packet at ``rows`` of a chunk (int64; NO_KEY where the event has
-    no IP header). Equal for the send on one host and the receive on another."""
+def _columns(fields: dict, rows: np.ndarray):
+    """col(name): the header field ``name`` at ``rows`` (MISSING where absent)."""
     n = len(rows)
-    saddr = fields.get(PACKET_FIELDS[0])
-    if saddr is None or n == 0:
-        return np.full(n, NO_KEY, np.int64)
 
     def col(name):
         c = fields.get(name)
         return c[rows] if c is not None else np.full(n, MISSING, np.int64)
 
-    sa, da = col(NH + "saddr"), col(NH + "daddr")
-    sport = col(TH + "source_port")
-    tcp = sport != MISSING
-    h = _mix(np.zeros(n, np.uint64), sa)
-    h = _mix(h, da)
-    h = _mix(h, np.where(tcp, sport, col(NH + "id")))
-    h = _mix(h, np.where(tcp, col(TH + "dest_port"), col(NH + "tot_len")))
-    h = _mix(h, np.where(tcp, col(TH + "seq"), col(NH + "protocol")))
-    h = _mix(h, np.where(tcp, col(TH + "ack_seq"), 0))
-    h = _mix(h, np.where(tcp, col(TH + "flags"), 1))
-    h = _mix(h, np.where(tcp, col(NH + "tot_len"), 2))  # a pure ACK and the data after it share seq and ack
-    key = h.view(np.int64)
-    key = np.where(key == NO_KEY, 1, key)
+    return col
+
+
+def packet_keys(fields: dict, rows: np.ndarray) -> np.ndarray:
+    """The identity of each packet at ``rows`` of a chunk (int64; NO_KEY where the event has
+    no IP header). Equal for the send on one host and the receive on another."""
+    if fields.get(PACKET_FIELDS[0]) is None or len(rows) == 0:
+        return np.full(len(rows), NO_KEY, np.int64)
+    col = _columns(fields, rows)
+    sa = col(NH + "saddr")
+    tcp = col(TH + "source_port") != MISSING
+    key = _hash(sa, col(NH + "daddr"),
+                np.where(tcp, col(TH + "source_port"), col(NH + "id")),
+                np.where(tcp, col(TH + "dest_port"), col(NH + "tot_len")),
+                np.where(tcp, col(TH + "seq"), col(NH + "protocol")),
+                np.where(tcp, col(TH + "ack_seq"), 0),
+                np.where(tcp, col(TH + "flags"), 1),
+                np.where(tcp, col(NH + "tot_len"), 2))  # a pure ACK and the data after it share seq and ack
     return np.where(sa != MISSING, key, NO_KEY)
 
 
@@ -82,20 +88,10 @@ def tcp_segments(fields: dict, rows: np.ndarray) -> dict:
     offload's super-packet may say 0). A send the NIC splits (TSO) or a receive the kernel
     merges (GRO) keeps its connection and acknowledgement; its data is a range of sequence
     numbers: what :func:`match` falls back to when no header is equal on both sides."""
-    n = len(rows)
-
-    def col(name):
-        c = fields.get(name)
-        return c[rows] if c is not None else np.full(n, MISSING, np.int64)
-
+    col = _columns(fields, rows)
     sport = col(TH + "source_port")
     tcp = (sport != MISSING) & (col(NH + "saddr") != MISSING)
-    h = _mix(np.zeros(n, np.uint64), col(NH + "saddr"))
-    h = _mix(h, col(NH + "daddr"))
-    h = _mix(h, sport)
-    h = _mix(h, col(TH + "dest_port"))
-    flow = h.view(np.int64)
-    flow = np.where(flow == NO_KEY, 1, flow)
+    flow = _hash(col(NH + "saddr"), col(NH + "daddr"), sport, col(TH + "dest_port"))
     tot, ihl, doff = col(NH + "tot_len"), col(NH + "ihl"), col(TH + "data_offset")
     plen = np.where((tot > 0) & (ihl != MISSING) & (doff != MISSING), tot - 4 * ihl - 4 * doff, -1)
     return {"flow": np.where(tcp, flow, NO_KEY), "seq": col(TH + "seq"), "ack": col(TH + "ack_seq"), "plen": plen}
@@ -229,10 +225,6 @@ class Matches:
     unmatched_wakes: int  # wake-ups by a packet with a header that no traced host sent
     by_range: int = 0  # wake-ups matched by TCP sequence range (offloads split or merged the packet)
 
-    def shift(self, a: int, b: int, t_a: int) -> int | None:
-        fit = self.fits.get((a, b))
-        return None if fit is None else fit.shift(t_a)
-
 
 def match(log: PacketLog) -> Matches:
     """Pair sends and receives of one packet on two different hosts, fit the clocks, and
@@ -268,9 +260,10 @@ def match(log: PacketLog) -> Matches:
     # NIC split it, or the receiver merged several)
     order = np.lexsort((s["ts"], s["key"]))
     skeys = s["key"][order]
-    fa = _mix(_mix(np.zeros(len(s["flow"]), np.uint64), s["flow"]), s["ack"]).view(np.int64)
+    fa = _hash(s["flow"], s["ack"])  # connection + acknowledgement: the sequence-range fallback
     fa_order = np.argsort(fa, kind="stable")
     fa_sorted = fa[fa_order]
+    r_fa = _hash(r["flow"], r["ack"])
     remote: dict = {}
     unmatched = 0
     by_range = 0
@@ -279,8 +272,7 @@ def match(log: PacketLog) -> Matches:
         lo, hi = np.searchsorted(skeys, key, "left"), np.searchsorted(skeys, key, "right")
         best = _nearest_send(s, fits, order[lo:hi], h_r, t_r)
         if best is None and r["flow"][ridx] != NO_KEY:
-            f = int(_mix(_mix(np.zeros(1, np.uint64), r["flow"][ridx:ridx + 1]), r["ack"][ridx:ridx + 1]).view(np.int64)[0])
-            lo, hi = np.searchsorted(fa_sorted, f, "left"), np.searchsorted(fa_sorted, f, "right")
+            lo, hi = np.searchsorted(fa_sorted, r_fa[ridx], "left"), np.searchsorted(fa_sorted, r_fa[ridx], "right")
             cand = fa_order[lo:hi]
             seq_r = int(r["seq"][ridx])
             if len(cand):
