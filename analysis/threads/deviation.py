@@ -362,6 +362,15 @@ class Excursion:
     member: int = -1  # found in this member thread of the abstraction (-1: in the abstraction's mean)
 
 
+def mean_series(g: list[np.ndarray]) -> np.ndarray:
+    """An abstraction's samples as one series: its threads' mean at each sample index (threads
+    of one group run side by side), over the shortest thread's length."""
+    if len(g) == 1:
+        return g[0]
+    n = min(len(x) for x in g)
+    return np.nanmean(np.stack([y[:n] for y in g]), axis=0)
+
+
 def by_member(score_fn, groups: list[list[np.ndarray]], params: ThreadParams) -> list:
     """``score_fn`` on the abstractions (their threads averaged) and, where abstractions pool
     several threads, on every thread against all threads of the level: an abstraction scores
@@ -419,9 +428,8 @@ def _window_scores(groups: list[list[np.ndarray]], window: int) -> list[Excursio
     k = len(groups)
     resid_all, per = [], []
     for g in groups:
-        # several threads: their mean at each sample index (threads of one group run side by side)
-        n = min(len(x) for x in g)
-        x = np.nanmean(np.stack([y[:n] for y in g]), axis=0) if len(g) > 1 else g[0]
+        x = mean_series(g)
+        n = len(x)
         if n < 3 * w:
             per.append(None)
             continue
@@ -491,10 +499,7 @@ def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> li
     end of the run holds one, a short spike or a step of noise does not. An abstraction's score
     is that of its most departing metric."""
     k = len(groups)
-    xs = []
-    for g in groups:
-        n = min(len(x) for x in g)
-        xs.append(np.nanmean(np.stack([y[:n] for y in g]), axis=0) if len(g) > 1 else g[0])
+    xs = [mean_series(g) for g in groups]
     n = min((len(x) for x in xs), default=0)
     w = params.window
     nw = n // w
