@@ -205,3 +205,13 @@ def test_progress_reports_events_and_bytes_up_to_the_total():
     assert seen[-1].events == REAL_TRACE_EVENTS["tracevizlab-apt"]
     assert seen[-1].bytes_done == seen[-1].bytes_total == r.bytes_total > 0
     assert any(0 < p.bytes_done < p.bytes_total for p in seen)
+
+
+def test_kernel_traces_of_one_hostname_get_distinct_hosts_and_ust_follows_its_folder():
+    from analysis.ctf.reader import _distinct_hosts
+
+    paths = ["/t/s1/kernel", "/t/s1/ust/uid/1000/64-bit", "/t/s2/kernel", "/t/s2/ust/uid/1000/64-bit", "/t/x/kernel"]
+    env = [("ubuntu", "kernel"), ("ubuntu", "ust"), ("ubuntu", "kernel"), ("ubuntu", "ust"), ("db", "kernel")]
+    assert _distinct_hosts(paths, env) == ["ubuntu (s1)", "ubuntu (s1)", "ubuntu (s2)", "ubuntu (s2)", "db"]
+    # one kernel trace per hostname: names unchanged
+    assert _distinct_hosts(paths[:2], env[:2]) == ["ubuntu", "ubuntu"]

@@ -265,3 +265,16 @@ def test_features_csv_keeps_the_time_on_the_other_host_and_reads_it_back(tmp_pat
     assert back.states == list(STATES)  # elsewhere_ns is not a state
     assert np.array_equal(back.fields["elsewhere_ns"], ft.fields["elsewhere_ns"])
     assert np.array_equal(back.durations, ft.durations)
+
+
+@needs_bt2
+def test_two_machines_with_one_hostname_stay_two_hosts(tmp_path):
+    # machines installed from one image often share a hostname: their kernel traces are still
+    # two machines (named after their folders), not one graph with mixed-up threads
+    write_trace(tmp_path / "web", web_events(), hostname="ubuntu")
+    write_trace(tmp_path / "db", db_events(), hostname="ubuntu")
+    graphs = read_once([tmp_path / "web", tmp_path / "db"], [GraphBuilder()]).results[0]
+    assert sorted(graphs) == ["ubuntu (db)", "ubuntu (web)"]
+    pf = finders(graphs)["ubuntu (web)"]
+    s = pf.path(500, EPOCH, EPOCH + 700).segments(graphs["ubuntu (web)"])
+    assert ("ubuntu (db)", "BD") in {(s.hosts[h], STATES[st]) for h, st in zip(s.hosts_of(), s.state)}

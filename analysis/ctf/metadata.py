@@ -69,6 +69,18 @@ def event_names(text: str) -> list[str]:
     return _EVENT_NAME.findall(text)
 
 
+_ENV = re.compile(r"\benv\s*\{([^}]*)\}", re.S)
+
+
+def env_value(text: str, key: str) -> str | None:
+    """A string or integer from the metadata's env block (``hostname``, ``domain``...)."""
+    m = _ENV.search(text)
+    if not m:
+        return None
+    v = re.search(r"\b" + re.escape(key) + r'\s*=\s*(?:"([^"]*)"|(-?\d+))\s*;', m.group(1))
+    return None if v is None else (v.group(1) if v.group(1) is not None else v.group(2))
+
+
 # -- packet layout, enough to walk LTTng stream files -------------------------------------------
 
 _TYPEALIAS = re.compile(r"typealias\s+integer\s*\{([^}]*)\}\s*:=\s*([\w ]+?)\s*;", re.S)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from pathlib import Path
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from ..columns import MISSING, EventChunk, StringPool
 from ..errors import InputError, TraceReadError
 from .bt2_support import error_text, import_bt2
 from .discover import TraceDir, find_traces
-from .metadata import event_names, packet_layout, read_metadata_text
+from .metadata import env_value, event_names, packet_layout, read_metadata_text
 from .streams import check_stream, salvage_view
 from .names import canonical_event_name
 
@@ -177,7 +178,9 @@ class CtfReader:
         self.traces: list[TraceMeta] = [TraceMeta(path=str(t.path), size=t.size) for t in self.trace_dirs]
         self.events_read = 0
         self._views = []  # temporary salvage folders, alive as long as the reader
+        self._env: list[tuple[str | None, str | None]] = []  # per trace: (hostname, domain) from its metadata
         self._read_paths = [self._check_trace(td, meta) for td, meta in zip(self.trace_dirs, self.traces)]
+        self._host_names = _distinct_hosts([td.path for td in self.trace_dirs], self._env)
         self._query_ranges()
 
     # -- catalogues -------------------------------------------------------------------------
@@ -214,6 +217,7 @@ class CtfReader:
         (the trace itself, or a salvage view when stream files are cut short)."""
         text = read_metadata_text(td.path / "metadata")
         meta.defined_events = tuple(event_names(text))
+        self._env.append((env_value(text, "hostname"), env_value(text, "domain")))
         layout = packet_layout(text)
         if layout is None:
             return td.path
@@ -731,7 +735,7 @@ def _make_sink_class():
                     meta = reader.traces[index]
                     env = {k: _plain(v) for k, v in trace.environment.items()}
                     meta.env = env
-                    meta.hostname = str(env.get("hostname", "?"))
+                    meta.hostname = reader._host_names[index] or str(env.get("hostname", "?"))
                     meta.domain = str(env.get("domain", "?"))
                     tracer = env.get("tracer_name", "?")
                     ver = ".".join(str(env[k]) for k in ("tracer_major", "tracer_minor", "tracer_patchlevel") if k in env)
@@ -852,6 +856,35 @@ def _make_sink_class():
         return None
 
     return ChunkSink
+
+
+def _distinct_hosts(paths: list, env: list) -> list[str | None]:
+    """The host name of each trace: its metadata's hostname, except where several kernel traces
+    name the same host (machines installed from one image, containers...): they are different
+    machines, named ``hostname (folder)`` after the first folder where their paths part, and a
+    user-space trace of that hostname goes with the kernel trace whose path shares the most
+    with its own. None where the metadata has no hostname (the stream's environment says)."""
+    out = [h for h, _ in env]
+    by_name: dict[str, list[int]] = {}
+    for i, (h, dom) in enumerate(env):
+        if h is not None and dom == "kernel":
+            by_name.setdefault(h, []).append(i)
+    for h, kern in by_name.items():
+        if len(kern) < 2:
+            continue
+        parts = [Path(os.path.abspath(paths[i])).parts for i in kern]
+        common = 0
+        while all(len(p) > common + 1 for p in parts) and len({p[common] for p in parts}) == 1:
+            common += 1
+        names = {i: f"{h} ({p[common]})" for i, p in zip(kern, parts)}
+        for i, name in names.items():
+            out[i] = name
+        for i, (h2, dom) in enumerate(env):
+            if h2 == h and dom != "kernel":
+                mine = Path(os.path.abspath(paths[i])).parts
+                shared = [(len(os.path.commonprefix([mine, Path(os.path.abspath(paths[k])).parts])), k) for k in kern]
+                out[i] = names[max(shared)[1]]
+    return out
 
 
 def _plain(v):
