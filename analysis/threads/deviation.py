@@ -230,9 +230,10 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
     kept, dropped = [], []
     apart = separation(D)
     for items, score in ranking:
-        # members of a ranked cluster are kept one by one: a deviating thread can pull a
-        # neighbour or two into its cluster
-        good = [i for i in items if apart[i] >= params.separation]
+        # members of a ranked cluster are kept one by one (a deviating thread can pull a
+        # neighbour or two into its cluster), the furthest apart first (the descent orders
+        # clusters, not their members)
+        good = sorted((i for i in items if apart[i] >= params.separation), key=lambda i: -apart[i])
         dropped += [([i], score, float(apart[i])) for i in items if i not in good]
         if good:
             kept.append((good, score, float(np.min(apart[good]))))
