@@ -146,6 +146,31 @@ class ThreadInfo:
 
 
 @dataclass
+class RemoteLinks:
+    """FOLLOW_REMOTE intervals of a graph (sorted), each with the sender's host and the send
+    time on that host's clock; ``links[k]`` -> (host, time)."""
+
+    k: np.ndarray
+    host: np.ndarray  # index into hosts
+    t: np.ndarray
+    hosts: list
+
+    @classmethod
+    def empty(cls) -> "RemoteLinks":
+        e = np.zeros(0, np.int64)
+        return cls(e, e.astype(np.int16), e, [])
+
+    def __len__(self) -> int:
+        return len(self.k)
+
+    def __getitem__(self, k: int) -> tuple[str, int]:
+        i = int(np.searchsorted(self.k, k))
+        if i >= len(self.k) or self.k[i] != k:
+            raise KeyError(k)
+        return self.hosts[int(self.host[i])], int(self.t[i])
+
+
+@dataclass
 class ExecGraph:
     """One host's graph. Intervals are sorted by (thread, start); thread ``i`` owns
     ``iv_*[thread_lo[i]:thread_hi[i]]``; ``tid_index`` maps a tid to ``i``."""
@@ -172,7 +197,7 @@ class ExecGraph:
     wakeup_family: str = ""
     net_links: dict[int, int] = field(default_factory=dict)  # FOLLOW_NET interval -> when its packet was sent
     # FOLLOW_REMOTE interval -> (sender's host, send time on that host's clock)
-    remote_links: dict[int, tuple[str, int]] = field(default_factory=dict)
+    remote_links: "RemoteLinks" = field(default_factory=lambda: RemoteLinks.empty())
     clocks: dict[str, ClockFit] = field(default_factory=dict)  # other host -> this clock to that one
 
     def __post_init__(self):
@@ -535,6 +560,8 @@ class GraphBuilder:
         widx = np.concatenate([np.full(len(send_rows) + len(recv_rows), -1), np.flatnonzero(net_wake)])
         o = np.argsort(seq[rows], kind="stable")
         skb_all = chunk.fields.get("skbaddr")
+        remote_w: list[int] = []  # wake-ups by a packet not sent on this host, and their receives
+        remote_r: list[int] = []
         skb = (lambda r: int(skb_all[r])) if skb_all is not None else (lambda r: MISSING)
         for r, kd, wi in zip(rows[o].tolist(), kinds[o].tolist(), widx[o].tolist()):
             if kd == 0:
@@ -550,7 +577,9 @@ class GraphBuilder:
                 if sent is not None and 0 <= got[0] - sent[0] <= self.NET_FLIGHT_NS:
                     self.links[int(wake_ids[wi])] = (sent[1], sent[0])
                 elif got[2] >= 0:
-                    self.packets.wakes[int(wake_ids[wi])] = got[2]
+                    remote_w.append(int(wake_ids[wi]))
+                    remote_r.append(got[2])
+        self.packets.add_wakes(remote_w, remote_r)
         horizon = int(ts[-1]) - self.NET_FLIGHT_NS
         if self.net_send and len(self.net_send) > 64:
             self.net_send = {k: v for k, v in self.net_send.items() if k[0] != h or v[0] >= horizon}
@@ -641,7 +670,7 @@ class GraphBuilder:
         kernel_hosts = {reader.host_code(t.hostname) for t in reader.traces if t.domain == "kernel"}
         self.matches = match(self.packets)
         self.packets = PacketLog()
-        remote = {w: (reader.hosts[h], tid, t) for w, (h, tid, t) in self.matches.remote.items()}
+        remote = self.matches.remote
         for h, hs in self.hosts.items():
             if h not in kernel_hosts:
                 continue
@@ -680,8 +709,8 @@ class GraphBuilder:
         m = len(tid)
         futex_id = self.syscall_names.index("futex") if "futex" in self.syscall_names else -99
         iv_block, iv_waker, iv_ctx = _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id)
-        net_links = _packet_waits(state, iv_block, iv_waker, wake, links, FOLLOW_NET, tid)
-        remote_links = _packet_waits(state, iv_block, iv_waker, wake, remote, FOLLOW_REMOTE)
+        net_links = _network_links(tid, state, iv_block, iv_waker, wake, links)
+        remote_links = _remote_waits(state, iv_block, iv_waker, wake, remote, self.reader.hosts)
         del wake
         _release_freed_memory()
         for t_, a, z in zip(tids.tolist(), start[lo].tolist() if m else [], stop[hi - 1].tolist() if m else []):
@@ -733,24 +762,34 @@ def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, block: int = 1 << 2
     return iv_block, iv_waker, iv_ctx
 
 
-def _packet_waits(state, iv_block, iv_waker, wake, links: dict, code: int, tid=None) -> dict:
-    """Blocked intervals (BN so far) ended by a wake-up in ``links`` (wake-up number -> (..., sender
-    tid, send time)): they become ``code`` (FOLLOW_NET: a task of the host sent the packet,
-    loopback; FOLLOW_REMOTE: a task of another traced host), their waker the sender. Returns
-    interval -> the link without the sender (send time; or host, send time). With ``tid``, a
-    thread is never its own sender."""
-    out: dict = {}
+def _network_links(tid, state, iv_block, iv_waker, wake, links) -> dict[int, int]:
+    """Blocked intervals ended by a packet that a task of the host sent (loopback: few): they
+    become FOLLOW_NET, their waker the sender; returns interval -> the send's time."""
+    out: dict[int, int] = {}
     if not links:
         return out
     linked = np.fromiter(links, np.int64, len(links))
     cand = np.flatnonzero((state == BLOCKED) & (iv_block == ST_BN) & np.isin(wake, linked))
     for k in cand.tolist():
-        *where, snd, t = links[int(wake[k])]
-        if snd > 0 and (tid is None or snd != int(tid[k])):
-            iv_block[k] = code
+        snd, t = links[int(wake[k])]
+        if snd > 0 and snd != int(tid[k]):
+            iv_block[k] = FOLLOW_NET
             iv_waker[k] = snd
-            out[k] = (*where, t) if where else t
+            out[k] = t
     return out
+
+
+def _remote_waits(state, iv_block, iv_waker, wake, remote, host_names) -> RemoteLinks:
+    """Blocked intervals (BN so far) ended by a wake-up a packet from another traced host
+    caused (``remote``: netmatch.RemoteWakes, sorted by wake-up): they become FOLLOW_REMOTE,
+    their waker the sender (a tid of that host). Vectorised: one per request round trip."""
+    if remote is None or len(remote) == 0:
+        return RemoteLinks.empty()
+    k = np.flatnonzero((state == BLOCKED) & (iv_block == ST_BN) & np.isin(wake, remote.wake))
+    j = np.searchsorted(remote.wake, wake[k])
+    iv_block[k] = FOLLOW_REMOTE
+    iv_waker[k] = remote.tid[j]
+    return RemoteLinks(k.astype(np.int64), remote.host[j], remote.t[j], list(host_names))
 
 
 def _sorted_pairs(a: np.ndarray, b: np.ndarray, block: int = 1 << 20) -> bool:

@@ -105,7 +105,17 @@ class PacketLog:
         self._send = {k: [] for k in ("key", "ts", "host", "tid", "flow", "seq", "ack", "plen")}
         self._recv = {k: [] for k in ("key", "ts", "host", "flow", "seq", "ack")}
         self.n_recv = 0
-        self.wakes: dict[int, int] = {}
+        self._wakes: list = []  # (wake-up numbers, receive numbers) per chunk
+
+    def add_wakes(self, wake_ids, recv_idx) -> None:
+        """Wake-ups that delivered a logged receive (not matched on their own host)."""
+        if len(wake_ids):
+            self._wakes.append((np.asarray(wake_ids, np.int64), np.asarray(recv_idx, np.int64)))
+
+    def wakes(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self._wakes:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return (np.concatenate([w for w, _ in self._wakes]), np.concatenate([r for _, r in self._wakes]))
 
     def add_sends(self, key, ts, host: int, tid, seg: dict | None = None) -> None:
         m = key != NO_KEY
@@ -170,6 +180,26 @@ class ClockFit:
                         self.pairs_ba, self.pairs_ab, self.margin_ns, self.one_way)
 
 
+def _hull(x: np.ndarray, y: np.ndarray, lower: bool) -> np.ndarray:
+    """Indices of the lower (or upper) convex hull of the points (x, y), by the monotone chain:
+    the only bounds a line below (above) every point can touch. One pass, O(n log n)."""
+    if len(x) <= 2:
+        return np.arange(len(x))
+    sign = 1.0 if lower else -1.0
+    order = np.lexsort((sign * y, x))
+    out: list[int] = []
+    xs, ys = x.tolist(), (sign * y).tolist()
+    for i in order.tolist():
+        while len(out) >= 2:
+            o, a_ = out[-2], out[-1]
+            # keep a_ only if o -> a_ -> i turns left (counter-clockwise)
+            if (xs[a_] - xs[o]) * (ys[i] - ys[o]) - (ys[a_] - ys[o]) * (xs[i] - xs[o]) > 0:
+                break
+            out.pop()
+        out.append(i)
+    return np.array(out, np.int64)
+
+
 def fit_clock(a: int, b: int, send_a, recv_b, send_b, recv_a) -> ClockFit | None:
     """The line mapping host a's clock to host b's from packets a -> b (sent at ``send_a``,
     received at ``recv_b``) and b -> a; None without any packet."""
@@ -187,13 +217,19 @@ def fit_clock(a: int, b: int, send_a, recv_b, send_b, recv_a) -> ClockFit | None
     xs = np.concatenate([xa, xb])
     if xs.max() - xs.min() < 1.0:  # packets over less than a second cannot tell a drift: none
         drift_bounds = (0, 0)
+    # only the hulls can bind a line: a -> b bounds from above (lower hull), b -> a from below
+    # (upper hull); the linear programme then has tens of rows, not one per packet
+    y_ab, y_ba = (recv_b - send_a) / 1e3, (send_b - recv_a) / 1e3
+    x_mean = float((xa if len(send_a) else xb).mean())  # where a one-way fit hugs its bounds
+    ha, hb = _hull(xa, y_ab, True), _hull(xb, y_ba, False)
+    xa, y_ab, xb, y_ba = xa[ha], y_ab[ha], xb[hb], y_ba[hb]
     if len(send_a) == 0 or len(send_b) == 0:
         # one way: the line as close as it can be to the packets' bounds, all on one side of it
         # (as if the fastest packets took no time): a -> b: offset + drift x <= recv_b - send_a
         x = xa if len(send_a) else xb
-        bound = (recv_b - send_a) / 1e3 if len(send_a) else (send_b - recv_a) / 1e3
+        bound = y_ab if len(send_a) else y_ba
         sign = 1.0 if len(send_a) else -1.0
-        res = linprog(c=[-sign, -sign * float(x.mean()), 0],
+        res = linprog(c=[-sign, -sign * x_mean, 0],
                       A_ub=sign * np.column_stack([np.ones_like(x), x, np.zeros_like(x)]), b_ub=sign * bound,
                       bounds=[(None, None), drift_bounds, (0, 0)], method="highs")
         off_us, drift_ppm = (res.x[0], res.x[1]) if res.status == 0 else (float(bound.min() if sign > 0 else bound.max()), 0.0)
@@ -203,15 +239,33 @@ def fit_clock(a: int, b: int, send_a, recv_b, send_b, recv_a) -> ClockFit | None
     # b -> a: recv_a + offset + drift * xb - send_b >= margin
     A = np.concatenate([np.column_stack([np.ones_like(xa), xa, np.ones_like(xa)]),
                         np.column_stack([-np.ones_like(xb), -xb, np.ones_like(xb)])])
-    rhs = np.concatenate([(recv_b - send_a) / 1e3, (recv_a - send_b) / 1e3])
+    rhs = np.concatenate([y_ab, -y_ba])
     res = linprog(c=[0, 0, -1], A_ub=A, b_ub=rhs, bounds=[(None, None), drift_bounds, (None, None)],
                   method="highs")
     if res.status != 0:  # a degenerate geometry: fall back to the middle of the offset bounds
-        lo, hi = float((send_b - recv_a).max()), float((recv_b - send_a).min())
+        lo, hi = float(y_ba.max()) * 1e3, float(y_ab.min()) * 1e3
         return ClockFit(a, b, (lo + hi) / 2, 0.0, t_ref, len(send_a), len(send_b), (hi - lo) / 2, False)
     off_us, drift_us_per_s, margin_us = res.x
     return ClockFit(a, b, off_us * 1e3, drift_us_per_s * 1e-6, t_ref, len(send_a), len(send_b),
                     margin_us * 1e3, False)
+
+
+@dataclass
+class RemoteWakes:
+    """Wake-ups caused by a packet a task of another traced host sent, sorted by wake-up
+    number: the sender's host (code), tid and send time on its own clock. Arrays, not one
+    Python object per wake-up: a busy pair of hosts has one per request and round trip."""
+
+    wake: np.ndarray
+    host: np.ndarray
+    tid: np.ndarray
+    t: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.wake)
+
+    def as_dict(self) -> dict:
+        return {int(w): (int(h), int(d), int(t)) for w, h, d, t in zip(self.wake, self.host, self.tid, self.t)}
 
 
 @dataclass
@@ -220,7 +274,7 @@ class Matches:
     another host, (sender's host, sender's tid, send time on the sender's clock)."""
 
     fits: dict  # (host a, host b) -> ClockFit, both orders
-    remote: dict  # wake-up number -> (host, tid, send ts)
+    remote: RemoteWakes
     matched: int  # packets matched between hosts
     unmatched_wakes: int  # wake-ups by a packet with a header that no traced host sent
     by_range: int = 0  # wake-ups matched by TCP sequence range (offloads split or merged the packet)
@@ -230,8 +284,11 @@ def match(log: PacketLog) -> Matches:
     """Pair sends and receives of one packet on two different hosts, fit the clocks, and
     resolve every packet wake-up to its sender."""
     s, r = log.sends(), log.receives()
+    wake_ids, wake_recv = log.wakes()
+    e = np.zeros(0, np.int64)
+    none = RemoteWakes(e, e.astype(np.int16), e.astype(np.int32), e)
     if len(s["key"]) == 0 or len(r["key"]) == 0:
-        return Matches({}, {}, 0, len(log.wakes))
+        return Matches({}, none, 0, len(wake_ids))
     # unambiguous pairs first (a key sent once and received once, on different hosts): the clocks
     sk, sc = np.unique(s["key"], return_counts=True)
     rk, rc = np.unique(r["key"], return_counts=True)
@@ -253,7 +310,7 @@ def match(log: PacketLog) -> Matches:
                 fits[(a, b)] = fit
                 fits[(b, a)] = fit.inverse()
     if not fits:
-        return Matches({}, {}, 0, len(log.wakes))
+        return Matches({}, none, 0, len(wake_ids))
     # every wake-up by a packet: the send of its key on another host nearest before the receive
     # (on the receiver's clock), within MAX_FLIGHT_NS; failing that, for TCP, the send of the
     # same connection and acknowledgement whose data covers the received sequence number (the
@@ -264,10 +321,10 @@ def match(log: PacketLog) -> Matches:
     fa_order = np.argsort(fa, kind="stable")
     fa_sorted = fa[fa_order]
     r_fa = _hash(r["flow"], r["ack"])
-    remote: dict = {}
+    found: list = []  # (wake, host, tid, send time)
     unmatched = 0
     by_range = 0
-    for wake, ridx in log.wakes.items():
+    for wake, ridx in zip(wake_ids.tolist(), wake_recv.tolist()):
         key, t_r, h_r = int(r["key"][ridx]), int(r["ts"][ridx]), int(r["host"][ridx])
         lo, hi = np.searchsorted(skeys, key, "left"), np.searchsorted(skeys, key, "right")
         best = _nearest_send(s, fits, order[lo:hi], h_r, t_r)
@@ -284,7 +341,10 @@ def match(log: PacketLog) -> Matches:
         if best is None or best[2] <= 0:  # not sent by a known task (e.g. from an interrupt on idle)
             unmatched += 1
         else:
-            remote[wake] = best[1:]
+            found.append((wake, *best[1:]))
+    found.sort()
+    a = np.array(found, np.int64).reshape(-1, 4)
+    remote = RemoteWakes(a[:, 0], a[:, 1].astype(np.int16), a[:, 2].astype(np.int32), a[:, 3])
     return Matches(fits, remote, len(si), unmatched, by_range)
 
 

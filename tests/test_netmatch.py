@@ -208,9 +208,9 @@ def test_match_pairs_a_wake_with_the_latest_send_of_its_key_on_another_host():
     log.add_sends(np.array([13], np.int64), np.array([2_500], np.int64), 1, np.array([9]))
     r = log.add_receives(np.array([12, 11], np.int64), np.array([2_040, 300_001_050], np.int64), 1)
     log.add_receives(np.array([13], np.int64), np.array([2_560], np.int64), 0)
-    log.wakes[7] = int(r[1])
+    log.add_wakes([7], [int(r[1])])
     m = match(log)
-    assert m.remote == {7: (0, 6, 300_001_000)}  # the retransmission, by tid 6, not the first send
+    assert m.remote.as_dict() == {7: (0, 6, 300_001_000)}  # the retransmission, by tid 6, not the first send
     assert m.fits[(0, 1)].pairs_ab == 1 and m.fits[(0, 1)].pairs_ba == 1
 
 
@@ -278,3 +278,19 @@ def test_two_machines_with_one_hostname_stay_two_hosts(tmp_path):
     pf = finders(graphs)["ubuntu (web)"]
     s = pf.path(500, EPOCH, EPOCH + 700).segments(graphs["ubuntu (web)"])
     assert ("ubuntu (db)", "BD") in {(s.hosts[h], STATES[st]) for h, st in zip(s.hosts_of(), s.state)}
+
+
+def test_hull_keeps_every_point_on_one_side_of_it():
+    from analysis.netmatch import _hull
+
+    rng = np.random.default_rng(9)
+    x, y = rng.uniform(0, 10, 3000), rng.exponential(1.0, 3000)
+    for lower, sign in ((True, 1), (False, -1)):
+        h = _hull(x, y, lower)
+        hx, hy = x[h], y[h]
+        assert np.all(np.diff(hx) > 0) and len(h) < 60
+        # the piecewise-linear hull lies below (above) every point between its ends
+        assert np.all(sign * (y - np.interp(x, hx, hy)) >= -1e-12)
+        # and it is convex (concave)
+        slopes = np.diff(hy) / np.diff(hx)
+        assert np.all(sign * np.diff(slopes) > 0)
