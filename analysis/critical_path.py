@@ -76,6 +76,7 @@ class Path:
         k0 = np.array(self.k0, np.int64)
         k1 = np.array(self.k1, np.int64)
         synth = k0 < 0
+        # one row per interval of the ranged pieces, one per synthetic piece, in piece order
         lens = np.where(synth, 1, k1 - k0)
         piece = np.repeat(np.arange(len(k0)), lens)
         within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
@@ -195,7 +196,6 @@ class PathFinder:
         self.max_depth = max_depth
         self.graphs = graphs or {}
         self._index = _shared if _shared is not None else {}
-        self._own = self._graph(g.host, g)
         self.next_nonpass = self._own.next_nonpass
 
     def _graph(self, host: str, g: ExecGraph | None = None) -> _GraphIndex | None:
