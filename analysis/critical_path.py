@@ -196,7 +196,7 @@ class PathFinder:
         self.max_depth = max_depth
         self.graphs = graphs or {}
         self._index = _shared if _shared is not None else {}
-        self.next_nonpass = self._own.next_nonpass
+        self._own = self._graph(g.host, g)
 
     def _graph(self, host: str, g: ExecGraph | None = None) -> _GraphIndex | None:
         gi = self._index.get(host)
