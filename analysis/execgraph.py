@@ -533,8 +533,9 @@ class GraphBuilder:
         wakes the reader) go to ``self.links``: wake-up number -> (sender, send time). Packets
         with an IP header are logged for matching between hosts at the end, and a wake-up that
         delivers one that is not loopback is noted with its receive. Packet rows are few: a
-        plain loop over them and the wake-ups in network contexts. Sends older than
-        NET_FLIGHT_NS are forgotten at the end of the chunk: memory stays bounded."""
+        plain loop over them and the wake-ups in network contexts. The loopback table forgets
+        sends older than NET_FLIGHT_NS at the end of the chunk; the packet log keeps a few
+        integers per packet with a header (~70 bytes) until the end, as the graph keeps its rows."""
         nwk = int(m_wk.sum())
         m_send, m_recv = cat == C_NET_SEND, cat == C_NET_RECV
         wk_pos = np.flatnonzero(m_wk)
