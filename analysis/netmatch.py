@@ -324,7 +324,25 @@ def match(log: PacketLog) -> Matches:
     found: list = []  # (wake, host, tid, send time)
     unmatched = 0
     by_range = 0
-    for wake, ridx in zip(wake_ids.tolist(), wake_recv.tolist()):
+    # the common case at once: the key sent exactly once, on another host, within the flight
+    # bounds; the rest (retransmissions, offloads, no match) one by one below
+    key_r, t_r_all, h_r_all = r["key"][wake_recv], r["ts"][wake_recv], r["host"][wake_recv]
+    lo = np.searchsorted(skeys, key_r, "left")
+    one = np.searchsorted(skeys, key_r, "right") - lo == 1
+    j = order[np.minimum(lo, max(len(order) - 1, 0))]
+    h_s = s["host"][j]
+    flight = np.full(len(wake_ids), np.iinfo(np.int64).max)
+    for (ha, hb), fit in fits.items():
+        m = one & (h_s == ha) & (h_r_all == hb)
+        if m.any():
+            t_s = s["ts"][j[m]]
+            flight[m] = t_r_all[m] - (t_s + np.round(fit.offset_ns + fit.drift * (t_s - fit.t_ref)).astype(np.int64))
+    quick = one & (flight >= -MAX_FLIGHT_NS // 1000) & (flight <= MAX_FLIGHT_NS)
+    ok = quick & (s["tid"][j] > 0)
+    unmatched += int((quick & ~ok).sum())
+    if ok.any():
+        found.extend(zip(wake_ids[ok].tolist(), h_s[ok].tolist(), s["tid"][j[ok]].tolist(), s["ts"][j[ok]].tolist()))
+    for wake, ridx in zip(wake_ids[~quick].tolist(), wake_recv[~quick].tolist()):
         key, t_r, h_r = int(r["key"][ridx]), int(r["ts"][ridx]), int(r["host"][ridx])
         lo, hi = np.searchsorted(skeys, key, "left"), np.searchsorted(skeys, key, "right")
         best = _nearest_send(s, fits, order[lo:hi], h_r, t_r)
