@@ -56,6 +56,7 @@ class Options:
     counters: CounterParams = field(default_factory=CounterParams)
     rules: str | None = None  # threshold rules file (TOML or PAD's XML); default: rules.toml beside the counters
     server_label: str = "instance"  # Prometheus label naming the server
+    findings: bool = True  # False: read and extract only (the features export needs no outliers or findings)
 
 
 @dataclass
@@ -303,10 +304,12 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
         report.notes.extend(result.features.notes)
     elif len(requests) and not graphs:
         report.notes.append("no kernel trace among the inputs: requests have no critical path")
-    report.findings.extend(request_findings(requests, top=options.top, markers=options.markers
-                                            if unit == "markers" else (), features=result.features, unit=options.units))
-    if result.features is not None:
-        _run_request_analysis(result.features, options, result, progress)
+    if options.findings:
+        report.findings.extend(request_findings(requests, top=options.top, markers=options.markers
+                                                if unit == "markers" else (), features=result.features,
+                                                unit=options.units))
+        if result.features is not None:
+            _run_request_analysis(result.features, options, result, progress)
     if options.thread_windows is not None:
         if graphs:
             ts = thread_series_from_graphs(graphs, options.thread_windows or None)

@@ -427,7 +427,9 @@ def cmd_features(args) -> int:
     from analysis.triage import run_triage  # noqa: PLC0415
 
     check_target(args.output, protect=args.paths)
-    result = run_triage(args.paths, _options(args), progress=_stderr_progress())
+    opts = _options(args)
+    opts.findings = False  # the features only: no outlier detection, clusters or findings to build
+    result = run_triage(args.paths, opts, progress=_stderr_progress())
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 79 + "\r")
     ft = result.features
