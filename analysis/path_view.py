@@ -23,6 +23,16 @@ class PathView:
     thread_label: dict[tuple[int, int], str]
     durations: np.ndarray  # per state, ns
 
+    def elsewhere(self) -> list[tuple[str, int]]:
+        """(other host, ns of the path spent there), most first; empty when the path stays on
+        the request's host."""
+        s = self.segments
+        if len(s.hosts) < 2:
+            return []
+        per = np.bincount(s.hosts_of(), weights=s.end - s.start, minlength=len(s.hosts)).astype(np.int64)
+        return sorted(((s.hosts[h], int(per[h])) for h in range(1, len(s.hosts)) if per[h] > 0),
+                      key=lambda x: -x[1])
+
     def label_of(self, i: int) -> str:
         """The label of segment i's thread."""
         return self.thread_label[(int(self.segments.hosts_of()[i]), int(self.segments.tid[i]))]

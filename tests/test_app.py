@@ -218,7 +218,9 @@ async def test_two_host_sample_path_shows_the_database_hosts_thread(tmp_path):
         view = app.query_one("#requests-path", PathBreakdown).view
         assert view.shares()[0][0] == "BD"  # the database's disk, on the other host
         assert any(label.startswith("db-01: mysqld") for label in view.thread_label.values())
-        assert "db-01: mysqld" in str(app.query_one("#requests-path").render())
+        text = str(app.query_one("#requests-path").render())
+        assert "db-01: mysqld" in text and " on db-01:" in text.splitlines()[0]
+        assert view.elsewhere()[0][0] == "db-01" and view.elsewhere()[0][1] > view.total // 2
         await pilot.press("enter")
         await app.workers.wait_for_complete()
         await pilot.pause()

@@ -97,8 +97,9 @@ class PathBreakdown(Static):
             self.update(Text(getattr(self, "message", ""), style="dim"))
             return
         width = max(20, (self.size.width or 80) - 1)
+        away = "".join(f", {fmt_duration(ns)} on {host}" for host, ns in view.elsewhere())
         lines = [Text(f"critical path {fmt_duration(view.total)} over {len(view.thread_order)} "
-                      f"thread{'s' if len(view.thread_order) != 1 else ''}:", style="bold"), legend(view),
+                      f"thread{'s' if len(view.thread_order) != 1 else ''}{away}:", style="bold"), legend(view),
                  bar(view, width)]
         lines += timeline(view, width, self.max_threads)
         out = Text()
