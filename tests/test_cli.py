@@ -193,3 +193,19 @@ def test_report_correlates_the_counters_asked_for():
     on_server = next(f for f in rep["findings"] if f["title"].endswith("Actors.Count on silo-07"))
     first = on_server["tables"][0]["rows"][0]
     assert abs(float(first[1])) >= 0.9 or abs(float(first[2])) >= 0.9
+
+
+@needs_bt2
+def test_report_on_the_two_host_sample_follows_the_database_host():
+    res = cli("report", "sample_traces/two-hosts", "-q")
+    assert res.returncode == 0, res.stderr
+    assert "hosts web-01 and db-01:" in res.stdout and "waits followed across the two hosts" in res.stdout
+    # the slow_db requests wait on the database host's disk: BD, their time there in the table
+    header = next(line for line in res.stdout.splitlines() if "| on another host |" in line)
+    col = [c.strip() for c in header.split("|")].index("on another host")
+    away = [line.split("|")[col].strip() for line in res.stdout.splitlines()
+            if line.startswith("| ") and " BD " in line and "db-01" in line]
+    assert any(a.startswith("db-01 ") and a.endswith(" ms") and float(a.split()[1]) >= 40 for a in away), away
+    # without the database host's trace, the same waits stay on the network
+    res = cli("report", "sample_traces/two-hosts/web-01", "-q")
+    assert res.returncode == 0 and "hosts web-01 and db-01" not in res.stdout and "on another host" not in res.stdout
