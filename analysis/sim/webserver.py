@@ -701,7 +701,6 @@ class WebServerSim:
     def _burst(self, t: int, rid: int) -> None:
         n = 4 * self.cfg.cpus
         work = int(self.rng.uniform(0.08, 0.16) * S)
-        sim = self.sim
         b = self.backup
         if b.state == BLOCKED:
             self._timer_wake(b, t, (n, work))
