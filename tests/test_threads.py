@@ -329,6 +329,25 @@ def test_fast_fm_distances_match_the_exact_ones():
     assert np.max(np.abs(got - ref) / ref) < 1e-3
 
 
+def test_fast_fm_distances_of_nearly_equal_matrices_keep_their_relative_accuracy():
+    # bootstrap replicates of similar threads: distances of 1e-4; the series must keep them to
+    # 1e-6 relative (checked against LAPACK's generalized eigenvalues, pair by pair)
+    from analysis.threads.covariance import fm_condensed_fast
+
+    rng = np.random.default_rng(8)
+    B, k, p = 6, 8, 5
+    base = rng.normal(size=(p, 40))
+    base = base @ base.T / 40
+    R = rng.normal(size=(B, k, p, p))
+    cov = base * (1 + 1e-4 * rng.normal(size=(B, k, 1, 1))) + 1e-5 * R @ np.swapaxes(R, -1, -2)
+    i, j = np.triu_indices(k, 1)
+    got = fm_condensed_fast(cov)
+    for b in range(B):
+        ref = [np.sqrt((np.log(eigh(cov[b, q], cov[b, o], eigvals_only=True)) ** 2).sum()) for o, q in zip(i, j)]
+        assert np.median(ref) < 1e-3
+        assert np.max(np.abs(got[b] - ref) / ref) < 1e-6
+
+
 def test_walk_looks_inside_groups_that_do_not_deviate_as_a_whole(tmp_path):
     # the CPU spike in W6 hardly moves its wave's mean: the wave is ranked by its thread's
     # excursion (among all threads), named; the walk ranks what drilling into every wave ranks

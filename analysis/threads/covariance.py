@@ -112,9 +112,9 @@ def fm_matrix(cov: np.ndarray) -> np.ndarray:
     return d
 
 
-# ln^2(1 + x) = sum_n c_n x^n, n >= 2: c_n = (-1)^n 2 H_(n-1) / n
-_LN2_COEF = [0.0, 0.0] + [(-1) ** n * 2 * sum(1.0 / m for m in range(1, n)) / n for n in range(2, 13)]
-NEAR = 0.5  # spectral radius of S - I up to which the series is used (error < 1e-3 of the distance)
+NEAR = 0.6  # spectral radius of Y (|y| = |lambda - 1| / (lambda + 1)) up to which the series is used
+# artanh^2(y) = sum_n a_n y^2n: a_n = sum over a + b = n - 1 of 1 / ((2a + 1)(2b + 1))
+_ATANH2_COEF = [0.0] + [sum(1.0 / ((2 * a + 1) * (2 * (n - 1 - a) + 1)) for a in range(n)) for n in range(1, 10)]
 
 
 def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
@@ -125,10 +125,13 @@ def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
     Done component-wise over all (replicate, pair) problems at once, with the p x p matrix
     indices as the outer loops (numpy's batched 5x5 matmul and eigvalsh pay ~1 µs per matrix;
     a vector operation over 100,000 matrices is ~0.1 µs per matrix). Whitening uses the
-    Cholesky factor's inverse (lower triangular). Then, with S = L^-1 B L^-T = I + E:
-    sum ln^2 lambda = tr(ln^2 (I + E)) = sum_n c_n tr(E^n), the series to n = 12, when the
-    spectral radius of E is at most ``NEAR`` (bounded by ||E||_F and by ||E^2||_F^(1/2)); the pairs beyond
-    (deviating threads, far apart) take their eigenvalues by :func:`jacobi_eigvals`."""
+    Cholesky factor's inverse (lower triangular). Then, with S = L^-1 B L^-T and its Cayley
+    transform Y = (S - I)(S + I)^-1 (eigenvalues y = (lambda - 1) / (lambda + 1)):
+    sum ln^2 lambda = 4 tr(artanh^2 Y) = 4 sum_n a_n tr(Y^2n), a series in even powers, to
+    y^16, when the spectral radius of Y is at most ``NEAR`` (bounded by ||Y||_F and by
+    ||Y^2||_F^(1/2)): lambda within [0.25, 4] after the pair's scale is taken out, error below
+    1e-3 of the distance. The pairs beyond (far apart) take their eigenvalues by
+    :func:`jacobi_eigvals`."""
     B, k, p, _ = cov.shape
     i, j = np.triu_indices(k, 1)
     L = safe_cholesky(cov)
@@ -154,12 +157,10 @@ def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
     m = ((logdet[:, j] - logdet[:, i]) / p).T  # (pairs, B)
     scale = np.exp(-m)
     # symmetric matrices: each off-diagonal array is computed once and shared by both entries
-    E = [[None] * p for _ in range(p)]
     for a in range(p):
         for b in range(a + 1):
             S[a][b] = S[a][b] * scale
             S[b][a] = S[a][b]
-            E[a][b] = E[b][a] = S[a][b] - 1.0 if a == b else S[a][b]
 
     def mul(X, Y):  # symmetric result assumed (powers of one symmetric matrix)
         Z = [[None] * p for _ in range(p)]
@@ -173,31 +174,46 @@ def fm_condensed_fast(cov: np.ndarray) -> np.ndarray:
         return (sum(X[a][a] * Y[a][a] for a in range(p))
                 + 2 * sum(X[a][b] * Y[a][b] for a in range(p) for b in range(a + 1, p)))
 
-    fro2 = inner(E, E)
-    # the series' higher terms in single precision (their relative error stays ~1e-6 of the
-    # distance, the second-order term is in double; half the memory traffic: 14% faster)
-    E32 = [[E[a][b].astype(np.float32) for b in range(p)] for a in range(p)]
-    # rho(E)^2 = rho(E^2) <= ||E^2||_F: a tighter bound than ||E||_F, and E^2 is a term of the series
-    E2all = mul(E32, E32)
-    fro4 = inner(E2all, E2all)
-    far = (fro2 > NEAR * NEAR) & (fro4 > NEAR ** 4)
+    # Cayley transform: ln lambda = 2 artanh(y) with y = (lambda - 1) / (lambda + 1), the
+    # eigenvalues of Y = (S - I)(S + I)^-1 = I - 2 (S + I)^-1 (S + I is well conditioned even
+    # when S is nearly singular); sum ln^2 lambda = 4 tr(artanh^2 Y) = 4 sum_n a_n tr(Y^2n),
+    # a series in even powers that converges fast: |y| <= 0.6 covers lambda in [0.25, 4]
+    Lc = [[None] * p for _ in range(p)]  # Cholesky factor of S + I, component-wise
+    for c in range(p):
+        d = S[c][c] + 1.0 - sum(Lc[c][q] * Lc[c][q] for q in range(c)) if c else S[c][c] + 1.0
+        Lc[c][c] = np.sqrt(d)
+        inv = 1.0 / Lc[c][c]
+        for r in range(c + 1, p):
+            v = S[r][c] - sum(Lc[r][q] * Lc[c][q] for q in range(c)) if c else S[r][c]
+            Lc[r][c] = v * inv
+    X = [[None] * p for _ in range(p)]  # X = Lc^-1, lower triangular
+    for c in range(p):
+        X[c][c] = 1.0 / Lc[c][c]
+    for c in range(p):
+        for r in range(c + 1, p):
+            X[r][c] = -sum(Lc[r][q] * X[q][c] for q in range(c, r)) * X[r][r]
+    Y = [[None] * p for _ in range(p)]  # Y = I - 2 X^T X
+    for a in range(p):
+        for b in range(a + 1):
+            w = sum(X[q][a] * X[q][b] for q in range(a, p))
+            Y[a][b] = Y[b][a] = (1.0 - 2.0 * w) if a == b else -2.0 * w
+    del Lc, X
+    t2 = inner(Y, Y)  # tr(Y^2)
+    Y2 = mul(Y, Y)
+    t4 = inner(Y2, Y2)  # tr(Y^4) >= rho(Y)^4
+    far = (t2 > NEAR * NEAR) & (t4 > NEAR ** 4)
     d2 = p * m * m
     near = ~far
-    if near.any():  # the series, on the near problems only
-        En = [[None] * p for _ in range(p)]
-        E2 = [[None] * p for _ in range(p)]
-        for a in range(p):
-            for b in range(a + 1):
-                En[a][b] = En[b][a] = E32[a][b][near]
-                E2[a][b] = E2[b][a] = E2all[a][b][near]
-        E3 = mul(E2, En)
-        E4 = mul(E2, E2)
-        E5 = mul(E2, E3)
-        E6 = mul(E3, E3)
-        tr = {2: fro2[near], 3: inner(E2, En), 4: fro4[near], 5: inner(E2, E3), 6: inner(E3, E3),
-              7: inner(E3, E4), 8: inner(E4, E4), 9: inner(E4, E5), 10: inner(E5, E5), 11: inner(E5, E6),
-              12: inner(E6, E6)}
-        d2[near] += sum(_LN2_COEF[n] * tr[n] for n in range(2, 13))
+    if near.any():
+        # the terms from y^6 on in single precision (their relative error stays ~1e-6 of the
+        # distance; tr(Y^2) and tr(Y^4) in double): half the memory traffic
+        Y2n = [[Y2[a][b][near].astype(np.float32) for b in range(p)] for a in range(p)]
+        Y4 = mul(Y2n, Y2n)
+        Y6 = mul(Y2n, Y4)
+        Y8 = mul(Y4, Y4)
+        tr = {1: t2[near], 2: t4[near], 3: inner(Y2n, Y4), 4: inner(Y4, Y4), 5: inner(Y4, Y6),
+              6: inner(Y6, Y6), 7: inner(Y6, Y8), 8: inner(Y8, Y8)}
+        d2[near] += 4 * sum(_ATANH2_COEF[n] * tr[n] for n in range(1, 9))
     if far.any():
         sub = [[None] * p for _ in range(p)]
         for a in range(p):
