@@ -53,17 +53,22 @@ def babeltrace2_dummy_seconds(trace: Path) -> float | None:
     return time.perf_counter() - t
 
 
-def webserver_trace(requests: int, seed: int = 11) -> Path:
-    """A generated trace kept between runs (bench-traces/ is git-ignored)."""
+def webserver_trace(requests: int, seed: int = 11, db_host: str = "") -> Path:
+    """A generated trace kept between runs (bench-traces/ is git-ignored); with ``db_host``, the
+    database on a second traced host (a folder per host, packets between them)."""
     from analysis.sim.sample import write_webserver_sample
-    from analysis.sim.webserver import WebServerConfig
+    from analysis.sim.webserver import DEFAULT_MIX, WebServerConfig
 
-    path = CACHE / f"webserver-{requests}-s{seed}"
+    path = CACHE / (f"webserver-{requests}-s{seed}" + (f"-{db_host}" if db_host else ""))
     if not (path / "ground_truth.json").exists():
         CACHE.mkdir(parents=True, exist_ok=True)
         if path.exists():
             shutil.rmtree(path)
-        write_webserver_sample(path, WebServerConfig(requests=requests, seed=seed))
+        cfg = WebServerConfig(requests=requests, seed=seed)
+        if db_host:
+            cfg = WebServerConfig(requests=requests, seed=seed, db_host=db_host, db_clock_offset_ms=3.2,
+                                  db_clock_drift_ppm=12.0, mix={**DEFAULT_MIX, "slow_db": 0.02})
+        write_webserver_sample(path, cfg)
     return path
 
 

@@ -1,5 +1,7 @@
 """Request pipeline from a kernel + UST trace: reading, execution graph, critical paths and
-features, beside babeltrace2's C reader on the same trace; peak memory at 5 M and 10 M events.
+features, beside babeltrace2's C reader on the same trace; peak memory at 5 M and 10 M events;
+the same for two traced hosts (the database on its own host: packets matched, clocks fitted,
+paths across).
 
 Targets (issue 4): >= 5 M events with >= 20,000 requests; the paper needed 29.31 s for the
 feature extraction of ~45,000 requests; peak memory bounded by the chunk size plus the graph.
@@ -31,15 +33,16 @@ graphs, req = res.results
 graph_peak = _peak_rss()
 ft = extract_features(graphs, req)
 t2 = time.perf_counter()
-g = next(iter(graphs.values()))
 fbytes = sum(a.nbytes for a in (ft.durations, ft.counts, ft.syscalls.values, ft.syscalls.offsets,
                                 ft.state_seq.values, ft.state_seq.offsets))
-print(res.reader.events_read, len(req), g.n_intervals, g.nbytes, t1 - t0, t2 - t1, read_peak, graph_peak, fbytes)
+gb = sum(x.nbytes for x in graphs.values())
+print(res.reader.events_read, len(req), sum(x.n_intervals for x in graphs.values()), gb, t1 - t0, t2 - t1, read_peak,
+      graph_peak, fbytes)
 """
 
 
-def measure(requests: int):
-    path = webserver_trace(requests)
+def measure(requests: int, db_host: str = ""):
+    path = webserver_trace(requests, db_host=db_host)
     out, wall, rss = child_peak_rss(CODE.format(path=str(path)))
     events, nreq, nint, gbytes, t_read, t_feat, read_peak, graph_peak, fbytes = out.split()
     return dict(path=path, events=int(events), requests=int(nreq), intervals=int(nint), graph=int(gbytes),
@@ -79,3 +82,12 @@ def run(quick: bool = False) -> None:
             f"while reading {_mib(m['read_peak'])}; graph {_mib(m['graph'])} ({m['intervals']:,} intervals), "
             f"peak with the graph {_mib(m['graph_peak'])}; features {_mib(m['features'])}; "
             f"peak - graph - features {_mib(rest)}; {m['t_read'] + m['t_feat']:.1f} s")
+    # two traced hosts: the same web server with its database on a second host (packets with
+    # their headers matched between the hosts, clocks fitted, critical paths across)
+    n = 2_000 if quick else 31_000
+    m = measure(n, db_host="db-01")
+    one = measure(n)
+    row(f"two hosts ({m['events']:,} events, {m['requests']:,} requests)", f"{m['t_read'] + m['t_feat']:.1f} s",
+        f"peak RSS {_mib(m['peak'])}, while reading {_mib(m['read_peak'])}, graphs {_mib(m['graph'])}; "
+        f"one host, same requests ({one['events']:,} events): {one['t_read'] + one['t_feat']:.1f} s, "
+        f"{_mib(one['peak'])}")

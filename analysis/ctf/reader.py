@@ -525,6 +525,11 @@ def _make_sink_class():
     class_of = nbt.field_borrow_class_const
     int_bits = nbt.field_class_integer_get_field_value_range
     member_count = nbt.field_class_structure_get_member_count
+    member_by_index = nbt.field_structure_borrow_member_field_by_index_const
+    fc_member = nbt.field_class_structure_borrow_member_by_index_const
+    fc_member_name = nbt.field_class_structure_member_get_name
+    fc_member_class = nbt.field_class_structure_member_borrow_field_class_const
+    fc_type = nbt.field_class_get_type
     trace_class_of_stream_class = nbt.stream_class_borrow_trace_class_const
     stream_class_of_event_class = nbt.event_class_borrow_stream_class_const
 
@@ -602,18 +607,40 @@ def _make_sink_class():
         all_missing = [MISSING] * len(paths)
         rest = [(i, bufs[i].rows.append, bufs[i]) for i in range(1, len(paths))]
 
+        plans: dict = {}  # (node, structure class) -> [(leaf index, subtree, member index, getter)]
+
+        def plan_of(node, cls, key):
+            """Where each name of ``node`` sits in structures of class ``cls``, and how to read
+            it: found once per class (a variant's option), then by index with a fixed getter."""
+            names = {}
+            for q in range(member_count(cls)):
+                mem = fc_member(cls, q)
+                names[fc_member_name(mem)] = (q, fc_type(fc_member_class(mem)))
+            out = []
+            for name, (i, sub) in node.items():
+                hit = names.get(name) or names.get("_" + name)
+                if hit is None:
+                    continue
+                q, t = hit
+                getter = (get_signed if t & T_SIGNED == T_SIGNED else get_u64_as_i64 if t & T_UNSIGNED == T_UNSIGNED
+                          else scalar)
+                out.append((i, sub, q, getter))
+            plans[key] = out
+            return out
+
         def fill(f, node):
             f, t = through_variants(f)
             if not t & T_STRUCT:
                 return
-            for name, (i, sub) in node.items():
-                g = member_by_name(f, name)
-                if g is None:
-                    g = member_by_name(f, "_" + name)
-                    if g is None:
-                        continue
+            cls = class_of(f)
+            key = (id(node), int(cls))
+            plan = plans.get(key)
+            if plan is None:
+                plan = plan_of(node, cls, key)
+            for i, sub, q, getter in plan:
+                g = member_by_index(f, q)
                 if i is not None:
-                    values[i] = scalar(g)
+                    values[i] = getter(g)
                 if sub:
                     fill(g, sub)
 
