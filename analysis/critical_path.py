@@ -140,6 +140,11 @@ class Segments:
         return Segments(self.tid[heads], self.start[heads], self.end[tails], self.state[heads], self.via[heads],
                         host[heads], self.hosts)
 
+    def time_by_host(self) -> np.ndarray:
+        """Total duration per host (ns), indexed like ``hosts`` (0: the request's host)."""
+        return np.bincount(self.hosts_of(), weights=self.end - self.start,
+                           minlength=max(len(self.hosts), 1)).astype(np.int64)
+
     def durations(self) -> np.ndarray:
         """Total duration per state (ns), indexed like STATES."""
         return np.bincount(self.state, weights=(self.end - self.start), minlength=NSTATES).astype(np.int64)

@@ -189,7 +189,7 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
         seg = pf.path(tid, t0, t1).segments(g)
         dur[i] = seg.durations()
         if len(seg.hosts) > 1:  # the path crossed to other traced hosts: where did most time go
-            per_host = np.bincount(seg.hosts_of(), weights=seg.end - seg.start, minlength=len(seg.hosts))
+            per_host = seg.time_by_host()
             j = 1 + int(np.argmax(per_host[1:]))
             elsewhere_host[i], elsewhere_ns[i] = seg.hosts[j], int(per_host[j])
         cnt[i] = seg.counts()

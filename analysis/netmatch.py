@@ -172,7 +172,11 @@ class ClockFit:
 
     def shift(self, t_a: int) -> int:
         """Nanoseconds to add to a time of host a to get the same instant on host b."""
-        return int(round(self.offset_ns + self.drift * (t_a - self.t_ref)))
+        return int(self.shifts(np.array([t_a], np.int64))[0])
+
+    def shifts(self, t_a: np.ndarray) -> np.ndarray:
+        """:meth:`shift` of many times at once."""
+        return np.round(self.offset_ns + self.drift * (t_a - self.t_ref)).astype(np.int64)
 
     def inverse(self) -> "ClockFit":
         # t_a = t_b - offset - drift (t_a - t_ref), to first order in drift
@@ -336,7 +340,7 @@ def match(log: PacketLog) -> Matches:
         m = one & (h_s == ha) & (h_r_all == hb)
         if m.any():
             t_s = s["ts"][j[m]]
-            flight[m] = t_r_all[m] - (t_s + np.round(fit.offset_ns + fit.drift * (t_s - fit.t_ref)).astype(np.int64))
+            flight[m] = t_r_all[m] - (t_s + fit.shifts(t_s))
     quick = one & (flight >= -MAX_FLIGHT_NS // 1000) & (flight <= MAX_FLIGHT_NS)
     ok = quick & (s["tid"][j] > 0)
     unmatched += int((quick & ~ok).sum())

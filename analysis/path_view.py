@@ -29,7 +29,7 @@ class PathView:
         s = self.segments
         if len(s.hosts) < 2:
             return []
-        per = np.bincount(s.hosts_of(), weights=s.end - s.start, minlength=len(s.hosts)).astype(np.int64)
+        per = s.time_by_host()
         return sorted(((s.hosts[h], int(per[h])) for h in range(1, len(s.hosts)) if per[h] > 0),
                       key=lambda x: -x[1])
 
