@@ -6,7 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .ctf.discover import is_ctf_metadata, looks_like_ctf
+from perftriage.analysis.ctf.discover import is_ctf_metadata, looks_like_ctf
+
 from .errors import InputError
 
 

@@ -4,39 +4,43 @@
 from __future__ import annotations
 
 import datetime as _dt
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
-from . import __version__
-from .ctf.reader import ReadProgress
-from .ctf.summary import EventCounter, TraceSummary
+from perftriage.analysis.calltrees.clouddiag import Diagnosis, DiagParams, diagnose
+from perftriage.analysis.calltrees.compare import CompareParams, Comparison, compare
+from perftriage.analysis.calltrees.findings import comparison_findings, diagnosis_findings, span_problem_findings
+from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
+from perftriage.analysis.counters.findings import CounterAnalysis, CounterParams, analyse_counters, counter_findings
+from perftriage.analysis.counters.readers import load_counters
+from perftriage.analysis.counters.rules import read_rules
+from perftriage.analysis.ctf.pipeline import read_once
+from perftriage.analysis.ctf.spec import ReadProgress
+from perftriage.analysis.ctf.summary import EventCounter, TraceSummary
+from perftriage.analysis.execgraph.builder import GraphBuilder
+from perftriage.analysis.execgraph.graph import ExecGraph
+from perftriage.analysis.execgraph.netmatch import network_notes
+from perftriage.analysis.requests.clusters import ClusterParams
+from perftriage.analysis.requests.features import FeatureTable, concat, extract_features, read_features
+from perftriage.analysis.requests.findings import feature_findings, request_findings, trace_findings
+from perftriage.analysis.requests.markers import BUILTIN_MARKERS, MarkerRequests, MarkerSpec
+from perftriage.analysis.requests.outlier_analysis import (RequestAnalysis, analyze_requests, cluster_findings,
+                                                           outlier_summary_finding)
+from perftriage.analysis.requests.outliers import OutlierParams
+from perftriage.analysis.requests.table import RequestTable
+from perftriage.analysis.requests.units import parse_unit, syscall_units, thread_units
+from perftriage.analysis.spans.table import SpanTable
+from perftriage.analysis.threads.deviation import ThreadParams
+from perftriage.analysis.threads.from_trace import thread_series_from_graphs
+from perftriage.analysis.threads.series import ThreadSeries, read_csv as read_thread_csv
+from perftriage.analysis.threads.topdown import TopDown, top_down, topdown_findings
+
+from perftriage import __version__
 from .errors import MissingDependency
-from .execgraph import ExecGraph, GraphBuilder
-from .features import FeatureTable, concat, extract_features, read_features
 from .findings import Finding, Report, Table
 from .inputs import Inputs, classify, register_file_kind
-from .pipeline import read_once
-from .calltree_findings import comparison_findings, diagnosis_findings, span_problem_findings
-from .calltrees import CallTrees, build_call_trees
-from .clouddiag import DiagParams, Diagnosis, diagnose
-from .clusters import ClusterParams
-from .outliers import OutlierParams
-from .request_analysis import RequestAnalysis, analyze_requests, cluster_findings, outlier_summary_finding
-from .request_findings import feature_findings, request_findings, trace_findings
-from .request_units import parse_unit, syscall_units, thread_units
-from .requests import BUILTIN_MARKERS, MarkerRequests, MarkerSpec, RequestTable
-from .span_compare import Comparison, CompareParams, compare
 from .spans import read_spans
-from .spans.table import SpanTable
-from .counters.findings import CounterAnalysis, CounterParams, analyse_counters, counter_findings
-from .counters.readers import load_counters
-from .counters.rules import read_rules
-from .threads.deviation import ThreadParams
-from .netmatch import network_notes
-from .threads.from_trace import thread_series_from_graphs
-from .threads.series import ThreadSeries, read_csv as read_thread_csv
-from .threads.topdown import TopDown, top_down, topdown_findings
 
 
 @dataclass

@@ -13,9 +13,9 @@ from .common import CACHE, child_peak_rss, row
 
 CODE = r"""
 import json, time
-from analysis.spans import read_spans
-from analysis.calltrees import build_call_trees
-from analysis.clouddiag import diagnose
+from perftriage.analysis.spans import read_spans
+from perftriage.analysis.calltrees.trees import build_call_trees
+from perftriage.analysis.calltrees.clouddiag import diagnose
 path = {path!r}
 t0 = time.perf_counter()
 if {json_only}:
@@ -39,7 +39,7 @@ else:
 
 
 def spans_file(requests: int, seed: int = 5):
-    from analysis.sim.microservices import MicroConfig, write_microservice_sample
+    from perftriage.analysis.sim.microservices import MicroConfig, write_microservice_sample
 
     path = CACHE / f"microservices-{requests}-s{seed}"
     if not (path / "ground_truth.json").exists():

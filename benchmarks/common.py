@@ -56,8 +56,8 @@ def babeltrace2_dummy_seconds(trace: Path) -> float | None:
 def webserver_trace(requests: int, seed: int = 11, db_host: str = "") -> Path:
     """A generated trace kept between runs (bench-traces/ is git-ignored); with ``db_host``, the
     database on a second traced host (a folder per host, packets between them)."""
-    from analysis.sim.sample import write_webserver_sample
-    from analysis.sim.webserver import DEFAULT_MIX, WebServerConfig
+    from perftriage.analysis.sim.sample import write_webserver_sample
+    from perftriage.analysis.sim.webserver import DEFAULT_MIX, WebServerConfig
 
     path = CACHE / (f"webserver-{requests}-s{seed}" + (f"-{db_host}" if db_host else ""))
     if not (path / "ground_truth.json").exists():

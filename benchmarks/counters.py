@@ -17,11 +17,11 @@ import time
 
 import numpy as np
 
-from analysis.counters.correlation import correlate
-from analysis.counters.findings import CounterParams, analyse_counters
-from analysis.counters.readers import load_counters
-from analysis.counters.table import Piece, RawCounters, align
-from analysis.sim.fleet import COUNTERS, FleetConfig, simulate
+from perftriage.analysis.counters.correlation import correlate
+from perftriage.analysis.counters.findings import CounterParams, analyse_counters
+from perftriage.analysis.counters.readers import load_counters
+from perftriage.analysis.counters.table import Piece, RawCounters, align
+from perftriage.analysis.sim.fleet import COUNTERS, FleetConfig, simulate
 
 from .common import row
 

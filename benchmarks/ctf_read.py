@@ -7,7 +7,8 @@ from .common import babeltrace2_dummy_seconds, child_peak_rss, row, webserver_tr
 
 CODE = """
 import time
-from analysis.ctf.reader import CtfReader, ReadSpec
+from perftriage.analysis.ctf.reader import CtfReader
+from perftriage.analysis.ctf.spec import ReadSpec
 spec = ReadSpec(fields={{'sched_switch': ['prev_tid', 'next_tid', 'prev_state'], 'sched_wak*': ['tid', 'target_cpu'],
                         'syscall_exit_*': ['ret'], 'irq_softirq_*': ['vec'], 'irq_handler_entry': ['irq']}})
 t = time.perf_counter()

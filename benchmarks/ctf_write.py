@@ -10,8 +10,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from analysis.sim.sample import write_webserver_sample
-from analysis.sim.webserver import WebServerConfig
+from perftriage.analysis.sim.sample import write_webserver_sample
+from perftriage.analysis.sim.webserver import WebServerConfig
 
 from .common import babeltrace2_dummy_seconds, row
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import time
 
-from analysis.clusters import cluster_outliers
-from analysis.features import read_features, to_csv
-from analysis.ngrams import distinctive_ngrams
-from analysis.outliers import detect_outliers
+from perftriage.analysis.requests.clusters import cluster_outliers
+from perftriage.analysis.requests.features import read_features, to_csv
+from perftriage.analysis.requests.ngrams import distinctive_ngrams
+from perftriage.analysis.requests.outliers import detect_outliers
 
 from .common import CACHE, row, webserver_trace
 
@@ -21,7 +21,7 @@ PAPER = {"outliers": 5.69, "clustering": 0.04, "ngrams": 17.59}
 def features(requests: int):
     csv = CACHE / f"features-{requests}.csv"
     if not csv.exists():
-        from analysis.triage import Options, run_triage
+        from perftriage.analysis.triage import Options, run_triage
 
         res = run_triage([webserver_trace(requests)], Options(min_requests_for_outliers=10**9))
         csv.write_text(to_csv(res.features))

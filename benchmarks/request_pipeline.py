@@ -15,10 +15,10 @@ PAPER_FEATURE_S = 29.31
 
 CODE = """
 import time
-from analysis.pipeline import read_once
-from analysis.execgraph import GraphBuilder
-from analysis.requests import MarkerRequests
-from analysis.features import extract_features
+from perftriage.analysis.ctf.pipeline import read_once
+from perftriage.analysis.execgraph.builder import GraphBuilder
+from perftriage.analysis.requests.markers import MarkerRequests
+from perftriage.analysis.requests.features import extract_features
 
 class Builder(GraphBuilder):
     def finish(self):

@@ -12,9 +12,8 @@ from __future__ import annotations
 import os
 import time
 
-
-from analysis.sim.threadpool import PoolConfig, pool_series
-from analysis.threads.deviation import ThreadParams, analyse_level
+from perftriage.analysis.sim.threadpool import PoolConfig, pool_series
+from perftriage.analysis.threads.deviation import ThreadParams, analyse_level
 
 from .common import row
 
@@ -42,7 +41,7 @@ def run(quick: bool = False) -> None:
         ", ".join(f"{k} {v:.2f}" for k, v in top.timings.items()))
     # the walk as the tool runs it (report, app): the wave level, then the threads of the ranked
     # waves and of the waves where the screen finds something that could rank
-    from analysis.threads.topdown import top_down  # noqa: PLC0415
+    from perftriage.analysis.threads.topdown import top_down  # noqa: PLC0415
 
     t0 = time.perf_counter()
     td = top_down(ts, params)

@@ -10,8 +10,8 @@ from .common import row
 
 
 async def _rowtable(n: int) -> tuple[float, float]:
+    from perftriage.tui.app import PerftriageApp
     from tests.app_fixtures import fake_analyse
-    from tui.app import PerftriageApp
 
     app = PerftriageApp(["synthetic"], analyse=fake_analyse(n))
     async with app.run_test() as pilot:

@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis.calltrees import build_call_trees
-from analysis.clouddiag import diagnose
-from analysis.sim.microservices import MicroConfig, write_microservice_sample
-from analysis.spans import read_spans
+from perftriage.analysis.calltrees.clouddiag import diagnose
+from perftriage.analysis.calltrees.trees import build_call_trees
+from perftriage.analysis.sim.microservices import MicroConfig, write_microservice_sample
+from perftriage.analysis.spans import read_spans
 
 SCENARIOS = ("replica", "method", "replica+noise")
 

@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from analysis.counters.findings import CounterParams, analyse_counters
-from analysis.sim.fleet import AFFECTED, FleetConfig, fleet_counters
+from perftriage.analysis.counters.findings import CounterParams, analyse_counters
+from perftriage.analysis.sim.fleet import AFFECTED, FleetConfig, fleet_counters
 
 
 def _flags(ca) -> np.ndarray:

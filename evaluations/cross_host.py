@@ -25,13 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.critical_path import STATES
-from analysis.execgraph import GraphBuilder
-from analysis.features import extract_features
-from analysis.pipeline import read_once
-from analysis.requests import MarkerRequests
-from analysis.sim.sample import write_webserver_sample
-from analysis.sim.webserver import DEFAULT_MIX, WebServerConfig
+from perftriage.analysis.ctf.pipeline import read_once
+from perftriage.analysis.execgraph.builder import GraphBuilder
+from perftriage.analysis.requests.critical_path import STATES
+from perftriage.analysis.requests.features import extract_features
+from perftriage.analysis.requests.markers import MarkerRequests
+from perftriage.analysis.sim.sample import write_webserver_sample
+from perftriage.analysis.sim.webserver import DEFAULT_MIX, WebServerConfig
 
 CASES = [  # (seed, clock offset ms, drift ppm)
     (21, 3.2, 12.0), (22, -40.0, -50.0), (23, 40.0, 50.0), (24, 0.0, 0.0), (25, -0.05, 30.0), (26, 12.5, -20.0),

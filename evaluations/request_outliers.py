@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
-from analysis.request_analysis import analyze_requests
-from analysis.sim.sample import write_webserver_sample
-from analysis.sim.webserver import DEFAULT_MIX, WebServerConfig
-from analysis.triage import Options, run_triage
+from perftriage.analysis.requests.outlier_analysis import analyze_requests
+from perftriage.analysis.sim.sample import write_webserver_sample
+from perftriage.analysis.sim.webserver import DEFAULT_MIX, WebServerConfig
+from perftriage.analysis.triage import Options, run_triage
 
 MIXES = {
     "default": DEFAULT_MIX,

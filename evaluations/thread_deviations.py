@@ -16,8 +16,8 @@ import time
 
 import numpy as np
 
-from analysis.sim.threadpool import DEVIATIONS, PoolConfig, pool_series, random_deviations
-from analysis.threads.deviation import ThreadParams, analyse_level
+from perftriage.analysis.sim.threadpool import DEVIATIONS, PoolConfig, pool_series, random_deviations
+from perftriage.analysis.threads.deviation import ThreadParams, analyse_level
 
 PAPER = {"wave precision": 1.0, "wave recall": 1.0, "wave 1-recall": 0.8667, "thread precision": 1.0,
          "thread recall": 0.7661, "cpu_spike recall": 0.0, "memory_leak recall": 1.0}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.findings import Report
-from analysis.inputs import Inputs
-from analysis.request_findings import request_findings
-from analysis.requests import RequestTable
-from analysis.triage import Options, Progress, TriageResult
+from perftriage.analysis.findings import Report
+from perftriage.analysis.inputs import Inputs
+from perftriage.analysis.requests.findings import request_findings
+from perftriage.analysis.requests.table import RequestTable
+from perftriage.analysis.triage import Options, Progress, TriageResult
 
 
 def synthetic_requests(n: int, seed: int = 1) -> RequestTable:

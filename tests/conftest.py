@@ -29,7 +29,7 @@ def real_trace(name: str) -> Path:
 
 
 def has_bt2() -> bool:
-    from analysis.ctf.bt2_support import bt2_available
+    from perftriage.analysis.ctf.bt2_support import bt2_available
 
     return bt2_available()
 

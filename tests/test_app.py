@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 
 import pytest
+
+from perftriage.tui.app import PerftriageApp
+from perftriage.tui.panes.requests import RequestsPane
+from perftriage.tui.widgets.row_table import RowTable
+
 from app_fixtures import fake_analyse
 from conftest import needs_bt2, real_trace
-
-from tui.app import PerftriageApp
-from tui.panes.requests import RequestsPane
-from tui.widgets.row_table import RowTable
 
 
 async def loaded(pilot):
@@ -110,7 +111,7 @@ async def test_too_small_terminal_says_so():
 
 async def test_load_error_is_shown_not_crashed():
     def broken(paths, options=None, progress=None):
-        from analysis.errors import InputError
+        from perftriage.analysis.errors import InputError
 
         raise InputError(paths[0], "no such file or folder")
 
@@ -160,7 +161,7 @@ def test_runs_headless_under_common_terms(term, monkeypatch):
 
 @needs_bt2
 async def test_sample_critical_path_breakdown_jump_and_detail():
-    from tui.widgets.path_breakdown import PathBreakdown
+    from perftriage.tui.widgets.path_breakdown import PathBreakdown
 
     app = PerftriageApp([str(real_sample())])
     async with app.run_test(size=(120, 34)) as pilot:
@@ -197,9 +198,9 @@ async def test_sample_critical_path_breakdown_jump_and_detail():
 async def test_two_host_sample_path_shows_the_database_hosts_thread(tmp_path):
     import json
 
-    from analysis.sim.sample import write_webserver_sample
-    from analysis.sim.webserver import WebServerConfig
-    from tui.widgets.path_breakdown import PathBreakdown
+    from perftriage.analysis.sim.sample import write_webserver_sample
+    from perftriage.analysis.sim.webserver import WebServerConfig
+    from perftriage.tui.widgets.path_breakdown import PathBreakdown
 
     st = write_webserver_sample(tmp_path / "two", WebServerConfig(requests=120, db_host="db-01", seed=5,
                                                                    db_clock_offset_ms=2.5, mix={"slow_db": 0.1}))
@@ -237,7 +238,7 @@ def real_sample():
 
 @needs_bt2
 async def test_clusters_pane_views_and_listing_a_cluster():
-    from tui.panes.clusters import ClustersPane
+    from perftriage.tui.panes.clusters import ClustersPane
 
     app = PerftriageApp([str(real_sample())])
     async with app.run_test(size=(120, 34)) as pilot:
@@ -283,9 +284,10 @@ async def test_call_trees_pane_on_the_microservice_sample():
     shows its replicas, an example call tree and the baseline comparison."""
     import json
 
-    from analysis.triage import Options
+    from perftriage.analysis.triage import Options
+    from perftriage.tui.panes.calltrees import CallTreesPane
+
     from conftest import ROOT
-    from tui.panes.calltrees import CallTreesPane
 
     folder = ROOT / "sample_traces" / "microservices"
     truth = json.loads((folder / "ground_truth.json").read_text())

@@ -8,13 +8,14 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REAL_TRACE_EVENTS, ROOT, needs_bt2, real_trace
 
-from analysis.ctf.discover import find_traces
-from analysis.ctf.metadata import read_metadata_text
-from analysis.ctf.reader import CtfReader
-from analysis.ctf.summary import summarize
-from analysis.errors import InputError
+from perftriage.analysis.ctf.discover import find_traces
+from perftriage.analysis.ctf.metadata import read_metadata_text
+from perftriage.analysis.ctf.reader import CtfReader
+from perftriage.analysis.ctf.summary import summarize
+from perftriage.analysis.errors import InputError
+
+from conftest import REAL_TRACE_EVENTS, ROOT, needs_bt2, real_trace
 
 pytestmark = needs_bt2
 

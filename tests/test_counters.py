@@ -10,18 +10,19 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import ROOT
 
-from analysis.counters.comparative import within
-from analysis.counters.correlation import correlate
-from analysis.counters.findings import analyse_counters, counter_findings
-from analysis.counters.onset import find_onset
-from analysis.counters.readers import load_counters
-from analysis.counters.rules import evaluate, read_rules
-from analysis.counters.stats import nanmedian
-from analysis.counters.table import from_cube
-from analysis.errors import InputError
-from analysis.sim.fleet import AFFECTED, FleetConfig, fleet_counters
+from perftriage.analysis.counters.comparative import within
+from perftriage.analysis.counters.correlation import correlate
+from perftriage.analysis.counters.findings import analyse_counters, counter_findings
+from perftriage.analysis.counters.onset import find_onset
+from perftriage.analysis.counters.readers import load_counters
+from perftriage.analysis.counters.rules import evaluate, read_rules
+from perftriage.analysis.counters.stats import nanmedian
+from perftriage.analysis.counters.table import from_cube
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.sim.fleet import AFFECTED, FleetConfig, fleet_counters
+
+from conftest import ROOT
 
 SAMPLE = ROOT / "sample_traces" / "fleet"
 
@@ -79,7 +80,7 @@ def test_long_wide_and_prometheus_give_the_same_aligned_cube(tmp_path):
     ("when,what\n1,2\n", "unrecognised"),
 ])
 def test_bad_counter_files_say_which_file_and_what(tmp_path, text, problem):
-    from analysis.triage import run_triage
+    from perftriage.analysis.triage import run_triage
 
     p = _write(tmp_path / "bad.csv", text)
     with pytest.raises(InputError) as e:
@@ -239,10 +240,10 @@ def test_report_on_the_committed_sample_names_its_incidents():
 
 
 async def test_counters_pane_views_and_correlations():
-    from analysis.triage import Options
-    from tui.app import PerftriageApp
-    from tui.panes.counters import VIEWS, CountersPane
-    from tui.widgets.row_table import RowTable
+    from perftriage.analysis.triage import Options
+    from perftriage.tui.app import PerftriageApp
+    from perftriage.tui.panes.counters import VIEWS, CountersPane
+    from perftriage.tui.widgets.row_table import RowTable
 
     app = PerftriageApp([str(SAMPLE)], Options())
     async with app.run_test(size=(140, 45)) as pilot:
@@ -271,7 +272,7 @@ async def test_counters_pane_views_and_correlations():
 
 
 def test_wide_csv_fast_path_equals_the_careful_one(tmp_path, monkeypatch):
-    import analysis.counters.readers as readers
+    import perftriage.analysis.counters.readers as readers
 
     rng = np.random.default_rng(5)
     lines = ["Time,Server,cpu,mem,q"]

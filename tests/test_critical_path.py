@@ -7,14 +7,15 @@ graph builder: the whole chain the CLI uses. Times are ns after the trace epoch.
 from __future__ import annotations
 
 import pytest
-from conftest import needs_bt2
 
-from analysis.critical_path import STATES, PathFinder
-from analysis.execgraph import GraphBuilder
-from analysis.features import extract_features
-from analysis.pipeline import read_once
-from analysis.requests import MarkerRequests
-from analysis.sim.handmade import EPOCH, write_trace
+from perftriage.analysis.ctf.pipeline import read_once
+from perftriage.analysis.execgraph.builder import GraphBuilder
+from perftriage.analysis.requests.critical_path import STATES, PathFinder
+from perftriage.analysis.requests.features import extract_features
+from perftriage.analysis.requests.markers import MarkerRequests
+from perftriage.analysis.sim.handmade import EPOCH, write_trace
+
+from conftest import needs_bt2
 
 pytestmark = needs_bt2
 

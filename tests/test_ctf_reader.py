@@ -8,12 +8,15 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import REAL_TRACE_EVENTS, needs_babeltrace2, needs_bt2, real_trace
 
-from analysis.columns import MISSING
-from analysis.ctf.names import canonical_event_name
-from analysis.ctf.reader import CtfReader, ReadSpec, _CurrentTask
-from analysis.ctf.summary import summarize
+from perftriage.analysis.columns import MISSING
+from perftriage.analysis.ctf.current_task import CurrentTask
+from perftriage.analysis.ctf.names import canonical_event_name
+from perftriage.analysis.ctf.reader import CtfReader
+from perftriage.analysis.ctf.spec import ReadSpec
+from perftriage.analysis.ctf.summary import summarize
+
+from conftest import REAL_TRACE_EVENTS, needs_babeltrace2, needs_bt2, real_trace
 
 pytestmark = needs_bt2
 
@@ -122,7 +125,7 @@ def test_nested_network_header_fields_decode_like_babeltrace2(name):
 
 
 def test_our_writer_writes_tcp_headers_the_reader_decodes(tmp_path):
-    from analysis.sim.handmade import write_trace
+    from perftriage.analysis.sim.handmade import write_trace
 
     hdr = dict(saddr=0x0A000001, daddr=0x0A000002, sport=40000, dport=3306, seq=4_000_000_000, ack=17,
                flags=0x18, tot_len=240, ip_id=7)
@@ -178,7 +181,7 @@ def test_ust_tid_and_pid_come_from_the_vtid_vpid_context():
 
 
 def test_current_task_tracking_within_and_across_chunks():
-    t = _CurrentTask()
+    t = CurrentTask()
     # cpu 0: events before the first switch belong to the switch's prev_tid; cpu 1 interleaved
     host = np.zeros(6, np.int16)
     cpu = np.array([0, 1, 0, 0, 1, 0], np.int32)
@@ -208,10 +211,10 @@ def test_progress_reports_events_and_bytes_up_to_the_total():
 
 
 def test_kernel_traces_of_one_hostname_get_distinct_hosts_and_ust_follows_its_folder():
-    from analysis.ctf.reader import _distinct_hosts
+    from perftriage.analysis.ctf.hosts import distinct_hosts
 
     paths = ["/t/s1/kernel", "/t/s1/ust/uid/1000/64-bit", "/t/s2/kernel", "/t/s2/ust/uid/1000/64-bit", "/t/x/kernel"]
     env = [("ubuntu", "kernel"), ("ubuntu", "ust"), ("ubuntu", "kernel"), ("ubuntu", "ust"), ("db", "kernel")]
-    assert _distinct_hosts(paths, env) == ["ubuntu (s1)", "ubuntu (s1)", "ubuntu (s2)", "ubuntu (s2)", "db"]
+    assert distinct_hosts(paths, env) == ["ubuntu (s1)", "ubuntu (s1)", "ubuntu (s2)", "ubuntu (s2)", "db"]
     # one kernel trace per hostname: names unchanged
-    assert _distinct_hosts(paths[:2], env[:2]) == ["ubuntu", "ubuntu"]
+    assert distinct_hosts(paths[:2], env[:2]) == ["ubuntu", "ubuntu"]

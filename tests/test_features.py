@@ -8,13 +8,14 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import REAL_TRACE_EVENTS, ROOT, needs_bt2, real_trace
 
-from analysis.critical_path import STATES, PathFinder
-from analysis.execgraph import BLOCKED
-from analysis.errors import InputError
-from analysis.features import PUBLISHED_STATES, read_features, to_csv
-from analysis.triage import Options, run_triage
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.execgraph.graph import BLOCKED
+from perftriage.analysis.requests.critical_path import STATES, PathFinder
+from perftriage.analysis.requests.features import PUBLISHED_STATES, read_features, to_csv
+from perftriage.analysis.triage import Options, run_triage
+
+from conftest import REAL_TRACE_EVENTS, ROOT, needs_bt2, real_trace
 
 SAMPLE = ROOT / "sample_traces" / "webserver"
 
@@ -207,8 +208,8 @@ GRAPH_COLUMNS = ("tids", "thread_lo", "thread_hi", "iv_start", "iv_end", "iv_sta
 
 
 def _graphs(path, chunk, monkeypatch=None):
-    from analysis.execgraph import GraphBuilder
-    from analysis.pipeline import read_once
+    from perftriage.analysis.ctf.pipeline import read_once
+    from perftriage.analysis.execgraph.builder import GraphBuilder
 
     return read_once([path], [GraphBuilder()], chunk_events=chunk).results[0]
 
@@ -231,14 +232,14 @@ def test_graph_does_not_depend_on_chunking(trace):
 @needs_bt2
 def test_graph_without_a_temporary_folder(monkeypatch):
     """No writable temporary folder: the rows wait in memory and the graph is the same."""
-    import analysis.execgraph as eg
+    import perftriage.analysis.execgraph.store as store
 
     ref = _graphs(SAMPLE, 5_000)["web-01"]
 
     def no_tmp(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(eg.tempfile, "TemporaryFile", no_tmp)
+    monkeypatch.setattr(store.tempfile, "TemporaryFile", no_tmp)
     g = _graphs(SAMPLE, 5_000)["web-01"]
     for name in GRAPH_COLUMNS:
         assert np.array_equal(getattr(g, name), getattr(ref, name)), name
@@ -247,7 +248,7 @@ def test_graph_without_a_temporary_folder(monkeypatch):
 def test_wake_contexts_carry_interrupt_stacks_between_chunks():
     """Nested interrupts on two CPUs, stray exits, wake-ups at every depth: cutting the rows into
     chunks anywhere gives every wake-up the context it gets from the rows taken whole."""
-    from analysis.execgraph import wake_contexts
+    from perftriage.analysis.execgraph.contexts import wake_contexts
 
     rng = np.random.default_rng(3)
     n = 400

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from analysis.atomic import atomic_write
-from analysis.errors import InputError
-from analysis.findings import Finding, Report, Table, clean_text, render, report_markdown
+from perftriage.analysis.atomic import atomic_write
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.findings import Finding, Report, Table, clean_text, render, report_markdown
 
 
 def sample_report() -> Report:
@@ -83,8 +83,8 @@ def test_atomic_write_refuses_trace_folders_and_input_files(tmp_path):
 def test_new_folder_appears_whole_or_not_at_all(tmp_path):
     import pytest
 
-    from analysis.atomic import new_folder
-    from analysis.errors import InputError
+    from perftriage.analysis.atomic import new_folder
+    from perftriage.analysis.errors import InputError
 
     out = tmp_path / "sample"
     with pytest.raises(RuntimeError):

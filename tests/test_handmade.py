@@ -5,11 +5,13 @@ from __future__ import annotations
 import subprocess
 
 import numpy as np
-from conftest import needs_babeltrace2, needs_bt2
 
-from analysis.ctf.names import canonical_event_name
-from analysis.ctf.reader import CtfReader, ReadSpec
-from analysis.sim.handmade import EPOCH, write_trace
+from perftriage.analysis.ctf.names import canonical_event_name
+from perftriage.analysis.ctf.reader import CtfReader
+from perftriage.analysis.ctf.spec import ReadSpec
+from perftriage.analysis.sim.handmade import EPOCH, write_trace
+
+from conftest import needs_babeltrace2, needs_bt2
 
 EVENTS = [
     (1_000, 0, "sched_switch", dict(prev_comm="swapper/0", prev_tid=0, prev_state=0, next_comm="web", next_tid=42, next_prio=120)),

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import needs_bt2
 
-from analysis.critical_path import STATES, finders
-from analysis.execgraph import FOLLOW_REMOTE, GraphBuilder
-from analysis.netmatch import PacketLog, fit_clock, match
-from analysis.pipeline import read_once
-from analysis.sim.handmade import EPOCH, write_trace
+from perftriage.analysis.ctf.pipeline import read_once
+from perftriage.analysis.execgraph.builder import GraphBuilder
+from perftriage.analysis.execgraph.graph import FOLLOW_REMOTE
+from perftriage.analysis.execgraph.netmatch import PacketLog, fit_clock, match
+from perftriage.analysis.requests.critical_path import STATES, finders
+from perftriage.analysis.sim.handmade import EPOCH, write_trace
+
+from conftest import needs_bt2
 
 SKEW = 7_000_000  # the database host's clock is 7 ms ahead of the web host's
 WEB, DB = 0x0A000001, 0x0A000002
@@ -216,10 +218,10 @@ def test_match_pairs_a_wake_with_the_latest_send_of_its_key_on_another_host():
 
 @needs_bt2
 def test_simulated_database_host_slow_disk_shows_as_bd_only_when_its_trace_is_read(tmp_path):
-    from analysis.features import extract_features
-    from analysis.requests import MarkerRequests
-    from analysis.sim.sample import write_webserver_sample
-    from analysis.sim.webserver import WebServerConfig
+    from perftriage.analysis.requests.features import extract_features
+    from perftriage.analysis.requests.markers import MarkerRequests
+    from perftriage.analysis.sim.sample import write_webserver_sample
+    from perftriage.analysis.sim.webserver import WebServerConfig
 
     cfg = WebServerConfig(requests=150, db_host="db-01", db_clock_offset_ms=-3.5, db_clock_drift_ppm=30,
                           mix={"slow_db": 0.1, "slow_disk": 0.03}, seed=11)
@@ -250,10 +252,10 @@ def test_simulated_database_host_slow_disk_shows_as_bd_only_when_its_trace_is_re
 
 @needs_bt2
 def test_features_csv_keeps_the_time_on_the_other_host_and_reads_it_back(tmp_path):
-    from analysis.features import extract_features, read_features, to_csv
-    from analysis.requests import MarkerRequests
-    from analysis.sim.sample import write_webserver_sample
-    from analysis.sim.webserver import WebServerConfig
+    from perftriage.analysis.requests.features import extract_features, read_features, to_csv
+    from perftriage.analysis.requests.markers import MarkerRequests
+    from perftriage.analysis.sim.sample import write_webserver_sample
+    from perftriage.analysis.sim.webserver import WebServerConfig
 
     st = write_webserver_sample(tmp_path / "s", WebServerConfig(requests=60, db_host="db-01", seed=2,
                                                                  mix={"slow_db": 0.1}))
@@ -281,7 +283,7 @@ def test_two_machines_with_one_hostname_stay_two_hosts(tmp_path):
 
 
 def test_hull_keeps_every_point_on_one_side_of_it():
-    from analysis.netmatch import _hull
+    from perftriage.analysis.execgraph.netmatch import _hull
 
     rng = np.random.default_rng(9)
     x, y = rng.uniform(0, 10, 3000), rng.exponential(1.0, 3000)

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from sklearn.cluster import DBSCAN
 
-from analysis.clusters import ClusterParams, cluster_outliers
-from analysis.features import Ragged, read_features
-from analysis.knee import kneedle
-from analysis.ngrams import distinctive_ngrams, ngram_counts
-from analysis.outliers import OutlierParams, detect_outliers, explain, table3
+from perftriage.analysis.requests.clusters import ClusterParams, cluster_outliers
+from perftriage.analysis.requests.features import Ragged, read_features
+from perftriage.analysis.requests.knee import kneedle
+from perftriage.analysis.requests.ngrams import distinctive_ngrams, ngram_counts
+from perftriage.analysis.requests.outliers import OutlierParams, detect_outliers, explain, table3
 
 
 def published_dataset(folder, seed=0):
@@ -76,7 +76,7 @@ def test_the_papers_procedure_on_its_published_form(tmp_path):
 def test_noise_is_exactly_dbscans(seed):
     rng = np.random.default_rng(seed)
     X = np.vstack([rng.normal(0, 1, (400, 3)), rng.normal(6, 0.5, (60, 3)), rng.uniform(-10, 16, (40, 3))])
-    from analysis.features import FeatureTable
+    from perftriage.analysis.requests.features import FeatureTable
 
     n = len(X)
     e = np.zeros(n, np.int64)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import needs_bt2, real_trace
 
-from analysis.columns import MISSING, EventChunk, StringPool
-from analysis.pipeline import read_once
-from analysis.requests import APACHE, PHP, MarkerRequests, MarkerSpec
+from perftriage.analysis.columns import MISSING, EventChunk, StringPool
+from perftriage.analysis.ctf.pipeline import read_once
+from perftriage.analysis.requests.markers import APACHE, PHP, MarkerRequests, MarkerSpec
+
+from conftest import needs_bt2, real_trace
 
 
 class FakeReader:

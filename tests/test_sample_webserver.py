@@ -10,14 +10,16 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import needs_babeltrace2, needs_bt2
 
-from analysis.columns import MISSING
-from analysis.ctf.reader import CtfReader, ReadSpec
-from analysis.errors import InputError
-from analysis.sim.catalog import ALL_CLASSES, UST_CONTEXT_SLOTS
-from analysis.sim.sample import write_webserver_sample
-from analysis.sim.webserver import CAUSES, WebServerConfig
+from perftriage.analysis.columns import MISSING
+from perftriage.analysis.ctf.reader import CtfReader
+from perftriage.analysis.ctf.spec import ReadSpec
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.sim.catalog import ALL_CLASSES, UST_CONTEXT_SLOTS
+from perftriage.analysis.sim.sample import write_webserver_sample
+from perftriage.analysis.sim.webserver import CAUSES, WebServerConfig
+
+from conftest import needs_babeltrace2, needs_bt2
 
 SMALL = dict(requests=160, seed=7, mix={"lock_contention": 0.05, "connect_retry": 0.03, "write_heavy": 0.05,
                                         "slow_disk": 0.05, "cpu_contention": 0.02})

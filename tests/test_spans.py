@@ -7,17 +7,18 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ROOT
 
-from analysis.calltrees import build_call_trees
-from analysis.clouddiag import DiagParams, diagnose, span_self_time
-from analysis.errors import InputError
-from analysis.rpca import column_cosines, rpca
-from analysis.sim.microservices import MicroConfig, write_microservice_sample
-from analysis.span_compare import compare
-from analysis.spans import read_spans, sniff_format
-from analysis.spans.ids import to_id64
-from analysis.spans.table import MISSING_PARENT, ROOT as ROOT_SPAN
+from perftriage.analysis.calltrees.clouddiag import DiagParams, diagnose, span_self_time
+from perftriage.analysis.calltrees.compare import compare
+from perftriage.analysis.calltrees.rpca import column_cosines, rpca
+from perftriage.analysis.calltrees.trees import build_call_trees
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.sim.microservices import MicroConfig, write_microservice_sample
+from perftriage.analysis.spans import read_spans, sniff_format
+from perftriage.analysis.spans.ids import to_id64
+from perftriage.analysis.spans.table import MISSING_PARENT, ROOT as ROOT_SPAN
+
+from conftest import ROOT
 
 T0 = 1_767_225_600_000_000_000
 
@@ -179,12 +180,12 @@ def test_bad_span_files_give_one_clear_line(tmp_path, content, message):
     p.write_bytes(content)
     with pytest.raises(InputError) as e:
         if content.startswith(b"trace_id"):
-            from analysis.spans import span_csv
-            from analysis.spans.table import SpanBuilder
+            from perftriage.analysis.spans import span_csv
+            from perftriage.analysis.spans.table import SpanBuilder
 
             span_csv.read(p, SpanBuilder())
         else:
-            from analysis.triage import run_triage
+            from perftriage.analysis.triage import run_triage
 
             run_triage([p])
     text = str(e.value)
@@ -193,8 +194,8 @@ def test_bad_span_files_give_one_clear_line(tmp_path, content, message):
 
 def test_columns_mapping_names_unusual_headers(tmp_path):
     p = _csv(tmp_path / "x.csv", header="req,sid,psid,svc,box,what,begin_us,took_ms")
-    from analysis.spans import span_csv
-    from analysis.spans.table import SpanBuilder
+    from perftriage.analysis.spans import span_csv
+    from perftriage.analysis.spans.table import SpanBuilder
 
     b = SpanBuilder()
     span_csv.read(p, b, {"trace": "req", "span": "sid", "parent": "psid", "replica": "box", "name": "what",
@@ -263,7 +264,7 @@ def test_diagnosis_ranks_the_injected_pair_first(micro, scenario):
             assert abs(top.onset_ns - start) < 0.05 * run
             assert top.after_share > 0.8 and top.before_share < 0.1
             if f.suffix != ".log":  # one finding for the method, not one per replica
-                from analysis.calltree_findings import diagnosis_findings
+                from perftriage.analysis.calltrees.findings import diagnosis_findings
 
                 titles = [x.title for x in diagnosis_findings(diag)]
                 assert titles[0].startswith(f"{top.method_name} is slow on every replica since ")

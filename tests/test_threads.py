@@ -11,16 +11,17 @@ import time
 
 import numpy as np
 import pytest
-from conftest import ROOT, needs_bt2, real_trace
 from scipy.linalg import eigh
 
-from analysis.errors import InputError
-from analysis.sim.threadpool import PoolConfig, write_threadpool_sample
-from analysis.threads.covariance import covariances, fm_matrix, scale_of
-from analysis.threads.deviation import ThreadParams, analyse_level, rank_dendrogram
-from analysis.threads.pvclust import _fit
-from analysis.threads.series import read_csv
-from analysis.threads.topdown import top_down
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.sim.threadpool import PoolConfig, write_threadpool_sample
+from perftriage.analysis.threads.covariance import covariances, fm_matrix, scale_of
+from perftriage.analysis.threads.deviation import ThreadParams, analyse_level, rank_dendrogram
+from perftriage.analysis.threads.pvclust import _fit
+from perftriage.analysis.threads.series import read_csv
+from perftriage.analysis.threads.topdown import top_down
+
+from conftest import ROOT, needs_bt2, real_trace
 
 
 def test_forstner_distance_matches_the_definition_and_its_invariances():
@@ -157,7 +158,7 @@ def test_a_cpu_spike_is_found_by_the_moving_window(pool):
 
 
 def test_median5_network_is_the_median():
-    from analysis.threads.deviation import median5
+    from perftriage.analysis.threads.deviation import median5
 
     rng = np.random.default_rng(3)
     for vals in (rng.normal(size=(5, 400, 3)), rng.integers(0, 3, size=(5, 400, 3)).astype(float)):  # ties too
@@ -168,7 +169,7 @@ def test_a_late_leak_in_one_thread_is_found_by_its_long_departure():
     # a handle leak to 125% of its maximum over the last 10% of the run in one thread of a
     # ten-thread wave: hardly a change of the thread's covariance, diluted ten times in its
     # wave's, but a level far from every other thread for the rest of the run
-    from analysis.sim.threadpool import pool_series
+    from perftriage.analysis.sim.threadpool import pool_series
 
     ts, _ = pool_series(PoolConfig(seed=12, deviations={}))
     i = ts.ids.index(next(t for t, w in zip(ts.ids, ts.groups["wave"]) if w == "W4"))
@@ -235,10 +236,10 @@ def test_report_and_sample_from_the_cli(tmp_path):
 
 
 async def test_threads_pane_drill_down_and_views(pool):
-    from analysis.triage import Options
-    from tui.app import PerftriageApp
-    from tui.panes.threads import ThreadsPane
-    from tui.widgets.row_table import RowTable
+    from perftriage.analysis.triage import Options
+    from perftriage.tui.app import PerftriageApp
+    from perftriage.tui.panes.threads import ThreadsPane
+    from perftriage.tui.widgets.row_table import RowTable
 
     out, truth = pool
     app = PerftriageApp([str(out)], Options(threads=ThreadParams(replicates=50)))
@@ -266,9 +267,10 @@ async def test_threads_pane_drill_down_and_views(pool):
 @needs_bt2
 @pytest.mark.parametrize("trace", ["sample", "tracevizlab-wget-k-20180802-115043"])
 def test_thread_metrics_from_a_kernel_trace(trace):
-    from analysis.execgraph import RS, RU, GraphBuilder
-    from analysis.pipeline import read_once
-    from analysis.threads.from_trace import METRICS, thread_series_from_graphs
+    from perftriage.analysis.ctf.pipeline import read_once
+    from perftriage.analysis.execgraph.builder import GraphBuilder
+    from perftriage.analysis.execgraph.graph import RS, RU
+    from perftriage.analysis.threads.from_trace import METRICS, thread_series_from_graphs
 
     path = ROOT / "sample_traces" / "webserver" if trace == "sample" else real_trace(trace)
     graphs = read_once([path], [GraphBuilder()]).results[0]
@@ -306,7 +308,7 @@ def test_report_ranks_threads_from_the_kernel_trace():
 
 
 def test_fast_fm_distances_match_the_exact_ones():
-    from analysis.threads.covariance import fm_condensed_fast, fm_pairs
+    from perftriage.analysis.threads.covariance import fm_condensed_fast, fm_pairs
 
     rng = np.random.default_rng(4)
     B, k, p = 30, 12, 5
@@ -332,7 +334,7 @@ def test_fast_fm_distances_match_the_exact_ones():
 def test_fast_fm_distances_of_nearly_equal_matrices_keep_their_relative_accuracy():
     # bootstrap replicates of similar threads: distances of 1e-4; the series must keep them to
     # 1e-6 relative (checked against LAPACK's generalized eigenvalues, pair by pair)
-    from analysis.threads.covariance import fm_condensed_fast
+    from perftriage.analysis.threads.covariance import fm_condensed_fast
 
     rng = np.random.default_rng(8)
     B, k, p = 6, 8, 5
@@ -351,7 +353,7 @@ def test_fast_fm_distances_of_nearly_equal_matrices_keep_their_relative_accuracy
 def test_walk_looks_inside_groups_that_do_not_deviate_as_a_whole(tmp_path):
     # the CPU spike in W6 hardly moves its wave's mean: the wave is ranked by its thread's
     # excursion (among all threads), named; the walk ranks what drilling into every wave ranks
-    from analysis.threads.topdown import top_down
+    from perftriage.analysis.threads.topdown import top_down
 
     out = tmp_path / "pool"
     write_threadpool_sample(out, PoolConfig(seed=1, deviations={"1:4": "memory_leak", "5:2": "cpu_spike"}))
@@ -371,7 +373,7 @@ def test_walk_looks_inside_groups_that_do_not_deviate_as_a_whole(tmp_path):
 
 
 def test_jacobi_eigenvalues_match_lapack():
-    from analysis.threads.covariance import jacobi_eigvals
+    from perftriage.analysis.threads.covariance import jacobi_eigvals
 
     rng = np.random.default_rng(2)
     X = rng.normal(size=(400, 5, 9))
@@ -385,9 +387,9 @@ def test_jacobi_eigenvalues_match_lapack():
 
 @needs_bt2
 async def test_threads_pane_shows_threads_derived_from_the_kernel_trace():
-    from analysis.triage import Options
-    from tui.app import PerftriageApp
-    from tui.panes.threads import ThreadsPane
+    from perftriage.analysis.triage import Options
+    from perftriage.tui.app import PerftriageApp
+    from perftriage.tui.panes.threads import ThreadsPane
 
     app = PerftriageApp([str(ROOT / "sample_traces" / "webserver")],
                         Options(thread_windows=0.0, threads=ThreadParams(replicates=30)))

@@ -1,15 +1,12 @@
-"""Save an SVG screenshot of the app on a trace: ``python tools/screenshot.py OUT.svg [PATH] [--keys K ...]``."""
+"""Save an SVG screenshot of the app on a trace: ``.venv/bin/python tools/screenshot.py OUT.svg [PATH] [--keys K ...]``
+(perftriage installed, as ``make run`` or ``make test`` leave it)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tui.app import PerftriageApp  # noqa: E402
+from perftriage.tui.app import PerftriageApp
 
 
 async def shoot(out: str, paths: list[str], keys: list[str], size: tuple[int, int]) -> None:

@@ -1,7 +1,7 @@
 """The perftriage app: one tab per analysis, a status line, help on ?, export on e.
 
 The app only shows results and asks for new ones: the analyses run in a worker thread
-(:func:`analysis.triage.run_triage`), reporting progress to the status line.
+(:func:`perftriage.analysis.triage.run_triage`), reporting progress to the status line.
 """
 
 from __future__ import annotations
@@ -16,20 +16,20 @@ from textual.containers import Vertical
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
-from analysis.atomic import atomic_write
-from analysis.errors import PerftriageError
-from analysis.features import requests_of_features
-from analysis.findings import report_markdown
-from analysis.triage import Options, Progress, TriageResult, run_triage
+from perftriage.analysis.atomic import atomic_write
+from perftriage.analysis.errors import PerftriageError
+from perftriage.analysis.findings import report_markdown
+from perftriage.analysis.requests.features import requests_of_features
+from perftriage.analysis.triage import Options, Progress, TriageResult, run_triage
+from perftriage.tui.panes.calltrees import CallTreesPane
+from perftriage.tui.panes.clusters import ClustersPane
+from perftriage.tui.panes.counters import CountersPane
+from perftriage.tui.panes.findings import FindingsPane
+from perftriage.tui.panes.requests import RequestsPane
+from perftriage.tui.panes.threads import ThreadsPane
+from perftriage.tui.widgets.row_table import RowTable
 
-from .panes.calltrees import CallTreesPane
-from .panes.clusters import ClustersPane
-from .panes.findings import FindingsPane
-from .panes.requests import RequestsPane
-from .panes.counters import CountersPane
-from .panes.threads import ThreadsPane
 from .screens import ExportScreen, HelpScreen
-from .widgets.row_table import RowTable
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 

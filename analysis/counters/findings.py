@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..findings import Finding, Table
+from perftriage.analysis.findings import Finding, Table
+
 from .comparative import Between, Comparative, between, fleet_onset, server_onset, within
 from .correlation import Correlation, CorrelationParams, correlate
 from .onset import Onset

@@ -26,9 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from ..spans.timeparse import column_to_seconds as to_seconds
-from ..inputs import read_text, register_file_kind
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import read_text, register_file_kind
+from perftriage.analysis.timeparse import column_to_seconds as to_seconds
+
 from .table import CounterSet, Piece, RawCounters, align
 
 TIME_NAMES = ("time", "timestamp", "ts", "t", "datetime", "date")

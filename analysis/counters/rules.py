@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from perftriage.analysis.errors import InputError
+
 from .table import CounterSet
 
 OPS = {

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InputError
+from perftriage.analysis.errors import InputError
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import MissingDependency
+from perftriage.analysis.errors import MissingDependency
 
 INSTALL_HINT = (
     "reading CTF traces needs babeltrace2's Python bindings (bt2), which are not installed: "

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from perftriage.analysis.errors import InputError
 
 # Packetized metadata starts with this magic (either byte order); text metadata with "/* CTF".
 _METADATA_MAGIC = (b"\x57\x1d\xd1\x75", b"\x75\xd1\x1d\x57")

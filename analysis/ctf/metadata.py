@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from perftriage.analysis.errors import InputError
 
 TSDL_MAGIC = 0x75D11D57
 _HEADER = 37  # magic, uuid[16], checksum, content_size, packet_size, 5 scheme/version bytes

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .reader import CtfReader, ProgressFn, ReadSpec, TraceMeta
+from .reader import CtfReader
+from .spec import ProgressFn, ReadSpec, TraceMeta
 
 
 @dataclass
@@ -69,7 +70,7 @@ class EventCounter:
 
 
 def summarize(paths, progress: ProgressFn | None = None) -> TraceSummary:
-    from ..pipeline import read_once  # noqa: PLC0415
+    from .pipeline import read_once  # noqa: PLC0415
 
     result = read_once(paths, [EventCounter()], progress=progress)
     summary = result.results[0]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ctf.writer import EventClassDef, FieldDef
+from perftriage.analysis.ctf.writer import EventClassDef, FieldDef
 
 NSLOTS = 7
 

@@ -39,8 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import new_folder
-from ..counters.table import CounterSet
+from perftriage.analysis.atomic import new_folder
+from perftriage.analysis.counters.table import CounterSet
 
 INCIDENTS = ("stuck_rng", "buffer_leak", "hot_partition")
 

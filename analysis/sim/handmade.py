@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ctf.writer import CtfWriter, TraceDef
+from perftriage.analysis.ctf.writer import CtfWriter, TraceDef
+
 from .catalog import KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT, SimClass, tcp_header_slots, unpack_tcp_header
 
 # event names of LTTng < 2.7, for tests of the name mapping

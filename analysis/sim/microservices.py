@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import new_folder
+from perftriage.analysis.atomic import new_folder
 
 MS = 1_000_000
 US = 1_000

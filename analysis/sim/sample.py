@@ -24,9 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ctf.writer import CtfWriter, TraceDef
-from ..atomic import new_folder
-from .catalog import ALL_CLASSES, CODE, unpack_tcp_header, KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT, UST_CONTEXT_SLOTS
+from perftriage.analysis.atomic import new_folder
+from perftriage.analysis.ctf.writer import CtfWriter, TraceDef
+
+from .catalog import ALL_CLASSES, CODE, KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT, UST_CONTEXT_SLOTS, unpack_tcp_header
 from .webserver import WebServerConfig, WebServerSim
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import new_folder
+from perftriage.analysis.atomic import new_folder
 
 METRICS = ("CPU", "VirtualBytes", "PrivateBytes", "Handles", "MicroThreads")
 DEVIATIONS = ("cpu_spike", "memory_leak", "io_leak")
@@ -158,7 +158,7 @@ def generate(cfg: PoolConfig):
 def pool_series(cfg: PoolConfig):
     """The generated load test in memory, as a ThreadSeries (waves as the group), with
     {thread id: (wave, deviation kind)} of the threads that deviate."""
-    from ..threads.series import build  # noqa: PLC0415
+    from perftriage.analysis.threads.series import build  # noqa: PLC0415
 
     t, th, wave, vals = [], [], [], []
     truth = {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..inputs import register_file_kind
+from perftriage.analysis.inputs import register_file_kind
+
 from . import clouddiag_log, jaeger, otlp, span_csv, zipkin
 from .table import SpanBuilder, SpanTable
 
@@ -34,7 +35,7 @@ register_file_kind("spans", _sniff_spans)
 
 def read_spans(paths, columns: dict[str, str] | None = None) -> SpanTable:
     """All spans of the given files in one table (formats detected per file)."""
-    from ..errors import InputError  # noqa: PLC0415
+    from perftriage.analysis.errors import InputError  # noqa: PLC0415
 
     b = SpanBuilder()
     for p in paths:

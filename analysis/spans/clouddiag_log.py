@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.timeparse import to_ns
+
 from .ids import is_empty_id, to_id64
 from .table import SpanBuilder
-from .timeparse import to_ns
 
 FLAGS_IN = {"invoke", "i", "call", "enter", "entry", "start"}
 FLAGS_OUT = {"return", "r", "ret", "exit", "end"}

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
-from .jsonfile import load_json
+from perftriage.analysis.errors import InputError
+
 from .ids import to_id64
+from .jsonfile import load_json
 from .table import SpanBuilder
 
 REPLICA_TAGS = ("hostname", "k8s.pod.name", "service.instance.id", "ip", "host.name")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import InputError
+from perftriage.analysis.errors import InputError
 
 
 def load_json(path: Path):

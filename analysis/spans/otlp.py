@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import InputError
+from perftriage.analysis.errors import InputError
+
 from .ids import is_empty_id, to_id64
 from .table import SpanBuilder
 

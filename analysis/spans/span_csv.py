@@ -26,10 +26,11 @@ import csv
 import re
 from pathlib import Path
 
-from ..errors import InputError
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.timeparse import UNIT_NS, epoch_unit, to_ns
+
 from .ids import is_empty_id, to_id64
 from .table import SpanBuilder
-from .timeparse import UNIT_NS, epoch_unit, to_ns
 
 NAMES = {
     "trace": ("traceid", "trace", "requestid", "request", "tracecontext"),

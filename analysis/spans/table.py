@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..columns import StringPool
+from perftriage.analysis.columns import StringPool
 
 ROOT = -1  # parent of a root span
 MISSING_PARENT = -2  # parent id given but not found in the request

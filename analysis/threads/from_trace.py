@@ -1,7 +1,7 @@
 """Per-thread resource time series derived from an LTTng kernel trace: the thread-pool analysis
 (paper 003) on the same trace the request pipeline reads.
 
-Per thread and per time window, from the execution graph (analysis/execgraph.py):
+Per thread and per time window, from the execution graph (analysis/execgraph/):
 
 - ``CPU``: percent of the window the thread ran (user mode or in a system call);
 - ``Syscalls``: system calls it entered;
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..execgraph import BLOCKED, BP, RS, RU, ExecGraph
+from perftriage.analysis.execgraph.graph import BLOCKED, BP, RS, RU, ExecGraph
+
 from .series import ThreadSeries, build
 
 METRICS = ("CPU", "Syscalls", "Blocked", "Preempted", "Handles", "Mappings")

@@ -19,7 +19,7 @@ import socket
 import time
 from pathlib import Path
 
-from ..errors import InputError
+from perftriage.analysis.errors import InputError
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

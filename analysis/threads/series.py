@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from ..inputs import register_file_kind
-from ..spans.timeparse import column_to_seconds
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import register_file_kind
+from perftriage.analysis.timeparse import column_to_seconds
 
 GROUPS = ("machine", "process", "pool", "wave")
 GROUP_NAMES = {

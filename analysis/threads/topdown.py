@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..findings import Finding, Table
+from perftriage.analysis.findings import Finding, Table
+
 from .deviation import LevelResult, ThreadParams, analyse_level, could_rank
 from .series import ThreadSeries, plural
 

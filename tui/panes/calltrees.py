@@ -11,12 +11,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from analysis.calltree_findings import category_name, pair_evidence
-from analysis.calltree_view import example_request, method_replicas
+from perftriage.analysis.calltrees.findings import category_name, pair_evidence
+from perftriage.analysis.calltrees.view import example_request, method_replicas
+from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
+from perftriage.tui.widgets.sparkline import sparkline
 
 from .base import ViewPane
-from ..widgets.row_table import Column, ListSource, RowTable
-from ..widgets.sparkline import sparkline
 
 VIEWS = ("replicas", "call tree", "reference")
 

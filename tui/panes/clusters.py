@@ -16,13 +16,13 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import Static
 
-from analysis.request_analysis import dominant_states
-from analysis.request_map import request_map
-from analysis.units import fmt_duration
+from perftriage.analysis.requests.map import request_map
+from perftriage.analysis.requests.outlier_analysis import dominant_states
+from perftriage.analysis.units import fmt_duration
+from perftriage.tui.widgets.plots import bars, line, scatter
+from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
 
-from ..widgets.plots import bars, line, scatter
 from .base import ViewPane
-from ..widgets.row_table import Column, ListSource, RowTable
 
 VIEWS = ("n-grams", "state counts", "map", "inertia")
 

@@ -17,13 +17,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from analysis.counters.correlation import correlate
-from analysis.counters.views import STATS, server_view, time_view
+from perftriage.analysis.counters.correlation import correlate
+from perftriage.analysis.counters.views import STATS, server_view, time_view
+from perftriage.tui.widgets.plots import line_series
+from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
+from perftriage.tui.widgets.sparkline import sparkline
 
-from ..widgets.plots import line_series
 from .base import ViewPane
-from ..widgets.row_table import Column, ListSource, RowTable
-from ..widgets.sparkline import sparkline
 
 VIEWS = ("server view", "time view", "detail", "sparklines", "statistics", "correlations")
 SHADES = " ░▒▓█"

@@ -7,9 +7,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from analysis.findings import Finding, finding_markdown
-
-from ..widgets.row_table import Column, ListSource, RowTable
+from perftriage.analysis.findings import Finding, finding_markdown
+from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
 
 _SEVERITY_STYLE = {"critical": "alert", "warning": "alert", "info": None}
 

@@ -15,13 +15,12 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from analysis.critical_path import PathFinder, finders
-from analysis.path_view import path_view
-from analysis.requests import RequestTable, notable_mask
-from analysis.units import fmt_clock, fmt_duration
-
-from ..widgets.path_breakdown import PathBreakdown
-from ..widgets.row_table import Column, RowTable
+from perftriage.analysis.requests.critical_path import PathFinder, finders
+from perftriage.analysis.requests.path_view import path_view
+from perftriage.analysis.requests.table import RequestTable, notable_mask
+from perftriage.analysis.units import fmt_clock, fmt_duration
+from perftriage.tui.widgets.path_breakdown import PathBreakdown
+from perftriage.tui.widgets.row_table import Column, RowTable
 
 LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")
 
@@ -260,7 +259,7 @@ class RequestsPane(Vertical):
         if event.table is not self.row_table or self.table is None:
             return
         event.stop()
-        from ..screens import RequestDetailScreen  # noqa: PLC0415
+        from perftriage.tui.screens import RequestDetailScreen  # noqa: PLC0415
 
         i = int(self.index[event.row])
         self.app.push_screen(RequestDetailScreen(self.table, i, self.finder(str(self.table.host[i]))))

@@ -13,15 +13,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from analysis.threads.deviation import analyse_level
-from analysis.threads.series import plural
-from analysis.threads.topdown import next_level
-from analysis.threads.view import dendrogram_lines, item_series
+from perftriage.analysis.threads.deviation import analyse_level
+from perftriage.analysis.threads.series import plural
+from perftriage.analysis.threads.topdown import next_level
+from perftriage.analysis.threads.view import dendrogram_lines, item_series
+from perftriage.tui.widgets.plots import line_series
+from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
+from perftriage.tui.widgets.sparkline import sparkline
 
-from ..widgets.plots import line_series
 from .base import ViewPane
-from ..widgets.row_table import Column, ListSource, RowTable
-from ..widgets.sparkline import sparkline
 
 VIEWS = ("metrics", "plot", "dendrogram")
 

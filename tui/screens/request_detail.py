@@ -11,13 +11,12 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from analysis.critical_path import STATES, PathFinder
-from analysis.path_view import PathView, path_view
-from analysis.requests import RequestTable
-from analysis.units import fmt_duration, fmt_timestamp
-
-from ..widgets.path_breakdown import PathBreakdown, state_key
-from ..widgets.row_table import Column, ListSource, RowTable
+from perftriage.analysis.requests.critical_path import STATES, PathFinder
+from perftriage.analysis.requests.path_view import PathView, path_view
+from perftriage.analysis.requests.table import RequestTable
+from perftriage.analysis.units import fmt_duration, fmt_timestamp
+from perftriage.tui.widgets.path_breakdown import PathBreakdown, state_key
+from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
 
 
 def request_lines(table: RequestTable, i: int) -> list[tuple[str, str]]:

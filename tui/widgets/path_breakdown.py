@@ -6,9 +6,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from analysis.critical_path import STATE_NAMES, STATES
-from analysis.path_view import STATE_CHAR, PathView
-from analysis.units import fmt_duration
+from perftriage.analysis.requests.critical_path import STATE_NAMES, STATES
+from perftriage.analysis.requests.path_view import STATE_CHAR, PathView
+from perftriage.analysis.units import fmt_duration
 
 # background colours that read on 16-colour terminals; the letter tells the state without colour
 STATE_STYLE = {

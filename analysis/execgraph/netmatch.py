@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .columns import MISSING
+from perftriage.analysis.columns import MISSING
 
 NH = "network_header."
 TH = NH + "transport_header."

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import PerftriageError
-from .execgraph import ExecGraph
-from .requests import RequestTable
+from perftriage.analysis.errors import PerftriageError
+from perftriage.analysis.execgraph.graph import ExecGraph
+
+from .table import RequestTable
 
 UNIT_KINDS = ("markers", "threads", "syscall:NAME")
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .execgraph import BLOCKED, BP, EXITED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU, ST_BN, ST_BT, ExecGraph
+from perftriage.analysis.execgraph.graph import (BLOCKED, BP, EXITED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU, ST_BN,
+                                                 ST_BT, ExecGraph)
 
 STATES = ("RU", "RS", "BP", "BD", "BN", "BS", "BI", "BF", "BT")
 STATE_NAMES = {

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perftriage.analysis.execgraph.graph import ExecGraph
+
 from .critical_path import NSTATES, STATES, PathFinder, Segments
-from .execgraph import ExecGraph
 
 #: one character per state in text timelines: running in lower case, waits in upper case
 STATE_CHAR = {"RU": "u", "RS": "s", "BP": "p", "BD": "D", "BN": "N", "BS": "T", "BI": "I", "BF": "F", "BT": "?"}

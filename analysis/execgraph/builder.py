@@ -1,25 +1,12 @@
-"""The execution graph of a host, built from kernel events in vectorised form.
+"""Builds the execution graph of every kernel-traced host from a stream of chunks, in vectorised
+form, without a per-event Python loop.
 
-What the reference (Trace Compass's OS execution graph, ../shared/reference/critical-path.md)
-keeps as vertices and edges is kept here as per-thread **state intervals** in numpy arrays:
-
-- for each thread (keyed by host and tid), consecutive intervals ``[start, end)`` with a state:
-  running in user mode (RU), running in a system call (RS), waiting for a CPU (BP: preempted,
-  or woken but not yet running, or forked but not yet run), blocked, unknown (before the thread's
-  first event), exited;
-- every blocked interval knows what ended it: the wake-up event, and in which context that
-  wake-up ran on its CPU. In process context the waker is the task running there (a vertical
-  edge waker -> wakee, to be followed by the critical path); in interrupt context the top of the
-  CPU's interrupt stack gives the reason (softirq vector, IRQ number, hrtimer, IPI), as in the
-  reference's rules;
-- fork edges (parent -> child) and the system calls of every thread (entry, exit, name).
-
-How it is computed, without a per-event Python loop: the reader delivers the current task of
-every event; a streaming consumer keeps compact rows of the events that matter (scheduler,
-wake-ups, fork/exit, system call entry/exit, interrupt context entry/exit). At the end, per CPU,
-the interrupt nesting depth is a clamped cumulative sum of +1/-1 (exits at depth 0 ignored)
-and the context of each wake-up is the last entry that left the stack at its depth; per
-thread, states are forward-filled over (thread, event order) with the "effective wake-up" rule.
+The reader delivers the current task of every event; a streaming consumer keeps compact rows of
+the events that matter (scheduler, wake-ups, fork/exit, system call entry/exit, interrupt context
+entry/exit). Per CPU, the interrupt nesting depth is a clamped cumulative sum of +1/-1 (exits at
+depth 0 ignored) and the context of each wake-up is the last entry that left the stack at its
+depth (contexts.py); per thread, states are forward-filled over (thread, event order) with the
+"effective wake-up" rule (intervals.py).
 
 Departures from the reference, on purpose:
 
@@ -33,310 +20,22 @@ Departures from the reference, on purpose:
 
 from __future__ import annotations
 
-import tempfile
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from .columns import MISSING
-from .ctf.reader import CtfReader, ReadSpec
-from .netmatch import PACKET_FIELDS, ClockFit, PacketLog, match, packet_keys, tcp_segments
+from perftriage.analysis.columns import MISSING
+from perftriage.analysis.ctf.reader import CtfReader
+from perftriage.analysis.ctf.spec import ReadSpec
 
-# interval states in the graph
-RU, RS, BP, BLOCKED, UNKNOWN, EXITED = 0, 1, 2, 3, 4, 5
-
-# what a blocked interval becomes when its waker is not followed (critical-path states)
-# (the numbering of path states lives in critical_path.STATES; these codes are shared)
-ST_RU, ST_RS, ST_BP, ST_BD, ST_BN, ST_BS, ST_BI, ST_BF, ST_BT = range(9)
-FOLLOW = -1  # blocked interval woken by a task: the critical path follows the waker
-FOLLOW_NET = -2  # woken by a packet another task of the host sent: follow the sender up to the send
-FOLLOW_REMOTE = -3  # woken by a packet a task of another traced host sent: follow it on that host
-
-# scheduler status from sched_switch's prev_state / statedump
-WAIT_CPU, WAIT_BLOCKED, WAIT_FORK, RUN, DEAD, NOSTATE = 0, 1, 2, 3, 4, 5
-
-# interrupt contexts: code = base + number
-CTX_NONE = 0
-CTX_HRTIMER = 1
-CTX_IPI = 2
-CTX_PACKET = 3
-CTX_SOFTIRQ = 100  # + vector
-CTX_IRQ = 1000  # + irq number
-
-# row categories
-(C_IGNORE, C_SWITCH, C_WAKING, C_WAKEUP, C_WAKEUP_NEW, C_TTWU, C_FORK, C_EXIT, C_STATEDUMP,
- C_SC_ENTRY, C_SC_EXIT, C_IRQ_IN, C_IRQ_OUT, C_SOFT_IN, C_SOFT_OUT, C_HRT_IN, C_HRT_OUT, C_IPI_IN,
- C_IPI_OUT, C_EXEC, C_PKT_IN, C_PKT_OUT, C_NET_SEND, C_NET_RECV) = range(24)
-
-_EXACT = {
-    "sched_switch": C_SWITCH,
-    "sched_waking": C_WAKING,
-    "sched_wakeup": C_WAKEUP,
-    "sched_wakeup_new": C_WAKEUP_NEW,
-    "sched_ttwu": C_TTWU,
-    "sched_process_fork": C_FORK,
-    "sched_process_exit": C_EXIT,
-    "sched_process_exec": C_EXEC,
-    "lttng_statedump_process_state": C_STATEDUMP,
-    "irq_handler_entry": C_IRQ_IN,
-    "irq_handler_exit": C_IRQ_OUT,
-    "irq_softirq_entry": C_SOFT_IN,
-    "irq_softirq_exit": C_SOFT_OUT,
-    "timer_hrtimer_expire_entry": C_HRT_IN,
-    "timer_hrtimer_expire_exit": C_HRT_OUT,
-    "do_IRQ_entry": C_IRQ_IN,
-    "do_IRQ_return": C_IRQ_OUT,
-    "netif_receive_skb_internal_entry": C_PKT_IN,
-    "netif_receive_skb_internal_return": C_PKT_OUT,
-    "net_dev_queue": C_NET_SEND,
-    "net_if_receive_skb": C_NET_RECV,
-    "netif_receive_skb": C_NET_RECV,
-}
-
-SOFTIRQ_STATE = {  # vector -> path state when it wakes a task (reference rules)
-    0: ST_BI, 1: ST_BS, 2: ST_BN, 3: ST_BN, 4: ST_BD, 5: ST_BD, 6: ST_BI, 7: ST_BI, 8: ST_BS, 9: ST_BI,
-}
-
-
-def categorize(name: str) -> int:
-    c = _EXACT.get(name)
-    if c is not None:
-        return c
-    if name.startswith("syscall_entry_"):
-        return C_SC_ENTRY
-    if name.startswith("syscall_exit_"):
-        return C_SC_EXIT
-    if name.startswith("x86_irq_vectors_"):
-        return C_IPI_IN if name.endswith("_entry") else C_IPI_OUT if name.endswith("_exit") else C_IGNORE
-    return C_IGNORE
-
-
-GRAPH_EVENTS = [*_EXACT, "syscall_entry_*", "syscall_exit_*", "x86_irq_vectors_*"]
-GRAPH_FIELDS = {
-    "sched_switch": ("prev_tid", "prev_state", "next_tid", "prev_comm", "next_comm"),
-    "sched_waking": ("tid",),
-    "sched_wakeup": ("tid",),
-    "sched_wakeup_new": ("tid",),
-    "sched_ttwu": ("tid",),
-    "sched_process_fork": ("parent_tid", "parent_pid", "child_tid", "child_pid", "child_comm"),
-    "sched_process_exit": ("tid",),
-    "sched_process_exec": ("tid", "filename"),
-    "lttng_statedump_process_state": ("tid", "pid", "status", "name"),
-    "irq_handler_entry": ("irq",),
-    "irq_handler_exit": ("irq",),
-    "do_IRQ_entry": ("irq",),
-    "irq_softirq_entry": ("vec",),
-    "irq_softirq_exit": ("vec",),
-    "net_dev_queue": ("skbaddr", *PACKET_FIELDS),
-    "net_if_receive_skb": ("skbaddr", *PACKET_FIELDS),
-    "netif_receive_skb": ("skbaddr", *PACKET_FIELDS),
-}
-
-
-@dataclass
-class ThreadInfo:
-    tid: int
-    pid: int = -1
-    comm: str = ""
-    fork_ts: int | None = None
-    parent: int | None = None
-    exit_ts: int | None = None
-    first_ts: int | None = None
-    last_ts: int | None = None
-
-
-@dataclass
-class RemoteLinks:
-    """FOLLOW_REMOTE intervals of a graph (sorted), each with the sender's host and the send
-    time on that host's clock; ``links[k]`` -> (host, time)."""
-
-    k: np.ndarray
-    host: np.ndarray  # index into hosts
-    t: np.ndarray
-    hosts: list
-
-    @classmethod
-    def empty(cls) -> "RemoteLinks":
-        e = np.zeros(0, np.int64)
-        return cls(e, e.astype(np.int16), e, [])
-
-    def __len__(self) -> int:
-        return len(self.k)
-
-    def __getitem__(self, k: int) -> tuple[str, int]:
-        i = int(np.searchsorted(self.k, k))
-        if i >= len(self.k) or self.k[i] != k:
-            raise KeyError(k)
-        return self.hosts[int(self.host[i])], int(self.t[i])
-
-
-@dataclass
-class ExecGraph:
-    """One host's graph. Intervals are sorted by (thread, start); thread ``i`` owns
-    ``iv_*[thread_lo[i]:thread_hi[i]]``; ``tid_index`` maps a tid to ``i``."""
-
-    host: str
-    begin: int
-    end: int
-    tids: np.ndarray
-    thread_lo: np.ndarray
-    thread_hi: np.ndarray
-    iv_start: np.ndarray
-    iv_end: np.ndarray
-    iv_state: np.ndarray  # RU, RS, BP, BLOCKED, UNKNOWN, EXITED
-    iv_block: np.ndarray  # for BLOCKED: path state when not followed (ST_*), or FOLLOW
-    iv_waker: np.ndarray  # for FOLLOW: tid of the waker (-1 otherwise)
-    iv_ctx: np.ndarray  # for BLOCKED: context code of the wake-up (-1: no wake-up seen)
-    iv_syscall: np.ndarray  # syscall id running during the interval (-1 none)
-    sc_tid: np.ndarray  # system calls sorted by (tid, entry)
-    sc_entry: np.ndarray
-    sc_exit: np.ndarray
-    sc_id: np.ndarray
-    syscall_names: list[str]
-    threads: dict[int, ThreadInfo] = field(default_factory=dict)
-    wakeup_family: str = ""
-    net_links: dict[int, int] = field(default_factory=dict)  # FOLLOW_NET interval -> when its packet was sent
-    # FOLLOW_REMOTE interval -> (sender's host, send time on that host's clock)
-    remote_links: "RemoteLinks" = field(default_factory=lambda: RemoteLinks.empty())
-    clocks: dict[str, ClockFit] = field(default_factory=dict)  # other host -> this clock to that one
-
-    def __post_init__(self):
-        self.tid_index = {int(t): i for i, t in enumerate(self.tids.tolist())}
-        self._starts_cache: dict[int, list] = {}
-
-    def intervals_of(self, tid: int) -> slice:
-        i = self.tid_index.get(tid)
-        if i is None:
-            return slice(0, 0)
-        return slice(int(self.thread_lo[i]), int(self.thread_hi[i]))
-
-    def syscalls_of(self, tid: int) -> slice:
-        lo = int(np.searchsorted(self.sc_tid, tid, "left"))
-        hi = int(np.searchsorted(self.sc_tid, tid, "right"))
-        return slice(lo, hi)
-
-    @property
-    def n_intervals(self) -> int:
-        return len(self.iv_start)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.iv_start, self.iv_end, self.iv_state, self.iv_block, self.iv_waker,
-                                      self.iv_ctx, self.iv_syscall, self.sc_tid, self.sc_entry, self.sc_exit,
-                                      self.sc_id))
-
-    def comm(self, tid: int) -> str:
-        t = self.threads.get(tid)
-        return t.comm if t is not None and t.comm else ("swapper" if tid == 0 else "?")
-
-
-class _Parts:
-    """Lists of numpy arrays gathered chunk by chunk, concatenated once."""
-
-    def __init__(self, *names):
-        self.names = names
-        self.parts = {n: [] for n in names}
-
-    def add(self, **cols):
-        for n in self.names:
-            self.parts[n].append(cols[n])
-
-    def get(self) -> dict[str, np.ndarray]:
-        """The concatenated columns; the per-chunk pieces are released."""
-        out = {}
-        for n in self.names:
-            v = self.parts[n]
-            out[n] = np.concatenate(v) if v else np.empty(0, np.int64)
-            self.parts[n] = []
-        return out
-
-
-# columns of the stored intervals and system calls
-IV_DTYPES = dict(tid=np.int32, start=np.int64, end=np.int64, state=np.int8, wake=np.int32, sc=np.int16)
-SC_DTYPES = dict(tid=np.int64, entry=np.int64, exit=np.int64, id=np.int32)
-
-
-class _ThreadOrderedStore:
-    """Rows added chunk by chunk, each chunk sorted by (thread, time), laid out at the end sorted
-    by (thread, time) without a global sort: chunks come in time order, so a row's place is its
-    thread's offset plus the rows of that thread in earlier chunks plus its rank in the chunk.
-
-    The chunks' rows wait in an anonymous temporary file (deleted when closed, never beside the
-    trace), so that while reading, memory holds one chunk, and at the end the final columns plus
-    one chunk read back: the build never holds the graph twice. Without a writable temporary
-    folder they wait in memory."""
-
-    def __init__(self, key: str, dtypes: dict[str, type]):
-        self.key = key
-        self.dtypes = dtypes
-        self.names = tuple(dtypes)
-        self.chunks: list = []  # per chunk: (thread ids, their row counts, where the rows are)
-        self.nrows = 0
-        self._file = None
-        self._spill = True
-
-    def add(self, cols: dict[str, np.ndarray]) -> None:
-        k = cols[self.key]
-        n = len(k)
-        if n == 0:
-            return
-        heads = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-        u, cnt = k[heads].astype(np.int64), np.diff(np.r_[heads, n])
-        arrays = [np.ascontiguousarray(cols[name], self.dtypes[name]) for name in self.names]
-        where = arrays
-        if self._spill:
-            try:
-                if self._file is None:
-                    self._file = tempfile.TemporaryFile(prefix="perftriage-graph-")
-                pos = self._file.tell()
-                for arr in arrays:
-                    arr.tofile(self._file)
-                where = pos
-            except OSError:  # no room or no temporary folder: keep the rows in memory
-                self._spill = False
-        self.chunks.append((u, cnt, n, where))
-        self.nrows += n
-
-    def _load(self, n: int, where) -> list[np.ndarray]:
-        if not isinstance(where, int):
-            return where
-        self._file.seek(where)
-        return [np.fromfile(self._file, self.dtypes[name], n) for name in self.names]
-
-    def finish(self):
-        """(columns, thread ids, lo, hi): thread ``i`` owns rows ``lo[i]:hi[i]``."""
-        if self._file is not None:
-            self._file.flush()
-        tids = (np.unique(np.concatenate([c[0] for c in self.chunks])) if self.chunks
-                else np.zeros(0, np.int64))
-        counts = np.zeros(len(tids), np.int64)
-        for u, cnt, _, _ in self.chunks:
-            counts[np.searchsorted(tids, u)] += cnt  # a thread appears once per chunk
-        lo = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64) if len(tids) else np.zeros(0, np.int64)
-        hi = lo + counts
-        out = {name: np.empty(self.nrows, self.dtypes[name]) for name in self.names}
-        written = np.zeros(len(tids), np.int64)
-        chunks, self.chunks = self.chunks, []
-        for i, (u, cnt, n, where) in enumerate(chunks):
-            chunks[i] = None
-            arrays = self._load(n, where)
-            idx = np.searchsorted(tids, u)
-            heads = np.r_[0, np.cumsum(cnt)[:-1]]
-            dest = np.repeat(lo[idx] + written[idx] - heads, cnt) + np.arange(n)
-            written[idx] += cnt
-            for name, arr in zip(self.names, arrays):
-                out[name][dest] = arr
-            del arrays, dest
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        return out, tids, lo, hi
-
-
-# per-thread row kinds: 0 switch-in, 1 switch-out (arg 1: blocked), 2 wake-up (arg: wake index),
-# 3 fork (the child), 4 exit, 5 syscall entry (arg: id), 6 syscall exit (arg: id), 7 carried
-# state of a thread from the previous chunk
-K_IN, K_OUT, K_WAKE, K_FORK, K_EXIT, K_SC_IN, K_SC_OUT, K_CARRY = range(8)
+from .contexts import CTX_NONE, CTX_PACKET, CTX_SOFTIRQ, block_state_of_context, interrupt_rows, wake_contexts
+from .events import (C_EXEC, C_EXIT, C_FORK, C_IPI_OUT, C_IRQ_IN, C_NET_RECV, C_NET_SEND, C_PKT_IN, C_PKT_OUT,
+                     C_SC_ENTRY, C_SC_EXIT, C_STATEDUMP, C_SWITCH, C_TTWU, C_WAKEUP, C_WAKEUP_NEW, C_WAKING,
+                     GRAPH_EVENTS, GRAPH_FIELDS, categorize)
+from .graph import (BLOCKED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU, ST_BF, ST_BI, ST_BN, ST_BT, ExecGraph,
+                    RemoteLinks, ThreadInfo)
+from .intervals import (K_CARRY, K_EXIT, K_FORK, K_IN, K_OUT, K_SC_IN, K_SC_OUT, K_WAKE, NOSTATE, RUN, WAIT_BLOCKED,
+                        WAIT_CPU, WAIT_FORK, chunk_intervals, interval_state)
+from .netmatch import PacketLog, match, packet_keys, tcp_segments
+from .store import IV_DTYPES, SC_DTYPES, Parts, ThreadOrderedStore, release_freed_memory
 
 
 class _HostState:
@@ -349,12 +48,12 @@ class _HostState:
         self.open_sc: dict[int, tuple] = {}  # tid -> (entry ts, syscall id)
         # closed intervals, merged chunk by chunk; each thread's last one waits in ``pending``
         # until the next chunk shows whether it continues
-        self.iv = _ThreadOrderedStore("tid", IV_DTYPES)
+        self.iv = ThreadOrderedStore("tid", IV_DTYPES)
         self.pending: dict[str, np.ndarray] | None = None
         # intervals of threads not yet seen entering or leaving a system call: if their first
         # such event is an exit, they were inside that call from the start, and these change
-        self.held = _Parts(*IV_DTYPES)
-        self.sc = _ThreadOrderedStore("tid", SC_DTYPES)
+        self.held = Parts(*IV_DTYPES)
+        self.sc = ThreadOrderedStore("tid", SC_DTYPES)
         self.sd_status: dict[int, tuple[int, int]] = {}  # tid -> (status, event number) of its statedump
         self.threads: dict[int, ThreadInfo] = {}
 
@@ -382,7 +81,7 @@ class GraphBuilder:
         self._nwake = 0
         self.hosts: dict[int, _HostState] = {}
         # per wake-up (numbered globally): the context it ran in and the task it ran on
-        self.wake = _Parts("ctx", "cur")
+        self.wake = Parts("ctx", "cur")
         self.links: dict[int, tuple[int, int]] = {}  # wake-up number -> (sender tid, send time); few
         # packets on one host: the latest send of each skb address, the latest receive per CPU
         self.net_send: dict[tuple[int, int], tuple[int, int]] = {}
@@ -491,7 +190,7 @@ class GraphBuilder:
             # the context of wake-ups and of packet sends (a packet sent from an interrupt, an
             # ACK say, is no work of the task it interrupted)
             m_ctx = m_wk | m_send
-            ctx, is_exit = _interrupt_rows(cat[m_ic], col("irq", m_ic, 0), col("vec", m_ic, 0))
+            ctx, is_exit = interrupt_rows(cat[m_ic], col("irq", m_ic, 0), col("vec", m_ic, 0))
             both = wake_contexts(self.stacks, h, seq[m_ctx], cpu[m_ctx], seq[m_ic], cpu[m_ic], ctx, is_exit)
             wctx, sctx = both[m_wk[m_ctx]], both[m_send[m_ctx]]
         if nwk or m_send.any() or (cat == C_NET_RECV).any():
@@ -617,7 +316,7 @@ class GraphBuilder:
         tid, seq, ts, kind, arg = tid[order], seq[order], ts[order], kind[order], arg[order]
         c_status, c_sc, c_exit, c_known = c_status[order], c_sc[order], c_exit[order], c_known[order]
         self._pair_syscalls(hs, tid, ts, kind, arg)
-        out, carry, revealed = _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, c_known,
+        out, carry, revealed = chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, c_known,
                                                 hs.sd_status, hs.first_ts)
         unknown = np.array([t for t, v in carry.items() if not v[5]], np.int64)
         _emit_intervals(hs, out, unknown, revealed)
@@ -678,7 +377,7 @@ class GraphBuilder:
             g = graphs[reader.hosts[h]] = self._finish_host(hs, wctx, wake_cur, family, links, remote)
             g.clocks = {reader.hosts[b]: fit for (a, b), fit in self.matches.fits.items() if a == h}
         self.hosts = {}
-        _release_freed_memory()
+        release_freed_memory()
         return graphs
 
     def _finish_host(self, hs: _HostState, wctx, wake_cur, family: str, links=None, remote=None) -> ExecGraph:
@@ -688,7 +387,7 @@ class GraphBuilder:
             ct = np.array(list(hs.carry), np.int64)
             cv = np.array(list(hs.carry.values()), np.int64)
             _emit_intervals(hs, dict(tid=ct.astype(np.int32), start=cv[:, 0], end=np.maximum(cv[:, 0], end),
-                                     state=_interval_state(cv[:, 2].astype(np.int8), cv[:, 3]),
+                                     state=interval_state(cv[:, 2].astype(np.int8), cv[:, 3]),
                                      wake=np.full(len(ct), -1, np.int32), sc=cv[:, 3].astype(np.int16)),
                             ct[cv[:, 5] == 0], {})
         # what is left: held intervals of threads that never showed a system call, and each
@@ -713,7 +412,7 @@ class GraphBuilder:
         net_links = _network_links(tid, state, iv_block, iv_waker, wake, links)
         remote_links = _remote_waits(state, iv_block, iv_waker, wake, remote, self.reader.hosts)
         del wake
-        _release_freed_memory()
+        release_freed_memory()
         for t_, a, z in zip(tids.tolist(), start[lo].tolist() if m else [], stop[hi - 1].tolist() if m else []):
             ti = hs.info(t_)
             ti.first_ts, ti.last_ts = a, z
@@ -729,7 +428,6 @@ class GraphBuilder:
             syscall_names=list(self.syscall_names), threads=hs.threads, wakeup_family=family, net_links=net_links,
             remote_links=remote_links,
         )
-
 
 
 def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, block: int = 1 << 20):
@@ -877,211 +575,3 @@ def _emit_intervals(hs: _HostState, out: dict[str, np.ndarray], unknown: np.ndar
         o = np.argsort(new_pend["tid"], kind="stable")
         new_pend = {k: v[o] for k, v in new_pend.items()}
     hs.pending = new_pend
-
-
-def _release_freed_memory() -> None:
-    """Give the heap pages freed by the build back to the system (glibc keeps them otherwise)."""
-    try:
-        import ctypes  # noqa: PLC0415
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
-
-
-def _chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, c_known, sd_status, begin):
-    """Closed intervals of one chunk's rows (sorted by thread, event order) and the state each
-    thread carries into the next chunk. A thread's first row is its carried state (K_CARRY) when
-    it was seen before; else its state before that row is the statedump's, or inferred from the
-    row: a switch-out or a syscall means it was running, a wake-up that it was blocked (the
-    reference creates unknown wake-up targets WAIT_BLOCKED), a switch-in that it waited for a
-    CPU, a fork that it did not exist yet."""
-    n = len(tid)
-    idx = np.arange(n)
-    new_thread = np.r_[True, tid[1:] != tid[:-1]]
-    group_start = np.maximum.accumulate(np.where(new_thread, idx, 0))
-    g = np.flatnonzero(new_thread)
-    last_of_group = np.r_[new_thread[1:], True]
-    gid = np.cumsum(new_thread) - 1
-    infer = np.array([WAIT_CPU, RUN, WAIT_BLOCKED, DEAD, RUN, RUN, RUN, NOSTATE], np.int8)
-    # a statedump tells the state of a thread not seen before it (a later one says nothing of
-    # the thread's state at its first event)
-    sd = [sd_status.get(t, (NOSTATE, 0)) for t in tid[g].tolist()]
-    init_status = np.array([st if sq < s0 else NOSTATE for (st, sq), s0 in zip(sd, seq[g].tolist())], np.int8)
-    init_status = np.where(init_status == NOSTATE, infer[kind[g]], init_status).astype(np.int8)
-    init_row = init_status[gid]
-    is_carry = kind == K_CARRY
-
-    def last_in_group(mask):
-        last = np.maximum.accumulate(np.where(mask, idx, -1))
-        return np.where(last >= group_start, last, -1)
-
-    # status set by each non-wake row (a carried row sets the carried status); a switch-out after
-    # the thread's exit leaves it dead
-    setter = (kind <= K_OUT) | (kind == K_FORK) | (kind == K_EXIT) | is_carry
-    status_set = np.full(n, -1, np.int8)
-    status_set[kind == K_IN] = RUN
-    out_rows = kind == K_OUT
-    status_set[out_rows] = np.where(arg[out_rows] == 1, WAIT_BLOCKED, WAIT_CPU)
-    status_set[kind == K_FORK] = WAIT_FORK
-    status_set[kind == K_EXIT] = DEAD
-    status_set[is_carry] = c_status[is_carry]
-    exit_mark = (kind == K_EXIT) | (is_carry & c_exit)
-    exited = last_in_group(exit_mark) >= 0
-    status_set[out_rows & exited] = DEAD
-    last_setter = last_in_group(setter)
-    status_before = np.where(last_setter >= 0, status_set[np.maximum(last_setter, 0)], init_row)
-    # a wake-up is effective if the thread was blocked (or forked) and it is the first since
-    effective = np.zeros(n, bool)
-    wake_idx = np.flatnonzero(kind == K_WAKE)
-    if len(wake_idx):
-        ls = last_setter[wake_idx]
-        same_group_prev = np.r_[False, group_start[wake_idx][1:] == group_start[wake_idx][:-1]]
-        prev_ls = np.r_[-2, ls[:-1]]
-        first_since = ~(same_group_prev & (prev_ls == ls))
-        eff = first_since & np.isin(status_before[wake_idx], (WAIT_BLOCKED, WAIT_FORK))
-        effective[wake_idx[eff]] = True
-    del status_before, last_setter
-    st_val = np.where(effective, WAIT_CPU, status_set).astype(np.int8)
-    last_st = last_in_group(setter | effective)
-    status_after = np.where(last_st >= 0, st_val[np.maximum(last_st, 0)], init_row).astype(np.int8)
-    del st_val, last_st, status_set, setter
-    # the system call running after each row: entries set it, exits clear it, a carried row
-    # restores it (if the thread was seen in a system call before); before a thread's first
-    # syscall row it is inside that syscall if the first one is an exit
-    sc_row = (kind == K_SC_IN) | (kind == K_SC_OUT) | (is_carry & c_known)
-    sc_val = np.where(kind == K_SC_IN, arg, np.where(is_carry, c_sc, -1))
-    last_sc = last_in_group(sc_row)
-    first_sc = _first_in_group((kind == K_SC_IN) | (kind == K_SC_OUT), group_start, n)
-    init_sc = np.where((first_sc >= 0) & (kind[np.maximum(first_sc, 0)] == K_SC_OUT),
-                       arg[np.maximum(first_sc, 0)], -1)
-    sc_after = np.where(last_sc >= 0, sc_val[np.maximum(last_sc, 0)], init_sc)
-    # threads whose system-call state is known after the chunk, and the carried ones it became
-    # known for in this chunk (with the call they were in from the start, -1 for none)
-    head_known = is_carry[g] & c_known[g]
-    known_g = head_known | (first_sc[g] >= 0)
-    rev = is_carry[g] & ~head_known & (first_sc[g] >= 0)
-    revealed = dict(zip(tid[g[rev]].tolist(), init_sc[g[rev]].tolist()))
-    del last_sc, first_sc, sc_val
-    # closed intervals: [ts_i, ts_{i+1}) for every row but each thread's last
-    closed = ~last_of_group
-    nxt = np.flatnonzero(closed) + 1
-    c_rows = np.flatnonzero(closed)
-    wake_of = np.where(effective[nxt], arg[nxt], -1)
-    # lead intervals of new threads: [begin, first row)
-    new_g = g[~is_carry[g]]
-    lead_state = _interval_state(init_status[~is_carry[g]], init_sc[new_g])
-    out = {
-        "tid": np.concatenate([tid[new_g], tid[c_rows]]).astype(np.int32),
-        "start": np.concatenate([np.full(len(new_g), begin, np.int64), ts[c_rows]]),
-        "end": np.concatenate([ts[new_g], ts[nxt]]),
-        "state": np.concatenate([lead_state, _interval_state(status_after[c_rows], sc_after[c_rows])]).astype(np.int8),
-        "wake": np.concatenate([np.where(effective[new_g], arg[new_g], -1), wake_of]).astype(np.int32),
-        "sc": np.concatenate([init_sc[new_g], sc_after[c_rows]]).astype(np.int16),
-    }
-    last = np.flatnonzero(last_of_group)
-    carry = {int(t): (int(a), int(s_), int(st), int(sc), int(ex), int(kn)) for t, a, s_, st, sc, ex, kn in
-             zip(tid[last].tolist(), ts[last].tolist(), seq[last].tolist(), status_after[last].tolist(),
-                 sc_after[last].tolist(), exited[last].tolist(), known_g.tolist())}
-    return out, carry, revealed
-
-
-def _interrupt_rows(cat, irq, vec):
-    """Context code (CTX_*) and whether it is an exit, for interrupt entry/exit rows."""
-    ctx = np.zeros(len(cat), np.int64)
-    is_irq = (cat == C_IRQ_IN) | (cat == C_IRQ_OUT)
-    is_soft = (cat == C_SOFT_IN) | (cat == C_SOFT_OUT)
-    ctx[is_irq] = CTX_IRQ + np.where(irq[is_irq] == MISSING, 0, irq[is_irq])
-    ctx[is_soft] = CTX_SOFTIRQ + np.where(vec[is_soft] == MISSING, 0, vec[is_soft])
-    ctx[(cat == C_HRT_IN) | (cat == C_HRT_OUT)] = CTX_HRTIMER
-    ctx[(cat == C_IPI_IN) | (cat == C_IPI_OUT)] = CTX_IPI
-    ctx[(cat == C_PKT_IN) | (cat == C_PKT_OUT)] = CTX_PACKET
-    is_exit = np.isin(cat, (C_IRQ_OUT, C_SOFT_OUT, C_HRT_OUT, C_IPI_OUT, C_PKT_OUT))
-    return ctx, is_exit
-
-
-def wake_contexts(stacks: dict, host: int, w_seq, w_cpu, i_seq, i_cpu, i_ctx, i_exit) -> np.ndarray:
-    """Context code of each wake-up row of one chunk of ``host``: CTX_NONE (process context) or
-    the innermost interrupt context active on its CPU at that moment. ``stacks`` holds each
-    (host, CPU)'s interrupt contexts at the end of the previous chunk and is updated; an exit
-    with nothing on the stack (its entry was before the trace) is ignored."""
-    out = np.zeros(len(w_seq), np.int32)
-    for c in np.unique(np.concatenate([w_cpu, i_cpu])).tolist():
-        stack = stacks.get((host, c), [])
-        wi = np.flatnonzero(w_cpu == c)
-        ii = np.flatnonzero(i_cpu == c)
-        if len(ii) == 0:
-            out[wi] = stack[-1] if stack else CTX_NONE
-            continue
-        # the CPU's interrupt rows and wake rows in event order
-        seqs = np.concatenate([i_seq[ii], w_seq[wi]])
-        order = np.argsort(seqs, kind="stable")
-        is_wake = np.r_[np.zeros(len(ii), bool), np.ones(len(wi), bool)][order]
-        src = np.concatenate([ii, wi])[order]
-        delta = np.zeros(len(order), np.int64)
-        delta[~is_wake] = np.where(i_exit[src[~is_wake]], -1, 1)
-        s = len(stack) + np.cumsum(delta)
-        depth = s - np.minimum(np.minimum.accumulate(s), 0)  # clamped at 0: stray exits ignored
-        entry_pos = np.flatnonzero((~is_wake) & (delta > 0))
-        entry_depth = depth[entry_pos]
-        entry_ctx = i_ctx[src[entry_pos]]
-        wake_pos = np.flatnonzero(is_wake)
-        wake_depth = depth[wake_pos]
-        here = np.zeros(len(wake_pos), np.int64)
-        for level in np.unique(wake_depth[wake_depth > 0]).tolist():
-            sel = np.flatnonzero(wake_depth == level)
-            ents = np.flatnonzero(entry_depth == level)
-            k = np.searchsorted(entry_pos[ents], wake_pos[sel]) - 1
-            ok = k >= 0
-            here[sel[ok]] = entry_ctx[ents[k[ok]]]
-            # no entry at this level in the chunk yet: the one carried from before
-            if level <= len(stack):
-                here[sel[~ok]] = stack[level - 1]
-        out[src[wake_pos]] = here
-        # the stack at the end of the chunk
-        final = int(depth[-1])
-        new = []
-        for level in range(1, final + 1):
-            ents = np.flatnonzero(entry_depth == level)
-            new.append(int(entry_ctx[ents[-1]]) if len(ents) else stack[level - 1])
-        stacks[(host, c)] = new
-    return out
-
-
-def block_state_of_context(ctx: np.ndarray) -> np.ndarray:
-    """Path state of a blocked interval ended by a wake-up in interrupt context ``ctx``."""
-    out = np.full(len(ctx), ST_BI, np.int8)
-    soft = (ctx >= CTX_SOFTIRQ) & (ctx < CTX_IRQ)
-    vec = ctx - CTX_SOFTIRQ
-    lut = np.full(10, ST_BI, np.int8)
-    for v, st in SOFTIRQ_STATE.items():
-        lut[v] = st
-    out[soft] = lut[np.clip(vec[soft], 0, 9)]
-    out[ctx == CTX_HRTIMER] = ST_BS
-    out[ctx == CTX_PACKET] = ST_BN
-    return out
-
-
-def _first_in_group(mask, group_start, n):
-    """For every row, the index of the first row of its group where ``mask`` holds (-1 if none)."""
-    if n == 0:
-        return np.zeros(0, np.int64)
-    heads = np.flatnonzero(np.r_[True, group_start[1:] != group_start[:-1]])
-    idx = np.where(mask, np.arange(n), n)
-    first = np.minimum.reduceat(idx, heads)
-    ends = np.r_[heads[1:], n]
-    first = np.where(first < ends, first, -1)
-    gid = np.cumsum(np.r_[True, group_start[1:] != group_start[:-1]]) - 1
-    return first[gid]
-
-
-def _interval_state(status, sc):
-    out = np.full(len(status), UNKNOWN, np.int8)
-    out[(status == RUN) & (sc >= 0)] = RS
-    out[(status == RUN) & (sc < 0)] = RU
-    out[(status == WAIT_CPU) | (status == WAIT_FORK)] = BP
-    out[status == WAIT_BLOCKED] = BLOCKED
-    out[status == DEAD] = EXITED
-    return out
-
-

@@ -28,11 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.execgraph.graph import ExecGraph
+from perftriage.analysis.inputs import read_text
+
 from .critical_path import NSTATES, STATES, finders
-from .errors import InputError
-from .inputs import read_text
-from .execgraph import ExecGraph
-from .requests import RequestTable
+from .table import RequestTable
 
 # the 10 states of the published dataset, in its column order
 PUBLISHED_STATES = ("UNKNOWN", "SYSTEMCALL", "USERMODE", "BLOCKED_IO", "BLOCKED_CPU", "BLOCKED_WAITKERNEL",

@@ -44,11 +44,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-
 from scipy.stats import binom
 
-from .calltrees import CallTrees, Category
 from .rpca import column_cosines, rpca
+from .trees import CallTrees, Category
 
 MS = 1e6
 

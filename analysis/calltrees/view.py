@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calltrees import Category
 from .clouddiag import Diagnosis, RankedPair, span_self_time
+from .trees import Category
 
 MS = 1e6
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .spans.table import ROOT, SpanTable
+from perftriage.analysis.spans.table import ROOT, SpanTable
 
 
 @dataclass

@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perftriage.analysis.findings import Finding, Table
+from perftriage.analysis.units import fmt_duration
+
 from .clusters import ClusterParams, ClusterResult, cluster_outliers
 from .critical_path import STATE_NAMES
 from .features import FeatureTable
-from .findings import Finding, Table
 from .ngrams import NgramRow, distinctive_ngrams
 from .outliers import OutlierParams, OutlierResult, detect_outliers
-from .units import fmt_duration
 
 
 @dataclass

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from perftriage.analysis.findings import Finding, Table
+from perftriage.analysis.spans.table import SpanTable
+from perftriage.analysis.units import fmt_timestamp
+
 from .clouddiag import Diagnosis, RankedPair
-from .findings import Finding, Table
-from .span_compare import Change, Comparison
-from .spans.table import SpanTable
-from .units import fmt_timestamp
+from .compare import Change, Comparison
 
 
 def short_shape(shape: str, width: int = 70) -> str:

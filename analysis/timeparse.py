@@ -58,7 +58,7 @@ def column_to_seconds(col, path) -> np.ndarray:
     """A column of timestamps as float unix seconds: numbers by magnitude (s, ms, µs, ns; one
     unit for the column, from its largest value) or ISO 8601 strings. ``path`` names the file
     in the error."""
-    from ..errors import InputError  # noqa: PLC0415
+    from .errors import InputError  # noqa: PLC0415
 
     try:
         v = np.array(col, dtype=np.float64)

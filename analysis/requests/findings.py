@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ctf.summary import TraceSummary
+from perftriage.analysis.ctf.summary import TraceSummary
+from perftriage.analysis.findings import Finding, Table
+from perftriage.analysis.units import fmt_duration, fmt_timestamp
+
 from .features import FeatureTable
-from .findings import Finding, Table
-from .requests import RequestTable
-from .units import fmt_duration, fmt_timestamp
+from .table import RequestTable
 
 LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from .calltrees import CallTrees
 from .clouddiag import span_self_time
+from .trees import CallTrees
 
 MS = 1e6
 

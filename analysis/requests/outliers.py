@@ -40,9 +40,10 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from sklearn.neighbors import NearestNeighbors
 
+from perftriage.analysis.units import fmt_duration
+
 from .features import FeatureTable
 from .knee import kneedle
-from .units import fmt_duration
 
 REPRESENTATIONS = {
     "durations": "state durations in ms, unscaled",

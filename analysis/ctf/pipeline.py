@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from .ctf.reader import CtfReader, ProgressFn, ReadSpec
-from .errors import TraceReadError
+from perftriage.analysis.errors import TraceReadError
+
+from .reader import CtfReader
+from .spec import ProgressFn, ReadSpec
 
 
 class ChunkConsumer(Protocol):

@@ -1,0 +1,35 @@
+"""Which host each trace folder belongs to."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def distinct_hosts(paths: list, env: list) -> list[str | None]:
+    """The host name of each trace: its metadata's hostname, except where several kernel traces
+    name the same host (machines installed from one image, containers...): they are different
+    machines, named ``hostname (folder)`` after the first folder where their paths part, and a
+    user-space trace of that hostname goes with the kernel trace whose path shares the most
+    with its own. None where the metadata has no hostname (the stream's environment says)."""
+    out = [h for h, _ in env]
+    by_name: dict[str, list[int]] = {}
+    for i, (h, dom) in enumerate(env):
+        if h is not None and dom == "kernel":
+            by_name.setdefault(h, []).append(i)
+    for h, kern in by_name.items():
+        if len(kern) < 2:
+            continue
+        parts = [Path(os.path.abspath(paths[i])).parts for i in kern]
+        common = 0
+        while all(len(p) > common + 1 for p in parts) and len({p[common] for p in parts}) == 1:
+            common += 1
+        names = {i: f"{h} ({p[common]})" for i, p in zip(kern, parts)}
+        for i, name in names.items():
+            out[i] = name
+        for i, (h2, dom) in enumerate(env):
+            if h2 == h and dom != "kernel":
+                mine = Path(os.path.abspath(paths[i])).parts
+                shared = [(len(os.path.commonprefix([mine, Path(os.path.abspath(paths[k])).parts])), k) for k in kern]
+                out[i] = names[max(shared)[1]]
+    return out

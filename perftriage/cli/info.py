@@ -1,0 +1,94 @@
+"""``perftriage info PATH...``: what CTF traces hold (hosts, domains, CPUs, time span, events, losses)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .common import EXIT_CODES_HELP, EXIT_OK, EXIT_PARTIAL, Formatter
+
+
+def add_parser(sub) -> None:
+    p_info = sub.add_parser(
+        "info",
+        help="summarise CTF traces: hosts, domains, CPUs, time span, events per name, losses",
+        formatter_class=Formatter,
+        description="Summarise CTF traces (several folders of one host are read together).",
+        epilog=EXIT_CODES_HELP,
+    )
+    p_info.add_argument("paths", nargs="+", metavar="PATH")
+    p_info.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def run(args) -> int:
+    from perftriage.analysis.ctf.summary import summarize  # noqa: PLC0415
+    from perftriage.analysis.units import fmt_duration, fmt_timestamp  # noqa: PLC0415
+
+    s = summarize(args.paths)
+    if args.json:
+        data = {
+            "traces": [
+                {
+                    "path": t.path,
+                    "hostname": t.hostname,
+                    "domain": t.domain,
+                    "tracer": t.tracer,
+                    "cpus": sorted(t.cpus),
+                    "discarded_events": t.discarded_events,
+                    "discarded_events_unknown": t.discarded_events_unknown,
+                    "lost_packets": t.discarded_packets,
+                    "size_bytes": t.size,
+                    "problems": list(t.problems),
+                }
+                for t in s.traces
+            ],
+            "hosts": s.hosts,
+            "events": s.events,
+            "begin_ns": s.begin_ns,
+            "end_ns": s.end_ns,
+            "event_counts": s.event_counts,
+            "error": s.error,
+        }
+        print(json.dumps(data, indent=2))
+    else:
+        out = []
+        for t in s.traces:
+            out.append(f"trace   {t.path}")
+            out.append(f"  host {t.hostname}  domain {t.domain}  tracer {t.tracer}  CPUs {len(t.cpus)} "
+                       f"({_ranges(sorted(t.cpus))})  {t.size / 1e6:.1f} MB")
+            loss = f"  discarded events {t.discarded_events:,}  lost packets {t.discarded_packets:,}"
+            if t.discarded_events_unknown:
+                loss += f"  (+{t.discarded_events_unknown} discard records of unknown size)"
+            out.append(loss)
+            for problem in t.problems:
+                out.append(f"  DAMAGED {problem}")
+        if s.begin_ns is not None:
+            out.append(f"time    {fmt_timestamp(s.begin_ns)} .. {fmt_timestamp(s.end_ns)} UTC "
+                       f"({fmt_duration(s.end_ns - s.begin_ns)})")
+        out.append(f"events  {s.events:,}" + (f"  ({', '.join(f'{h}: {n:,}' for h, n in s.per_host_events.items())})"
+                                             if len(s.per_host_events) > 1 else ""))
+        width = max((len(n) for n in s.event_counts), default=10)
+        for name, n in s.event_counts.items():
+            out.append(f"  {name:<{width}}  {n:>12,}")
+        if s.error:
+            out.append(f"error   {s.error}")
+        print("\n".join(out))
+    damaged = [p for t in s.traces for p in t.problems]
+    for problem in ([s.error] if s.error else []) + damaged:
+        print(f"perftriage: {problem}", file=sys.stderr)
+    return EXIT_PARTIAL if s.error or damaged else EXIT_OK
+
+
+def _ranges(nums: list[int]) -> str:
+    if not nums:
+        return "-"
+    parts = []
+    start = prev = nums[0]
+    for n in nums[1:] + [None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ",".join(parts)

@@ -1,0 +1,83 @@
+"""The ``perftriage`` command: open the app, or run the analyses headless. One module per
+subcommand, each with its parser (``add_parser``) and its ``run``.
+
+Exit codes (also in ``perftriage --help``):
+  0  success
+  1  internal error (a bug: please report it with the traceback)
+  2  usage error (bad option or argument)
+  3  input error: a file or folder cannot be used; nothing was written
+  4  partial input: some trace could only be read in part; the output covers what was read
+  5  a system package is missing (e.g. babeltrace2's python3-bt2 for CTF traces)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from perftriage import __version__
+from perftriage.analysis.errors import InputError, MissingDependency, PerftriageError
+
+from . import features, info, open as open_cmd, record, report, sample
+from .common import EXIT_CODES_HELP, EXIT_INPUT, EXIT_MISSING, EXIT_USAGE, Formatter, Usage
+
+SUBCOMMANDS = {"open": open_cmd, "report": report, "info": info, "features": features, "sample": sample,
+               "record": record}
+COMMANDS = tuple(SUBCOMMANDS)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="perftriage",
+        formatter_class=Formatter,
+        description=(
+            "Triage performance problems from traces and metrics: which requests, threads, methods "
+            "or servers misbehave, and why.\n\n"
+            "  perftriage PATH...            open the app on traces / data files / folders\n"
+            "  perftriage report PATH...     the same analyses, headless, as Markdown or JSON\n"
+            "  perftriage info PATH...       what a CTF trace holds"
+        ),
+        epilog=EXIT_CODES_HELP,
+    )
+    parser.add_argument("--version", action="version", version=f"perftriage {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in (open_cmd, report, features, info, sample, record):
+        module.add_parser(sub)
+    return parser
+
+
+def _normalise_argv(argv: list[str]) -> list[str]:
+    """``perftriage PATH...`` means ``perftriage open PATH...``."""
+    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        return ["open", *argv]
+    return argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    args = parser.parse_args(_normalise_argv(argv))
+    try:
+        return SUBCOMMANDS[args.command].run(args)
+    except Usage as exc:
+        parser.error(str(exc))
+    except MissingDependency as exc:
+        print(f"perftriage: {exc}", file=sys.stderr)
+        return EXIT_MISSING
+    except InputError as exc:
+        print(f"perftriage: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except PerftriageError as exc:
+        print(f"perftriage: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:
+        where = exc.filename or ""
+        print(f"perftriage: {where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("perftriage: interrupted", file=sys.stderr)
+        return 130
+    return EXIT_USAGE

@@ -1,0 +1,193 @@
+"""The analysis options that ``open`` and ``report`` share (``features`` takes the marker ones),
+and their translation into the triage's :class:`Options`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from perftriage.analysis.errors import InputError, PerftriageError
+
+from .common import Usage
+
+
+def add_marker_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("requests from marker events")
+    g.add_argument("--request-start", metavar="EVENT", help="event that starts a request (e.g. myapp:req_begin)")
+    g.add_argument("--request-end", metavar="EVENT", help="event that ends a request")
+    g.add_argument(
+        "--request-key",
+        metavar="FIELD",
+        default="vtid",
+        help="pairs starts with ends: a payload field present in both, or vtid (the thread, default)",
+    )
+    g.add_argument(
+        "--units",
+        metavar="UNIT",
+        default="markers",
+        help="what a request is: markers (start/end events, default), threads (each thread's lifetime, "
+             "fork to exit) or syscall:NAME (each call of one system call, e.g. syscall:read)",
+    )
+
+
+def add_outlier_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("request outliers and clusters (automatic unless given)")
+    g.add_argument("--representation", choices=("durations", "counts", "bow", "tfidf"), default="durations",
+                   help="what outliers are found in: state durations (default, ms), state counts, "
+                        "system call counts (bow) or their TF-IDF")
+    g.add_argument("--detector", choices=("dbscan", "iforest"), default="dbscan")
+    g.add_argument("--eps", type=float, metavar="X", help="DBSCAN radius, in the representation's unit (ms)")
+    g.add_argument("--min-samples", type=int, metavar="N", help="DBSCAN density: neighbours within eps")
+    g.add_argument("--minor-fraction", type=float, metavar="F", default=0.05,
+                   help="dense groups under this share of the requests are outliers too (default 0.05; 0: off)")
+    g.add_argument("--k", type=int, metavar="K", help="number of clusters of outliers (default: elbow of k = 2..10)")
+    g.add_argument("--cluster-features", choices=("counts+durations", "counts", "durations"),
+                   default="counts+durations", help="what k-means clusters (counts: the paper's choice)")
+    g.add_argument("--thresholds", metavar="MS,...", default="200,250,300",
+                   help="durations for P(duration > t) among outliers (default 200,250,300 ms)")
+
+
+def add_thread_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("deviating threads (paper 003)")
+    g.add_argument("--replicates", type=int, default=1000, metavar="N",
+                   help="bootstrap replicates per scale for the AU p-values (default 1000)")
+    g.add_argument("--no-windows", action="store_true", help="threads: only the paper's method (no moving-window check for short deviations, no departure check for long ones)")
+    g.add_argument("--thread-metrics", nargs="?", type=float, const=0.0, default=None, metavar="WINDOW_S",
+                   help="also derive per-thread metrics (CPU, syscalls, blocked, preempted, handles, mappings) "
+                        "from a kernel trace, in windows of WINDOW_S seconds (default: the span / 200), and "
+                        "rank the deviating threads")
+
+
+def add_counter_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("counters across servers (PAD)")
+    g.add_argument("--rules", metavar="FILE", help="threshold rules, TOML or PAD's XML (default: rules.toml or "
+                   "rules.xml beside the counter files)")
+    g.add_argument("--server-label", default="instance", metavar="LABEL",
+                   help="Prometheus label naming the server (default instance)")
+    g.add_argument("--server-x", type=float, default=2.5, metavar="X",
+                   help="report a (server, counter) from this comparative X (default 2.5)")
+    g.add_argument("--time-x", type=float, default=2.5, metavar="X",
+                   help="report a counter's fleet-wide median from this X at >= 3 time points (default 2.5)")
+    g.add_argument("--correlate", action="append", default=[], metavar="COUNTER[@SERVER]",
+                   help="also list what moves with this counter, over the fleet or on one server (repeatable)")
+    g.add_argument("--min-correlation", type=float, default=0.9, metavar="R",
+                   help="|Pearson| or |Spearman| from which counters are said to move together (default 0.9)")
+
+
+def add_span_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("call trees from spans (CloudDiag)")
+    g.add_argument("--columns", metavar="KEY=COL,...",
+                   help="span CSV columns by name, keys: trace span parent service replica name start end duration "
+                        "(e.g. trace=req,start=begin_us); unnamed keys are recognised by common names")
+    g.add_argument("--reference", action="append", default=[], metavar="PATH",
+                   help="reference (baseline) span files or folders: which categories and methods got slower")
+    g.add_argument("--alpha", type=float, default=0.0, metavar="CV",
+                   help="analyse only categories whose latency CV is above this (default 0: all of them)")
+    g.add_argument("--beta", type=float, default=0.97, metavar="COS",
+                   help="a method is a candidate when cos(M, L) of its column is below this (default 0.97)")
+    g.add_argument("--min-category", type=int, default=20, metavar="N",
+                   help="categories with fewer requests are not analysed (default 20)")
+    g.add_argument("--method-times", choices=("self", "total"), default="self",
+                   help="matrix of self times (default; callee time excluded) or the paper's total times")
+
+
+def parse_columns(spec: str | None) -> dict | None:
+    from perftriage.analysis.spans.span_csv import NAMES  # noqa: PLC0415
+
+    if not spec:
+        return None
+    out = {}
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        key, eq, col = part.partition("=")
+        key = key.strip().lower()
+        if not eq or not col.strip():
+            raise Usage(f"--columns: {part!r} is not KEY=COLUMN")
+        if key not in NAMES:
+            raise Usage(f"--columns: unknown key {key!r}; keys: {', '.join(NAMES)}")
+        out[key] = col.strip()
+    return out
+
+
+def triage_options(args):
+    """The triage options the parsed arguments ask for (usage errors raise :class:`Usage`)."""
+    from perftriage.analysis.requests.markers import BUILTIN_MARKERS, MarkerSpec  # noqa: PLC0415
+    from perftriage.analysis.triage import Options  # noqa: PLC0415
+
+    markers = BUILTIN_MARKERS
+    if args.request_start or args.request_end:
+        if not (args.request_start and args.request_end):
+            raise Usage("--request-start and --request-end go together")
+        markers = (MarkerSpec(args.request_start, args.request_end, key=args.request_key, kind="custom"),)
+    from perftriage.analysis.requests.units import parse_unit  # noqa: PLC0415
+
+    try:
+        parse_unit(args.units)
+    except PerftriageError as exc:
+        raise Usage(str(exc)) from None
+    opts = Options(markers=markers, units=args.units)
+    if hasattr(args, "representation"):
+        from perftriage.analysis.requests.clusters import ClusterParams  # noqa: PLC0415
+        from perftriage.analysis.requests.outliers import OutlierParams  # noqa: PLC0415
+
+        try:
+            thresholds = tuple(float(x) for x in args.thresholds.split(",") if x.strip())
+        except ValueError:
+            raise Usage(f"--thresholds: not a list of numbers: {args.thresholds}") from None
+        opts.outliers = OutlierParams(representation=args.representation, detector=args.detector, eps=args.eps,
+                                      min_samples=args.min_samples, minor_fraction=args.minor_fraction,
+                                      thresholds_ms=thresholds)
+        opts.clusters = ClusterParams(features=args.cluster_features, k=args.k)
+        try:
+            opts.outliers.validate()
+            opts.clusters.validate()
+        except ValueError as exc:
+            raise Usage(str(exc)) from None
+    if hasattr(args, "alpha"):
+        from perftriage.analysis.calltrees.clouddiag import DiagParams  # noqa: PLC0415
+
+        opts.calltrees = DiagParams(alpha=args.alpha, beta=args.beta, min_requests=args.min_category,
+                                    times=args.method_times)
+        try:
+            opts.calltrees.validate()
+        except ValueError as exc:
+            raise Usage(str(exc)) from None
+        opts.span_columns = parse_columns(args.columns)
+        opts.reference = tuple(args.reference)
+        for p in opts.reference:
+            if not Path(p).exists():
+                raise InputError(p, "no such file or folder (--reference)")
+    if hasattr(args, "replicates"):
+        from perftriage.analysis.threads.deviation import ThreadParams  # noqa: PLC0415
+
+        opts.threads = ThreadParams(replicates=args.replicates, windows=not args.no_windows)
+        if args.thread_metrics is not None and args.thread_metrics < 0:
+            raise Usage("--thread-metrics: the window must be positive")
+        opts.thread_windows = args.thread_metrics
+        try:
+            opts.threads.validate()
+        except ValueError as exc:
+            raise Usage(str(exc)) from None
+    if hasattr(args, "server_x"):
+        from perftriage.analysis.counters.correlation import CorrelationParams  # noqa: PLC0415
+        from perftriage.analysis.counters.findings import CounterParams  # noqa: PLC0415
+
+        if not 0 < args.min_correlation <= 1:
+            raise Usage("--min-correlation must be within (0, 1]")
+        opts.counters = CounterParams(server_x=args.server_x, time_x=args.time_x,
+                                      correlation=CorrelationParams(threshold=args.min_correlation),
+                                      correlate=tuple(args.correlate))
+        try:
+            opts.counters.validate()
+        except ValueError as exc:
+            raise Usage(str(exc)) from None
+        if args.rules is not None and not Path(args.rules).is_file():
+            raise InputError(args.rules, "no such file (--rules)")
+        opts.rules = args.rules
+        opts.server_label = args.server_label
+    if getattr(args, "top", None) is not None:
+        if args.top < 1:
+            raise Usage("--top must be at least 1")
+        opts.top = args.top
+    return opts
