@@ -117,3 +117,53 @@ def test_without_bt2_ctf_fails_with_one_line_and_exit_5(tmp_path):
     assert r.returncode == 5
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "python3-bt2" in lines[0]
+
+
+def _time_goes_backwards(trace) -> None:
+    """Make the middle packet of the stream file with the most packets begin before the packet
+    ahead of it: babeltrace2's muxer stops there ("timestamp is less than ... last returned")."""
+    import struct
+
+    from perftriage.analysis.ctf.metadata import packet_layout
+
+    lay = packet_layout(read_metadata_text(trace / "metadata"))
+    o, ts_begin = lay.byte_order, lay.content_size_offset - 16  # timestamp_begin, timestamp_end, content_size
+    best = None
+    for f in sorted(trace.iterdir()):
+        if f.name == "metadata" or not f.is_file():
+            continue
+        data, off, packets = bytearray(f.read_bytes()), 0, []
+        while off < len(data):
+            packets.append((off, struct.unpack_from(o + "Q", data, off + ts_begin)[0]))
+            off += struct.unpack_from(o + "Q", data, off + lay.packet_size_offset)[0] // 8
+        if best is None or len(packets) > len(best[2]):
+            best = (f, data, packets)
+    f, data, packets = best
+    assert len(packets) >= 3
+    i = len(packets) // 2
+    struct.pack_into(o + "Q", data, packets[i][0] + ts_begin, packets[i - 1][1] - 1000)
+    f.write_bytes(data)
+
+
+def test_time_going_backwards_between_packets_is_read_up_to_there(copy_trace):
+    t = copy_trace("tracevizlab-apt")
+    _time_goes_backwards(t)
+    s = summarize([t])
+    assert 0 < s.events < REAL_TRACE_EVENTS["tracevizlab-apt"]
+    assert s.error.startswith(f"{t}: reading stopped at 2018-10-17 ") and "UTC" in s.error
+    assert "into the trace" in s.error and "\n" not in s.error
+
+
+def test_cli_analyses_what_a_failing_read_delivered_with_exit_4(copy_trace):
+    t = copy_trace("tracevizlab-apt")
+    _time_goes_backwards(t)
+    r = subprocess.run([sys.executable, "-m", "perftriage", "report", str(t), "-q", "--format", "json"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 4, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"perftriage: partial data: {t}: reading stopped at ")
+    import json
+
+    notes = json.loads(r.stdout)["notes"]
+    assert any(n.startswith("partial data") for n in notes)

@@ -44,3 +44,12 @@ def error_text(err: BaseException) -> tuple[str, str | None]:
             comp = getattr(cause, "component_name", None)
             return " ".join(msg.split()), comp
     return " ".join(str(err).split()) or type(err).__name__, None
+
+
+def take_error(bt2, what: str) -> BaseException:
+    """babeltrace2's error of this thread (set by the component that failed) as a ``bt2._Error``,
+    whose causes :func:`error_text` reads; a plain exception saying ``what`` when there is none."""
+    try:
+        return bt2._Error(what)
+    except AssertionError:  # no error was set on this thread
+        return RuntimeError(what)

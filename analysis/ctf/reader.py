@@ -25,6 +25,7 @@ import numpy as np
 
 from perftriage.analysis.columns import EventChunk, StringPool
 from perftriage.analysis.errors import InputError, TraceReadError
+from perftriage.analysis.units import fmt_duration, fmt_timestamp
 
 from .bt2_support import error_text, import_bt2
 from .current_task import CurrentTask
@@ -155,20 +156,25 @@ class CtfReader:
         last_report = 0.0
         run_once = graph.run_once
         while True:
+            failure = None
             try:
                 run_once()
             except bt2.Stop:
                 if state.internal_error is not None:
                     raise state.internal_error
-                break
+                if state.read_error is None:
+                    break
+                failure = state.read_error
             except bt2.TryAgain:
                 continue
             except bt2._Error as exc:
-                msg, comp = error_text(exc)
-                path = self._path_of_component(comp)
+                failure = exc
+            if failure is not None:
+                msg, comp = error_text(failure)
                 if state.n:
                     yield self._finish_chunk(state, tracker)
-                raise TraceReadError(path, f"trace read stopped after {self.events_read} events: {msg}", self.events_read) from None
+                raise TraceReadError(self._path_of_component(comp), f"{self._stopped_at(state)}: {msg}",
+                                     self.events_read) from None
             if state.n >= limit:
                 yield self._finish_chunk(state, tracker)
             if self.progress is not None:
@@ -184,6 +190,16 @@ class CtfReader:
     def read_all(self) -> EventChunk:
         """Everything at once (for small traces and tests)."""
         return EventChunk.concat(list(self.chunks()))
+
+    def _stopped_at(self, state: SinkState) -> str:
+        """Where a read that failed stopped: the time of the last event read, and how far into
+        the traces' time range that is."""
+        n = self.events_read + state.n
+        if state.last_ts is None:
+            return f"reading stopped before the first event ({n:,} events read)"
+        begins = [t.begin_ns for t in self.traces if t.begin_ns is not None]
+        into = f", {fmt_duration(state.last_ts - min(begins))} into the trace" if begins else ""
+        return f"reading stopped at {fmt_timestamp(state.last_ts)} UTC{into}, after {n:,} events"
 
     def _path_of_component(self, comp: str | None) -> str:
         if comp and comp.startswith("src") and comp[3:].isdigit():

@@ -14,7 +14,7 @@ import numpy as np
 from perftriage.analysis.columns import MISSING
 from perftriage.analysis.errors import InputError
 
-from .bt2_support import error_text, import_bt2
+from .bt2_support import error_text, import_bt2, take_error
 from .names import canonical_event_name
 
 if TYPE_CHECKING:
@@ -88,7 +88,8 @@ class SinkState:
         self.columns: dict[str, _ColumnBuf] = {}
         self.asked: set[str] = set()
         self.last_ts: int | None = None
-        self.internal_error: BaseException | None = None
+        self.internal_error: BaseException | None = None  # a bug of ours: raised as is
+        self.read_error: BaseException | None = None  # babeltrace2 could read no further
         self.reset()
 
     def reset(self):
@@ -465,7 +466,11 @@ def _make_sink_class():
             if status == AGAIN:
                 raise bt2.TryAgain
             if status != OK:
-                raise RuntimeError(f"message iterator status {status}")
+                # the muxer or a source failed (time going backwards between packets, a damaged
+                # packet...): keep babeltrace2's error; the reader delivers what was read, then
+                # reports it
+                st.read_error = take_error(bt2, f"message iterator status {status}")
+                raise bt2.Stop
             plans = st.plans
             packet_cpu = st.packet_cpu
             ts_a = st.ts.append

@@ -50,7 +50,9 @@ def run(args) -> int:
         print(f"wrote {args.output} ({len(result.report.findings)} findings)", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    partial = any(n.startswith("partial data") for n in result.report.notes)
+    partial = [n for n in result.report.notes if n.startswith("partial data")]
+    for note in partial:
+        print(f"perftriage: {note}", file=sys.stderr)
     missing = [n for n in result.report.notes if "python3-bt2" in n]
     if missing and not result.report.findings:
         print(missing[0], file=sys.stderr)
