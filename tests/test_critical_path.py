@@ -250,3 +250,28 @@ def test_network_wait_stays_bn_when_the_packet_is_not_matched(tmp_path, sent, re
     # (addresses are reused: that was another packet): nothing to follow
     got = path(tmp_path, _loopback(sent, received, late), 100, 0, 80 + late)
     assert got[2] == (100, 10, 57 + late, "BN") and all(t == 100 for t, *_ in got)
+
+
+def test_a_child_on_its_exit_path_is_running_when_it_wakes_its_parent(tmp_path):
+    # the parent (100) waits in wait4 from 10; the child (200) calls exit_group at 40, the kernel
+    # emits sched_process_exit at 45 and runs the exit path (closing files, waking the parent at
+    # 60) until its last switch-out at 65, prev_state dead: the parent's wait is the child's work
+    events = [
+        sw(0, 0, 0, 100, 0), sw(1, 1, 0, 200, 0),
+        ev(5, 0, "syscall_entry_wait4", upid=200), sw(10, 0, 100, 0, 1),
+        ev(40, 1, "syscall_entry_exit_group", error_code=0),
+        ev(45, 1, "sched_process_exit", comm="t2", tid=200, prio=120),
+        waking(60, 1, 100), sw(65, 1, 200, 0, 64),
+        sw(70, 0, 0, 100, 0), ev(72, 0, "syscall_exit_wait4", ret=200), sw(80, 0, 100, 0),
+    ]
+    assert path(tmp_path, events, 100, 0, 80) == [
+        (100, 0, 5, "RU"), (100, 5, 10, "RS"), (200, 10, 40, "RU"), (200, 40, 60, "RS"), (100, 60, 70, "BP"),
+        (100, 70, 72, "RS"), (100, 72, 80, "RU"),
+    ]
+    g = graph_of(tmp_path / "again", events)
+    sl = g.intervals_of(200)
+    after = [(int(a - EPOCH), int(b - EPOCH), int(st)) for a, b, st in
+             zip(g.iv_start[sl], g.iv_end[sl], g.iv_state[sl]) if b - EPOCH > 40]
+    from perftriage.analysis.execgraph.graph import EXITED, RS
+
+    assert after[0] == (40, 65, RS) and after[-1][2] == EXITED  # gone at its last switch-out

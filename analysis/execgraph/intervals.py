@@ -44,15 +44,16 @@ def chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, c_known, sd
         last = np.maximum.accumulate(np.where(mask, idx, -1))
         return np.where(last >= group_start, last, -1)
 
-    # status set by each non-wake row (a carried row sets the carried status); a switch-out after
-    # the thread's exit leaves it dead
-    setter = (kind <= K_OUT) | (kind == K_FORK) | (kind == K_EXIT) | is_carry
+    # status set by each non-wake row (a carried row sets the carried status). sched_process_exit
+    # sets nothing: the kernel runs the thread's exit path after it (closing its files, waking a
+    # parent in wait()) until its last switch-out, which leaves it dead (the reference keeps an
+    # exiting task RUNNING, too)
+    setter = (kind <= K_OUT) | (kind == K_FORK) | is_carry
     status_set = np.full(n, -1, np.int8)
     status_set[kind == K_IN] = RUN
     out_rows = kind == K_OUT
     status_set[out_rows] = np.where(arg[out_rows] == 1, WAIT_BLOCKED, WAIT_CPU)
     status_set[kind == K_FORK] = WAIT_FORK
-    status_set[kind == K_EXIT] = DEAD
     status_set[is_carry] = c_status[is_carry]
     exit_mark = (kind == K_EXIT) | (is_carry & c_exit)
     exited = last_in_group(exit_mark) >= 0

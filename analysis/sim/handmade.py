@@ -31,6 +31,13 @@ LEGACY_CLASSES = [
     SimClass("exit_syscall", (("ret", "i64", 0),)),
 ]
 
+# system calls only hand-written cases use (the simulated web server's catalogue lacks them)
+EXTRA_CLASSES = [
+    SimClass("syscall_entry_wait4", (("upid", "i32", 0), ("options", "i32", 1))),
+    SimClass("syscall_exit_wait4", (("ret", "i64", 0),)),
+    SimClass("syscall_entry_exit_group", (("error_code", "i32", 0),)),
+]
+
 EPOCH = 1_767_225_600 * 1_000_000_000  # 2026-01-01T00:00:00Z
 _STRINGY = ("string", "seq8")
 
@@ -48,7 +55,7 @@ def write_trace(path: str | os.PathLike, events, hostname: str = "testhost", tim
             strings.append(s)
         return codes[s]
 
-    kernel_classes = KERNEL_CLASSES + LEGACY_CLASSES
+    kernel_classes = KERNEL_CLASSES + LEGACY_CLASSES + EXTRA_CLASSES
     kernel = {c.name: (i, c) for i, c in enumerate(kernel_classes)}
     ust = {c.name: (i, c) for i, c in enumerate(UST_CLASSES)}
     by_trace = {"kernel": [], "ust": []}
