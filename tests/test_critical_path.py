@@ -275,3 +275,39 @@ def test_a_child_on_its_exit_path_is_running_when_it_wakes_its_parent(tmp_path):
     from perftriage.analysis.execgraph.graph import EXITED, RS
 
     assert after[0] == (40, 65, RS) and after[-1][2] == EXITED  # gone at its last switch-out
+
+
+def _message_chain(a_seen_early=False):
+    """t1 (100) waits for a reply from 10. x (400), running since 1, sends m1 at 20; a (200) is
+    running when m1 arrives at 22 (received in its own context: no wake-up) and sends m2 at 30;
+    b (300), running too, receives m2 at 33 and sends m3 at 40, which a NET_RX softirq delivers
+    to t1 at 47. Nothing of a and b is seen before their receives (their first scheduler event
+    comes later), unless ``a_seen_early``: a enters a system call at 5."""
+    lo = dict(len=60, name="lo")
+    return [
+        sw(0, 0, 0, 100, 0), ev(8, 0, "syscall_entry_recvfrom", fd=3), sw(10, 0, 100, 0, 1),
+        sw(1, 3, 0, 400, 0), ev(20, 3, "net_dev_queue", skbaddr=0xA1, **lo),
+        *([ev(5, 2, "syscall_entry_read", fd=4), ev(6, 2, "syscall_exit_read", ret=1)] if a_seen_early else []),
+        ev(22, 2, "net_if_receive_skb", skbaddr=0xA1, **lo), ev(30, 2, "net_dev_queue", skbaddr=0xA2, **lo),
+        ev(33, 1, "net_if_receive_skb", skbaddr=0xA2, **lo), ev(40, 1, "net_dev_queue", skbaddr=0xA3, **lo),
+        ev(44, 1, "irq_softirq_entry", vec=3), ev(45, 1, "net_if_receive_skb", skbaddr=0xA3, **lo),
+        waking(47, 1, 100), ev(48, 1, "irq_softirq_exit", vec=3),
+        sw(50, 0, 0, 100, 0), ev(52, 0, "syscall_exit_recvfrom", ret=60), sw(60, 0, 100, 0, 1),
+        sw(70, 2, 200, 0, 1), sw(72, 1, 300, 0, 1), sw(75, 3, 400, 0, 1),
+    ]
+
+
+def test_a_chain_of_messages_through_running_receivers_leads_back_to_the_first_sender(tmp_path):
+    # t1's waker b has no history before 33 but the message it received there: the wait is a's
+    # work before it sent m2, and before that x's, which sent m1 (the reference's network edges)
+    assert path(tmp_path, _message_chain(), 100, 0, 60) == [
+        (100, 0, 8, "RU"), (100, 8, 10, "RS"), (400, 10, 20, "RU"), (200, 20, 22, "BN"), (200, 22, 30, "RU"),
+        (300, 30, 33, "BN"), (300, 33, 40, "RU"), (100, 40, 47, "BN"), (100, 47, 50, "BP"), (100, 50, 52, "RS"),
+        (100, 52, 60, "RU"),
+    ]
+
+
+def test_a_receiver_seen_before_the_wait_keeps_its_own_history(tmp_path):
+    # a was seen at 5, before t1's wait began: its own (running) history covers the window
+    got = path(tmp_path, _message_chain(a_seen_early=True), 100, 0, 60)
+    assert got[2:5] == [(200, 10, 30, "RU"), (300, 30, 33, "BN"), (300, 33, 40, "RU")]

@@ -296,3 +296,35 @@ def test_hull_keeps_every_point_on_one_side_of_it():
         # and it is convex (concave)
         slopes = np.diff(hy) / np.diff(hx)
         assert np.all(sign * np.diff(slopes) > 0)
+
+
+@needs_bt2
+def test_a_message_from_another_host_received_by_a_running_thread_is_followed_back(tmp_path):
+    # php-fpm (500) waits from 10; another web thread (510) sends a query at 20; on the database
+    # host a thread (602) that is running receives it at 60 (in its own context: no wake-up),
+    # computes, and sends the reply at 540 that wakes php-fpm. Nothing of 602 is seen before the
+    # receive: php-fpm's wait is 510's work up to the send, the query's flight, then 602's work
+    web = [
+        sw(0, 0, 0, 500, 0), ev(5, 0, "syscall_entry_recvfrom", fd=9), sw(10, 0, 500, 0, 1),
+        sw(1, 1, 0, 510, 0),
+        ev(20, 1, "net_dev_queue", skbaddr=0xA100, len=254, name="eth0", network_header=QUERY),
+        ev(578, 0, "irq_softirq_entry", vec=3),
+        ev(580, 0, "net_if_receive_skb", skbaddr=0xB200, len=1440, name="eth0", network_header=REPLY),
+        waking(585, 0, 500), ev(590, 0, "irq_softirq_exit", vec=3),
+        sw(595, 0, 0, 500, 0), ev(600, 0, "syscall_exit_recvfrom", ret=1400), sw(700, 0, 500, 0, 1),
+        sw(650, 1, 510, 0, 1),
+    ]
+    db = [(ts + SKEW, cpu, name, f) for ts, cpu, name, f in [
+        ev(60, 0, "net_if_receive_skb", skbaddr=0xC300, len=240, name="eth0", network_header=QUERY),
+        ev(540, 0, "net_dev_queue", skbaddr=0xD400, len=1454, name="eth0", network_header=REPLY),
+        sw(600, 0, 602, 0, 1),
+    ]]
+    graphs, builder = graphs_of(tmp_path, {"web": web, "db": db})
+    assert graphs["web"].clocks["db"].offset_ns == pytest.approx(SKEW, abs=1)
+    arr = graphs["db"].arrivals
+    assert arr.tid.tolist() == [602] and arr.sender.tolist() == [510] and arr.hosts[int(arr.host[0])] == "web"
+    assert web_path(graphs) == [
+        ("web", 500, 0, 5, "RU"), ("web", 500, 5, 10, "RS"), ("web", 510, 10, 20, "RU"), ("db", 602, 20, 60, "BN"),
+        ("db", 602, 60, 540, "RU"), ("web", 500, 540, 585, "BN"), ("web", 500, 585, 595, "BP"),
+        ("web", 500, 595, 600, "RS"), ("web", 500, 600, 700, "RU"),
+    ]

@@ -15,7 +15,9 @@ Departures from the reference, on purpose:
 - the interrupt context stack pops on any exit at depth > 0 (the reference pops only when the
   top matches); entries and exits of one CPU come in order, so only a lost event could tell them
   apart, and clamping at 0 keeps a trace that starts inside an interrupt correct;
-- tid 0 (the idle task) is one task per CPU and is never a waker to follow.
+- tid 0 (the idle task) is one task per CPU and is never a waker to follow;
+- a thread's state before its first event is inferred from that event (intervals.py), where the
+  reference has no edges: the README says why.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from .contexts import CTX_NONE, CTX_PACKET, CTX_SOFTIRQ, block_state_of_context,
 from .events import (C_EXEC, C_EXIT, C_FORK, C_IPI_OUT, C_IRQ_IN, C_NET_RECV, C_NET_SEND, C_PKT_IN, C_PKT_OUT,
                      C_SC_ENTRY, C_SC_EXIT, C_STATEDUMP, C_SWITCH, C_TTWU, C_WAKEUP, C_WAKEUP_NEW, C_WAKING,
                      GRAPH_EVENTS, GRAPH_FIELDS, categorize)
-from .graph import (BLOCKED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU, ST_BF, ST_BI, ST_BN, ST_BT, ExecGraph,
+from .graph import (Arrivals, BLOCKED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU, ST_BF, ST_BI, ST_BN, ST_BT, ExecGraph,
                     RemoteLinks, ThreadInfo)
 from .intervals import (K_CARRY, K_EXIT, K_FORK, K_IN, K_OUT, K_SC_IN, K_SC_OUT, K_WAKE, NOSTATE, RUN, WAIT_BLOCKED,
                         WAIT_CPU, WAIT_FORK, chunk_intervals, interval_state)
@@ -55,6 +57,7 @@ class _HostState:
         self.held = Parts(*IV_DTYPES)
         self.sc = ThreadOrderedStore("tid", SC_DTYPES)
         self.sd_status: dict[int, tuple[int, int]] = {}  # tid -> (status, event number) of its statedump
+        self.seen: dict[int, int] = {}  # tid -> time of its first event or statedump
         self.threads: dict[int, ThreadInfo] = {}
 
     def info(self, tid: int) -> ThreadInfo:
@@ -91,6 +94,9 @@ class GraphBuilder:
         self.matches = None
         self.stacks: dict[tuple[int, int], list[int]] = {}  # (host, CPU) -> interrupt contexts
         self.wake_cats: set[int] = set()
+        # packets received by a running task: (host, receiver, time, sender's host, sender, send
+        # time), the sender filled in at the end for a packet from another host; few
+        self.arrivals: list[tuple[int, int, int, int, int, int]] = []
 
     def read_spec(self) -> ReadSpec:
         return ReadSpec(fields=dict(GRAPH_FIELDS), events=list(GRAPH_EVENTS))
@@ -146,8 +152,10 @@ class GraphBuilder:
 
         # thread facts (statedump, fork, exec, exit): few rows, plain loops
         m = cat == C_STATEDUMP
-        for tid, pid, status, name, sq in zip(col("tid", m).tolist(), col("pid", m).tolist(),
-                                              col("status", m).tolist(), col("name", m, -1).tolist(), seq[m].tolist()):
+        for tid, pid, status, name, sq, t_ in zip(col("tid", m).tolist(), col("pid", m).tolist(),
+                                                  col("status", m).tolist(), col("name", m, -1).tolist(),
+                                                  seq[m].tolist(), ts[m].tolist()):
+            hs.seen.setdefault(tid, t_)
             t = hs.info(tid)
             t.pid = pid
             if name >= 0:
@@ -184,17 +192,18 @@ class GraphBuilder:
         wake_ids = self._nwake + np.arange(nwk, dtype=np.int64)
         self._nwake += nwk
         m_ic = ((cat >= C_IRQ_IN) & (cat <= C_IPI_OUT)) | (cat == C_PKT_IN) | (cat == C_PKT_OUT)
-        m_send = cat == C_NET_SEND
-        wctx = sctx = np.zeros(0, np.int32)
-        if nwk or m_ic.any() or m_send.any():
-            # the context of wake-ups and of packet sends (a packet sent from an interrupt, an
-            # ACK say, is no work of the task it interrupted)
-            m_ctx = m_wk | m_send
+        m_send, m_recv = cat == C_NET_SEND, cat == C_NET_RECV
+        wctx = sctx = rctx = np.zeros(0, np.int32)
+        if nwk or m_ic.any() or m_send.any() or m_recv.any():
+            # the context of wake-ups and of packet sends and receives (a packet sent from an
+            # interrupt, an ACK say, is no work of the task it interrupted; one received in process
+            # context is the running task's)
+            m_ctx = m_wk | m_send | m_recv
             ctx, is_exit = interrupt_rows(cat[m_ic], col("irq", m_ic, 0), col("vec", m_ic, 0))
             both = wake_contexts(self.stacks, h, seq[m_ctx], cpu[m_ctx], seq[m_ic], cpu[m_ic], ctx, is_exit)
-            wctx, sctx = both[m_wk[m_ctx]], both[m_send[m_ctx]]
-        if nwk or m_send.any() or (cat == C_NET_RECV).any():
-            self._packet_links(h, chunk, cat, seq, m_wk, wctx, wake_ids, sctx)
+            wctx, sctx, rctx = both[m_wk[m_ctx]], both[m_send[m_ctx]], both[m_recv[m_ctx]]
+        if nwk or m_send.any() or m_recv.any():
+            self._packet_links(h, chunk, cat, seq, m_wk, wctx, wake_ids, sctx, rctx)
         if nwk:
             wcur = cur[m_wk]
             self.wake.add(ctx=wctx, cur=np.where(wcur == MISSING, -1, wcur).astype(np.int32))
@@ -226,7 +235,7 @@ class GraphBuilder:
     NET_FLIGHT_NS = 10_000_000  # a packet received this long after a send of its skb address: that send
     # (skb addresses are reused: an older send with the same address is another packet)
 
-    def _packet_links(self, h: int, chunk, cat, seq, m_wk, wctx, wake_ids, sctx) -> None:
+    def _packet_links(self, h: int, chunk, cat, seq, m_wk, wctx, wake_ids, sctx, rctx) -> None:
         """The wake-ups of the chunk that deliver a packet another task of this host sent
         (loopback: the same skb address is queued by the sender and received by the softirq that
         wakes the reader) go to ``self.links``: wake-up number -> (sender, send time). Packets
@@ -234,7 +243,11 @@ class GraphBuilder:
         delivers one that is not loopback is noted with its receive. Packet rows are few: a
         plain loop over them and the wake-ups in network contexts. The loopback table forgets
         sends older than NET_FLIGHT_NS at the end of the chunk; the packet log keeps a few
-        integers per packet with a header (~70 bytes) until the end, as the graph keeps its rows."""
+        integers per packet with a header (~70 bytes) until the end, as the graph keeps its rows.
+
+        A packet received in process context (no interrupt on its CPU) is the running task's: an
+        arrival, linked to its sender like a wake-up (loopback now, another host's at the end),
+        which the critical path follows where the receiver's history runs out."""
         nwk = int(m_wk.sum())
         m_send, m_recv = cat == C_NET_SEND, cat == C_NET_RECV
         wk_pos = np.flatnonzero(m_wk)
@@ -252,7 +265,10 @@ class GraphBuilder:
             self.packets.add_sends(packet_keys(chunk.fields, send_rows), ts[send_rows], h, sender[send_rows],
                                    tcp_segments(chunk.fields, send_rows))
         recv_no = np.full(len(chunk), -1, np.int64)
+        receiver = np.full(len(chunk), -1, np.int64)  # the running task, for a receive in process context
         if len(recv_rows):
+            t = cur[recv_rows]
+            receiver[recv_rows] = np.where((t == MISSING) | (rctx != CTX_NONE), -1, t)
             recv_no[recv_rows] = self.packets.add_receives(packet_keys(chunk.fields, recv_rows), ts[recv_rows], h,
                                                            tcp_segments(chunk.fields, recv_rows))
         kinds = np.concatenate([np.zeros(len(send_rows), np.int8), np.ones(len(recv_rows), np.int8),
@@ -262,6 +278,8 @@ class GraphBuilder:
         skb_all = chunk.fields.get("skbaddr")
         remote_w: list[int] = []  # wake-ups by a packet not sent on this host, and their receives
         remote_r: list[int] = []
+        remote_a: list[int] = []  # arrivals of a packet not sent on this host, and their receives
+        remote_ar: list[int] = []
         skb = (lambda r: int(skb_all[r])) if skb_all is not None else (lambda r: MISSING)
         for r, kd, wi in zip(rows[o].tolist(), kinds[o].tolist(), widx[o].tolist()):
             if kd == 0:
@@ -269,6 +287,14 @@ class GraphBuilder:
                     self.net_send[(h, skb(r))] = (int(ts[r]), int(sender[r]))
             elif kd == 1:
                 self.net_recv[(h, int(cpu[r]))] = (int(ts[r]), skb(r), int(recv_no[r]))
+                if receiver[r] > 0:
+                    sent = self.net_send.get((h, skb(r))) if skb_all is not None else None
+                    if sent is not None and 0 <= int(ts[r]) - sent[0] <= self.NET_FLIGHT_NS and sent[1] != receiver[r]:
+                        self.arrivals.append((h, int(receiver[r]), int(ts[r]), h, sent[1], sent[0]))
+                    elif recv_no[r] >= 0:
+                        remote_a.append(len(self.arrivals))
+                        remote_ar.append(int(recv_no[r]))
+                        self.arrivals.append((h, int(receiver[r]), int(ts[r]), -1, -1, -1))
             else:
                 got = self.net_recv.get((h, int(cpu[r])))
                 if got is None or int(ts[r]) - got[0] > self.NET_DELAY_NS:
@@ -280,6 +306,7 @@ class GraphBuilder:
                     remote_w.append(int(wake_ids[wi]))
                     remote_r.append(got[2])
         self.packets.add_wakes(remote_w, remote_r)
+        self.packets.add_arrivals(remote_a, remote_ar)
         horizon = int(ts[-1]) - self.NET_FLIGHT_NS
         if self.net_send and len(self.net_send) > 64:
             self.net_send = {k: v for k, v in self.net_send.items() if k[0] != h or v[0] >= horizon}
@@ -316,6 +343,9 @@ class GraphBuilder:
         tid, seq, ts, kind, arg = tid[order], seq[order], ts[order], kind[order], arg[order]
         c_status, c_sc, c_exit, c_known = c_status[order], c_sc[order], c_exit[order], c_known[order]
         self._pair_syscalls(hs, tid, ts, kind, arg)
+        heads = np.flatnonzero(np.r_[True, tid[1:] != tid[:-1]]) if len(tid) else np.zeros(0, np.int64)
+        for t, a in zip(tid[heads].tolist(), ts[heads].tolist()):  # a thread's first event (carried: seen before)
+            hs.seen.setdefault(t, a)
         out, carry, revealed = chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, c_known,
                                                 hs.sd_status, hs.first_ts)
         unknown = np.array([t for t, v in carry.items() if not v[5]], np.int64)
@@ -376,9 +406,30 @@ class GraphBuilder:
                 continue
             g = graphs[reader.hosts[h]] = self._finish_host(hs, wctx, wake_cur, family, links, remote)
             g.clocks = {reader.hosts[b]: fit for (a, b), fit in self.matches.fits.items() if a == h}
+        for h, arr in self._arrivals_by_host().items():
+            if reader.hosts[h] in graphs:
+                graphs[reader.hosts[h]].arrivals = arr
         self.hosts = {}
         release_freed_memory()
         return graphs
+
+    def _arrivals_by_host(self) -> dict[int, Arrivals]:
+        """The packets running tasks received, with their senders (another host's from the
+        matching), per receiving host; those whose sender is not known are dropped."""
+        rows = list(self.arrivals)
+        found = self.matches.arrivals if self.matches is not None else None
+        if found is not None:
+            for i, hh, tid, t in zip(found.wake.tolist(), found.host.tolist(), found.tid.tolist(), found.t.tolist()):
+                rows[i] = (*rows[i][:3], hh, tid, t)
+        self.arrivals = []
+        out = {}
+        names = list(self.reader.hosts)
+        a = np.array([r for r in rows if r[4] > 0], np.int64).reshape(-1, 6)
+        for h in np.unique(a[:, 0]).tolist():
+            m = a[a[:, 0] == h]
+            m = m[np.lexsort((m[:, 2], m[:, 1]))]
+            out[h] = Arrivals(m[:, 1], m[:, 2], m[:, 3].astype(np.int16), m[:, 4].astype(np.int32), m[:, 5], names)
+        return out
 
     def _finish_host(self, hs: _HostState, wctx, wake_cur, family: str, links=None, remote=None) -> ExecGraph:
         end = hs.last_ts
@@ -416,6 +467,7 @@ class GraphBuilder:
         for t_, a, z in zip(tids.tolist(), start[lo].tolist() if m else [], stop[hi - 1].tolist() if m else []):
             ti = hs.info(t_)
             ti.first_ts, ti.last_ts = a, z
+            ti.seen_ts = hs.seen.get(t_, a)
         sc_parts, _, _, _ = hs.sc.finish()
         if len(sc_parts["tid"]) > 1 and not _sorted_pairs(sc_parts["tid"], sc_parts["entry"]):
             o = np.lexsort((sc_parts["entry"], sc_parts["tid"]))  # lost events can break the order

@@ -43,8 +43,9 @@ class ThreadInfo:
     fork_ts: int | None = None
     parent: int | None = None
     exit_ts: int | None = None
-    first_ts: int | None = None
+    first_ts: int | None = None  # start of its first interval (the trace's start for a thread seen later)
     last_ts: int | None = None
+    seen_ts: int | None = None  # its first event (or statedump): what came before it is inferred
 
 
 @dataclass
@@ -70,6 +71,35 @@ class RemoteLinks:
         if i >= len(self.k) or self.k[i] != k:
             raise KeyError(k)
         return self.hosts[int(self.host[i])], int(self.t[i])
+
+
+@dataclass
+class Arrivals:
+    """Packets a running task received in process context (no wake-up: it was not waiting), each
+    with its sender when known: a task of this host (loopback, matched by skb address) or of
+    another traced host (matched by headers). Sorted by (receiver, receive time); the sender's
+    time is on its own host's clock. The critical path follows them back to their senders where
+    a waker's own history runs out before the wait began (the reference's network edges)."""
+
+    tid: np.ndarray  # receiver
+    t: np.ndarray  # receive time
+    host: np.ndarray  # sender's host, index into hosts
+    sender: np.ndarray
+    t_sent: np.ndarray
+    hosts: list
+
+    @classmethod
+    def empty(cls) -> "Arrivals":
+        e = np.zeros(0, np.int64)
+        return cls(e, e, e.astype(np.int16), e.astype(np.int32), e, [])
+
+    def __len__(self) -> int:
+        return len(self.tid)
+
+    def first_of(self, tid: int) -> int:
+        """Index of thread ``tid``'s first arrival, or -1."""
+        a = int(np.searchsorted(self.tid, tid, "left"))
+        return a if a < len(self.tid) and self.tid[a] == tid else -1
 
 
 @dataclass
@@ -101,6 +131,7 @@ class ExecGraph:
     # FOLLOW_REMOTE interval -> (sender's host, send time on that host's clock)
     remote_links: "RemoteLinks" = field(default_factory=lambda: RemoteLinks.empty())
     clocks: dict[str, ClockFit] = field(default_factory=dict)  # other host -> this clock to that one
+    arrivals: Arrivals = field(default_factory=lambda: Arrivals.empty())  # packets received while running
 
     def __post_init__(self):
         self.tid_index = {int(t): i for i, t in enumerate(self.tids.tolist())}

@@ -106,16 +106,29 @@ class PacketLog:
         self._recv = {k: [] for k in ("key", "ts", "host", "flow", "seq", "ack")}
         self.n_recv = 0
         self._wakes: list = []  # (wake-up numbers, receive numbers) per chunk
+        self._arrivals: list = []  # (arrival numbers, receive numbers): packets received while running
 
     def add_wakes(self, wake_ids, recv_idx) -> None:
         """Wake-ups that delivered a logged receive (not matched on their own host)."""
         if len(wake_ids):
             self._wakes.append((np.asarray(wake_ids, np.int64), np.asarray(recv_idx, np.int64)))
 
-    def wakes(self) -> tuple[np.ndarray, np.ndarray]:
-        if not self._wakes:
+    def add_arrivals(self, arrival_ids, recv_idx) -> None:
+        """Packets received by a running task (not matched on their own host)."""
+        if len(arrival_ids):
+            self._arrivals.append((np.asarray(arrival_ids, np.int64), np.asarray(recv_idx, np.int64)))
+
+    @staticmethod
+    def _pairs(parts) -> tuple[np.ndarray, np.ndarray]:
+        if not parts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return (np.concatenate([w for w, _ in self._wakes]), np.concatenate([r for _, r in self._wakes]))
+        return np.concatenate([w for w, _ in parts]), np.concatenate([r for _, r in parts])
+
+    def wakes(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._pairs(self._wakes)
+
+    def arrivals(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._pairs(self._arrivals)
 
     def add_sends(self, key, ts, host: int, tid, seg: dict | None = None) -> None:
         m = key != NO_KEY
@@ -282,6 +295,7 @@ class Matches:
     matched: int  # packets matched between hosts
     unmatched_wakes: int  # wake-ups by a packet with a header that no traced host sent
     by_range: int = 0  # wake-ups matched by TCP sequence range (offloads split or merged the packet)
+    arrivals: RemoteWakes | None = None  # the same for packets received by a running task (by arrival number)
 
 
 def match(log: PacketLog) -> Matches:
@@ -289,10 +303,15 @@ def match(log: PacketLog) -> Matches:
     resolve every packet wake-up to its sender."""
     s, r = log.sends(), log.receives()
     wake_ids, wake_recv = log.wakes()
+    arr_ids, arr_recv = log.arrivals()
+    n_wakes = len(wake_ids)
+    # arrivals are matched like wake-ups, under negative numbers, and told apart at the end
+    wake_ids = np.concatenate([wake_ids, -1 - arr_ids])
+    wake_recv = np.concatenate([wake_recv, arr_recv])
     e = np.zeros(0, np.int64)
     none = RemoteWakes(e, e.astype(np.int16), e.astype(np.int32), e)
     if len(s["key"]) == 0 or len(r["key"]) == 0:
-        return Matches({}, none, 0, len(wake_ids))
+        return Matches({}, none, 0, n_wakes, arrivals=none)
     # unambiguous pairs first (a key sent once and received once, on different hosts): the clocks
     sk, sc = np.unique(s["key"], return_counts=True)
     rk, rc = np.unique(r["key"], return_counts=True)
@@ -314,7 +333,7 @@ def match(log: PacketLog) -> Matches:
                 fits[(a, b)] = fit
                 fits[(b, a)] = fit.inverse()
     if not fits:
-        return Matches({}, none, 0, len(wake_ids))
+        return Matches({}, none, 0, n_wakes, arrivals=none)
     # every wake-up by a packet: the send of its key on another host nearest before the receive
     # (on the receiver's clock), within MAX_FLIGHT_NS; failing that, for TCP, the send of the
     # same connection and acknowledgement whose data covers the received sequence number (the
@@ -343,7 +362,7 @@ def match(log: PacketLog) -> Matches:
             flight[m] = t_r_all[m] - (t_s + fit.shifts(t_s))
     quick = one & (flight >= -MAX_FLIGHT_NS // 1000) & (flight <= MAX_FLIGHT_NS)
     ok = quick & (s["tid"][j] > 0)
-    unmatched += int((quick & ~ok).sum())
+    unmatched += int((quick & ~ok & (wake_ids >= 0)).sum())
     if ok.any():
         found.extend(zip(wake_ids[ok].tolist(), h_s[ok].tolist(), s["tid"][j[ok]].tolist(), s["ts"][j[ok]].tolist()))
     for wake, ridx in zip(wake_ids[~quick].tolist(), wake_recv[~quick].tolist()):
@@ -361,13 +380,16 @@ def match(log: PacketLog) -> Matches:
                 best = _nearest_send(s, fits, cand[cover], h_r, t_r)
                 by_range += best is not None
         if best is None or best[2] <= 0:  # not sent by a known task (e.g. from an interrupt on idle)
-            unmatched += 1
+            unmatched += wake >= 0
         else:
             found.append((wake, *best[1:]))
     found.sort()
     a = np.array(found, np.int64).reshape(-1, 4)
-    remote = RemoteWakes(a[:, 0], a[:, 1].astype(np.int16), a[:, 2].astype(np.int32), a[:, 3])
-    return Matches(fits, remote, len(si), unmatched, by_range)
+    w, arr = a[a[:, 0] >= 0], a[a[:, 0] < 0]
+    remote = RemoteWakes(w[:, 0], w[:, 1].astype(np.int16), w[:, 2].astype(np.int32), w[:, 3])
+    arr = arr[np.argsort(-1 - arr[:, 0], kind="stable")]
+    arrivals = RemoteWakes(-1 - arr[:, 0], arr[:, 1].astype(np.int16), arr[:, 2].astype(np.int32), arr[:, 3])
+    return Matches(fits, remote, len(si), unmatched, by_range, arrivals)
 
 
 def _nearest_send(s: dict, fits: dict, cand, h_r: int, t_r: int):

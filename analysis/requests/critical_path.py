@@ -8,7 +8,10 @@ blocked and woken by a third task, and so on, across processes). A blocked inter
 interrupt context stays, labelled by the context (block softirq: disk, network softirq: network,
 timer/hrtimer: timer, other interrupts); one whose waker is unknown stays as "blocked on a task"
 (or "in futex" when the thread was in a futex call). Where a waker did not exist yet (forked
-inside the window), the path continues in its parent, through the fork edge.
+inside the window), the path continues in its parent, through the fork edge; where nothing of a
+waker was seen before a point inside the window but a packet it received there while running
+(``ExecGraph.arrivals``), the path continues in that packet's sender, then the packet's flight
+(the reference's network edge at a dead end).
 
 The result covers ``[t0, t1]`` exactly. Runs of running/preempted intervals are kept as index
 ranges into the graph (no Python work per interval), so the cost is per blocked interval.
@@ -222,6 +225,9 @@ class PathFinder:
             if T is None:  # a packet in flight: the blocked thread (here in depth) waits on the network
                 self._emit(out, depth, pos, b, ST_BN, via, g, shift)
                 continue
+            if depth and len(g.arrivals) and depth < self.max_depth and self._arrival(stack, T, pos, b, depth, via, G,
+                                                                                      shift):
+                continue
             iv_start, iv_end, iv_state = g.iv_start, g.iv_end, g.iv_state
             iv_block, iv_waker = g.iv_block, g.iv_waker
             nnp = G.next_nonpass
@@ -272,9 +278,7 @@ class PathFinder:
                             R, d, t_sent = (G if waker != T else None), 0, g.net_links.get(k, pos)
                         else:
                             host, t_sent = g.remote_links[k]
-                            R, fit = self._graph(host), g.clocks.get(host)
-                            d = fit.shift(pos) if fit is not None else 0
-                            R = R if fit is not None else None
+                            R, d = self._sender(G, host, pos)
                         if R is not None:
                             sent = min(max(t_sent - d, pos), e)
                             stack.append((T, e, b, depth, via, G, shift))
@@ -303,6 +307,45 @@ class PathFinder:
                 pos = e
                 k += 1
         return out
+
+    def _sender(self, G: _GraphIndex, host: str, pos: int):
+        """The graph of a packet's sender and the shift from this clock to its clock (None
+        when the sender's host is not traced or its clock not fitted)."""
+        g = G.g
+        if host == g.host:
+            return G, 0
+        R, fit = self._graph(host), g.clocks.get(host)
+        if R is None or fit is None:
+            return None, 0
+        return R, fit.shift(pos)
+
+    def _arrival(self, stack, T, pos, b, depth, via, G, shift) -> bool:
+        """A waker whose history begins after ``pos`` (nothing of it was seen before: its state
+        there is inferred) but which received a packet inside the window while running: the
+        window up to the receive is the sender's work, then the packet's flight, as the
+        reference follows the network edge where a worker's history runs out. Pushes the pieces
+        and returns True, or returns False."""
+        g = G.g
+        arr = g.arrivals
+        j = arr.first_of(T)
+        if j < 0:
+            return False
+        t_r = int(arr.t[j])
+        info = g.threads.get(T)
+        if not (pos < t_r < b) or info is None or info.seen_ts is None or info.seen_ts <= pos:
+            return False
+        if info.fork_ts is not None and info.fork_ts > pos:  # born in the window: its parent's work
+            return False
+        sender = int(arr.sender[j])
+        R, d = self._sender(G, arr.hosts[int(arr.host[j])], pos)
+        if R is None or (R is G and sender == T):
+            return False
+        sent = min(max(int(arr.t_sent[j]) - d, pos), t_r)
+        stack.append((T, t_r, b, depth, via, G, shift))
+        stack.append((None, sent, t_r, T, via, G, shift))
+        if sent > pos:
+            stack.append((sender, pos + d, sent + d, depth + 1, T, R, shift - d))
+        return True
 
     @staticmethod
     def _emit(out: Path, T, a, b, state, via, g, shift):
