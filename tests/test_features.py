@@ -178,7 +178,7 @@ def test_real_traces_thread_lifetimes_never_crash_and_cover(name):
 def test_wget_lifetime_is_dominated_by_network_waits(name):
     res = run_triage([real_trace(name)], Options(units="threads"))
     ft = res.features
-    rows = [i for i in range(len(ft)) if ft.fields["comm"][i] == "wget" and ft.fields["span"][i] == "complete"]
+    rows = [i for i in range(len(ft)) if ft.fields["comm"][i] == "wget" and ft.fields["span"][i] == "whole"]
     assert len(rows) == 1
     state, share = ft.dominant(rows[0])
     assert state == "BN" and share > 0.5
@@ -188,7 +188,7 @@ def test_wget_lifetime_is_dominated_by_network_waits(name):
 def test_many_threads_every_lifetime_gets_a_path():
     res = run_triage([real_trace("tc-many-threads")], Options(units="threads"))
     ft = res.features
-    complete = ft.fields["span"] == "complete"
+    complete = ft.fields["span"] == "whole"
     assert complete.sum() > 7000  # ~8,000 short threads forked and exited
     assert (ft.counts[complete].sum(axis=1) >= 1).all()
     assert np.array_equal(ft.durations[complete].sum(axis=1), ft.total[complete])

@@ -40,6 +40,9 @@ from .netmatch import PacketLog, match, packet_keys, tcp_segments
 from .store import IV_DTYPES, SC_DTYPES, Parts, ThreadOrderedStore, release_freed_memory
 
 
+KTHREADD = 2  # the kernel's thread that forks every kernel thread
+
+
 class _HostState:
     """What the builder keeps for one host between chunks."""
 
@@ -152,12 +155,14 @@ class GraphBuilder:
 
         # thread facts (statedump, fork, exec, exit): few rows, plain loops
         m = cat == C_STATEDUMP
-        for tid, pid, status, name, sq, t_ in zip(col("tid", m).tolist(), col("pid", m).tolist(),
-                                                  col("status", m).tolist(), col("name", m, -1).tolist(),
-                                                  seq[m].tolist(), ts[m].tolist()):
+        for tid, pid, status, name, sq, t_, kind, ppid in zip(
+                col("tid", m).tolist(), col("pid", m).tolist(), col("status", m).tolist(), col("name", m, -1).tolist(),
+                seq[m].tolist(), ts[m].tolist(), col("type", m).tolist(), col("ppid", m).tolist()):
             hs.seen.setdefault(tid, t_)
             t = hs.info(tid)
             t.pid = pid
+            if kind != MISSING:
+                t.kernel = kind == 1 or ppid == KTHREADD
             if name >= 0:
                 t.comm = strings[name]
             if tid not in hs.sd_status:
@@ -168,6 +173,7 @@ class GraphBuilder:
                                                        col("child_pid", m_fork).tolist(), col("child_comm", m_fork, -1).tolist()):
             t = hs.info(child)
             t.fork_ts, t.parent, t.pid = t_, parent, cpid
+            t.kernel = ppid == KTHREADD or bool(hs.info(parent).kernel)
             if comm >= 0:
                 t.comm = strings[comm]
             if hs.info(parent).pid < 0:

@@ -58,7 +58,7 @@ GRAPH_FIELDS = {
     "sched_process_fork": ("parent_tid", "parent_pid", "child_tid", "child_pid", "child_comm"),
     "sched_process_exit": ("tid",),
     "sched_process_exec": ("tid", "filename"),
-    "lttng_statedump_process_state": ("tid", "pid", "status", "name"),
+    "lttng_statedump_process_state": ("tid", "pid", "status", "name", "type", "ppid"),
     "irq_handler_entry": ("irq",),
     "irq_handler_exit": ("irq",),
     "do_IRQ_entry": ("irq",),

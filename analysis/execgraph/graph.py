@@ -46,6 +46,7 @@ class ThreadInfo:
     first_ts: int | None = None  # start of its first interval (the trace's start for a thread seen later)
     last_ts: int | None = None
     seen_ts: int | None = None  # its first event (or statedump): what came before it is inferred
+    kernel: bool | None = None  # a kernel thread (statedump type, or forked by kthreadd); None: not said
 
 
 @dataclass

@@ -1,10 +1,19 @@
 """Request units cut from any kernel trace, without user-space markers.
 
-- ``threads``: each thread's lifetime, from its fork (or first appearance) to its exit (or last
-  appearance), as one request; threads seen from fork to exit are complete, others are marked
-  ``partial`` in the ``span`` field;
+- ``processes``: each process's life within the trace, from its main thread's fork (or the
+  trace's start) to when its last thread is gone (or the trace's end); its critical path is its
+  main thread's;
+- ``threads``: each thread's life within the trace, from its fork (or the trace's start) to its
+  last switch-out after its exit (or the trace's end);
 - ``syscall:NAME``: each call of one system call (e.g. every ``read``, every ``connect``) of every
-  thread, from its entry to its exit.
+  thread, from its entry to its exit;
+- ``auto`` (the default): the markers when the trace has any; else processes, or threads where
+  too few processes lived wholly inside the trace to be compared.
+
+Process and thread units carry ``span`` (``whole``, ``started before the trace``, ``still
+running at the end``, ``longer than the trace``) and ``role`` (``user``, ``kernel thread``,
+``idle``, ``tracer``): units cut by the trace, and the system's background, are shown but never
+compared with whole ones (:func:`comparable`).
 """
 
 from __future__ import annotations
@@ -12,19 +21,45 @@ from __future__ import annotations
 import numpy as np
 
 from perftriage.analysis.errors import PerftriageError
+from perftriage.analysis.execgraph import tasks
 from perftriage.analysis.execgraph.graph import ExecGraph
 
 from .table import RequestTable
 
-UNIT_KINDS = ("markers", "threads", "syscall:NAME")
+UNIT_KINDS = ("auto", "markers", "processes", "threads", "syscall:NAME")
+WHOLE = "whole"
 
 
 def parse_unit(spec: str) -> tuple[str, str | None]:
-    if spec in ("markers", "threads"):
+    if spec in ("auto", "markers", "processes", "threads"):
         return spec, None
     if spec.startswith("syscall:") and len(spec) > 8:
         return "syscall", spec[8:]
-    raise PerftriageError(f"unknown request unit {spec!r}: use markers, threads or syscall:NAME (e.g. syscall:read)")
+    raise PerftriageError(f"unknown request unit {spec!r}: use auto, markers, processes, threads or syscall:NAME "
+                          "(e.g. syscall:read)")
+
+
+def _table(rows, kind: str) -> RequestTable:
+    if not rows:
+        return RequestTable.empty()
+    ids, hosts, pids, tids, starts, ends, comms, spans, roles, nthreads = zip(*rows)
+    fields = {"comm": np.array(comms, object), "span": np.array(spans, object), "role": np.array(roles, object)}
+    if kind == "process":
+        fields["threads"] = np.array(nthreads, object)
+    table = RequestTable(
+        id=np.array(ids, np.int64), kind=np.full(len(rows), kind, object), host=np.array(hosts, object),
+        pid=np.array(pids, np.int64), tid=np.array(tids, np.int64), start=np.array(starts, np.int64),
+        end=np.array(ends, np.int64), fields=fields,
+    )
+    return table.take(np.argsort(table.start, kind="stable"))
+
+
+def process_units(graphs: dict[str, ExecGraph]) -> RequestTable:
+    rows = []
+    for host, g in graphs.items():
+        for p in tasks.processes(g):
+            rows.append((p.pid, host, p.pid, p.leader, p.start, p.end, p.name, p.span, p.role, len(p.tids)))
+    return _table(rows, "process")
 
 
 def thread_units(graphs: dict[str, ExecGraph], min_duration_ns: int = 0) -> RequestTable:
@@ -33,26 +68,40 @@ def thread_units(graphs: dict[str, ExecGraph], min_duration_ns: int = 0) -> Requ
         for tid, t in sorted(g.threads.items()):
             if tid <= 0 or tid not in g.tid_index:
                 continue
-            start = t.fork_ts if t.fork_ts is not None else t.first_ts
-            end = t.exit_ts if t.exit_ts is not None else t.last_ts
-            if start is None or end is None:
-                continue
-            if t.fork_ts is None and start <= g.begin:
-                start = g.begin
+            forked = t.fork_ts is not None
+            start = t.fork_ts if forked else g.begin
+            gone = tasks.gone_ts(g, tid)
+            end = gone if gone is not None else g.end
             if end <= start or end - start < min_duration_ns:
                 continue
-            complete = t.fork_ts is not None and t.exit_ts is not None
-            rows.append((tid, host, t.pid, tid, start, end, t.comm, "complete" if complete else "partial"))
-    if not rows:
-        return RequestTable.empty()
-    ids, hosts, pids, tids, starts, ends, comms, spans = zip(*rows)
-    table = RequestTable(
-        id=np.array(ids, np.int64), kind=np.full(len(rows), "thread", object), host=np.array(hosts, object),
-        pid=np.array(pids, np.int64), tid=np.array(tids, np.int64), start=np.array(starts, np.int64),
-        end=np.array(ends, np.int64),
-        fields={"comm": np.array(comms, object), "span": np.array(spans, object)},
-    )
-    return table.take(np.argsort(table.start, kind="stable"))
+            span = (WHOLE if forked and gone is not None else "longer than the trace" if not forked and gone is None
+                    else "started before the trace" if not forked else "still running at the end")
+            rows.append((tid, host, t.pid, tid, start, end, t.comm, span, tasks.role(g, tid), 1))
+    return _table(rows, "thread")
+
+
+def comparable(table: RequestTable) -> np.ndarray:
+    """Units that may be compared with one another: whole and not the system's background (every
+    unit of other kinds: markers, system calls)."""
+    span, role = table.fields.get("span"), table.fields.get("role")
+    out = np.ones(len(table), bool)
+    if span is not None:
+        out &= span == WHOLE
+    if role is not None:
+        out &= ~np.isin(role, tasks.BACKGROUND)
+    return out
+
+
+def auto_units(graphs: dict[str, ExecGraph], enough: int = 20) -> tuple[str, RequestTable]:
+    """Units for a trace without markers: processes, or threads where fewer than ``enough``
+    processes lived wholly inside the trace but as many threads did."""
+    procs = process_units(graphs)
+    if comparable(procs).sum() >= enough:
+        return "processes", procs
+    threads = thread_units(graphs)
+    if comparable(threads).sum() >= enough:
+        return "threads", threads
+    return "processes", procs
 
 
 def syscall_units(graphs: dict[str, ExecGraph], name: str) -> RequestTable:

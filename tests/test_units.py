@@ -1,0 +1,91 @@
+"""Units of work cut from kernel traces without markers: processes and threads, who belongs to the
+system's background, and which units are whole enough to be compared."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perftriage.analysis.ctf.pipeline import read_once
+from perftriage.analysis.errors import PerftriageError
+from perftriage.analysis.execgraph import tasks
+from perftriage.analysis.execgraph.builder import GraphBuilder
+from perftriage.analysis.requests import units
+
+from conftest import needs_bt2, real_trace
+
+_GRAPHS = {}
+
+
+def graphs(name):
+    if name not in _GRAPHS:
+        _GRAPHS[name] = read_once([real_trace(name)], [GraphBuilder()]).results[0]
+    return _GRAPHS[name]
+
+
+def test_parse_unit():
+    assert units.parse_unit("auto") == ("auto", None)
+    assert units.parse_unit("processes") == ("processes", None)
+    assert units.parse_unit("syscall:read") == ("syscall", "read")
+    for bad in ("syscall:", "process", ""):
+        with pytest.raises(PerftriageError, match="auto, markers, processes, threads or syscall:NAME"):
+            units.parse_unit(bad)
+
+
+@needs_bt2
+def test_roles_on_a_real_trace():
+    g = next(iter(graphs("tracevizlab-apt").values()))
+    by_name = {}
+    for tid in g.threads:
+        if tid > 0 and tid in g.tid_index:
+            by_name.setdefault(g.comm(tid), set()).add(tasks.role(g, tid))
+    assert by_name["lttng-consumerd"] == {tasks.TRACER}
+    assert by_name["lttng-sessiond"] == {tasks.TRACER}
+    assert by_name["ksoftirqd/0"] == {tasks.KERNEL}
+    assert by_name["jbd2/sda1-8"] == {tasks.KERNEL}  # known from the statedump, not only by name
+    assert by_name["apt"] == {tasks.USER} and by_name["dpkg"] == {tasks.USER}
+    assert tasks.role(g, 0) == tasks.IDLE
+
+
+@needs_bt2
+@pytest.mark.parametrize("name,recorded", [("tracevizlab-wget-k-20180802-115043", "wget"),
+                                           ("tracevizlab-cat-kern-ust", "cat"),
+                                           ("tc-many-threads", "genKernelTraces")])
+def test_the_recorded_process_is_the_whole_one(name, recorded):
+    procs = tasks.processes(next(iter(graphs(name).values())))
+    whole = [p for p in procs if p.whole and p.role == tasks.USER]
+    assert [p.name for p in whole] == [recorded]
+    p = whole[0]
+    assert p.start < p.end and p.run_ns > 0 and p.leader == p.pid
+    # what lived through the whole trace is said so, never counted whole
+    assert all(p.span == "longer than the trace" for p in procs if p.started_before and p.running_after)
+
+
+@needs_bt2
+def test_process_units_of_apt():
+    table = units.process_units(graphs("tracevizlab-apt"))
+    comm, span, role = (table.fields[k] for k in ("comm", "span", "role"))
+    ok = units.comparable(table)
+    assert ok.sum() > 400  # hundreds of short processes (dpkg, sh, apt-check...) forked and gone
+    assert not np.isin(role[ok], tasks.BACKGROUND).any() and (span[ok] == "whole").all()
+    assert "lttng-consumerd" not in set(comm[ok]) and "kworker/0:1" not in set(comm[ok])
+    assert (table.end > table.start).all() and np.all(np.diff(table.start) >= 0)
+    apt = np.flatnonzero(comm == "apt")
+    assert len(apt) >= 1 and (span[apt] == "whole").any()
+
+
+@needs_bt2
+def test_auto_units_fall_back_to_threads_where_processes_are_few():
+    kind, table = units.auto_units(graphs("tc-many-threads"))
+    assert kind == "threads" and units.comparable(table).sum() > 7000
+    kind, table = units.auto_units(graphs("tracevizlab-wget-k-20180802-115043"))
+    assert kind == "processes" and units.comparable(table).sum() == 1
+
+
+def test_markers_and_syscalls_are_always_comparable():
+    from perftriage.analysis.requests.table import RequestTable
+
+    t = RequestTable(id=np.arange(3), kind=np.full(3, "syscall:read", object), host=np.full(3, "h", object),
+                     pid=np.ones(3, np.int64), tid=np.ones(3, np.int64), start=np.arange(3), end=np.arange(3) + 1,
+                     fields={})
+    assert units.comparable(t).all()
