@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.cluster.hierarchy import linkage
 
+from perftriage.analysis.units import fmt_clock, fmt_duration
+
 from .covariance import covariances, fm_matrix, scale_of
 from .pvclust import SCALES, BootstrapResult, block_moments, multiscale_bootstrap
 from .series import GROUPS, ThreadSeries, plural
@@ -64,6 +66,7 @@ class Ranked:
     metrics: list[tuple[str, str]] = field(default_factory=list)  # (metric, what deviates)
     window_time: float | None = None  # when the short deviation peaked / the long departure was largest (sample index)
     separation: float = float("nan")  # median distance to the others / the typical one (lowest member)
+    headline: str = ""  # the deviation in a few plain words, for a title
 
 
 @dataclass
@@ -264,19 +267,53 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
         if r.how == "window":
             e = res.excursions[r.items[0]]
             level, who = _who(ts, res, r.items[0], e.member)
-            r.metrics = [(metric_names[e.metric], f"{who}a short excursion to {_num(e.level)} from its running level "
-                                                f"{_num(e.baseline)} ({e.z:.1f}x how much the {plural(level)} differ from one another), {params.window} samples "
-                                                f"around sample {e.sample}")]
+            m = metric_names[e.metric]
+            u = ts.unit(m)
+            way = "rose" if e.level >= e.baseline else "fell"
+            r.headline = (f"{m} {way} to {_num(e.level)}{u} from {_num(e.baseline)}{u} for "
+                          f"{_span(ts, res, r.items[0], e.member, params.window).split('(')[-1].rstrip(')')}")
+            r.metrics = [(m, f"{who}{way} to {_num(e.level)}{u} from its running level of {_num(e.baseline)}{u} "
+                             f"for {_span(ts, res, r.items[0], e.member, params.window)}{_at(ts, res, r.items[0], e.member, e.sample)}; "
+                             f"{e.z:.1f}x the usual size of such a move among the {plural(level)}")]
         elif r.how == "departure":
             d = res.departures[r.items[0]]
             level, who = _who(ts, res, r.items[0], d.member)
-            r.metrics = [(metric_names[d.metric], f"{who}held at {_num(d.level)} against the others' {_num(d.others)} "
-                                                f"({d.z:.1f}x how much the {plural(level)} usually differ) for "
-                                                f"{d.windows} windows of {params.window} samples, largest around sample "
-                                                f"{d.sample}")]
+            m = metric_names[d.metric]
+            u = ts.unit(m)
+            r.headline = f"{m} held at {_num(d.level)}{u} against {_num(d.others)}{u} for the others"
+            r.metrics = [(m, f"{who}held at {_num(d.level)}{u} while the other {plural(level)} were at "
+                             f"{_num(d.others)}{u} (median), over {d.windows} windows of "
+                             f"{_span(ts, res, r.items[0], d.member, params.window)}, furthest"
+                             f"{_at(ts, res, r.items[0], d.member, d.sample)}; {d.z:.1f}x how much the "
+                             f"{plural(level)} usually differ")]
         else:
-            r.metrics = explain(r.items, majority, means, stds, metric_names)
+            r.metrics = explain(r.items, majority, means, stds, metric_names, ts.units)
+            if r.metrics:
+                r.headline = f"{r.metrics[0][0]} {r.metrics[0][1].split(';')[0]}"
     return res
+
+
+def _thread_times(ts: ThreadSeries, res: LevelResult, item: int, member: int) -> np.ndarray:
+    return ts.times(res.members[item][max(member, 0)])
+
+
+def _span(ts: ThreadSeries, res: LevelResult, item: int, member: int, samples: int) -> str:
+    """'10 samples (211 ms)': a window's length, in time where the samples are regular."""
+    t = _thread_times(ts, res, item, member)
+    if len(t) < 2:
+        return f"{samples} samples"
+    return f"{samples} samples ({fmt_duration(float(np.median(np.diff(t))) * samples * 1e9)})"
+
+
+def _at(ts: ThreadSeries, res: LevelResult, item: int, member: int, sample: int) -> str:
+    """' around 22:09:07.512 UTC' (sample index -> the thread's time)."""
+    t = _thread_times(ts, res, item, member)
+    if not len(t):
+        return f" around sample {sample}"
+    x = float(t[min(max(sample, 0), len(t) - 1)])
+    if x > 1e8:  # epoch seconds
+        return f" around {fmt_clock(int(x * 1e9))[:12]} UTC"
+    return f" around t = {x:.6g} s"
 
 
 def _who(ts: ThreadSeries, res: LevelResult, item: int, member: int) -> tuple[str, str]:
@@ -465,7 +502,13 @@ def _window_scores(groups: list[list[np.ndarray]], window: int) -> list[Excursio
         unit = np.zeros(len(groups[0][0][0]) if groups else 0)
     allr = np.abs(np.vstack(resid_all))
     floor = np.nanquantile(allr, 0.99, axis=0)  # never finer than what the population does now and then
-    unit = np.maximum(unit, np.maximum(floor, 1e-12))
+    # where nearly every window sits exactly on its level (open files, mappings: counts that
+    # change now and then), the 99th percentile is 0: then the usual size of a move sets the
+    # unit, and never less than 1% of the metric's range over all windows
+    typical = _median_of_positive(allr)
+    all_means = np.vstack([per[i][1] for i in valid]) if valid else np.zeros((1, allr.shape[1]))
+    span = np.nanmax(all_means, axis=0) - np.nanmin(all_means, axis=0)
+    unit = np.maximum.reduce([unit, floor, typical, 0.01 * np.nan_to_num(span), np.full_like(unit, 1e-9)])
     out = []
     for i in range(k):
         if per[i] is None:
@@ -511,8 +554,11 @@ def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> li
     med = np.nanmedian(M, axis=0)
     spread = 1.4826 * np.nanmedian(np.abs(M - med), axis=0)  # (windows, p)
     unit = np.nanmedian(spread, axis=0)
-    scale = np.nanmedian(np.abs(med), axis=0)
-    unit = np.maximum(unit, np.maximum(scale * 1e-6, 1e-12))  # metrics all abstractions share exactly
+    # metrics most abstractions share exactly (counts that rarely differ): never finer than the
+    # usual size of a difference where there is one, and 1% of the metric's range
+    typical = _median_of_positive(np.abs(M - med).reshape(-1, M.shape[-1]))
+    span = np.nan_to_num(np.nanmax(M, axis=(0, 1)) - np.nanmin(M, axis=(0, 1)))
+    unit = np.maximum.reduce([unit, typical, 0.01 * span, np.full_like(unit, 1e-9)])
     dep = np.abs(M - med) / unit
     held = max(2, int(round(params.sustain * nw)))
     srt = np.sort(np.nan_to_num(dep, nan=0.0), axis=1)[:, -held, :]  # (k, p): held over >= `held` windows
@@ -525,7 +571,7 @@ def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> li
     return out
 
 
-def explain(items: list[int], majority: list[int], means, stds, metrics):
+def explain(items: list[int], majority: list[int], means, stds, metrics, units: dict | None = None):
     """Which metrics set the ranked abstractions apart from the majority: the difference of
     their mean, in units of the spread of the majority's means (or of its own std when the
     majority agrees), and the ratio of standard deviations."""
@@ -536,7 +582,8 @@ def explain(items: list[int], majority: list[int], means, stds, metrics):
     m_mean = np.nanmean(means[majority], axis=0)
     m_std = np.nanmean(stds[majority], axis=0)
     between = np.nanstd(means[majority], axis=0)
-    unit = np.maximum(np.maximum(between, 0.25 * m_std), 1e-12)
+    span = np.nan_to_num(np.nanmax(means, axis=0) - np.nanmin(means, axis=0))
+    unit = np.maximum.reduce([between, 0.25 * m_std, 0.01 * span, np.full_like(between, 1e-9)])
     mine_mean = np.nanmean(means[items], axis=0)
     mine_std = np.nanmean(stds[items], axis=0)
     zmean = (mine_mean - m_mean) / unit
@@ -545,12 +592,31 @@ def explain(items: list[int], majority: list[int], means, stds, metrics):
     order = np.argsort(-np.maximum(np.abs(zmean), np.abs(np.log(np.maximum(ratio, 1e-12))) * 3))
     for j in order[:3]:
         parts = []
+        u = units.get(metrics[j], "") if units else ""
+        u = u if u in ("", "%") else " " + u
         if abs(zmean[j]) >= 2:
-            parts.append(f"mean {_num(mine_mean[j])} against {_num(m_mean[j])} ({zmean[j]:+.1f} sd)")
-        if ratio[j] >= 1.5 or ratio[j] <= 1 / 1.5:
-            parts.append(f"std {_num(mine_std[j])} against {_num(m_std[j])} ({ratio[j]:.1f}x)")
+            real = max(between[j], 0.25 * m_std[j]) >= unit[j]  # a spread, not the floor
+            parts.append(f"mean {_num(mine_mean[j])}{u} against {_num(m_mean[j])}{u} for the others "
+                         + (f"({zmean[j]:+.1f} sd)" if real else "(who hardly differ from one another)"))
+        if (ratio[j] >= 1.5 or ratio[j] <= 1 / 1.5) and m_std[j] >= 0.01 * max(span[j], 1e-9):
+            times = f"{ratio[j]:.1f}x" if ratio[j] >= 1 else f"1/{1 / max(ratio[j], 1e-3):.0f}"
+            parts.append(f"varies by {_num(mine_std[j])}{u} (std) against {_num(m_std[j])}{u} ({times})")
+        elif ratio[j] >= 1.5 and mine_std[j] > 0:
+            parts.append(f"varies by {_num(mine_std[j])}{u} (std) where the others hardly vary")
         if parts:
             out.append((metrics[j], "; ".join(parts)))
+    return out
+
+
+def _median_of_positive(x: np.ndarray) -> np.ndarray:
+    """Per column, the median of the values above 0 (0 where there is none): the usual size of a
+    difference where there is one."""
+    out = np.zeros(x.shape[1])
+    for j in range(x.shape[1]):
+        col = x[:, j]
+        col = col[col > 0]  # NaN compares false: dropped too
+        if len(col):
+            out[j] = float(np.median(col))
     return out
 
 

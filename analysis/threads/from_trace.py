@@ -4,7 +4,7 @@
 Per thread and per time window, from the execution graph (analysis/execgraph/):
 
 - ``CPU``: percent of the window the thread ran (user mode or in a system call);
-- ``Syscalls``: system calls it entered;
+- ``Syscalls``: system calls it entered, per second;
 - ``Blocked``: percent of the window it was blocked (any reason);
 - ``Preempted``: percent of the window it was runnable but waiting for a CPU;
 - ``Handles``: file descriptors opened minus closed since the trace began (open, openat,
@@ -14,9 +14,14 @@ Per thread and per time window, from the execution graph (analysis/execgraph/):
 - ``Mappings``: memory mappings made minus unmade (mmap, mremap +1 / munmap -1) since the trace
   began: the graph keeps system calls, not their arguments, so sizes are not known.
 
+The system's background (kernel threads, the idle task, the tracer's own threads: see
+``execgraph.tasks``) is left out unless ``background`` is set: it would otherwise be ranked as
+the most deviating threads (the tracer's consumer is busy exactly when the traced work is).
+
 Groups for the top-down walk: machine (host), process (the process's name and pid), pool (the
-thread's name: the threads of one pool share it) and thread (tid). Only threads present for at
-least ``min_windows`` windows are kept (a covariance needs samples), and at most ``max_threads``
+thread's name: the threads of one pool share it) and thread (tid). Only threads present and active
+(running or entering system calls) in at least ``min_windows`` windows are kept (a covariance
+needs samples; a daemon asleep through the trace has none to compare), and at most ``max_threads``
 of them, the busiest first.
 """
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from perftriage.analysis.execgraph import tasks
 from perftriage.analysis.execgraph.graph import BLOCKED, BP, RS, RU, ExecGraph
 
 from .series import ThreadSeries, build
@@ -33,6 +39,8 @@ OPENERS = {"open": 1, "openat": 1, "openat2": 1, "creat": 1, "socket": 1, "accep
            "dup2": 1, "dup3": 1, "pipe": 2, "pipe2": 2, "eventfd": 1, "eventfd2": 1, "epoll_create": 1,
            "epoll_create1": 1, "signalfd": 1, "signalfd4": 1, "timerfd_create": 1, "memfd_create": 1,
            "inotify_init": 1, "inotify_init1": 1, "socketpair": 2, "close": -1}
+UNITS = {"CPU": "%", "Syscalls": "calls/s", "Blocked": "%", "Preempted": "%", "Handles": "open files",
+         "Mappings": "mappings"}
 MAPPERS = {"mmap": 1, "mmap2": 1, "mremap": 1, "munmap": -1}
 
 
@@ -50,7 +58,7 @@ def _cumulative(starts, ends, on, edges):
 
 
 def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | None = None, windows: int = 200,
-                              min_windows: int = 10, max_threads: int = 400) -> ThreadSeries:
+                              min_windows: int = 10, max_threads: int = 400, background: bool = False) -> ThreadSeries:
     times, keys, vals = [], [], []
     widths = []
     groups = {"machine": [], "process": [], "pool": []}
@@ -65,9 +73,13 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
         d_handles = np.array([OPENERS.get(n, 0) for n in names], np.int64)
         d_maps = np.array([MAPPERS.get(n, 0) for n in names], np.int64)
         cand = []
+        skipped = idle = 0
         for i, tid in enumerate(g.tids.tolist()):
             lo, hi = int(g.thread_lo[i]), int(g.thread_hi[i])
             if hi <= lo or tid <= 0:
+                continue
+            if not background and tasks.background(g, tid):
+                skipped += 1
                 continue
             s, e, st = g.iv_start[lo:hi], g.iv_end[lo:hi], g.iv_state[lo:hi]
             alive = (st != 5) & (st != 4)  # not exited, not unknown
@@ -79,8 +91,23 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             w1 = int(np.searchsorted(edges_all, z, "left"))
             if w1 - max(w0, 0) < min_windows:
                 continue
+            # active (running, or entering a system call) in at least min_windows windows: a
+            # thread asleep through the trace has no covariance to compare
+            busy = s[(st == RU) | (st == RS)]
+            sl = g.syscalls_of(tid)
+            active = np.unique(np.r_[np.searchsorted(edges_all, busy, "right"),
+                                     np.searchsorted(edges_all, g.sc_entry[sl], "right")])
+            if len(active) < min_windows:
+                idle += 1
+                continue
             run = float(np.where((st == RU) | (st == RS), e - s, 0).sum())
             cand.append((run, tid, i, max(w0, 0), min(w1, n_win)))
+        if skipped:
+            notes.append(f"{host}: {skipped} threads of the system's background (kernel threads, the tracer's "
+                         "lttng-* threads) left out (--background keeps them)")
+        if idle:
+            notes.append(f"{host}: {idle} threads active in fewer than {min_windows} windows (asleep through the "
+                         "trace) left out")
         if len(cand) > max_threads:
             notes.append(f"{host}: {len(cand)} threads live for {min_windows}+ windows; the {max_threads} busiest kept")
             cand = sorted(cand, reverse=True)[:max_threads]
@@ -96,7 +123,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             entry, sid = g.sc_entry[sl], g.sc_id[sl]
             win = np.searchsorted(edges, entry, "right") - 1
             inwin = (win >= 0) & (win < len(width))
-            calls = np.bincount(win[inwin], minlength=len(width)).astype(np.float64)
+            calls = np.bincount(win[inwin], minlength=len(width)).astype(np.float64) / (width / 1e9)
             before = ~inwin & (entry < edges[0])
             h0 = float(d_handles[sid[before]].sum()) if len(d_handles) else 0.0
             m0 = float(d_maps[sid[before]].sum()) if len(d_maps) else 0.0
@@ -119,6 +146,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
         ts = build(np.zeros(0), [], {}, np.zeros((0, len(METRICS))), METRICS, "kernel trace")
     else:
         ts = build(np.concatenate(times), keys, groups, np.vstack(vals), METRICS, "kernel trace")
+    ts.units = dict(UNITS)
     wtxt = ", ".join(sorted({f"{w / 1e6:g} ms" for w in widths})) or "-"
     ts.notes = notes + [f"per-thread metrics from the kernel trace ({', '.join(METRICS)}) in windows of {wtxt}; "
                         f"{ts.n_threads} threads live for {min_windows}+ windows"]

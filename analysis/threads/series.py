@@ -51,6 +51,11 @@ class ThreadSeries:
     metrics: list[str]
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    units: dict[str, str] = field(default_factory=dict)  # metric -> unit ('%', 'calls/s'), where known
+
+    def unit(self, metric: str) -> str:
+        u = self.units.get(metric, "")
+        return u if u in ("", "%") else " " + u
 
     @property
     def n_threads(self) -> int:

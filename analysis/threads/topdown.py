@@ -97,8 +97,11 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
         rows = [[m, t] for m, t in r.metrics]
         out.append(Finding(
             analysis="threads",
-            title=f"{what.capitalize()} {', '.join(names[:4])}{'…' if len(names) > 4 else ''} {'deviates' if len(names) == 1 else 'deviate'}"
-                  + (f" ({r.metrics[0][0]})" if r.metrics else "") + _where(res),
+            title=(f"{what.capitalize()} {', '.join(names[:4])}{'…' if len(names) > 4 else ''}{_where(res)}: "
+                   f"{r.headline}" if r.headline else
+                   f"{what.capitalize()} {', '.join(names[:4])}{'…' if len(names) > 4 else ''} "
+                   f"{'deviates' if len(names) == 1 else 'deviate'}" + (f" ({r.metrics[0][0]})" if r.metrics else "")
+                   + _where(res)),
             subject=f"{what} {', '.join(names)}{_where(res)}",
             score=float(100 - rank + (r.separation if np.isfinite(r.separation) else r.score)),
             severity="warning",
@@ -122,8 +125,11 @@ def topdown_findings(td: TopDown) -> list[Finding]:
             rows.append([res.level + _where(res), res.k, ranked])
         ev = [f"{td.series.n_threads:,} threads, metrics {', '.join(td.series.metrics)}; levels "
               f"{' -> '.join(td.levels)}"]
+        seen: dict[str, int] = {}
         for res in td.results:
-            ev.extend(res.notes)
+            for n in res.notes:
+                seen[n] = seen.get(n, 0) + 1
+        ev.extend(n if c == 1 else f"{n} (x{c})" for n, c in seen.items())
         out.append(Finding(analysis="threads", title="Thread pools, top down (paper 003)",
                            subject=td.series.source or "thread time series", score=0.0,
                            severity="warning" if any(r.ranking for r in td.results) else "info", evidence=ev,
