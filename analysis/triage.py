@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from perftriage.analysis.calltrees.clouddiag import Diagnosis, DiagParams, diagnose
 from perftriage.analysis.calltrees.compare import CompareParams, Comparison, compare
 from perftriage.analysis.calltrees.findings import comparison_findings, diagnosis_findings, span_problem_findings
@@ -29,7 +31,9 @@ from perftriage.analysis.requests.outlier_analysis import (RequestAnalysis, anal
                                                            outlier_summary_finding)
 from perftriage.analysis.requests.outliers import OutlierParams
 from perftriage.analysis.requests.table import RequestTable
-from perftriage.analysis.requests.units import parse_unit, syscall_units, thread_units
+from perftriage.analysis.requests.time_spent import time_spent_findings
+from perftriage.analysis.requests.units import (auto_units, comparable, not_compared_reason, not_compared_summary,
+                                               parse_unit, process_units, syscall_units, thread_units)
 from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.threads.deviation import ThreadParams
 from perftriage.analysis.threads.from_trace import thread_series_from_graphs
@@ -46,7 +50,7 @@ from .spans import read_spans
 @dataclass
 class Options:
     markers: tuple[MarkerSpec, ...] = BUILTIN_MARKERS
-    units: str = "markers"  # markers | threads | syscall:NAME
+    units: str = "auto"  # auto | markers | processes | threads | syscall:NAME
     top: int = 20  # rows in "slowest requests" tables
     outliers: OutlierParams = field(default_factory=OutlierParams)
     clusters: ClusterParams = field(default_factory=ClusterParams)
@@ -56,7 +60,9 @@ class Options:
     reference: tuple[str, ...] = ()  # reference span files / folders (--reference)
     compare: CompareParams = field(default_factory=CompareParams)
     threads: ThreadParams = field(default_factory=ThreadParams)
-    thread_windows: float | None = None  # per-thread metrics from the kernel trace: window (s), 0 = auto; None = off
+    thread_windows: float | None = None  # per-thread metrics from the kernel trace: window (s); None or 0 = auto
+    thread_metrics: bool | None = None  # None: on for a kernel trace without request markers
+    background: bool = False  # kernel threads, idle and the tracer's threads compared like the others
     counters: CounterParams = field(default_factory=CounterParams)
     rules: str | None = None  # threshold rules file (TOML or PAD's XML); default: rules.toml beside the counters
     server_label: str = "instance"  # Prometheus label naming the server
@@ -81,7 +87,9 @@ class TriageResult:
     requests: RequestTable | None = None
     graphs: dict[str, ExecGraph] = field(default_factory=dict)
     features: FeatureTable | None = None
-    analysis: RequestAnalysis | None = None
+    analysis: RequestAnalysis | None = None  # on the compared units only (see ``compared``)
+    compared: np.ndarray | None = None  # indices of the units compared (None: all of them)
+    units: str = "markers"  # what a request is: markers, processes, threads or syscall
     spans: SpanTable | None = None
     calltrees: CallTrees | None = None
     diagnosis: Diagnosis | None = None
@@ -93,11 +101,47 @@ class TriageResult:
     report: Report = field(default_factory=lambda: Report(inputs=[]))
 
     @property
+    def compared_features(self) -> FeatureTable | None:
+        """The features the outlier analysis ran on (the units that can be compared)."""
+        if self.features is None or self.compared is None:
+            return self.features
+        return self.features.take(self.compared)
+
+    def _full(self, values, fill):
+        n = len(self.features) if self.features is not None else 0
+        if self.compared is None:
+            return values
+        out = np.full(n, fill, dtype=np.asarray(values).dtype if not isinstance(values, list) else object)
+        out[self.compared] = values if not isinstance(values, list) else np.array(values, object)
+        return out
+
+    @property
     def outliers(self):
         """Outlier flags aligned with ``requests`` (None when no outlier analysis ran)."""
-        if self.analysis is None or self.requests is None or len(self.analysis.outliers.outlier) != len(self.requests):
+        if self.analysis is None or self.requests is None or self.features is None \
+                or len(self.features) != len(self.requests):
             return None
-        return self.analysis.outliers.outlier
+        return self._full(self.analysis.outliers.outlier, False)
+
+    @property
+    def cluster_labels(self) -> np.ndarray | None:
+        """Cluster of each unit aligned with ``requests`` (-1: normal, -2: not compared)."""
+        if self.outliers is None:
+            return None
+        return self._full(self.analysis.clusters.label, -2)
+
+    @property
+    def why_short(self) -> list[str] | None:
+        """Why each unit is an outlier, or why it was not compared, aligned with ``requests``."""
+        if self.outliers is None:
+            return None
+        why = self.analysis.outliers.why_short
+        if self.compared is None:
+            return list(why)
+        out = [not_compared_reason(self.requests, i, self.options.background) for i in range(len(self.requests))]
+        for j, i in enumerate(self.compared.tolist()):
+            out[i] = why[j]
+        return out
 
     @property
     def findings(self) -> list[Finding]:
@@ -274,7 +318,7 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
 
     unit, unit_arg = parse_unit(options.units)
     consumers = [EventCounter(), GraphBuilder()]
-    if unit == "markers":
+    if unit in ("markers", "auto"):
         consumers.append(MarkerRequests(options.markers))
     try:
         passed = read_once(inputs.ctf, consumers, progress=on_read)
@@ -282,63 +326,102 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
         result.report.notes.append(str(exc))
         return
     summary, graphs = passed.results[0], passed.results[1]
-    if unit == "markers":
+    report = result.report
+    kind = unit
+    if unit in ("markers", "auto"):
         requests = passed.results[2]
+        kind = "markers"
+        if unit == "auto" and len(requests) == 0 and not (requests.unmatched_starts or requests.unmatched_ends) \
+                and graphs:
+            kind, requests = auto_units(graphs)
+            report.notes.append(f"no request markers in {_names(inputs.ctf)}: each {kind[:-2] if kind == 'processes' else 'thread'}'s "
+                                "life in the trace is a unit (--units processes|threads|syscall:NAME, or "
+                                "--request-start/--request-end for your own markers)")
+    elif unit == "processes":
+        requests = process_units(graphs)
     elif unit == "threads":
         requests = thread_units(graphs)
     else:
         requests = syscall_units(graphs, unit_arg)
+        kind = options.units
     if passed.error is not None:
         summary.error = str(passed.error)
-        result.report.notes.append(f"partial data: {passed.error}")
+        report.notes.append(f"partial data: {passed.error}")
     for t in summary.traces:
-        result.report.notes.extend(f"partial data: {p}" for p in t.problems)
+        report.notes.extend(f"partial data: {p}" for p in t.problems)
     result.summary = summary
     result.requests = requests
     result.graphs = graphs
-    report = result.report
+    result.units = kind
     report.notes.extend(network_notes(graphs))
     report.findings.extend(trace_findings(summary))
     if graphs and len(requests):
         def on_feat(i, n):
             if progress is not None:
-                progress(Progress("critical paths", i / max(1, n), f"{i:,}/{n:,} requests"))
+                progress(Progress("critical paths", i / max(1, n), f"{i:,}/{n:,} units"))
 
         result.features = extract_features(graphs, requests, progress=on_feat)
         report.notes.extend(result.features.notes)
     elif len(requests) and not graphs:
         report.notes.append("no kernel trace among the inputs: requests have no critical path")
     if options.findings:
-        report.findings.extend(request_findings(requests, top=options.top, markers=options.markers
-                                                if unit == "markers" else (), features=result.features,
-                                                unit=options.units))
-        if result.features is not None:
-            _run_request_analysis(result.features, options, result, progress)
-    if options.thread_windows is not None:
-        if graphs:
-            ts = thread_series_from_graphs(graphs, options.thread_windows or None)
-            _analyse_threads(ts, "kernel trace", options, result, progress)
+        mask = comparable(requests, options.background)
+        if kind in ("processes", "threads"):
+            report.findings.extend(time_spent_findings(graphs, background=options.background))
+            if mask.sum() >= 2:  # the slowest of the units that can be compared
+                idx = np.flatnonzero(mask)
+                report.findings.extend(request_findings(
+                    requests.take(idx), top=options.top, unit=kind,
+                    features=result.features.take(idx) if result.features is not None else None))
         else:
+            report.findings.extend(request_findings(requests, top=options.top, markers=options.markers
+                                                    if kind == "markers" else (), features=result.features,
+                                                    unit=kind))
+        if result.features is not None:
+            if not mask.all():
+                result.compared = np.flatnonzero(mask)
+                left = not_compared_summary(requests, mask, options.background)
+                report.notes.append(f"{int(mask.sum()):,} of {len(requests):,} {kind} compared for outliers; "
+                                    f"not compared: {left}" + ("" if options.background else
+                                                               " (--background compares the background too)"))
+            _run_request_analysis(result.compared_features, options, result, progress, what=kind)
+    want_threads = options.thread_metrics
+    if want_threads is None:
+        want_threads = options.thread_windows is not None or (bool(graphs) and kind != "markers")
+    if want_threads:
+        if graphs:
+            ts = thread_series_from_graphs(graphs, options.thread_windows or None, background=options.background)
+            _analyse_threads(ts, "kernel trace", options, result, progress)
+        elif options.thread_metrics or options.thread_windows is not None:
             report.notes.append("--thread-metrics needs a kernel trace: none among the inputs")
     if progress is not None:
-        progress(Progress("done", 1.0, f"{summary.events:,} events, {len(requests):,} requests"))
+        progress(Progress("done", 1.0, f"{summary.events:,} events, {len(requests):,} units"))
 
 
-def _run_request_analysis(ft: FeatureTable, options: Options, result: TriageResult, progress) -> None:
+def _names(paths) -> str:
+    names = [str(p) for p in paths]
+    return names[0] if len(names) == 1 else f"{len(names)} traces"
+
+
+def _run_request_analysis(ft: FeatureTable, options: Options, result: TriageResult, progress,
+                          what: str = "requests") -> None:
+    if what == "markers":
+        what = "requests"
     if len(ft) < options.min_requests_for_outliers:
-        result.report.notes.append(f"{len(ft)} requests: too few for outlier detection "
-                                   f"(at least {options.min_requests_for_outliers})")
+        one = {"processes": "process", "threads": "thread", "requests": "request"}.get(what, what)
+        result.report.notes.append(f"{len(ft)} {one if len(ft) == 1 else what} to compare: too few for outlier "
+                                   f"detection (at least {options.min_requests_for_outliers})")
         return
     if progress is not None:
-        progress(Progress("outliers and clusters", None, f"{len(ft):,} requests"))
+        progress(Progress("outliers and clusters", None, f"{len(ft):,} {what}"))
     try:
         ra = analyze_requests(ft, options.outliers, options.clusters)
     except ValueError as exc:  # e.g. a representation the features cannot give
         result.report.notes.append(f"outlier analysis skipped: {exc}")
         return
     result.analysis = ra
-    result.report.findings.append(outlier_summary_finding(ft, ra))
-    result.report.findings.extend(cluster_findings(ft, ra))
+    result.report.findings.append(outlier_summary_finding(ft, ra, what=what))
+    result.report.findings.extend(cluster_findings(ft, ra, what=what))
 
 
 def summary_table(summary: TraceSummary) -> Table:

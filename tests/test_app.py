@@ -315,3 +315,47 @@ async def test_call_trees_pane_on_the_microservice_sample():
         assert cats.has_focus and cats.row_count == len(app.result.diagnosis.categories)
         assert pane.subject == "category"
         assert "slowest:" in str(app.query_one("#status").render())
+
+
+@needs_bt2
+async def test_real_kernel_trace_without_markers_opens_on_its_processes():
+    from perftriage.analysis.threads.deviation import ThreadParams
+    from perftriage.analysis.triage import Options
+    from perftriage.tui.panes.clusters import ClustersPane
+    from perftriage.tui.panes.findings import FindingsPane
+    from perftriage.tui.panes.threads import ThreadsPane
+
+    app = PerftriageApp([str(real_trace("tracevizlab-apt"))], Options(threads=ThreadParams(replicates=60)))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await loaded(pilot)
+        res = app.result
+        pane = app.query_one(RequestsPane)
+        title = str(app.query_one("#requests-title").render())
+        assert f"{len(res.requests):,} processes" in title and f"{len(res.compared):,} compared" in title
+        # outliers first: all of them whole foreground processes, clipped and background ones say why not
+        first = int(pane.index[0])
+        assert pane.notable[first] and res.requests.fields["span"][first] == "whole"
+        not_compared = [i for i in range(len(res.requests)) if pane.cluster[i] == -2]
+        assert not_compared and all(pane.why[i] for i in not_compared)
+        assert any("background" in pane.why[i] for i in not_compared)
+        # the filter finds apt among the processes
+        await pilot.press("slash", *"apt-check", "enter")
+        await pilot.pause()
+        assert table_of(app).row_count >= 1 and "apt-check" in line_text(table_of(app), 1)
+        await pilot.press("escape")
+        # clusters are of the compared processes only
+        await pilot.press("2")
+        await pilot.pause()
+        ctitle = str(app.query_one("#clusters-title").render())
+        assert f"of {len(res.compared):,} processes compared" in ctitle
+        app.query_one(ClustersPane)
+        # threads from the trace, by default, without the tracer's threads
+        await pilot.press("4")
+        await pilot.pause()
+        threads = app.query_one(ThreadsPane)
+        assert threads.current is not None and threads.table.row_count >= 3
+        assert not any(n.startswith("lttng") for n in threads.current.names)
+        # findings lead with where apt's time went
+        findings = app.query_one(FindingsPane)
+        assert findings is not None
+        assert res.findings[0].title.startswith("apt spent ")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 
-import numpy as np
 
 from perftriage.analysis.ctf.names import canonical_event_name
 from perftriage.analysis.ctf.reader import CtfReader

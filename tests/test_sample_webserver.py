@@ -11,7 +11,6 @@ import subprocess
 import numpy as np
 import pytest
 
-from perftriage.analysis.columns import MISSING
 from perftriage.analysis.ctf.reader import CtfReader
 from perftriage.analysis.ctf.spec import ReadSpec
 from perftriage.analysis.errors import InputError

@@ -16,7 +16,7 @@ from perftriage.analysis.errors import InputError
 from perftriage.analysis.sim.microservices import MicroConfig, write_microservice_sample
 from perftriage.analysis.spans import read_spans, sniff_format
 from perftriage.analysis.spans.ids import to_id64
-from perftriage.analysis.spans.table import MISSING_PARENT, ROOT as ROOT_SPAN
+from perftriage.analysis.spans.table import MISSING_PARENT
 
 from conftest import ROOT
 

@@ -145,8 +145,8 @@ class PerftriageApp(App):
         if requests is None:
             note = "no requests: the inputs hold no trace with request markers"
         elif len(requests) == 0:
-            note = ("no requests: no ust_php/ust_apache markers (or the --request-start/--request-end given) "
-                    "in the trace")
+            note = ("no requests: no request markers (ust_php/ust_apache, or the --request-start/--request-end "
+                    "given) and no kernel trace to cut processes or threads from")
         if requests is None and result.features is not None:
             requests = requests_of_features(result.features)
             note = ""

@@ -43,6 +43,19 @@ STATE_NAMES = {
     "BF": "blocked in futex (waker unknown)",
     "BT": "blocked on a task that could not be followed",
 }
+#: what a state means, in the words of a ticket
+STATE_WORDS = {
+    "RU": "running on a CPU",
+    "RS": "running in system calls",
+    "BP": "waiting for a CPU",
+    "BD": "waiting for the disk",
+    "BN": "waiting for the network",
+    "BS": "sleeping (timers)",
+    "BI": "waiting for a device interrupt",
+    "BF": "waiting on a lock (futex)",
+    "BT": "waiting for a task that could not be followed",
+}
+WAITS = ("BP", "BD", "BN", "BS", "BI", "BF", "BT")
 NSTATES = len(STATES)
 _PASS = (RU, RS, BP)
 

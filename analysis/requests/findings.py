@@ -86,12 +86,13 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
         if ft is not None:
             row.append(breakdown_text(ft.states, ft.durations[i], float(ft.total[i])))
         rows.append(row + [t.fields[f][i] for f in fields])
-    what = "requests" if unit == "markers" else ("threads" if unit == "threads" else unit.split(":", 1)[1] + " calls")
+    what = ("requests" if unit in ("markers", "auto") else unit if unit in ("threads", "processes")
+            else unit.split(":", 1)[1] + " calls")
     evidence = [
         f"{len(t):,} {what}; median {fmt_duration(med)}, p95 {fmt_duration(np.percentile(dur, 95))}, "
         f"max {fmt_duration(dur[0])}"
     ]
-    if len(t) > 1 and med > 0:
+    if len(t) > 1 and med >= 1000 and dur[0] / med <= 1000:
         evidence.append(f"the slowest took {dur[0] / med:.1f}x the median")
     if ft is not None:
         evidence.append(f"where the time goes, all {what} together (critical path): {time_shares(ft)}")
@@ -101,7 +102,8 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
             f"{table.unmatched_starts} starts without end (trace stopped first), "
             f"{table.unmatched_ends} ends without start (began before tracing): not counted"
         )
-    title = f"Slowest {what}" if len(t) > 1 else f"One {what[:-1] if what.endswith('s') else what}"
+    one = {"processes": "process", "threads": "thread", "requests": "request"}.get(what, what)
+    title = f"Slowest {what}" if len(t) > 1 else f"One {one}"
     head = f"{t.kind[0]} #{t.id[0]}"
     subject = head if t.label(0) == head else f"{head} {t.label(0)}"
     columns = ["id", "kind", "host", "pid/tid", "start (UTC)", "duration"] + (["critical path"] if ft is not None
@@ -111,7 +113,7 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
             analysis="requests",
             title=title,
             subject=subject,
-            score=float(dur[0] / med) if med > 0 else 0.0,
+            score=float(min(dur[0] / max(med, 1000.0), 1000.0)),
             severity="info",
             evidence=evidence,
             tables=[Table(columns, rows, caption=f"top {n} of {len(t):,} by duration")],

@@ -80,14 +80,14 @@ def thread_units(graphs: dict[str, ExecGraph], min_duration_ns: int = 0) -> Requ
     return _table(rows, "thread")
 
 
-def comparable(table: RequestTable) -> np.ndarray:
-    """Units that may be compared with one another: whole and not the system's background (every
-    unit of other kinds: markers, system calls)."""
+def comparable(table: RequestTable, background: bool = False) -> np.ndarray:
+    """Units that may be compared with one another: whole and (unless ``background``) not the
+    system's background; every unit of other kinds (markers, system calls)."""
     span, role = table.fields.get("span"), table.fields.get("role")
     out = np.ones(len(table), bool)
     if span is not None:
         out &= span == WHOLE
-    if role is not None:
+    if role is not None and not background:
         out &= ~np.isin(role, tasks.BACKGROUND)
     return out
 
@@ -126,3 +126,32 @@ def syscall_units(graphs: dict[str, ExecGraph], name: str) -> RequestTable:
         table = table.take(np.argsort(table.start, kind="stable"))
         table.id = np.arange(len(table), dtype=np.int64)
     return table
+
+
+def not_compared_reason(table: RequestTable, i: int, background: bool = False) -> str:
+    """Why unit ``i`` is kept out of comparisons, in a few words ('' when it is compared)."""
+    span, role = table.fields.get("span"), table.fields.get("role")
+    if role is not None and role[i] in tasks.BACKGROUND and not background:
+        return f"background ({role[i]})"
+    if span is not None and span[i] != WHOLE:
+        return span[i]
+    return ""
+
+
+def not_compared_summary(table: RequestTable, mask: np.ndarray, background: bool = False) -> str:
+    """'53 lived longer than the trace, 1 started before it, 24 are background (kernel thread,
+    tracer)' for the units outside ``mask``."""
+    span, role = table.fields.get("span"), table.fields.get("role")
+    out = ~mask
+    bg = out & np.isin(role, tasks.BACKGROUND) if role is not None and not background else np.zeros(len(table), bool)
+    parts = []
+    if span is not None:
+        for s, words in (("longer than the trace", "lived longer than the trace"),
+                         ("started before the trace", "started before it"),
+                         ("still running at the end", "still running at its end")):
+            k = int((out & ~bg & (span == s)).sum())
+            if k:
+                parts.append(f"{k:,} {words}")
+    if bg.any():
+        parts.append(f"{int(bg.sum()):,} are background ({', '.join(sorted(set(role[bg].tolist())))})")
+    return ", ".join(parts)

@@ -24,10 +24,14 @@ def add_marker_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--units",
         metavar="UNIT",
-        default="markers",
-        help="what a request is: markers (start/end events, default), threads (each thread's lifetime, "
-             "fork to exit) or syscall:NAME (each call of one system call, e.g. syscall:read)",
+        default="auto",
+        help="what a request is: auto (default: the markers when the trace has any, else each process's "
+             "life in the trace), markers (start/end events), processes, threads (each one's life in the "
+             "trace, fork to exit) or syscall:NAME (each call of one system call, e.g. syscall:read)",
     )
+    g.add_argument("--background", action="store_true",
+                   help="compare the system's background too (kernel threads, idle, the tracer's lttng-* threads): "
+                        "by default it is shown but neither compared for outliers nor ranked among threads")
 
 
 def add_outlier_options(p: argparse.ArgumentParser) -> None:
@@ -53,9 +57,11 @@ def add_thread_options(p: argparse.ArgumentParser) -> None:
                    help="bootstrap replicates per scale for the AU p-values (default 1000)")
     g.add_argument("--no-windows", action="store_true", help="threads: only the paper's method (no moving-window check for short deviations, no departure check for long ones)")
     g.add_argument("--thread-metrics", nargs="?", type=float, const=0.0, default=None, metavar="WINDOW_S",
-                   help="also derive per-thread metrics (CPU, syscalls, blocked, preempted, handles, mappings) "
+                   help="derive per-thread metrics (CPU, syscalls/s, blocked, preempted, open files, mappings) "
                         "from a kernel trace, in windows of WINDOW_S seconds (default: the span / 200), and "
-                        "rank the deviating threads")
+                        "rank the deviating threads; on by default for a kernel trace without request markers")
+    g.add_argument("--no-thread-metrics", action="store_true",
+                   help="do not derive thread metrics from a kernel trace")
 
 
 def add_counter_options(p: argparse.ArgumentParser) -> None:
@@ -126,7 +132,7 @@ def triage_options(args):
         parse_unit(args.units)
     except PerftriageError as exc:
         raise Usage(str(exc)) from None
-    opts = Options(markers=markers, units=args.units)
+    opts = Options(markers=markers, units=args.units, background=getattr(args, "background", False))
     if hasattr(args, "representation"):
         from perftriage.analysis.requests.clusters import ClusterParams  # noqa: PLC0415
         from perftriage.analysis.requests.outliers import OutlierParams  # noqa: PLC0415
@@ -164,7 +170,10 @@ def triage_options(args):
         opts.threads = ThreadParams(replicates=args.replicates, windows=not args.no_windows)
         if args.thread_metrics is not None and args.thread_metrics < 0:
             raise Usage("--thread-metrics: the window must be positive")
-        opts.thread_windows = args.thread_metrics
+        opts.thread_windows = args.thread_metrics or None
+        if args.no_thread_metrics and args.thread_metrics is not None:
+            raise Usage("--thread-metrics and --no-thread-metrics go against each other")
+        opts.thread_metrics = False if args.no_thread_metrics else True if args.thread_metrics is not None else None
         try:
             opts.threads.validate()
         except ValueError as exc:

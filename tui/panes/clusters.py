@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from perftriage.analysis.requests.map import request_map
-from perftriage.analysis.requests.outlier_analysis import dominant_states
+from perftriage.analysis.requests.outlier_analysis import dominant_states, unit_noun
 from perftriage.analysis.units import fmt_duration
 from perftriage.tui.widgets.plots import bars, line, scatter
 from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
@@ -64,11 +64,12 @@ class ClustersPane(ViewPane):
             self.table.set_rows([], ListSource([]))
             self.render_view()
             return
-        ft, cl, o = result.features, ra.clusters, ra.outliers
+        ft, cl, o = result.compared_features, ra.clusters, ra.outliers
         p = o.params
         how = f"eps {p['eps']:.3g} {p.get('units', '')}, min_samples {p['min_samples']}" if "eps" in p else p["detector"]
         self.query_one("#clusters-title", Static).update(
-            f"{o.n_outliers:,} outliers of {len(ft):,} requests ({p['detector']}, {how}) · "
+            f"{o.n_outliers:,} outliers of {len(ft):,} {unit_noun(getattr(result, 'units', 'requests'))} compared "
+            f"({p['detector']}, {how}) · "
             f"{cl.k} clusters ({cl.k_from}) · enter lists a group's requests · v changes the view")
         rows = []
         for g_i, g in enumerate(cl.groups):
@@ -150,7 +151,7 @@ class ClustersPane(ViewPane):
         """The paper's Fig. 4: mean state counts of the cluster beside the normal requests (bars on
         log10(1 + mean), since clusters differ by orders of magnitude; the numbers below)."""
         groups = ra.clusters.groups
-        states = self.result.features.states
+        states = self.result.compared_features.states
         shown = [groups[0]] + ([groups[c + 1]] if c >= 0 and c + 1 < len(groups) else [])
         series = {g.name: np.log10(1 + g.state_mean).round(3).tolist() for g in shown}
         what = ra.clusters.state_values
@@ -165,7 +166,7 @@ class ClustersPane(ViewPane):
     @work(thread=True, exclusive=True, group="cluster-map")
     def _compute_map(self) -> None:
         ra = self.result.analysis
-        m = request_map(self.result.features, ra.clusters.label)
+        m = request_map(self.result.compared_features, ra.clusters.label)
         self.app.call_from_thread(self._map_ready, m)
 
     def _map_ready(self, m) -> None:

@@ -18,6 +18,7 @@ from textual.widgets import Input, Static
 from perftriage.analysis.requests.critical_path import PathFinder, finders
 from perftriage.analysis.requests.path_view import path_view
 from perftriage.analysis.requests.table import RequestTable, notable_mask
+from perftriage.analysis.requests.outlier_analysis import unit_noun
 from perftriage.analysis.units import fmt_clock, fmt_duration
 from perftriage.tui.widgets.path_breakdown import PathBreakdown
 from perftriage.tui.widgets.row_table import Column, RowTable
@@ -123,8 +124,8 @@ class RequestsPane(Vertical):
         self.notable = notable_mask(table, outliers)
         ra = getattr(result, "analysis", None)
         if ra is not None and outliers is not None:
-            self.cluster = ra.clusters.label
-            self.why = ra.outliers.why_short
+            self.cluster = result.cluster_labels
+            self.why = result.why_short
             self.sort_by = "outliers"
         else:
             self.cluster = self.why = None
@@ -199,7 +200,11 @@ class RequestsPane(Vertical):
         med = fmt_duration(float(np.median(t.duration))) if n else "-"
         order = {"outliers": "outliers first", "duration": "slowest first", "start": "by start time"}[self.sort_by]
         what = "outliers" if self.cluster is not None else "slower than p95"
-        parts = [f"{n:,} requests · median {med} · {order} · {int(self.notable.sum()):,} {what} (n/N)"]
+        noun = unit_noun(getattr(self.result, "units", "markers"))
+        parts = [f"{n:,} {noun} · median {med} · {order} · {int(self.notable.sum()):,} {what} (n/N)"]
+        compared = getattr(self.result, "compared", None)
+        if compared is not None:
+            parts.append(f"{len(compared):,} compared (whole, not background)")
         if self.cluster_filter is not None:
             name = "normal requests" if self.cluster_filter < 0 else f"cluster {self.cluster_filter + 1}"
             parts.append(f"{name}: {shown:,} shown (escape: all)")

@@ -26,6 +26,10 @@ from .base import ViewPane
 VIEWS = ("metrics", "plot", "dendrogram")
 
 
+NO_THREADS = ("no thread analysis: it needs per-thread resource time series (a CSV, `perftriage record threads`) "
+              "or a kernel trace")
+
+
 class ThreadsPane(ViewPane):
     VIEWS = VIEWS
     BINDINGS = [Binding("escape", "up", "up a level", show=False)]
@@ -44,8 +48,7 @@ class ThreadsPane(ViewPane):
         self.busy = False
 
     def compose_top(self) -> ComposeResult:
-        yield Static("no thread analysis: it needs per-thread resource time series (CSV, "
-                     "`perftriage record threads`)", id="th-title")
+        yield Static(NO_THREADS, id="th-title")
         yield RowTable(id="th-table", empty_text="no abstractions")
 
     @property
@@ -60,6 +63,16 @@ class ThreadsPane(ViewPane):
         self.result = result
         td = getattr(result, "threads", None)
         self.stack = [td.results[0]] if td is not None and td.results else []
+        if td is None:
+            ts = getattr(result, "thread_series", None)
+            if ts is not None:  # analysed, but too few threads to compare
+                self.query_one("#th-title", Static).update(f"no thread analysis: {ts.n_threads} thread(s) with "
+                                                            f"metrics in {ts.source}; at least 3 are needed")
+            elif getattr(result, "graphs", None):
+                self.query_one("#th-title", Static).update("no thread analysis: thread metrics from the kernel "
+                                                            "trace were not asked for (--thread-metrics)")
+            else:
+                self.query_one("#th-title", Static).update(NO_THREADS)
         self._show_level()
 
     def _show_level(self) -> None:
@@ -75,7 +88,7 @@ class ThreadsPane(ViewPane):
             n, r = ranked.get(i, (None, None))
             how = "" if r is None else ({"window": "window", "departure": "level"}.get(r.how, "tree"))
             sep = "" if r is None else (f"{r.separation:.1f}x" if r.how == "dendrogram" else f"z {r.score:.1f}")
-            what = r.metrics[0][0] + ": " + r.metrics[0][1] if r is not None and r.metrics else ""
+            what = (r.headline or r.metrics[0][0] + ": " + r.metrics[0][1]) if r is not None and r.metrics else ""
             rows.append([str(n + 1) if n is not None else "-", res.names[i], str(len(res.members[i])), how, sep, what])
             styles.append("alert" if r is not None else None)
         cols = [Column("#", "right", 2, 3), Column(res.level, "left", 6, 24), Column("threads", "right", 3, 7),
