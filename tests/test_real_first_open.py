@@ -87,6 +87,9 @@ def test_thread_metrics_by_default_without_the_background(name):
     res = triage(name)
     ts = res.thread_series
     assert ts is not None and ts.source == "kernel trace"
+    if ts.n_threads < 3:  # a trace of a few hundred ms: few threads active over 10 windows of 10 ms
+        assert any("at least 3 are needed to compare them" in n for n in res.report.notes)
+        return
     names = set(ts.groups["pool"])
     assert not any(n.startswith(("lttng", "kworker", "ksoftirqd", "rcu_", "migration")) for n in names), names
     if res.threads is not None:

@@ -20,6 +20,7 @@ from perftriage.analysis.atomic import atomic_write
 from perftriage.analysis.errors import PerftriageError
 from perftriage.analysis.findings import report_markdown
 from perftriage.analysis.requests.features import requests_of_features
+from perftriage.analysis.requests.outlier_analysis import unit_noun
 from perftriage.analysis.triage import Options, Progress, TriageResult, run_triage
 from perftriage.tui.panes.calltrees import CallTreesPane
 from perftriage.tui.panes.clusters import ClustersPane
@@ -178,7 +179,7 @@ class PerftriageApp(App):
             parts.append(f"{s.events:,} events")
             parts.append(f"{len(s.hosts)} host{'s' if len(s.hosts) != 1 else ''}")
         if r.requests is not None:
-            parts.append(f"{len(r.requests):,} requests")
+            parts.append(f"{len(r.requests):,} {unit_noun(r.units)}")
         if r.spans is not None:
             parts.append(f"{len(r.spans):,} spans")
         if r.diagnosis is not None and r.diagnosis.ranking:

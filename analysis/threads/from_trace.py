@@ -39,6 +39,7 @@ OPENERS = {"open": 1, "openat": 1, "openat2": 1, "creat": 1, "socket": 1, "accep
            "dup2": 1, "dup3": 1, "pipe": 2, "pipe2": 2, "eventfd": 1, "eventfd2": 1, "epoll_create": 1,
            "epoll_create1": 1, "signalfd": 1, "signalfd4": 1, "timerfd_create": 1, "memfd_create": 1,
            "inotify_init": 1, "inotify_init1": 1, "socketpair": 2, "close": -1}
+MIN_AUTO_WINDOW_NS = 10_000_000
 UNITS = {"CPU": "%", "Syscalls": "calls/s", "Blocked": "%", "Preempted": "%", "Handles": "open files",
          "Mappings": "mappings"}
 MAPPERS = {"mmap": 1, "mmap2": 1, "mremap": 1, "munmap": -1}
@@ -65,7 +66,9 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
     notes = []
     for host, g in graphs.items():
         span = max(g.end - g.begin, 1)
-        w = int(window_s * 1e9) if window_s else max(span // windows, 1_000_000)
+        # by default the span / 200, never under 10 ms: over a shorter window a thread's CPU or
+        # blocked share is 0 or 100% by the scheduler's time slices, not by what it does
+        w = int(window_s * 1e9) if window_s else max(span // windows, MIN_AUTO_WINDOW_NS)
         n_win = max(int(span // w), 1)
         widths.append(w)
         edges_all = g.begin + w * np.arange(n_win + 1, dtype=np.int64)
@@ -149,5 +152,5 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
     ts.units = dict(UNITS)
     wtxt = ", ".join(sorted({f"{w / 1e6:g} ms" for w in widths})) or "-"
     ts.notes = notes + [f"per-thread metrics from the kernel trace ({', '.join(METRICS)}) in windows of {wtxt}; "
-                        f"{ts.n_threads} threads live for {min_windows}+ windows"]
+                        f"{ts.n_threads} threads present and active in {min_windows}+ windows"]
     return ts

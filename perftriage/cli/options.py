@@ -58,7 +58,7 @@ def add_thread_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-windows", action="store_true", help="threads: only the paper's method (no moving-window check for short deviations, no departure check for long ones)")
     g.add_argument("--thread-metrics", nargs="?", type=float, const=0.0, default=None, metavar="WINDOW_S",
                    help="derive per-thread metrics (CPU, syscalls/s, blocked, preempted, open files, mappings) "
-                        "from a kernel trace, in windows of WINDOW_S seconds (default: the span / 200), and "
+                        "from a kernel trace, in windows of WINDOW_S seconds (default: the span / 200, at least 10 ms), and "
                         "rank the deviating threads; on by default for a kernel trace without request markers")
     g.add_argument("--no-thread-metrics", action="store_true",
                    help="do not derive thread metrics from a kernel trace")
