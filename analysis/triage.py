@@ -387,7 +387,7 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
             _run_request_analysis(result.compared_features, options, result, progress, what=kind)
     want_threads = options.thread_metrics
     if want_threads is None:
-        want_threads = options.thread_windows is not None or (bool(graphs) and kind != "markers")
+        want_threads = options.thread_windows is not None or (bool(graphs) and kind != "markers" and options.findings)
     if want_threads:
         if graphs:
             ts = thread_series_from_graphs(graphs, options.thread_windows or None, background=options.background)
