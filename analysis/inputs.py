@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,12 +37,51 @@ def register_file_kind(kind: str, sniffer) -> None:
         _SNIFFERS.append((kind, sniffer))
 
 
-def sniff_file(path: Path) -> str | None:
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _gunzip(path, raw: bytes, limit: int | None = None) -> bytes:
+    try:
+        if limit is None:
+            return gzip.decompress(raw)
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, limit)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(path, f"a gzip file that cannot be decompressed ({exc})") from None
+
+
+def read_head(path, n: int = 65536) -> bytes:
+    """The first ``n`` bytes of a data file, decompressed when it is gzip (by its magic bytes)."""
     try:
         with open(path, "rb") as f:
-            head = f.read(65536)
+            head = f.read(n)
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
+    if head[:2] == GZIP_MAGIC:
+        return _gunzip(path, head, n)
+    return head
+
+
+def open_data(path, newline: str | None = None, encoding: str = "utf-8", binary: bool = False):
+    """A data file opened for reading as text (or bytes), gzip content decompressed: users keep
+    exports compressed (``spans.csv.gz``). A damaged gzip file is one clear error, before any
+    line is read."""
+    try:
+        f = open(path, "rb")
+        magic = f.read(2)
+        f.seek(0)
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    if magic == GZIP_MAGIC:
+        with f:
+            raw = _gunzip(path, f.read())
+        f = io.BytesIO(raw)
+    if binary:
+        return f
+    return io.TextIOWrapper(f, encoding=encoding, errors="replace", newline=newline)
+
+
+def sniff_file(path: Path) -> str | None:
+    head = read_head(path)
     if not head.strip():
         raise InputError(path, "file is empty")
     for kind, sniffer in _SNIFFERS:
@@ -51,10 +93,8 @@ def sniff_file(path: Path) -> str | None:
 def read_text(path: Path) -> str:
     """A data file's whole text (undecodable bytes replaced); one clear error when it cannot be
     read or holds nothing."""
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
+    with open_data(path) as f:
+        text = f.read()
     if not text.strip():
         raise InputError(path, "file is empty")
     return text

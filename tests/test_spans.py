@@ -146,7 +146,7 @@ def test_broken_spans_are_counted_not_fatal(tmp_path):
     rows = ["trace_id,span_id,parent_id,service,host,name,start_ns,end_ns",
             f"t1,1,,web,h1,home,{T0},{T0 + 10}",
             f"t1,2,1,db,h2,query,{T0 + 1},{T0 + 5}",
-            f"t1,2,1,db,h2,query,{T0 + 1},{T0 + 5}",  # duplicate id
+            f"t1,2,1,db,h2,query,{T0 + 1},{T0 + 6}",  # duplicate id, other times: a conflict
             f"t1,3,99,db,h2,query,{T0 + 1},{T0 + 5}",  # orphan: parent 99 is not in t1
             f"t1,4,1,db,h2,query,{T0 + 9},{T0 + 2}",  # negative duration
             f"t2,7,8,db,h2,a,{T0},{T0 + 1}",  # 7 -> 8 -> 7: a cycle

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import read_text, register_file_kind
+from perftriage.analysis.inputs import open_data, read_head, read_text, register_file_kind
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 
 from .table import CounterSet, Piece, RawCounters, align
@@ -83,7 +83,7 @@ def read_csv(path, interner: "_Names | None" = None) -> RawCounters:
     path = Path(path)
     names_ = interner or _Names()
     try:
-        f = open(path, "r", encoding="utf-8-sig", errors="replace", newline="")
+        f = open_data(path, newline="", encoding="utf-8-sig")
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     with f:
@@ -282,11 +282,7 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
     names_ = _Names()
     pieces, notes = [], []
     for p in paths:
-        try:
-            with open(p, "rb") as f:
-                head = f.read(65536)
-        except OSError as exc:
-            raise InputError(p, exc.strerror or str(exc)) from None
+        head = read_head(p)
         if sniff_prometheus(p, head):
             raw = read_prometheus(p, server_label, names_)
         else:

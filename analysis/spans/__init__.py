@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perftriage.analysis.inputs import register_file_kind
+from perftriage.analysis.inputs import read_head, register_file_kind
 
 from . import clouddiag_log, jaeger, otlp, span_csv, zipkin
 from .table import SpanBuilder, SpanTable
@@ -40,8 +40,7 @@ def read_spans(paths, columns: dict[str, str] | None = None) -> SpanTable:
     b = SpanBuilder()
     for p in paths:
         p = Path(p)
-        with open(p, "rb") as f:
-            head = f.read(65536)
+        head = read_head(p)
         fmt = sniff_format(p, head)
         if fmt is None:
             raise InputError(p, "not a span file perftriage reads (OTLP/Jaeger/Zipkin JSON, span CSV, CloudDiag log)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import open_data
 from perftriage.analysis.timeparse import to_ns
 
 from .ids import is_empty_id, to_id64
@@ -38,7 +39,7 @@ def sniff(path: Path, head: bytes) -> bool:
 def read(path: Path, b: SpanBuilder) -> None:
     open_calls: dict[tuple[str, str], tuple] = {}
     try:
-        f = open(path, "r", encoding="utf-8", errors="replace")
+        f = open_data(path)
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     with f:

@@ -34,8 +34,14 @@ def to_id64(s) -> int:
     return v - (1 << 64) if v >= (1 << 63) else v
 
 
+#: what exports write for "no parent": a root span
+ROOT_MARKERS = frozenset(("", "-", "-1", "root", "null", "none", "nil", "undefined", "n/a", "na", "nan", "0x0"))
+
+
 def is_empty_id(s) -> bool:
+    """A parent id that says 'no parent' (a root span): empty, zeros, or a word such as
+    ``root``, ``null``, ``-1``."""
     if s is None:
         return True
     t = str(s).strip()
-    return t == "" or set(t) <= {"0"} or t.lower() in ("null", "none", "-")
+    return set(t) <= {"0"} or t.lower() in ROOT_MARKERS

@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import open_data
 
 
 def load_json(path: Path):
     try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
+        with open_data(path) as f:
             return json.load(f)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not valid JSON ({exc.msg} at line {exc.lineno})") from None

@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import open_data
 
 from .ids import is_empty_id, to_id64
+from .k8s import service_of_pod
 from .table import SpanBuilder
 
 REPLICA_KEYS = ("service.instance.id", "k8s.pod.name", "host.name", "host.id", "container.id", "net.host.name")
@@ -32,7 +34,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, b: SpanBuilder) -> None:
     try:
-        f = open(path, "r", encoding="utf-8", errors="replace")
+        f = open_data(path)
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     with f:
@@ -71,6 +73,10 @@ def _doc(doc: dict, b: SpanBuilder) -> None:
         attrs = _attrs(rs.get("resource", {}).get("attributes"))
         service = str(attrs.get("service.name", ""))
         replica = next((str(attrs[k]) for k in REPLICA_KEYS if k in attrs), service or "?")
+        if not service or service.startswith("unknown_service"):
+            pod = attrs.get("k8s.pod.name")
+            service = str(attrs.get("k8s.deployment.name") or attrs.get("k8s.statefulset.name")
+                          or (service_of_pod(str(pod)) if pod else None) or service)
         for ss in rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", ())):
             for sp in ss.get("spans", ()):
                 try:

@@ -15,6 +15,10 @@ end      end, end_time, endtime, end_ns/_us/_ms/_s, finish
 duration duration, duration_ns/_us/_ms/_s, latency, elapsed
 ======== =================================================================================
 
+Without a service column, the service is the pod's (Kubernetes naming: ``orders-6d4b9c7f5-x2k8q``
+is ``orders``; see :mod:`.k8s`), else the replica's name; ``--columns service=...`` wins.
+Parent ids that say "no parent" (``root``, ``null``, ``-1``, empty, zeros) mark a root span.
+
 Times: a unit suffix decides (``start_us``); without one, epoch values are read by magnitude
 (s, ms, µs or ns) and ISO 8601 is accepted; a duration without suffix takes the start's unit
 (ms when the start has none either). Either ``end`` or ``duration`` is needed.
@@ -26,10 +30,13 @@ import csv
 import re
 from pathlib import Path
 
+import numpy as np
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import open_data
 from perftriage.analysis.timeparse import UNIT_NS, epoch_unit, to_ns
 
-from .ids import is_empty_id, to_id64
+from .ids import ROOT_MARKERS, is_empty_id, to_id64
+from .k8s import service_of_pod
 from .table import SpanBuilder
 
 NAMES = {
@@ -97,7 +104,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> None:
     try:
-        f = open(path, "r", encoding="utf-8", errors="replace", newline="")
+        f = open_data(path, newline="")
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     with f:
@@ -128,7 +135,18 @@ def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> 
         du = cols.get("duration")
         du_unit = du[1] if du else None
         width = len(header)
-        for lineno, r in enumerate(rd, 2):
+        rows = list(rd)
+        if _read_fast(path, rows, width, cols, b):
+            return
+        pods: dict[str, str] = {}  # pod -> its service, when no service column says it
+
+        def service_of(replica: str) -> str:
+            s = pods.get(replica)
+            if s is None:
+                s = pods[replica] = service_of_pod(replica) or replica
+            return s
+
+        for lineno, r in enumerate(rows, 2):
             if not r or (len(r) == 1 and not r[0].strip()):
                 continue
             if len(r) < width:
@@ -143,10 +161,10 @@ def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> 
                 else:
                     end = start + int(round(float(r[du[0]]) * UNIT_NS[du_unit or "ms"]))
                 parent = r[pi] if pi is not None else None
-                service = r[svi].strip() if svi is not None else ""
+                replica = r[ri].strip() if ri is not None else ""
+                service = r[svi].strip() if svi is not None else service_of(replica) if replica else ""
                 b.add(r[ti].strip(), to_id64(r[si]), None if is_empty_id(parent) else to_id64(parent), service,
-                      r[ni].strip() if ni is not None else "?", r[ri].strip() if ri is not None else (service or "?"),
-                      start, end)
+                      r[ni].strip() if ni is not None else "?", replica or service or "?", start, end)
             except (ValueError, KeyError, IndexError):
                 b.problem("unparsable", f"{path.name}:{lineno}: unreadable times or ids")
 
@@ -154,3 +172,76 @@ def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> 
 def _is_iso(text: str) -> bool:
     t = text.strip()
     return "-" in t[1:] or "T" in t or ":" in t
+
+
+def _ids(col) -> np.ndarray | None:
+    """Hex ids (any width up to 128 bits; the low 64 bits), as int64, like :func:`to_id64`; None
+    when some are not hex, or could be decimal (all digits, not 16 or 32 wide)."""
+    if any(len(x) not in (16, 32) for x in col) and all(x.isdigit() for x in col):
+        return None
+    try:
+        v = np.array([int(x[-16:], 16) for x in col], dtype=np.uint64)
+    except ValueError:
+        return None
+    return v.view(np.int64)
+
+
+def _read_fast(path: Path, rows: list, width: int, cols: dict, b: SpanBuilder) -> bool:
+    """The common export (hex ids, integer epoch times) column by column, with numpy: about 5x
+    the row-by-row path. False (nothing added) when any row needs the careful path."""
+    body = [r for r in rows if r and not (len(r) == 1 and not r[0].strip())]
+    if not body or any(len(r) != width for r in body):
+        return False
+    c = list(zip(*body))
+    st_i, st_unit = cols["start"]
+    try:
+        start = np.array(c[st_i], dtype=np.int64)
+    except (ValueError, OverflowError):
+        return False
+    unit = st_unit or epoch_unit(float(start[0]))
+    start = start * UNIT_NS[unit]
+    en, du = cols.get("end"), cols.get("duration")
+    try:
+        if en is not None:
+            end = np.array(c[en[0]], dtype=np.int64) * UNIT_NS[en[1] or unit]
+        else:
+            end = start + np.round(np.array(c[du[0]], dtype=np.float64) * UNIT_NS[du[1] or unit]).astype(np.int64)
+    except (ValueError, OverflowError):
+        return False
+    span = _ids(c[cols["span"][0]])
+    if span is None:
+        return False
+    pi = cols.get("parent", (None, None))[0]
+    if pi is not None:
+        praw = np.char.lower(np.char.strip(np.array(c[pi], dtype=str)))
+        is_root = np.isin(praw, list(ROOT_MARKERS)) | (np.char.strip(praw, "0") == "")
+        parent = np.zeros(len(body), np.int64)
+        if (~is_root).any():
+            pv = _ids(praw[~is_root].tolist())
+            if pv is None:
+                return False
+            parent[~is_root] = pv
+        has_parent = ~is_root
+    else:
+        parent, has_parent = np.zeros(len(body), np.int64), np.zeros(len(body), bool)
+    ri, svi, ni = (cols.get(k, (None, None))[0] for k in ("replica", "service", "name"))
+    n = len(body)
+    replica = _stripped(c[ri]) if ri is not None else None
+    if svi is not None:
+        service = _stripped(c[svi])
+    elif replica is not None:
+        of = {r: service_of_pod(r) or r for r in set(replica)}
+        service = [of[r] for r in replica]
+    else:
+        service = [""] * n
+    if replica is None:
+        replica = [s or "?" for s in service]
+    name = _stripped(c[ni]) if ni is not None else ["?"] * n
+    trace = _stripped(c[cols["trace"][0]])
+    b.add_columns(trace, span, parent, has_parent, service, name, replica, start, end)
+    return True
+
+
+def _stripped(col) -> list[str]:
+    """A column's values without surrounding spaces (as they come when none has any)."""
+    return [x.strip() for x in col] if any(x[:1].isspace() or x[-1:].isspace() for x in col) else list(col)

@@ -15,7 +15,6 @@ from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from perftriage.analysis.columns import StringPool
 
 ROOT = -1  # parent of a root span
@@ -24,7 +23,9 @@ MISSING_PARENT = -2  # parent id given but not found in the request
 
 @dataclass
 class SpanProblems:
-    duplicates: int = 0
+    duplicates: int = 0  # the same span id twice with different contents (the later ones dropped)
+    repeated: int = 0  # the same span twice, identical (files that overlap): counted once, not a problem
+    rootless: int = 0  # requests without a root span whose one orphan was taken as their root
     orphans: int = 0  # parent id not among the request's spans
     negative: int = 0  # end before start (kept with duration 0)
     cycles: int = 0  # spans whose ancestors loop (detached: treated as orphans)
@@ -33,10 +34,16 @@ class SpanProblems:
     details: list = field(default_factory=list)  # a few examples, for the report
 
     def total(self) -> int:
+        """Problems that lose or distort data (repeated identical spans and promoted roots are not)."""
         return self.duplicates + self.orphans + self.negative + self.cycles + self.unparsable + self.unfinished
 
     def lines(self) -> list[str]:
         out = []
+        if self.repeated:
+            out.append(f"{self.repeated:,} spans given twice, identical (overlapping files): counted once")
+        if self.rootless:
+            out.append(f"{self.rootless:,} requests without a root marker: their one span whose parent never occurs "
+                       "taken as the root")
         for name, n in (("duplicate span ids", self.duplicates), ("orphan spans (parent not found)", self.orphans),
                         ("negative durations", self.negative), ("spans in parent cycles", self.cycles),
                         ("unreadable records", self.unparsable),
@@ -111,6 +118,36 @@ class SpanBuilder:
         self._start.append(start)
         self._end.append(end)
 
+    def add_columns(self, trace, span: np.ndarray, parent: np.ndarray, has_parent: np.ndarray, service, operation,
+                    replica, start: np.ndarray, end: np.ndarray) -> None:
+        """Many spans at once: ``trace``, ``service``, ``operation``, ``replica`` are sequences of
+        strings (interned once per distinct value), the others arrays."""
+        n = len(span)
+        if n == 0:
+            return
+
+        def local(values) -> tuple[dict, np.ndarray]:
+            seen: dict = {}
+            inv = np.fromiter((seen.setdefault(v, len(seen)) for v in values), np.int32, n)
+            return seen, inv
+
+        def codes(pool: StringPool, values) -> np.ndarray:
+            seen, inv = local(values)
+            return np.array([pool.code(str(u)) for u in seen], np.int32)[inv]
+
+        seen, inv = local(zip(service, operation))
+        mtable = np.array([self.methods.code(f"{s}:{o}" if s else o) for s, o in seen], np.int32)
+        svc = service
+        self._trace.frombytes(codes(self.traces, trace).astype(np.int32).tobytes())
+        self._span.frombytes(np.asarray(span, np.int64).tobytes())
+        self._parent.frombytes(np.where(has_parent, parent, 0).astype(np.int64).tobytes())
+        self._has_parent.frombytes(np.asarray(has_parent, bool).astype(np.int8).tobytes())
+        self._method.frombytes(mtable[inv].astype(np.int32).tobytes())
+        self._service.frombytes(codes(self.services, svc).tobytes())
+        self._replica.frombytes(codes(self.replicas, replica).tobytes())
+        self._start.frombytes(np.asarray(start, np.int64).tobytes())
+        self._end.frombytes(np.asarray(end, np.int64).tobytes())
+
     def problem(self, kind: str, detail: str | None = None) -> None:
         setattr(self.problems, kind, getattr(self.problems, kind) + 1)
         if detail and len(self.problems.details) < 5:
@@ -130,9 +167,12 @@ class SpanBuilder:
         order = np.lexsort((np.arange(n), span, trace))
         dup = np.zeros(n, bool)
         if n > 1:
-            same = (trace[order][1:] == trace[order][:-1]) & (span[order][1:] == span[order][:-1])
-            dup[order[1:][same]] = True
-        probs.duplicates += int(dup.sum())
+            a, b = order[:-1], order[1:]
+            same = (trace[b] == trace[a]) & (span[b] == span[a])
+            dup[b[same]] = True
+            identical = same & (start[b] == start[a]) & (end[b] == end[a])
+            probs.repeated += int(identical.sum())
+            probs.duplicates += int((same & ~identical).sum())
         keep = ~dup
         cols = {k: v[keep] for k, v in dict(trace=trace, span=span, pid=pid, has_parent=has_parent, start=start,
                                              end=end, method=np.frombuffer(self._method, np.int32)[:n] if n else
@@ -157,7 +197,17 @@ class SpanBuilder:
         hp = cols["has_parent"]
         parent[hp & found] = order[pos[hp & found]]
         parent[hp & ~found] = MISSING_PARENT
-        probs.orphans += int((hp & ~found).sum())
+        # a request without a root whose one orphan names a parent that never occurs: that span
+        # is its root (exports that mark a root with an id of their own)
+        tr = cols["trace"]
+        has_root = np.zeros(len(self.traces.strings) + 1, bool)
+        has_root[tr[parent == ROOT]] = True
+        orphan = parent == MISSING_PARENT
+        per = np.bincount(tr[orphan], minlength=len(has_root))
+        promote = orphan & ~has_root[tr] & (per[tr] == 1)
+        parent[promote] = ROOT
+        probs.rootless += int(promote.sum())
+        probs.orphans += int((hp & ~found).sum()) - int(promote.sum())
         # a span that is its own parent, or ancestors that loop: detach
         parent = _break_cycles(parent, probs)
         return SpanTable(

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import open_data
 from perftriage.analysis.inputs import register_file_kind
 from perftriage.analysis.timeparse import column_to_seconds
 
@@ -119,7 +120,7 @@ def sniff(path: Path, head: bytes) -> bool:
 def read_csv(path) -> ThreadSeries:
     path = Path(path)
     try:
-        f = open(path, "r", encoding="utf-8", errors="replace", newline="")
+        f = open_data(path, newline="")
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     with f:
