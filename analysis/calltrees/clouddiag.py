@@ -44,7 +44,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy.stats import binom
+
+from perftriage.analysis.stats import binom_sf
 
 from .rpca import column_cosines, rpca
 from .trees import CallTrees, Category
@@ -170,7 +171,7 @@ def _mad_sd(x: np.ndarray, axis=0) -> np.ndarray:
 
 
 def _binom_sf(k, n, p):
-    return binom.sf(np.asarray(k) - 1, np.asarray(n), np.clip(p, 1e-9, 1 - 1e-9))
+    return binom_sf(k, n, np.clip(p, 1e-9, 1 - 1e-9))
 
 
 def _change_point(bad_sorted: np.ndarray, min_side: int) -> tuple[int, float]:

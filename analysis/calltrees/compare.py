@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import mannwhitneyu
+from perftriage.analysis.stats import mann_whitney_p
 
 from .clouddiag import span_self_time
 from .trees import CallTrees
@@ -84,7 +84,7 @@ def _change(kind, name, ref, cur, params: CompareParams, rng) -> Change:
     ref_s = ref if len(ref) <= params.max_samples else rng.choice(ref, params.max_samples, replace=False)
     cur_s = cur if len(cur) <= params.max_samples else rng.choice(cur, params.max_samples, replace=False)
     enough = len(ref) >= params.min_calls and len(cur) >= params.min_calls
-    p = float(mannwhitneyu(ref_s, cur_s, alternative="two-sided").pvalue) if enough else float("nan")
+    p = mann_whitney_p(ref_s, cur_s, "two-sided") if enough else float("nan")
     rm, cm = float(np.median(ref)), float(np.median(cur))
     r95, c95 = float(np.quantile(ref, 0.95)), float(np.quantile(cur, 0.95))
     ratios = [cm / rm if rm > 0 else float("inf"), c95 / r95 if r95 > 0 else float("inf")]

@@ -24,8 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.cluster import KMeans
-from sklearn.preprocessing import StandardScaler
 
 from .features import FeatureTable
 from .knee import kneedle
@@ -97,6 +95,9 @@ def cluster_outliers(ft: FeatureTable, outlier: np.ndarray, params: ClusterParam
     if len(idx) == 0:
         return ClusterResult(label, 0, params=used, groups=group_stats(ft, label, 0))
     F = cluster_matrix(ft, params.features)
+    from sklearn.cluster import KMeans  # noqa: PLC0415 (scikit-learn costs 0.3 s to import: only when clustering)
+    from sklearn.preprocessing import StandardScaler  # noqa: PLC0415
+
     Z = StandardScaler().fit(F).transform(F[idx])
     Z = np.nan_to_num(Z)
     distinct = len(np.unique(Z, axis=0))

@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
-from sklearn.neighbors import NearestNeighbors
 
 from perftriage.analysis.units import fmt_duration
 
@@ -166,6 +165,8 @@ def _choose_eps(curve: np.ndarray, ft, params, kdist_all=None) -> tuple[float, i
 
 
 def _dbscan(X, ft, params):
+    from sklearn.neighbors import NearestNeighbors  # noqa: PLC0415 (scikit-learn: imported when used)
+
     n = len(X)
     ms = min(params.min_samples or default_min_samples(n), n)
     X = X[:, X.std(axis=0) > 0] if (X.std(axis=0) > 0).any() else X[:, :1]  # constant columns change no distance
@@ -241,6 +242,8 @@ def _core_components(X, core, knn_rows, dist, ind, eps, grid_cell) -> np.ndarray
     """Connected groups of core points: joined through their nearest neighbours within eps (a
     subset of DBSCAN's eps-graph, connected in dense regions); points of one dense grid cell are
     one node, and dense cells are joined when their centres lie within eps + a cell diagonal."""
+    from sklearn.neighbors import NearestNeighbors  # noqa: PLC0415
+
     n = len(X)
     rows_k = np.repeat(knn_rows, ind.shape[1]) if len(knn_rows) else np.zeros(0, np.int64)
     cols_k = ind.ravel()

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy.cluster.hierarchy import linkage
 
 from perftriage.analysis.units import fmt_clock, fmt_duration
 
@@ -216,6 +215,8 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
     res.distances = D
     t2 = time.perf_counter()
     iu = np.triu_indices(k, 1)
+    from scipy.cluster.hierarchy import linkage  # noqa: PLC0415 (0.3 s to import: only when clustering)
+
     Z = linkage(D[iu], method="ward")
     res.Z = Z
     t3 = time.perf_counter()

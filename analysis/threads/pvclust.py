@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.cluster.hierarchy import linkage
-from scipy.stats import norm
+
+from perftriage.analysis.stats import norm_cdf, norm_pdf, norm_ppf
 
 from .covariance import cov_from_moments, fm_condensed_fast
 
@@ -170,16 +171,16 @@ def _fit(bp_rs: np.ndarray, r: np.ndarray, B: int):
             v = 1.0 if x.mean() >= 0.5 else 0.0
             au[c] = bp[c] = v
             continue
-        z = -norm.ppf(x[use])
+        z = -norm_ppf(x[use])
         rr = r[use]
-        var = x[use] * (1 - x[use]) / (norm.pdf(z) ** 2 * B)
+        var = x[use] * (1 - x[use]) / (norm_pdf(z) ** 2 * B)
         w = 1 / var
         X = np.column_stack([np.sqrt(rr), 1 / np.sqrt(rr)])
         XtW = X.T * w
         V = np.linalg.inv(XtW @ X)
         v_, c_ = V @ (XtW @ z)
-        au[c] = 1 - norm.cdf(v_ - c_)
-        bp[c] = 1 - norm.cdf(v_ + c_)
+        au[c] = 1 - norm_cdf(v_ - c_)
+        bp[c] = 1 - norm_cdf(v_ + c_)
         h = np.array([1.0, -1.0])
-        se[c] = norm.pdf(v_ - c_) * np.sqrt(h @ V @ h)
+        se[c] = norm_pdf(v_ - c_) * np.sqrt(h @ V @ h)
     return au, bp, se
