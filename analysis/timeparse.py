@@ -70,3 +70,13 @@ def column_to_seconds(col, path) -> np.ndarray:
     if len(v) == 0:
         return v
     return v * (UNIT_NS[epoch_unit(float(np.nanmax(np.abs(v))))] / 1e9)
+
+
+def user_time_ns(text: str, day_of_ns: int | None = None) -> int:
+    """A time a user types: epoch (s, ms, µs, ns by magnitude), ISO 8601 (UTC unless it says
+    otherwise), or a time of day ``HH:MM[:SS[.fff]]`` (UTC) on the day of ``day_of_ns``."""
+    t = text.strip()
+    if day_of_ns is not None and t.count(":") in (1, 2) and "-" not in t and "T" not in t:
+        day = _dt.datetime.fromtimestamp(day_of_ns // 1_000_000_000, _dt.timezone.utc).date()
+        return parse_iso_ns(f"{day.isoformat()}T{t if t.count(':') == 2 else t + ':00'}")
+    return to_ns(t, None)

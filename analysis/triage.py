@@ -9,12 +9,27 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-
 from perftriage.analysis.calltrees.clouddiag import Diagnosis, DiagParams, diagnose
 from perftriage.analysis.calltrees.compare import CompareParams, Comparison, compare
-from perftriage.analysis.calltrees.findings import comparison_findings, diagnosis_findings, span_problem_findings
+from perftriage.analysis.calltrees.findings import (
+    change_findings,
+    comparison_findings,
+    diagnosis_findings,
+    span_problem_findings,
+)
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
-from perftriage.analysis.counters.findings import CounterAnalysis, CounterParams, analyse_counters, counter_findings
+from perftriage.analysis.calltrees.what_changed import (
+    ChangeDiagnosis,
+    diagnose_change,
+    find_split,
+    split_spans,
+)
+from perftriage.analysis.counters.findings import (
+    CounterAnalysis,
+    CounterParams,
+    analyse_counters,
+    counter_findings,
+)
 from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.counters.rules import read_rules
 from perftriage.analysis.ctf.pipeline import read_once
@@ -24,23 +39,50 @@ from perftriage.analysis.execgraph.builder import GraphBuilder
 from perftriage.analysis.execgraph.graph import ExecGraph
 from perftriage.analysis.execgraph.netmatch import network_notes
 from perftriage.analysis.requests.clusters import ClusterParams
-from perftriage.analysis.requests.features import FeatureTable, concat, extract_features, read_features
-from perftriage.analysis.requests.findings import feature_findings, request_findings, trace_findings
-from perftriage.analysis.requests.markers import BUILTIN_MARKERS, MarkerRequests, MarkerSpec
-from perftriage.analysis.requests.outlier_analysis import (RequestAnalysis, analyze_requests, cluster_findings,
-                                                           outlier_summary_finding)
+from perftriage.analysis.requests.features import (
+    FeatureTable,
+    concat,
+    extract_features,
+    read_features,
+)
+from perftriage.analysis.requests.findings import (
+    feature_findings,
+    request_findings,
+    trace_findings,
+)
+from perftriage.analysis.requests.markers import (
+    BUILTIN_MARKERS,
+    MarkerRequests,
+    MarkerSpec,
+)
+from perftriage.analysis.requests.outlier_analysis import (
+    RequestAnalysis,
+    analyze_requests,
+    cluster_findings,
+    outlier_summary_finding,
+)
 from perftriage.analysis.requests.outliers import OutlierParams
 from perftriage.analysis.requests.table import RequestTable
 from perftriage.analysis.requests.time_spent import time_spent_findings
-from perftriage.analysis.requests.units import (auto_units, comparable, not_compared_reason, not_compared_summary,
-                                               parse_unit, process_units, syscall_units, thread_units)
+from perftriage.analysis.requests.units import (
+    auto_units,
+    comparable,
+    not_compared_reason,
+    not_compared_summary,
+    parse_unit,
+    process_units,
+    syscall_units,
+    thread_units,
+)
 from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.threads.deviation import ThreadParams
 from perftriage.analysis.threads.from_trace import thread_series_from_graphs
-from perftriage.analysis.threads.series import ThreadSeries, read_csv as read_thread_csv
+from perftriage.analysis.threads.series import ThreadSeries
+from perftriage.analysis.threads.series import read_csv as read_thread_csv
 from perftriage.analysis.threads.topdown import TopDown, top_down, topdown_findings
 
 from perftriage import __version__
+
 from .errors import MissingDependency
 from .findings import Finding, Report, Table
 from .inputs import Inputs, classify, register_file_kind
@@ -58,6 +100,7 @@ class Options:
     calltrees: DiagParams = field(default_factory=DiagParams)
     span_columns: dict[str, str] | None = None  # span CSV column mapping (--columns)
     reference: tuple[str, ...] = ()  # reference span files / folders (--reference)
+    incident_time: str | None = None  # spans: requests from this time on against those before (--incident-time)
     compare: CompareParams = field(default_factory=CompareParams)
     threads: ThreadParams = field(default_factory=ThreadParams)
     thread_windows: float | None = None  # per-thread metrics from the kernel trace: window (s); None or 0 = auto
@@ -95,6 +138,7 @@ class TriageResult:
     diagnosis: Diagnosis | None = None
     reference_trees: CallTrees | None = None
     comparison: Comparison | None = None
+    change: ChangeDiagnosis | None = None  # spans: what changed against the minutes before, per service and pod
     thread_series: ThreadSeries | None = None
     threads: TopDown | None = None
     counters: CounterAnalysis | None = None
@@ -268,6 +312,8 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
     result.spans = spans
     report = result.report
     report.findings.extend(span_problem_findings(spans))
+    if not spans.problems.total():
+        report.notes.extend(spans.problems.lines())
     if len(spans) == 0:
         report.notes.append("the span files hold no span")
         return
@@ -290,7 +336,41 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
         params.times = options.calltrees.times
         result.comparison = compare(ref_trees, trees, params)
         report.findings.extend(comparison_findings(result.comparison, top=options.top))
+        result.change = diagnose_change(ref_spans, spans, how="the spans against the reference spans (--reference)")
+    else:
+        _split_change(spans, options, result)
+    if result.change is not None:
+        report.findings.extend(change_findings(result.change))
     say("done", 1.0, f"{len(spans):,} spans, {len(trees.categories)} categories")
+
+
+def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> None:
+    """What changed within the spans: before and after the incident time, or where the requests
+    changed most when no time is given."""
+    from .errors import InputError  # noqa: PLC0415
+    from .timeparse import user_time_ns  # noqa: PLC0415
+    from .units import fmt_timestamp  # noqa: PLC0415
+
+    if options.incident_time is not None:
+        try:
+            at = user_time_ns(options.incident_time, int(spans.start.min()))
+        except (ValueError, OverflowError):
+            raise InputError(None, f"--incident-time {options.incident_time!r}: not a time (epoch, ISO 8601 or "
+                                   "HH:MM[:SS] UTC)") from None
+        how = f"requests from {fmt_timestamp(at)[:23]} UTC on (--incident-time) against those before"
+    else:
+        at, why = find_split(spans)
+        if at is None:
+            result.report.notes.append(f"what changed: not compared ({why}); give --incident-time TIME or "
+                                       "--reference FILE")
+            return
+        how = (f"requests from {fmt_timestamp(at)[:23]} UTC on against those before: the time where their {why} "
+               "changed most (--incident-time TIME to choose it, --reference FILE for another baseline)")
+    before, after = split_spans(spans, at)
+    if not len(before) or not len(after):
+        result.report.notes.append(f"what changed: every request is on one side of {fmt_timestamp(at)[:23]} UTC")
+        return
+    result.change = diagnose_change(spans, spans, how=how, ref_rows=before, cur_rows=after, split_ns=at)
 
 
 def _run_feature_files(files, options: Options, result: TriageResult) -> None:

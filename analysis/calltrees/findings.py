@@ -3,14 +3,16 @@ table, the read problems of the span files, and the baseline-vs-incident compari
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import asdict
 
+import numpy as np
 from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.units import fmt_timestamp
 
 from .clouddiag import Diagnosis, RankedPair
 from .compare import Change, Comparison
+from .what_changed import ChangeDiagnosis
 
 
 def short_shape(shape: str, width: int = 70) -> str:
@@ -155,14 +157,17 @@ def diagnosis_findings(diag: Diagnosis, top: int = 10) -> list[Finding]:
 
 
 def span_problem_findings(spans: SpanTable) -> list[Finding]:
-    lines = spans.problems.lines()
-    if not lines:
+    """The data's own problems, as information listed after every diagnosis (a broken span is
+    never the culprit); nothing when all that happened was harmless (repeated identical spans,
+    roots marked with an id of their own: see :meth:`SpanProblems.lines`, given as notes)."""
+    if not spans.problems.total():
         return []
+    lines = spans.problems.lines()
     ev = lines + [f"example: {d}" for d in spans.problems.details]
     ev.append("such spans are kept where possible (negative durations as 0); requests that do not form one call "
               "tree are left out of the categories")
-    return [Finding(analysis="calltrees", title="Some spans are broken", subject=", ".join(spans.sources) or "spans",
-                    score=float(spans.problems.total()), severity="warning", evidence=ev)]
+    return [Finding(analysis="calltrees", title="Span data quality: some spans are broken",
+                    subject=", ".join(spans.sources) or "spans", score=-1.0, severity="info", evidence=ev)]
 
 
 def _change_row(c: Change) -> list:
@@ -211,4 +216,28 @@ def comparison_findings(cmp: Comparison, top: int = 10) -> list[Finding]:
                                Table(CHANGE_COLUMNS, [_change_row(c) for c in cmp.methods[:30]],
                                      caption="Method time, slowest changes first")],
                        parameters=params))
+    return out
+
+
+def change_findings(ch: ChangeDiagnosis, top: int = 3) -> list[Finding]:
+    """What changed against the minutes before, per service and pod, most explained first (see
+    :mod:`.what_changed`); the first is the diagnosis a ticket leads with."""
+    params = {k: v for k, v in asdict(ch.params).items()}
+    params.update({"compared": ch.how, "reference requests": ch.ref_requests, "requests": ch.requests})
+    out = []
+    n = len(ch.suspects)
+    for rank, s in enumerate(ch.suspects[:top]):
+        ev = [f"{s.service} on pod {s.pod}: {s.headline()}"]
+        ev += [e.sentence() for e in s.evidence[:6]]
+        if len(s.evidence) > 6:
+            ev.append(f"... and {len(s.evidence) - 6} more changes")
+        ev.append(f"{s.slow_edges} of its {s.edges} edges (calls into or out of it) and {s.slow_methods} of its "
+                  f"{s.methods} own methods got slower" + (f"; {s.lost_calls} kinds of calls it makes were lost"
+                                                            if s.lost_calls else ""))
+        ev.append(f"compared: {ch.how}; {ch.requests:,} requests against {ch.ref_requests:,}")
+        title = (f"{s.service} changed most (pod {s.pod}): " if rank == 0 else
+                 f"{s.service} changed too (pod {s.pod}, {rank + 1} of {n}): ") + s.headline()
+        out.append(Finding(analysis="calltrees", title=title, subject=f"service {s.service}, pod {s.pod}",
+                           score=1e9 - rank, severity="critical" if rank == 0 else "warning", evidence=ev,
+                           parameters=params))
     return out

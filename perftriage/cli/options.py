@@ -87,6 +87,9 @@ def add_span_options(p: argparse.ArgumentParser) -> None:
                         "(e.g. trace=req,start=begin_us); unnamed keys are recognised by common names")
     g.add_argument("--reference", action="append", default=[], metavar="PATH",
                    help="reference (baseline) span files or folders: which categories and methods got slower")
+    g.add_argument("--incident-time", metavar="TIME",
+                   help="what changed from this time on, against the requests before it in the same spans (epoch, "
+                        "ISO 8601, or HH:MM[:SS] UTC on the spans' day); default: where the requests changed most")
     g.add_argument("--alpha", type=float, default=0.0, metavar="CV",
                    help="analyse only categories whose latency CV is above this (default 0: all of them)")
     g.add_argument("--beta", type=float, default=0.97, metavar="COS",
@@ -161,6 +164,7 @@ def triage_options(args):
             raise Usage(str(exc)) from None
         opts.span_columns = parse_columns(args.columns)
         opts.reference = tuple(args.reference)
+        opts.incident_time = args.incident_time
         for p in opts.reference:
             if not Path(p).exists():
                 raise InputError(p, "no such file or folder (--reference)")

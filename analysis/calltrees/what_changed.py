@@ -1,0 +1,361 @@
+"""What changed between the minutes before and the incident, per service and pod: the question
+an on-call engineer asks of a microservice system's spans, answered from three quantities that
+do not leak from one service into another:
+
+- **own time**: a span's duration minus its children's, for the spans a pod runs itself (its
+  server spans and internal spans; client spans excluded). CPU contention on a pod shows here.
+- **time between client and server**: a client span (in the caller) minus its server child (in
+  the callee): the network, queues, the callee's ingress. It belongs to the edge (caller pod ->
+  callee pod), never to the caller's method. A network delay on a pod shows on every edge into
+  or out of that pod, its own spans unchanged.
+- **calls per entry**: how many calls a pod makes (or internal spans it opens) per request it
+  serves. An early return or an exception shows as calls that are no longer made.
+
+Each (pod, method), edge and (pod, method) call rate is compared between the reference and the
+current spans (Mann-Whitney U for times, a Poisson test for counts). A slower edge is evidence
+against both its ends; a pod's score counts its evidence (edges into and out of it, its own
+methods, its lost calls) and how much of what it does changed, so the pod at the common end of
+the slow edges, or whose own work slowed, ranks first, and a caller that only waited for it does
+not.
+
+The reference is a span set from before (``--reference``), or the same spans split at a time
+(``--incident-time``); with neither, the split is where the requests' latency (or their number of
+spans) changed most, when that change is clear.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from perftriage.analysis.spans.table import SpanTable
+from perftriage.analysis.stats import mann_whitney_p, poisson_cdf
+
+MS = 1e6
+
+
+@dataclass
+class ChangeParams:
+    p_value: float = 0.01
+    min_calls: int = 5  # on each side, for times
+    min_added_ms: float = 1.0  # a time must grow by at least this much (median, or half the p90)...
+    min_ratio: float = 1.5  # ...and by this factor of the reference
+    max_drop: float = 0.6  # calls per entry at most this share of the reference's are 'lost'...
+    min_expected: float = 5.0  # ...when at least this many were expected from the reference's rate
+    count_p_value: float = 0.05  # a Poisson test on few requests: lost calls come several at once
+    max_samples: int = 20_000
+
+
+@dataclass
+class Evidence:
+    kind: str  # "own", "into", "out of", "calls"
+    pod: str  # the pod it is evidence against
+    service: str
+    other: str  # the method (own, calls) or the other pod (edges)
+    other_service: str
+    ref_n: int
+    n: int
+    ref_median_ms: float
+    median_ms: float
+    ref_p90_ms: float
+    p90_ms: float
+    p: float
+    added_ms: float = 0.0  # time: median growth or half the p90's; calls: 0
+
+    def sentence(self) -> str:
+        if self.kind == "calls":
+            return (f"{self.service} made {self.median_ms:.2f} `{self.other}` per request it served, "
+                    f"{self.ref_median_ms:.2f} before ({self.n:,} against {self.ref_n:,} expected; p = {self.p:.1g})")
+        if self.kind == "own":
+            what = f"its own time in `{self.other}`"
+        elif self.kind == "into":
+            what = f"calls into it from {self.other_service} ({self.other}), between client and server,"
+        else:
+            what = f"its calls to {self.other_service} ({self.other}), between client and server,"
+        return (f"{what} took {_ms(self.median_ms)} at the median, p90 {_ms(self.p90_ms)}, against "
+                f"{_ms(self.ref_median_ms)} and {_ms(self.ref_p90_ms)} before ({self.n:,} calls against "
+                f"{self.ref_n:,}; p = {self.p:.1g})")
+
+
+@dataclass
+class Suspect:
+    pod: str
+    service: str
+    score: float
+    evidence: list[Evidence]
+    edges: int  # edges into or out of the pod, in the current spans
+    slow_edges: int
+    methods: int  # own methods compared
+    slow_methods: int
+    lost_calls: int
+    callers: int = 0  # pods calling it, in the current spans
+
+    def headline(self) -> str:
+        parts = []
+        ins = [e for e in self.evidence if e.kind == "into"]
+        outs = [e for e in self.evidence if e.kind == "out of"]
+        own = [e for e in self.evidence if e.kind == "own"]
+        lost = [e for e in self.evidence if e.kind == "calls"]
+        if ins:
+            slow = len({e.other for e in ins})
+            total = max(self.callers, slow)
+            parts.append(f"calls into it took {_ms(max(e.added_ms for e in ins))} more between client and server, "
+                         f"on {slow} of {total} caller{'s' if total != 1 else ''}")
+        if own:
+            e = max(own, key=lambda x: x.added_ms)
+            parts.append(f"its own time in {e.other.split(':', 1)[-1]} went from p90 {_ms(e.ref_p90_ms)} to "
+                         f"{_ms(e.p90_ms)}" + (f" (and {len(own) - 1} more method{'s' if len(own) > 2 else ''})"
+                                                if len(own) > 1 else ""))
+        if outs:
+            parts.append(f"its calls out took {_ms(max(e.added_ms for e in outs))} more on {len(outs)} "
+                         f"edge{'s' if len(outs) != 1 else ''}")
+        if lost:
+            e = min(lost, key=lambda x: x.median_ms / max(x.ref_median_ms, 1e-9))
+            parts.append(f"it stopped making calls (`{e.other.split(':', 1)[-1]}` {e.median_ms:.2f} per request, "
+                         f"{e.ref_median_ms:.2f} before)")
+        return "; ".join(parts)
+
+
+@dataclass
+class ChangeDiagnosis:
+    params: ChangeParams
+    how: str  # what was compared with what, in words
+    split_ns: int | None
+    ref_requests: int
+    requests: int
+    suspects: list[Suspect]
+    evidence: list[Evidence]
+    notes: list[str] = field(default_factory=list)
+
+
+def _ms(v: float) -> str:
+    if v >= 1000:
+        return f"{v / 1000:.2f} s"
+    if v >= 10:
+        return f"{v:.0f} ms"
+    return f"{v:.2g} ms" if v >= 0.01 else f"{v * 1000:.0f} µs"
+
+
+@dataclass
+class _Parts:
+    """Per span of one side: what it is and the quantities measured on it."""
+
+    pod: np.ndarray  # replica code
+    svc: np.ndarray
+    method: np.ndarray
+    own: np.ndarray  # ns, own time (client spans: -1)
+    gap: np.ndarray  # ns, for client spans with a server child (else -1)
+    callee: np.ndarray  # replica code of the server child (client spans) else -1
+    entry: np.ndarray  # bool: a request enters the pod here (root, or child of another service)
+    inside: np.ndarray  # bool: neither an entry nor a client span's gap (counted per entry)
+
+
+def _parts(sp: SpanTable, rows: np.ndarray | None = None) -> _Parts:
+    n = len(sp)
+    dur = sp.duration.astype(np.int64)
+    has = sp.parent >= 0
+    par = np.where(has, sp.parent, 0)
+    child_sum = np.bincount(par[has], weights=dur[has], minlength=n).astype(np.int64)
+    cross = has & (sp.service != sp.service[par])
+    client = np.zeros(n, bool)
+    client[par[cross]] = True
+    callee = np.full(n, -1, np.int64)
+    callee[par[cross]] = sp.replica[cross]
+    own = np.where(client, -1, np.maximum(dur - child_sum, 0))
+    gap = np.where(client, np.maximum(dur - child_sum, 0), -1)
+    entry = ~has | cross
+    inside = ~entry
+    p = _Parts(sp.replica.astype(np.int64), sp.service.astype(np.int64), sp.method.astype(np.int64), own, gap,
+               callee, entry, inside)
+    if rows is not None:
+        p = _Parts(*(getattr(p, f)[rows] for f in ("pod", "svc", "method", "own", "gap", "callee", "entry", "inside")))
+    return p
+
+
+def _groups(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
+    if not len(keys):
+        return {}
+    order = np.argsort(keys, kind="stable")
+    k, v = keys[order], values[order]
+    cuts = np.flatnonzero(np.r_[True, k[1:] != k[:-1], True])
+    return {int(k[a]): v[a:b] for a, b in zip(cuts[:-1], cuts[1:])}
+
+
+def request_start(sp: SpanTable) -> np.ndarray:
+    """Per span: the start of its request's root (its own start where the request has no root)."""
+    nt = max(len(sp.traces), int(sp.trace.max()) + 1 if len(sp) else 0)
+    first = np.full(nt, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, sp.trace, sp.start)
+    roots = sp.parent == -1
+    at = first.copy()
+    at[sp.trace[roots]] = sp.start[roots]
+    return at[sp.trace]
+
+
+def find_split(sp: SpanTable, min_share: float = 0.15) -> tuple[int | None, str]:
+    """Where the requests changed most: the split of the requests (by root start) that best
+    separates their log latency, or their number of spans, when the separation is clear
+    (Mann-Whitney p < 1e-4 and a shift of at least 1.5x). (None, why) otherwise."""
+    roots = np.flatnonzero(sp.parent == -1)
+    if len(roots) < 40:
+        return None, f"{len(roots)} requests: too few to find when they changed"
+    order = np.argsort(sp.start[roots], kind="stable")
+    r = roots[order]
+    t = sp.start[r]
+    lat = np.log(np.maximum(sp.duration[r].astype(np.float64), 1.0))
+    nspans = np.bincount(sp.trace, minlength=len(sp.traces)).astype(np.float64)[sp.trace[r]]
+    n = len(r)
+    best = (0.0, None, "")
+    lo, hi = int(n * min_share), int(n * (1 - min_share))
+    for x, what in ((lat, "latency"), (np.log(nspans), "number of spans")):
+        c = np.cumsum(x)
+        k = np.arange(lo, hi)
+        if not len(k):
+            continue
+        sd = float(np.std(x))
+        if sd < 1e-9:  # the same for every request (a constant number of spans)
+            continue
+        m1 = c[k - 1] / k
+        m2 = (c[-1] - c[k - 1]) / (n - k)
+        z = np.abs(m2 - m1) / sd * np.sqrt(k * (n - k) / n)
+        i = int(np.argmax(z))
+        if z[i] > best[0]:
+            best = (float(z[i]), int(k[i]), what)
+    z, k, what = best
+    if k is None:
+        return None, "too few requests on each side of any split"
+    x = lat if what == "latency" else np.log(nspans)
+    p = mann_whitney_p(x[:k], x[k:], "two-sided")
+    shift = abs(float(np.median(x[k:]) - np.median(x[:k])))
+    if p >= 1e-4 or shift < np.log(1.5):
+        return None, f"no clear change in the requests' latency or size over the spans (p = {p:.2g})"
+    return int(t[k]), what
+
+
+def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None = None, how: str = "",
+                    ref_rows: np.ndarray | None = None, cur_rows: np.ndarray | None = None,
+                    split_ns: int | None = None) -> ChangeDiagnosis:
+    """Compare ``cur`` (its rows ``cur_rows``) with ``ref`` (rows ``ref_rows``): the same table
+    split at a time, or two tables (pods and methods matched by name)."""
+    params = params or ChangeParams()
+    rng = np.random.default_rng(0)
+    R, C = _parts(ref, ref_rows), _parts(cur, cur_rows)
+    # names shared by both sides: codes of cur, translated from ref by name
+    pods, svcs, methods = cur.replicas, cur.services, cur.methods
+
+    def tr(codes, names_from, names_to):
+        idx = {s: i for i, s in enumerate(names_to)}
+        m = np.array([idx.get(s, -1) for s in names_from], np.int64)
+        return np.where(codes >= 0, m[np.maximum(codes, 0)], -1) if len(m) else codes
+
+    if ref is not cur:
+        R = _Parts(tr(R.pod, ref.replicas, pods), tr(R.svc, ref.services, svcs), tr(R.method, ref.methods, methods),
+                   R.own, R.gap, tr(R.callee, ref.replicas, pods), R.entry, R.inside)
+    pod_svc = {}
+    for p_, s_ in zip(C.pod.tolist(), C.svc.tolist()):
+        pod_svc.setdefault(p_, s_)
+    npod, nmeth = max(len(pods), 1), max(len(methods), 1)
+    ev: list[Evidence] = []
+
+    def times(kind, key_r, val_r, key_c, val_c, name_of):
+        gr, gc = _groups(key_r, val_r), _groups(key_c, val_c)
+        for k, c in gc.items():
+            r = gr.get(k)
+            if r is None or len(r) < params.min_calls or len(c) < params.min_calls:
+                continue
+            rs = r if len(r) <= params.max_samples else rng.choice(r, params.max_samples, replace=False)
+            cs = c if len(c) <= params.max_samples else rng.choice(c, params.max_samples, replace=False)
+            rm, cm = float(np.median(r)) / MS, float(np.median(c)) / MS
+            r90, c90 = float(np.quantile(r, 0.9)) / MS, float(np.quantile(c, 0.9)) / MS
+            added = max(cm - rm, (c90 - r90) / 2)
+            grew = (cm - rm >= params.min_added_ms and cm >= params.min_ratio * rm) or \
+                (c90 - r90 >= 2 * params.min_added_ms and c90 >= params.min_ratio * r90)
+            if not grew:
+                continue
+            p = mann_whitney_p(rs, cs, "less")
+            if p >= params.p_value:
+                continue
+            for e in name_of(k, len(r), len(c), rm, cm, r90, c90, p, added):
+                ev.append(e)
+
+    # own time per (pod, method)
+    mo_r, mo_c = R.own >= 0, C.own >= 0
+
+    def own_names(k, rn, cn, rm, cm, r90, c90, p, added):
+        pod, m = k // nmeth, k % nmeth
+        yield Evidence("own", pods[pod], svcs[pod_svc.get(pod, 0)], methods[m], svcs[pod_svc.get(pod, 0)], rn, cn, rm,
+                       cm, r90, c90, p, added)
+
+    times("own", (R.pod * nmeth + R.method)[mo_r & (R.pod >= 0) & (R.method >= 0)],
+          R.own[mo_r & (R.pod >= 0) & (R.method >= 0)], (C.pod * nmeth + C.method)[mo_c], C.own[mo_c], own_names)
+
+    # time between client and server per edge (caller pod -> callee pod)
+    g_r = (R.gap >= 0) & (R.pod >= 0) & (R.callee >= 0)
+    g_c = C.gap >= 0
+
+    def edge_names(k, rn, cn, rm, cm, r90, c90, p, added):
+        a, b = k // npod, k % npod
+        sa, sb = svcs[pod_svc.get(a, 0)], svcs[pod_svc.get(b, 0)]
+        yield Evidence("into", pods[b], sb, pods[a], sa, rn, cn, rm, cm, r90, c90, p, added)
+        yield Evidence("out of", pods[a], sa, pods[b], sb, rn, cn, rm, cm, r90, c90, p, added)
+
+    times("edge", (R.pod * npod + R.callee)[g_r], R.gap[g_r], (C.pod * npod + C.callee)[g_c], C.gap[g_c], edge_names)
+
+    # calls per entry: what a pod makes (client spans, internal spans) per request it serves
+    entries_r = np.bincount(R.pod[R.entry & (R.pod >= 0)], minlength=npod)
+    entries_c = np.bincount(C.pod[C.entry], minlength=npod)
+    kr = (R.pod * nmeth + R.method)[R.inside & (R.pod >= 0) & (R.method >= 0)]
+    kc = (C.pod * nmeth + C.method)[C.inside]
+    cnt_r = _groups(kr, kr)
+    cnt_c = _groups(kc, kc)
+    for k, r in cnt_r.items():
+        pod, m = k // nmeth, k % nmeth
+        if entries_r[pod] == 0 or entries_c[pod] == 0:
+            continue
+        rate_r = len(r) / entries_r[pod]
+        got = len(cnt_c.get(k, ()))
+        expected = rate_r * entries_c[pod]
+        rate_c = got / entries_c[pod]
+        if expected < params.min_expected or rate_c > params.max_drop * rate_r:
+            continue
+        p = float(poisson_cdf(got, expected))
+        if p < params.count_p_value:
+            s = svcs[pod_svc.get(pod, 0)] if pod in pod_svc else ""
+            ev.append(Evidence("calls", pods[pod], s, methods[m], s, int(round(expected)), got, rate_r, rate_c,
+                               rate_r, rate_c, p))
+
+    # suspects: every pod with evidence; edges and methods it has, for the shares
+    edges_of: dict[int, set] = {}
+    for a, b in zip(C.pod[g_c].tolist(), C.callee[g_c].tolist()):
+        edges_of.setdefault(a, set()).add((a, b))
+        edges_of.setdefault(b, set()).add((a, b))
+    meth_of: dict[int, set] = {}
+    for p_, m in zip(C.pod[mo_c].tolist(), C.method[mo_c].tolist()):
+        meth_of.setdefault(p_, set()).add(m)
+    by_pod: dict[str, list[Evidence]] = {}
+    for e in ev:
+        by_pod.setdefault(e.pod, []).append(e)
+    pod_code = {name: i for i, name in enumerate(pods)}
+    suspects = []
+    for pod, es in by_pod.items():
+        i = pod_code[pod]
+        slow_edges = len({(e.kind, e.other) for e in es if e.kind in ("into", "out of")})
+        slow_m = len({e.other for e in es if e.kind == "own"})
+        lost = len({e.other for e in es if e.kind == "calls"})
+        n_edges, n_m = len(edges_of.get(i, ())), len(meth_of.get(i, ()))
+        share = (slow_edges + slow_m) / max(1, n_edges + n_m)
+        score = slow_edges + slow_m + lost + share
+        callers = len({a for a, b in edges_of.get(i, ()) if b == i})
+        suspects.append(Suspect(pod, es[0].service, score, sorted(es, key=lambda e: -e.added_ms), n_edges,
+                                slow_edges, n_m, slow_m, lost, callers))
+    suspects.sort(key=lambda s: (-s.score, -max(e.added_ms for e in s.evidence), s.pod))
+    nr = len(np.unique(ref.trace if ref_rows is None else ref.trace[ref_rows]))
+    nc = len(np.unique(cur.trace if cur_rows is None else cur.trace[cur_rows]))
+    return ChangeDiagnosis(params, how, split_ns, nr, nc, suspects, ev)
+
+
+def split_spans(sp: SpanTable, at_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the requests whose root starts before ``at_ns``, and of the others."""
+    rs = request_start(sp)
+    before = rs < at_ns
+    return np.flatnonzero(before), np.flatnonzero(~before)

@@ -1,0 +1,224 @@
+"""Spans as real exports give them (root markers, pods without services, gzip), and what changed
+against the minutes before, per service and pod: on hand-made spans with one known change each,
+and on a real fault of the OnlineBoutique development data."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perftriage.analysis.calltrees.trees import build_call_trees
+from perftriage.analysis.calltrees.what_changed import diagnose_change, find_split, split_spans
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.spans import read_spans
+from perftriage.analysis.spans.k8s import service_of_pod
+from perftriage.analysis.stats import binom_sf, mann_whitney_p, poisson_cdf
+from perftriage.analysis.triage import Options, run_triage
+
+from conftest import ROOT, SHARED
+
+BOUTIQUE = SHARED / "real_data" / "onlineboutique-2022-08-22"
+HEADER = "TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration\n"
+PODS = {"frontend": "frontend-579b9bff58-t2dbm", "cart": "cartservice-579f59597d-wc2lz",
+        "currency": "currencyservice-cf787dd48-vpjrd", "ship": "shippingservice-7f9c8d6b45-x2k8q"}
+T0 = 1_661_140_000_000_000_000
+
+
+def write_spans(path: Path, n: int = 400, at: int | None = None, gap_ms: float = 0.0, cpu_ms: float = 0.0,
+                lost: bool = False, root_marker: str = "root", seed: int = 3) -> Path:
+    """Requests frontend -> cart, frontend -> currency, currency -> shipping (client span in the
+    caller, server span in the callee), one every 100 ms; from request ``at`` on, one change:
+    ``gap_ms`` more between client and server on every call into currency, ``cpu_ms`` more own
+    time in cart, or (``lost``) currency no longer calls shipping."""
+    rng = np.random.default_rng(seed)
+    lines = [HEADER]
+    sid = 1
+
+    def span(trace, parent, pod, name, start, dur):
+        nonlocal sid
+        s = f"{sid:016x}"
+        sid += 1
+        end = start + dur
+        lines.append(f"{trace},{s},{parent},{PODS[pod]},{name},{start},{end},{dur // 1000}\n")
+        return s
+
+    for i in range(n):
+        after = at is not None and i >= at
+        t = T0 + i * 100_000_000
+        trace = f"{i + 1:032x}"
+        root_start = t
+        cart_own = int(rng.uniform(1, 3) * 1e6 + (cpu_ms * 1e6 if after and cpu_ms else 0))
+        cur_gap = int(rng.uniform(1, 4) * 1e6 + (gap_ms * 1e6 if after and gap_ms else 0))
+        ship = not (after and lost)
+        cur_srv = int(rng.uniform(1, 2) * 1e6) + (3_000_000 if ship else 0)
+        total = 2_000_000 + cart_own + 2_000_000 + cur_gap + cur_srv + 1_000_000
+        root = span(trace, root_marker, "frontend", "hipstershop.Frontend/Recv.", root_start, total)
+        c1 = span(trace, root, "frontend", "hipstershop.CartService/GetCart", t + 500_000, cart_own + 2_000_000)
+        span(trace, c1, "cart", "hipstershop.CartService/GetCart", t + 1_500_000, cart_own)
+        t2 = t + 500_000 + cart_own + 2_000_000 + 100_000
+        c2 = span(trace, root, "frontend", "hipstershop.CurrencyService/Convert", t2, cur_gap + cur_srv)
+        s2 = span(trace, c2, "currency", "grpc.hipstershop.CurrencyService/Convert", t2 + cur_gap // 2, cur_srv)
+        if ship:
+            c3 = span(trace, s2, "currency", "hipstershop.ShippingService/GetQuote", t2 + cur_gap // 2 + 500_000,
+                      2_500_000)
+            span(trace, c3, "ship", "hipstershop.ShippingService/GetQuote", t2 + cur_gap // 2 + 1_000_000, 1_500_000)
+    path.write_text("".join(lines))
+    return path
+
+
+def test_pod_names_give_their_service():
+    assert service_of_pod("orders-6d4b9c7f5-x2k8q") == "orders"
+    assert service_of_pod("cartservice-579f59597d-wc2lz") == "cartservice"
+    assert service_of_pod("redis-cart-0") == "redis-cart"
+    assert service_of_pod("fluentd-x7k2q") == "fluentd"
+    # names that are not generated stay themselves (a word is never taken for a suffix)
+    assert service_of_pod("checkout-service-north") is None and service_of_pod("api") is None
+
+
+@pytest.mark.parametrize("marker", ["root", "null", "-1", "", "0000000000000000", "ROOT"])
+def test_root_markers_make_call_trees(tmp_path, marker):
+    spans = read_spans([write_spans(tmp_path / "s.csv", n=30, root_marker=marker)])
+    assert spans.problems.total() == 0
+    trees = build_call_trees(spans)
+    assert trees.incomplete == 0 and sum(c.size for c in trees.categories) == 30
+    # the operation is qualified by the pod's service: the caller's client span is not the callee's
+    assert "frontend:hipstershop.CartService/GetCart" in spans.methods
+    assert "cartservice:hipstershop.CartService/GetCart" in spans.methods
+    assert set(spans.services) == {"frontend", "cartservice", "currencyservice", "shippingservice"}
+
+
+def test_a_root_naming_a_parent_that_never_occurs_is_the_root(tmp_path):
+    spans = read_spans([write_spans(tmp_path / "s.csv", n=20, root_marker="ffffffffffffffff")])
+    assert spans.problems.rootless == 20 and spans.problems.orphans == 0
+    assert build_call_trees(spans).incomplete == 0
+
+
+def test_gzip_files_are_read_and_a_damaged_one_is_one_error(tmp_path):
+    plain = write_spans(tmp_path / "s.csv", n=50)
+    gz = tmp_path / "s.csv.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    a, b = read_spans([plain]), read_spans([gz])
+    assert len(a) == len(b) and np.array_equal(a.start, b.start)
+    bad = tmp_path / "bad.csv.gz"
+    bad.write_bytes(gz.read_bytes()[:200])
+    with pytest.raises(InputError, match="bad.csv.gz: a gzip file that cannot be decompressed"):
+        run_triage([bad])
+
+
+def test_overlapping_files_are_not_a_data_problem(tmp_path):
+    f = write_spans(tmp_path / "s.csv", n=30)
+    g = tmp_path / "t.csv"
+    g.write_text(f.read_text())
+    res = run_triage([f, g], Options(incident_time=None))
+    assert res.spans.problems.repeated == len(res.spans) and res.spans.problems.total() == 0
+    assert not [x for x in res.findings if "data quality" in x.title]
+    assert any("given twice, identical" in n for n in res.report.notes)
+
+
+@pytest.mark.parametrize("change,culprit", [({"gap_ms": 300.0}, "currencyservice"),
+                                            ({"cpu_ms": 40.0}, "cartservice"),
+                                            ({"lost": True}, "currencyservice")])
+def test_what_changed_names_the_pod(tmp_path, change, culprit):
+    path = write_spans(tmp_path / "s.csv", n=400, at=250, **change)
+    spans = read_spans([path])
+    before, after = split_spans(spans, T0 + 250 * 100_000_000)
+    ch = diagnose_change(spans, spans, ref_rows=before, cur_rows=after)
+    assert ch.suspects and ch.suspects[0].service == culprit, [(s.service, s.headline()) for s in ch.suspects]
+    top = ch.suspects[0]
+    if "gap_ms" in change:
+        # the delay is between client and server: charged to the edge into currency, not to the
+        # frontend's client method and not to currency's own time
+        assert {e.kind for e in top.evidence} == {"into"} and "on 1 of 1 caller" in top.headline()
+        assert not any(e.kind == "own" for s in ch.suspects for e in s.evidence)
+    elif "cpu_ms" in change:
+        assert any(e.kind == "own" and e.other.endswith("GetCart") for e in top.evidence)
+    else:
+        assert [e.kind for e in top.evidence] == ["calls"] and "stopped making calls" in top.headline()
+
+
+def test_no_change_names_nobody(tmp_path):
+    spans = read_spans([write_spans(tmp_path / "s.csv", n=400)])
+    before, after = split_spans(spans, T0 + 250 * 100_000_000)
+    assert diagnose_change(spans, spans, ref_rows=before, cur_rows=after).suspects == []
+    assert find_split(spans)[0] is None
+
+
+def test_report_leads_with_what_changed_and_lists_data_quality_last(tmp_path):
+    path = write_spans(tmp_path / "s.csv", n=400, at=250, gap_ms=300.0)
+    with open(path, "a") as f:  # an orphan: a data problem, never the culprit
+        f.write(f"{1:032x},{999999:016x},{888888:016x},{PODS['cart']},x,{T0},{T0 + 10**9},1000000\n")
+    r = subprocess.run([sys.executable, "-m", "perftriage", "report", str(path), "--format", "json",
+                        "--incident-time", str((T0 + 250 * 100_000_000) // 10**9)], capture_output=True, text=True,
+                       cwd=ROOT, env={**os.environ, "NO_COLOR": "1"})
+    assert r.returncode == 0, r.stderr
+    import json
+
+    findings = json.loads(r.stdout)["findings"]
+    assert findings[0]["title"].startswith("currencyservice changed most")
+    assert "between client and server" in findings[0]["title"]
+    assert findings[-1]["title"].startswith("Span data quality")
+    r = subprocess.run([sys.executable, "-m", "perftriage", "report", str(path), "--incident-time", "soon"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "--incident-time 'soon'" in r.stderr
+
+
+def test_without_a_time_the_split_is_where_requests_changed(tmp_path):
+    path = write_spans(tmp_path / "s.csv", n=400, at=250, gap_ms=300.0)
+    res = run_triage([path])
+    assert res.change is not None and res.change.suspects[0].service == "currencyservice"
+    # the split found lies at the change, give or take a request
+    assert abs(res.change.split_ns - (T0 + 250 * 100_000_000)) <= 2 * 100_000_000
+
+
+def test_stats_match_scipy():
+    from scipy.stats import binom, mannwhitneyu, poisson
+
+    rng = np.random.default_rng(2)
+    x, y = np.round(rng.exponential(size=40), 1), np.round(rng.exponential(size=70) + 0.2, 1)
+    for alt in ("two-sided", "less", "greater"):
+        assert mann_whitney_p(x, y, alt) == pytest.approx(mannwhitneyu(x, y, alternative=alt,
+                                                                       method="asymptotic").pvalue, rel=1e-9)
+    assert np.allclose(binom_sf([0, 3, 11], [10, 10, 10], 0.2), binom.sf(np.array([0, 3, 11]) - 1, 10, 0.2))
+    assert np.allclose(poisson_cdf([0, 4], [2.5, 7.0]), poisson.cdf([0, 4], [2.5, 7.0]))
+
+
+def _boutique(*minutes):
+    d = BOUTIQUE / "trace"
+    if not d.is_dir():
+        pytest.fail(f"{d} is missing: the tests expect ../shared/real_data beside the clone")
+    return [d / f"{m}_trace.csv.gz" for m in minutes]
+
+
+def test_fast_and_careful_csv_paths_read_the_same_real_file(monkeypatch):
+    import perftriage.analysis.spans.span_csv as span_csv
+
+    f = _boutique("05_27")
+    fast = read_spans(f)
+    monkeypatch.setattr(span_csv, "_read_fast", lambda *a: False)
+    slow = read_spans(f)
+    assert len(fast) == len(slow) == 21589
+
+    def key(t):
+        o = np.lexsort((t.span, t.trace))
+        names = np.array(t.methods, object)[t.method][o], np.array(t.replicas, object)[t.replica][o]
+        par = t.parent[o]
+        return (t.span[o], t.start[o], t.end[o], np.array(t.traces, object)[t.trace][o], *names,
+                np.where(par >= 0, t.span[np.maximum(par, 0)], par))
+
+    for a, b in zip(key(fast), key(slow)):
+        assert np.array_equal(a, b)
+
+
+def test_real_network_delay_is_charged_to_the_callee():
+    # OnlineBoutique, 05:27:06 UTC: a network delay injected into currencyservice's pod
+    res = run_triage([str(p) for p in _boutique("05_27", "05_28")], Options(incident_time="05:27:06"))
+    first = res.change.suspects[0]
+    assert first.service == "currencyservice"
+    assert any(e.kind == "into" and e.added_ms > 200 for e in first.evidence)
+    assert res.findings[0].title.startswith("currencyservice changed most")
