@@ -359,3 +359,18 @@ async def test_real_kernel_trace_without_markers_opens_on_its_processes():
         findings = app.query_one(FindingsPane)
         assert findings is not None
         assert res.findings[0].title.startswith("apt spent ")
+
+
+async def test_call_trees_pane_says_what_changed_on_real_spans():
+    from perftriage.analysis.triage import Options
+    from conftest import SHARED
+
+    files = [str(SHARED / "real_data" / "onlineboutique-2022-08-22" / "trace" / f"{m}_trace.csv.gz")
+             for m in ("05_27", "05_28")]
+    app = PerftriageApp(files, Options(incident_time="05:27:06"))
+    async with app.run_test(size=(120, 34)) as pilot:
+        await loaded(pilot)
+        assert app.query_one("#tabs").active == "calltrees"
+        text = str(app.query_one("#ct-changed").render())
+        assert "what changed" in text and "1. currencyservice" in text and "between client and server" in text
+        assert app.result.findings[0].title.startswith("currencyservice changed most")

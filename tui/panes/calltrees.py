@@ -38,6 +38,7 @@ class CallTreesPane(ViewPane):
     VIEWS = VIEWS
     DEFAULT_CSS = """
     CallTreesPane #ct-title { height: 1; color: $text-muted; }
+    CallTreesPane #ct-changed { height: auto; max-height: 5; }
     CallTreesPane #ct-pairs { height: auto; max-height: 9; }
     CallTreesPane #ct-cats-title { height: 1; background: $boost; }
     CallTreesPane #ct-cats { height: auto; max-height: 7; }
@@ -53,6 +54,7 @@ class CallTreesPane(ViewPane):
     def compose_top(self) -> ComposeResult:
         yield Static("no call-tree analysis: it needs request spans (OTLP / Jaeger / Zipkin JSON, span CSV, "
                      "CloudDiag log)", id="ct-title")
+        yield Static("", id="ct-changed")
         yield RowTable(id="ct-pairs", empty_text="no (method, replica) pair is anomalous")
         yield Static("request categories (call-tree shapes)", id="ct-cats-title")
         yield RowTable(id="ct-cats", empty_text="no categories")
@@ -71,6 +73,7 @@ class CallTreesPane(ViewPane):
 
     def show_result(self, result) -> None:
         self.result = result
+        self.query_one("#ct-changed", Static).update(changed_text(getattr(result, "change", None), result))
         d = self.diagnosis
         if d is None:
             self.pairs.set_rows([], ListSource([]))
@@ -223,3 +226,22 @@ class CallTreesPane(ViewPane):
                      style="red bold" if c.significant and c.change > 1 else "")
         return t
 
+
+
+def changed_text(ch, result) -> Text:
+    """What changed against the minutes before: the suspects, most explained first, one line each."""
+    t = Text()
+    if ch is None:
+        notes = [n for n in getattr(getattr(result, "report", None), "notes", []) if n.startswith("what changed")]
+        if notes:
+            t.append(notes[0], style="dim")
+        return t
+    t.append(f"what changed ({ch.requests:,} requests against {ch.ref_requests:,}): ", style="bold")
+    if not ch.suspects:
+        t.append("nothing significant")
+        return t
+    for i, s in enumerate(ch.suspects[:3]):
+        t.append(f"\n {i + 1}. ", style="bold")
+        t.append(f"{s.service}", style="bold red" if i == 0 else "bold")
+        t.append(f" ({s.pod}): {s.headline()}")
+    return t
