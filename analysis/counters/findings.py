@@ -15,6 +15,7 @@ from perftriage.analysis.findings import Finding, Table
 from .comparative import Between, Comparative, between, fleet_onset, server_onset, within
 from .correlation import Correlation, CorrelationParams, correlate
 from .onset import Onset
+from .over_time import OverTime, TimeParams, detect_over_time
 from .rules import Rule, Violation, evaluate
 from .table import CounterSet
 from .views import STATS, server_view
@@ -25,10 +26,12 @@ class CounterParams:
     server_x: float = 2.5  # X from which a (server, counter) pair is reported
     time_x: float = 2.5  # X from which a counter's fleet-wide median is reported (at >= 3 points)
     reference_x: float = 1.0  # X against the reference dataset
-    min_gain: float = 0.8  # change-point fit needed to date a divergence
+    min_gain: float = 0.8  # change-point fit (share of variance explained) needed to date a divergence
+    paper_x: bool = False  # PAD's X (global std, the server included) instead of each server against the others
     top: int = 8
     correlation: CorrelationParams = field(default_factory=CorrelationParams)
     correlate: tuple[str, ...] = ()  # counters of interest to correlate too: "NAME" (fleet) or "NAME@SERVER"
+    over_time: TimeParams | None = field(default_factory=TimeParams)  # None: PAD's views only
 
     def validate(self) -> None:
         if min(self.server_x, self.time_x, self.reference_x) <= 0:
@@ -69,6 +72,7 @@ class CounterAnalysis:
     violations: list[Violation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     asked: list[Correlation] = field(default_factory=list)  # the correlations the user asked for
+    over_time: OverTime | None = None  # every series against its history and its peers, as intervals
 
 
 def _consensus(onsets: list[tuple[int, Onset | None]], min_gain: float):
@@ -94,7 +98,7 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
     ``correlations`` is off, the correlations of the top counters, then the rules."""
     p = params or CounterParams()
     p.validate()
-    cp = within(cs)
+    cp = within(cs, paper_x=p.paper_x)
     notes = []
     # servers: the pairs over the threshold, grouped by server, in the order of their best X
     pairs = [(s, c, x) for s, c, x in cp.top_servers(max(50, p.top * 10)) if x >= p.server_x]
@@ -137,6 +141,8 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
             continue
         asked.append(correlate(cs, c, s, p.correlation))
     res = CounterAnalysis(cs, p, cp, servers, fleet, corr, notes=notes, asked=asked)
+    if p.over_time is not None:
+        res.over_time = detect_over_time(cs, p.over_time)  # its notes go with its findings
     if reference is not None:
         res.reference = reference
         res.between = between(cs, reference)
@@ -166,30 +172,44 @@ def _num(v: float) -> str:
 
 def counter_findings(ca: CounterAnalysis) -> list[Finding]:
     cs, p, cp = ca.cs, ca.params, ca.comparative
-    params = {k: v for k, v in asdict(p).items() if k != "correlation"}
+    params = {k: v for k, v in asdict(p).items() if k not in ("correlation", "over_time")}
     params.update(servers=len(cs.servers), counters=len(cs.counters), points=cs.n_points, interval_s=cs.interval)
     out = []
     corr_of = {(c.server, c.target): c for c in ca.correlations}
     for rank, sd in enumerate(ca.servers):
         s = sd.server
         c0, x0 = sd.counters[0]
-        ev = [f"comparative analysis (server view): X = |global median - {cs.servers[s]}'s median| / global std"]
+        if cp.paper_x:
+            ev = [f"comparative analysis (server view, the paper's X): X = |global median - {cs.servers[s]}'s median| "
+                  "/ global std"]
+        else:
+            ev = [f"comparative analysis (server view): X = |{cs.servers[s]}'s median - the other servers' median| / "
+                  "the other servers' std (the server is left out of the spread it is measured against; --paper-x: "
+                  "the paper's global std)"]
         rows = []
         for c, x in sd.counters:
-            rows.append([cs.counters[c], f"{x:.2f}", _num(cp.server_median[s, c]), _num(cp.global_median[c]),
-                         _num(cp.global_std[c])])
+            ref_m = cp.global_median[c] if cp.paper_x else cp.others_median[s, c]
+            ref_s = cp.global_std[c] if cp.paper_x else cp.others_std[s, c]
+            rows.append([cs.counters[c], f"{x:.2f}", _num(cp.server_median[s, c]), _num(ref_m), _num(ref_s)])
+        dated = sd.onset is not None and sd.onset.gain >= p.min_gain
         if sd.onset is not None:
             o = sd.onset
-            ev.append(f"diverges from the other servers from {_t(cs, o.index)} on ({o.kind} in "
-                      f"{cs.counters[sd.onset_counter]}: {_num(o.before)} -> {_num(o.after)} above the fleet's median, "
-                      f"fit {o.gain:.2f})")
+            fit = (f"a {o.kind} in {cs.counters[sd.onset_counter]} from {_num(o.before)} to {_num(o.after)} above the "
+                   f"others' median, explaining {o.gain * 100:.0f}% of the variance")
+            if dated:
+                ev.append(f"diverges from the other servers from {_t(cs, o.index)} on ({fit})")
+            else:
+                ev.append(f"no reliable date: the best fit puts a start at about {_t(cs, o.index)} (weak fit: {fit}; "
+                          f"a date needs {p.min_gain * 100:.0f}%)")
         ev += _moves_with(cs, corr_of.get((s, c0)), f"moves with {cs.counters[c0]} on {cs.servers[s]}")
-        since = f" since {cs.time_label(sd.onset.index)}" if sd.onset is not None else ""
+        since = f" since {cs.time_label(sd.onset.index)}" if dated else ""
         out.append(Finding(
             analysis="counters", title=f"{cs.servers[s]} deviates from the fleet{since}: {cs.counters[c0]} and "
                                        f"{len(sd.counters) - 1} more counter(s)",
             subject=cs.servers[s], score=float(min(x0, 1e6)), severity="critical" if x0 >= 2 * p.server_x else "warning",
-            evidence=ev, tables=[Table(["counter", "X", "server median", "global median", "global std"], rows,
+            evidence=ev, tables=[Table(["counter", "X", "server median",
+                                        "global median" if cp.paper_x else "others' median",
+                                        "global std" if cp.paper_x else "others' std"], rows,
                                        f"{cs.servers[s]}: counters by X"),
                                  _server_view_table(cs, s, c0)], parameters=params))
         if rank >= 9:
@@ -236,6 +256,8 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
                           f"(reference: {ca.reference.source})"],
                 tables=[Table(["counter", "X", "median", "reference median", "reference std", "most deviating server"],
                               rows)], parameters=params))
+    if ca.over_time is not None:
+        out.extend(over_time_findings(ca.over_time, cs))
     for cr in ca.asked:
         where = f"on {cs.servers[cr.server]}" if cr.server is not None else "over the fleet"
         strong = cr.strong()
@@ -289,3 +311,58 @@ def _corr(r) -> str:
     if r.lag:
         s += f"; {r.lag_r:+.2f} when lagged {r.lag:+d} points"
     return s
+
+
+def _span(cs: CounterSet, points: int) -> str:
+    from perftriage.analysis.units import fmt_duration  # noqa: PLC0415
+
+    sec = points * cs.interval
+    length = (f"{sec / 86400:.1f} days" if sec >= 2 * 86400 else f"{sec / 3600:.1f} h" if sec >= 2 * 3600
+              else fmt_duration(sec * 1e9))
+    return f"{points} point{'s' if points != 1 else ''}, {length}"
+
+
+def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
+    """One finding per interval (the strongest first), then a table of all of them. Intervals
+    that many servers share at once are said to be fleet-wide."""
+    p = ot.params
+    params = {**asdict(p), "seasonal": ot.seasonal, "period_points": ot.period, "interval_s": cs.interval}
+    S = len(cs.servers)
+    out = []
+    for rank, iv in enumerate(ot.intervals[: p.max_intervals]):
+        sharing = {j.server for j in ot.intervals if j.start <= iv.end and j.end >= iv.start}
+        names = [cs.counters[c] for c, *_ in iv.counters]
+        who = f"{len(names)} counter(s): {', '.join(names[:4])}{'...' if len(names) > 4 else ''}"
+        when = f"from {_t(cs, iv.start)} to {_t(cs, iv.end)} ({_span(cs, iv.points)})"
+        ev = [f"{cs.servers[iv.server]}: {who} left their usual level {when}; peak at {_t(cs, iv.peak)}"]
+        for c, z, how, level, usual in iv.counters:
+            ev.append(f"{cs.counters[c]}: {_num(level)} at its furthest, usually {_num(usual)} "
+                      f"({'against its peers at the same time' if how == 'peers' else 'against its own history'}"
+                      f"{', daily cycle taken out' if ot.seasonal and how == 'own' else ''}; robust z {z:.1f})")
+        if len(sharing) > 1:
+            ev.append(f"{len(sharing)} of {S} servers have an interval overlapping this one"
+                      + (": a fleet-wide event, seen against each server's own history" if len(sharing) >= S / 2
+                         else ""))
+        out.append(Finding(
+            analysis="counters",
+            title=f"{cs.servers[iv.server]}: {', '.join(names[:3])}{'...' if len(names) > 3 else ''} unusual "
+                  f"{when}",
+            subject=cs.servers[iv.server], score=float(min(iv.peak_z, 1e6)) * float(np.sqrt(iv.points)),
+            severity="warning", evidence=ev, parameters=params))
+    if ot.intervals:
+        rows = [[cs.servers[iv.server], cs.time_label(iv.start), cs.time_label(iv.end), iv.points,
+                 cs.time_label(iv.peak), f"{iv.peak_z:.1f}", ", ".join(cs.counters[c] for c, *_ in iv.counters)]
+                for iv in sorted(ot.intervals, key=lambda i: (i.start, i.server))]
+        servers = sorted({iv.server for iv in ot.intervals})
+        out.append(Finding(
+            analysis="counters", title=f"Unusual intervals over time: {len(ot.intervals)} on {len(servers)} of {S} "
+                                       "servers",
+            subject=", ".join(cs.servers[s] for s in servers[:6]) + ("..." if len(servers) > 6 else ""),
+            score=0.0, severity="info",
+            evidence=[f"each (server, counter) series against its own history (robust z"
+                      f"{', daily cycle taken out' if ot.seasonal else ''}) and against the median of the other servers "
+                      f"at the same time; a point counts when {ot.min_counters}+ counters are beyond z {p.z:g} or one "
+                      f"beyond {p.strong:g}"] + ot.notes,
+            tables=[Table(["server", "from", "to", "points", "peak", "peak z", "counters"], rows, "in time order")],
+            parameters=params))
+    return out

@@ -72,6 +72,9 @@ def add_counter_options(p: argparse.ArgumentParser) -> None:
                    help="Prometheus label naming the server (default instance)")
     g.add_argument("--server-x", type=float, default=2.5, metavar="X",
                    help="report a (server, counter) from this comparative X (default 2.5)")
+    g.add_argument("--paper-x", action="store_true",
+                   help="PAD's X as the paper defines it (global std, the server included); by default a server is "
+                        "compared with the other servers only")
     g.add_argument("--time-x", type=float, default=2.5, metavar="X",
                    help="report a counter's fleet-wide median from this X at >= 3 time points (default 2.5)")
     g.add_argument("--correlate", action="append", default=[], metavar="COUNTER[@SERVER]",
@@ -190,7 +193,7 @@ def triage_options(args):
             raise Usage("--min-correlation must be within (0, 1]")
         opts.counters = CounterParams(server_x=args.server_x, time_x=args.time_x,
                                       correlation=CorrelationParams(threshold=args.min_correlation),
-                                      correlate=tuple(args.correlate))
+                                      correlate=tuple(args.correlate), paper_x=args.paper_x)
         try:
             opts.counters.validate()
         except ValueError as exc:

@@ -99,8 +99,11 @@ class CountersPane(ViewPane):
         self.table.set_rows(cols, ListSource(rows, styles))
         self.query_one("#co-title", Static).update(
             f"{len(cs.servers)} servers x {len(cs.counters)} counters x {cs.n_points} points every {cs.interval:g} s"
-            f" · {len(ca.servers)} deviating server(s) · X = |global median - local median| / global std"
-            " · v: view · c: correlations")
+            f" · {len(ca.servers)} deviating server(s) · "
+            + ("X = |global median - local median| / global std" if cp.paper_x else
+               "X = |server median - others' median| / others' std")
+            + (f" · {len(ca.over_time.intervals)} unusual interval(s)" if ca.over_time is not None else "")
+            + " · v: view · c: correlations")
         self.row = 0
         self.corr = None
         self.render_view()

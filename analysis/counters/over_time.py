@@ -1,0 +1,220 @@
+"""When, and on which server: every (server, counter) series judged against its own history and
+against its peers at the same time, flagged points merged into intervals (beyond PAD, which
+answers "which server" over the whole dataset and "which time" for the fleet's median).
+
+For every series:
+
+- **own history**: the series minus its daily profile (the median of each time of day over the
+  days present), in units of its robust spread (1.4826 x MAD), when the data covers at least
+  three days (with less, a daily cycle cannot be told from an incident: peers only, said in a
+  note). A fleet-wide incident, where no server deviates from the others, shows here.
+- **peers**: the series minus the median of the other servers at the same time, against that
+  difference's own median and robust spread. One server leaving its peers shows here, whatever
+  the daily cycle does.
+
+A spread is never finer than twice the series' resolution (the smallest step between its
+values: counters rounded to 0.01 have a MAD of 0 wherever they sit still), so a move of one
+step is never a deviation. A point of a server is flagged when at least ``min_counters``
+counters are beyond ``z`` at once (an incident moves several counters), or one counter beyond
+``strong``; flagged points less than ``gap`` points apart form one interval, reported with its
+start, end, peak and the counters that moved, each with its level and its usual one.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .stats import nanmedian
+from .table import CounterSet
+
+
+@dataclass
+class TimeParams:
+    z: float = 4.0  # robust z beyond which a counter is unusual at a point...
+    min_counters: int = 0  # ...and this many unusual at once flag the server there (0: 2, or a tenth of the
+    # counters where there are more than 20: chance coincidences grow with the number of counters)
+    strong: float = 12.0  # one counter this far out flags it alone
+    gap: int = 2  # flagged points at most this many points apart make one interval
+    resolution_steps: float = 2.0  # spreads are never finer than this many steps of the series' resolution
+    max_intervals: int = 12  # intervals reported as findings (all are in the result)
+
+
+@dataclass
+class Interval:
+    server: int
+    start: int  # first point (grid index)
+    end: int  # last point, inclusive
+    peak: int
+    peak_z: float
+    counters: list[tuple[int, float, str, float, float]]  # (counter, max |z|, "own"/"peers", level at peak, usual)
+
+    @property
+    def points(self) -> int:
+        return self.end - self.start + 1
+
+
+@dataclass
+class OverTime:
+    params: TimeParams
+    flagged: np.ndarray  # (S, T) bool, after merging intervals
+    z: np.ndarray  # (S, C, T) float32: the larger of the two robust z
+    seasonal: bool  # a daily profile was taken out
+    period: int  # points per day (0: none)
+    intervals: list[Interval] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    min_counters: int = 2  # the number of unusual counters that flagged a point
+
+
+def _resolution(v: np.ndarray) -> np.ndarray:
+    """(S, C): the smallest positive step between distinct values of each series (1e-12 if constant)."""
+    S, C, T = v.shape
+    out = np.full((S, C), 1e-12)
+    srt = np.sort(v, axis=2)
+    d = np.diff(srt, axis=2)
+    d = np.where(d > 1e-12 * np.maximum(1.0, np.abs(srt[:, :, 1:])), d, np.inf)
+    m = np.nanmin(np.where(np.isnan(d), np.inf, d), axis=2)
+    out = np.where(np.isfinite(m), m, out)
+    return out
+
+
+def _median_last(x: np.ndarray) -> np.ndarray:
+    """Median along the last axis, kept as a length-1 axis: numpy's partition where nothing is
+    missing, the NaN-skipping sort otherwise."""
+    if np.isnan(x).any():
+        return nanmedian(x, axis=x.ndim - 1)[..., None]
+    return np.median(x, axis=-1, keepdims=True)
+
+
+def _robust(x: np.ndarray, floor: np.ndarray, with_mad: bool = False):
+    """|x - median| / its scale along the last axis; NaN stays NaN. The scale is 1.4826 x MAD,
+    never under ``floor`` nor under the usual size of a departure where there is one (a series
+    that sits on its median most of the time, zero requests at night, has a MAD of 0: its
+    ordinary noise when it moves must not count as a deviation)."""
+    med = _median_last(x)
+    dev = np.abs(x - med)
+    mad = 1.4826 * _median_last(dev)
+    moved = nanmedian(np.where(dev > floor[..., None], dev, np.nan), axis=x.ndim - 1)[..., None]
+    scale = np.fmax(np.fmax(mad, floor[..., None]), np.where(mad > floor[..., None], 0.0, np.nan_to_num(moved)))
+    dev /= scale
+    z = dev.astype(np.float32)  # z to 7 digits is plenty, and half the memory of a cube
+    del dev
+    return (z, scale[..., 0]) if with_mad else z
+
+
+def _others_median(v: np.ndarray) -> np.ndarray:
+    """For every server, the median of the other servers at each (counter, point): one sort over
+    the servers and, for each server, the order statistics of the rest read off it (a server
+    below the middle shifts the rest's middle up by one place); the slow way where samples are
+    missing."""
+    S = v.shape[0]
+    if np.isnan(v).any():
+        out = np.empty_like(v)
+        for s in range(S):
+            out[s] = nanmedian(np.delete(v, s, axis=0), axis=0)
+        return out
+    order = np.argsort(v, axis=0, kind="stable")
+    srt = np.take_along_axis(v, order, axis=0)
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(S)[:, None, None], order.shape), axis=0)
+    m = S - 1  # the others
+
+    def kth(k):  # the k-th smallest of the others, for every server
+        idx = np.where(rank > k, k, k + 1)  # skip the server's own place
+        return np.take_along_axis(srt, idx, axis=0)
+
+    lo, hi = (m - 1) // 2, m // 2
+    a = kth(lo)
+    return a if lo == hi else (a + kth(hi)) / 2
+
+
+def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: bool):
+    """z (float32), 'the peers said it' and 'a daily profile was used' for a block of counters."""
+    S, C, T = v.shape
+    floor = p.resolution_steps * _resolution(v)
+    daily_any = False
+    if days:
+        nd = T // period
+        prof = nanmedian(v[:, :, :nd * period].reshape(S, C, nd, period), axis=2)  # (S, C, period)
+        y = v - np.tile(prof, (1, 1, -(-T // period)))[:, :, :T]
+        # the daily profile only where it is one: where it narrows the series' spread (a cycle
+        # of another period, or none, leaves a profile of noise that only adds to it)
+        z_plain, mad_plain = _robust(v, floor, with_mad=True)
+        z_day, mad_day = _robust(y, floor, with_mad=True)
+        del y
+        daily = mad_day < 0.8 * mad_plain  # (S, C)
+        z = np.where(daily[..., None], z_day, z_plain)
+        daily_any = bool(daily.any())
+        del z_plain, z_day
+    else:  # a day's cycle cannot be told from an incident without several days to learn it from
+        z = np.zeros(v.shape, np.float32)
+    why_peer = np.zeros(v.shape, bool)
+    if peers:
+        d = v - _others_median(v)
+        zp = _robust(d, floor)
+        del d
+        why_peer = np.nan_to_num(zp) > np.nan_to_num(z)
+        z = np.fmax(z, zp)
+    return z, why_peer, daily_any
+
+
+def detect_over_time(cs: CounterSet, params: TimeParams | None = None) -> OverTime:
+    p = params or TimeParams()
+    v = np.asarray(cs.values, dtype=np.float64)  # (S, C, T), not copied
+    S, C, T = v.shape
+    notes = []
+    period = int(round(86400 / cs.interval)) if cs.interval > 0 else 0
+    days = period >= 4 and T >= 3 * period
+    z = np.zeros((S, C, T), np.float32)
+    why_peer = np.zeros((S, C, T), bool)
+    daily_any = False
+    # a few counters at a time: the working arrays (sorts over servers, deviations) stay a
+    # block's, not the cube's, whatever the dataset
+    block = max(1, int(2_000_000 // max(1, S * T)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for lo in range(0, C, block):
+            vb = v[:, lo:lo + block, :]
+            zb, wb, db = _block(vb, p, days, period, S >= 3)
+            z[:, lo:lo + block, :] = zb
+            why_peer[:, lo:lo + block, :] = wb
+            daily_any |= db
+    seasonal = daily_any
+    if days and not seasonal:
+        notes.append("no daily cycle found (taking out a daily profile narrows no series' spread): each series is "
+                     "judged against its median")
+    if not days:
+        notes.append(f"{T} points over {T * cs.interval / 86400:.1f} day(s): fewer than 3 days, so each series is "
+                     "judged against its peers only (its own history would flag its daily cycle)")
+    if S < 3:
+        notes.append(f"{S} server(s): each judged against its own history only (3 are needed for peers)")
+    z = np.nan_to_num(z, nan=0.0, posinf=1e6)
+    over = z > p.z
+    need = p.min_counters or max(2, int(np.ceil(C / 10)))
+    flag = (over.sum(axis=1) >= need) | (z.max(axis=1) > p.strong)  # (S, T)
+    merged = flag.copy()
+    intervals = []
+    usual_all = nanmedian(v, axis=2)  # (S, C)
+    for s in range(S):
+        idx = np.flatnonzero(flag[s])
+        if not len(idx):
+            continue
+        cuts = np.flatnonzero(np.diff(idx) > p.gap + 1)
+        for a, b in zip(np.r_[0, cuts + 1], np.r_[cuts, len(idx) - 1]):
+            lo, hi = int(idx[a]), int(idx[b])
+            merged[s, lo:hi + 1] = True
+            zz = z[s, :, lo:hi + 1]  # (C, len)
+            peak = lo + int(np.argmax(zz.max(axis=0)))
+            cmax = zz.max(axis=1)
+            moved = [c for c in np.argsort(-cmax) if cmax[c] > p.z][:6]
+            usual = usual_all[s]
+            counters = []
+            for c in moved:
+                k = lo + int(np.argmax(zz[c]))
+                counters.append((int(c), float(cmax[c]), "peers" if why_peer[s, c, k] else "own",
+                                 float(v[s, c, k]), float(usual[c])))
+            intervals.append(Interval(s, lo, hi, peak, float(z[s, :, peak].max()), counters))
+    intervals.sort(key=lambda i: -(i.peak_z * np.sqrt(i.points)))
+    return OverTime(p, merged, z.astype(np.float32), seasonal, period if seasonal else 0, intervals, notes, need)
