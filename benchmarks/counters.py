@@ -91,3 +91,31 @@ def run(quick: bool = False) -> None:
     row(f"reading a wide CSV ({n_srv} servers, {mb:.0f} MB)", f"{dt:.2f} s",
         f"{mb / dt:.0f} MB/s; the whole {S}-server CSV (~{mb * S / n_srv / 1000:.1f} GB) would take "
         f"~{dt * S / n_srv:.0f} s")
+    long_csv_report(quick)
+
+
+def long_csv_report(quick: bool = False) -> None:
+    """The shape of real fleet exports (issue 17): tens of servers, tens of counters, thousands of
+    points in one long CSV of about 150 MB, through ``perftriage report`` (reading, every view,
+    the over-time detection, the findings), whole process: time and peak memory. Target: under
+    10 s and 1 GB."""
+    from .common import child_peak_rss  # noqa: PLC0415
+
+    S, C, T = (10, 10, 2000) if quick else (40, 40, 11200)
+    rng = np.random.default_rng(1)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "long.csv")
+        base = rng.uniform(10, 1000, (S, C))
+        with open(path, "w") as f:
+            f.write("timestamp,server," + ",".join(f"counter_{c}" for c in range(C)) + "\n")
+            for k in range(T):
+                vals = base * (1 + 0.1 * np.sin(2 * np.pi * k / 288)) + rng.normal(0, 5, (S, C))
+                f.write("\n".join(f"{1_700_000_000 + 60 * k},srv-{s:02d}," + ",".join(f"{v:.3f}" for v in vals[s])
+                                  for s in range(S)) + "\n")
+        mb = os.path.getsize(path) / 1e6
+        code = ("from perftriage.cli.main import main\nimport sys\n"
+                f"sys.argv = ['perftriage', 'report', {path!r}, '-q', '-o', {os.devnull!r}]\nmain()")
+        _, dt, peak = child_peak_rss(code)
+        ok = dt < 10 and peak < 1 << 30
+        row(f"perftriage report on a long CSV ({S} servers x {C} counters x {T:,} points, {mb:.0f} MB)",
+            f"{dt:.2f} s", f"peak {peak / 2**20:,.0f} MiB; target < 10 s and < 1 GB: {'met' if ok else 'NOT MET'}")
