@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import stat
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,8 +50,20 @@ def _gunzip(path, raw: bytes, limit: int | None = None) -> bytes:
         raise InputError(path, f"a gzip file that cannot be decompressed ({exc})") from None
 
 
+def _regular(path) -> None:
+    """Refuse what is not a regular file (a named pipe, a socket, a device): reading one waits
+    forever or never ends."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(mode):
+        raise InputError(path, "not a regular file (a pipe, socket or device): perftriage reads files")
+
+
 def read_head(path, n: int = 65536) -> bytes:
     """The first ``n`` bytes of a data file, decompressed when it is gzip (by its magic bytes)."""
+    _regular(path)
     try:
         with open(path, "rb") as f:
             head = f.read(n)
@@ -65,6 +78,7 @@ def open_data(path, newline: str | None = None, encoding: str = "utf-8", binary:
     """A data file opened for reading as text (or bytes), gzip content decompressed: users keep
     exports compressed (``spans.csv.gz``). A damaged gzip file is one clear error, before any
     line is read."""
+    _regular(path)
     try:
         f = open(path, "rb")
         magic = f.read(2)
@@ -85,8 +99,11 @@ def sniff_file(path: Path) -> str | None:
     if not head.strip():
         raise InputError(path, "file is empty")
     for kind, sniffer in _SNIFFERS:
-        if sniffer(path, head):
-            return kind
+        try:
+            if sniffer(path, head):
+                return kind
+        except Exception:  # noqa: BLE001 (a sniffer that cannot make sense of the bytes says no: a bare CR,
+            continue  # binary data; the reader of the kind that says yes gives the one-line errors)
     return None
 
 

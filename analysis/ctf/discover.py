@@ -8,6 +8,7 @@ all found and later read together, merged by time.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,8 @@ class TraceDir:
 
 def is_ctf_metadata(path: Path) -> bool:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe would wait forever for its first byte
+            return False
         with open(path, "rb") as f:
             head = f.read(64)
     except OSError:

@@ -13,6 +13,7 @@ Exit codes (also in ``perftriage --help``):
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from perftriage import __version__
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES_HELP,
     )
     parser.add_argument("--version", action="version", version=f"perftriage {__version__}")
+    parser.add_argument("--debug", action="store_true", help="on an internal error, show the traceback")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in (open_cmd, report, features, info, sample, record):
         module.add_parser(sub)
@@ -47,10 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _normalise_argv(argv: list[str]) -> list[str]:
-    """``perftriage PATH...`` means ``perftriage open PATH...``."""
+    """``perftriage PATH...`` means ``perftriage open PATH...``; ``--debug`` is taken anywhere."""
+    debug = ["--debug"] if "--debug" in argv else []
+    argv = [a for a in argv if a != "--debug"]
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
-        return ["open", *argv]
-    return argv
+        return debug + ["open", *argv]
+    return debug + argv
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,11 +77,24 @@ def main(argv: list[str] | None = None) -> int:
     except PerftriageError as exc:
         print(f"perftriage: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except BrokenPipeError:
+        # the reader of our output went away (`| head`): end quietly, as other tools do
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 0
     except OSError as exc:
-        where = exc.filename or ""
-        print(f"perftriage: {where}: {exc.strerror or exc}", file=sys.stderr)
+        what = exc.strerror or str(exc)
+        print(f"perftriage: {exc.filename}: {what}" if exc.filename else f"perftriage: {what}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("perftriage: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 (perftriage's own bug: one line, the traceback with --debug)
+        if getattr(args, "debug", False):
+            raise
+        print(f"perftriage: internal error: {type(exc).__name__}: {exc} (a bug in perftriage; run again with "
+              "--debug for the traceback and report it with the input's description)", file=sys.stderr)
+        return 1
     return EXIT_USAGE

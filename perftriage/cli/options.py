@@ -3,6 +3,8 @@ and their translation into the triage's :class:`Options`."""
 
 from __future__ import annotations
 
+from .numbers import number
+
 import argparse
 from pathlib import Path
 
@@ -40,11 +42,11 @@ def add_outlier_options(p: argparse.ArgumentParser) -> None:
                    help="what outliers are found in: state durations (default, ms), state counts, "
                         "system call counts (bow) or their TF-IDF")
     g.add_argument("--detector", choices=("dbscan", "iforest"), default="dbscan")
-    g.add_argument("--eps", type=float, metavar="X", help="DBSCAN radius, in the representation's unit (ms)")
-    g.add_argument("--min-samples", type=int, metavar="N", help="DBSCAN density: neighbours within eps")
-    g.add_argument("--minor-fraction", type=float, metavar="F", default=0.05,
+    g.add_argument("--eps", type=number(0, 1e12, lo_open=True), metavar="X", help="DBSCAN radius, in the representation's unit (ms)")
+    g.add_argument("--min-samples", type=number(1, 1e7, integer=True), metavar="N", help="DBSCAN density: neighbours within eps")
+    g.add_argument("--minor-fraction", type=number(0, 1), metavar="F", default=0.05,
                    help="dense groups under this share of the requests are outliers too (default 0.05; 0: off)")
-    g.add_argument("--k", type=int, metavar="K", help="number of clusters of outliers (default: elbow of k = 2..10)")
+    g.add_argument("--k", type=number(1, 1000, integer=True), metavar="K", help="number of clusters of outliers (default: elbow of k = 2..10)")
     g.add_argument("--cluster-features", choices=("counts+durations", "counts", "durations"),
                    default="counts+durations", help="what k-means clusters (counts: the paper's choice)")
     g.add_argument("--thresholds", metavar="MS,...", default="200,250,300",
@@ -53,10 +55,10 @@ def add_outlier_options(p: argparse.ArgumentParser) -> None:
 
 def add_thread_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("deviating threads (paper 003)")
-    g.add_argument("--replicates", type=int, default=1000, metavar="N",
+    g.add_argument("--replicates", type=number(10, 100_000, integer=True), default=1000, metavar="N",
                    help="bootstrap replicates per scale for the AU p-values (default 1000)")
     g.add_argument("--no-windows", action="store_true", help="threads: only the paper's method (no moving-window check for short deviations, no departure check for long ones)")
-    g.add_argument("--thread-metrics", nargs="?", type=float, const=0.0, default=None, metavar="WINDOW_S",
+    g.add_argument("--thread-metrics", nargs="?", type=number(0.001, 1e7), const=0.0, default=None, metavar="WINDOW_S",
                    help="derive per-thread metrics (CPU, syscalls/s, blocked, preempted, open files, mappings) "
                         "from a kernel trace, in windows of WINDOW_S seconds (default: the span / 200, at least 10 ms), and "
                         "rank the deviating threads; on by default for a kernel trace without request markers")
@@ -70,16 +72,16 @@ def add_counter_options(p: argparse.ArgumentParser) -> None:
                    "rules.xml beside the counter files)")
     g.add_argument("--server-label", default="instance", metavar="LABEL",
                    help="Prometheus label naming the server (default instance)")
-    g.add_argument("--server-x", type=float, default=2.5, metavar="X",
+    g.add_argument("--server-x", type=number(0, 1e9, lo_open=True), default=2.5, metavar="X",
                    help="report a (server, counter) from this comparative X (default 2.5)")
     g.add_argument("--paper-x", action="store_true",
                    help="PAD's X as the paper defines it (global std, the server included); by default a server is "
                         "compared with the other servers only")
-    g.add_argument("--time-x", type=float, default=2.5, metavar="X",
+    g.add_argument("--time-x", type=number(0, 1e9, lo_open=True), default=2.5, metavar="X",
                    help="report a counter's fleet-wide median from this X at >= 3 time points (default 2.5)")
     g.add_argument("--correlate", action="append", default=[], metavar="COUNTER[@SERVER]",
                    help="also list what moves with this counter, over the fleet or on one server (repeatable)")
-    g.add_argument("--min-correlation", type=float, default=0.9, metavar="R",
+    g.add_argument("--min-correlation", type=number(0, 1, lo_open=True), default=0.9, metavar="R",
                    help="|Pearson| or |Spearman| from which counters are said to move together (default 0.9)")
 
 
@@ -93,11 +95,11 @@ def add_span_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--incident-time", metavar="TIME",
                    help="what changed from this time on, against the requests before it in the same spans (epoch, "
                         "ISO 8601, or HH:MM[:SS] UTC on the spans' day); default: where the requests changed most")
-    g.add_argument("--alpha", type=float, default=0.0, metavar="CV",
+    g.add_argument("--alpha", type=number(0, 1e6), default=0.0, metavar="CV",
                    help="analyse only categories whose latency CV is above this (default 0: all of them)")
-    g.add_argument("--beta", type=float, default=0.97, metavar="COS",
+    g.add_argument("--beta", type=number(0, 1, lo_open=True), default=0.97, metavar="COS",
                    help="a method is a candidate when cos(M, L) of its column is below this (default 0.97)")
-    g.add_argument("--min-category", type=int, default=20, metavar="N",
+    g.add_argument("--min-category", type=number(1, 1e9, integer=True), default=20, metavar="N",
                    help="categories with fewer requests are not analysed (default 20)")
     g.add_argument("--method-times", choices=("self", "total"), default="self",
                    help="matrix of self times (default; callee time excluded) or the paper's total times")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .numbers import number
+
 import sys
 
 from .common import EXIT_CODES_HELP, EXIT_OK, Formatter, Usage
@@ -21,9 +23,9 @@ def add_parser(sub) -> None:
         epilog=EXIT_CODES_HELP,
     )
     p_rec.add_argument("what", choices=("threads",))
-    p_rec.add_argument("--pid", type=int, required=True)
-    p_rec.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between samples (default 1)")
-    p_rec.add_argument("--duration", type=float, default=None, metavar="S", help="stop after this long")
+    p_rec.add_argument("--pid", type=number(1, 2**31 - 1, integer=True), required=True)
+    p_rec.add_argument("--interval", type=number(0.01, 86400), default=1.0, metavar="S", help="seconds between samples (default 1)")
+    p_rec.add_argument("--duration", type=number(0, 1e8, lo_open=True), default=None, metavar="S", help="stop after this long")
     p_rec.add_argument("-o", "--output", required=True, metavar="FILE", help="CSV to write (renamed into place)")
 
 

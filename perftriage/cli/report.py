@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .numbers import number
+
 import sys
 
 from .common import EXIT_CODES_HELP, EXIT_MISSING, EXIT_OK, EXIT_PARTIAL, Formatter, stderr_progress
@@ -21,7 +23,7 @@ def add_parser(sub) -> None:
     p_report.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
     p_report.add_argument("--format", choices=("md", "json"), default=None, help="md (default) or json; "
                           "by default taken from the -o file's extension")
-    p_report.add_argument("--top", type=int, default=20, metavar="N", help="rows in 'slowest' tables (default 20)")
+    p_report.add_argument("--top", type=number(1, 1e6, integer=True), default=20, metavar="N", help="rows in 'slowest' tables (default 20)")
     p_report.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_marker_options(p_report)
     add_outlier_options(p_report)

@@ -3,6 +3,8 @@ a thread pool's load test, a fleet's counters)."""
 
 from __future__ import annotations
 
+from .numbers import finite_rate, host_name, number
+
 import re
 import sys
 
@@ -31,26 +33,26 @@ def add_parser(sub) -> None:
     )
     p_sample.add_argument("--out", default="perftriage-sample", metavar="DIR",
                           help="new folder to create (default ./perftriage-sample); never overwritten")
-    p_sample.add_argument("--requests", type=int, default=2000, metavar="N")
-    p_sample.add_argument("--cpus", type=int, default=4, metavar="N")
-    p_sample.add_argument("--workers", type=int, default=32, metavar="N", help="Apache workers (default 32)")
-    p_sample.add_argument("--rate", type=float, default=60.0, metavar="R", help="requests per second (default 60)")
-    p_sample.add_argument("--seed", type=int, default=1, metavar="S")
+    p_sample.add_argument("--requests", type=number(1, 10_000_000, integer=True), default=2000, metavar="N")
+    p_sample.add_argument("--cpus", type=number(1, 1024, integer=True), default=4, metavar="N")
+    p_sample.add_argument("--workers", type=number(1, 100_000, integer=True), default=32, metavar="N", help="Apache workers (default 32)")
+    p_sample.add_argument("--rate", type=number(0, 1e6, lo_open=True), default=60.0, metavar="R", help="requests per second (default 60)")
+    p_sample.add_argument("--seed", type=number(0, 2**32 - 1, integer=True), default=1, metavar="S")
     p_sample.add_argument("--causes", metavar="SPEC", default=None,
                           help="comma-separated cause[=rate] (e.g. slow_disk=0.05,write_heavy); "
                                "'none' for a normal population only; default: all five at their default rates")
-    p_sample.add_argument("--db-host", metavar="NAME", default=None,
+    p_sample.add_argument("--db-host", type=host_name, metavar="NAME", default=None,
                           help="webserver: run the database on a second traced host named NAME")
-    p_sample.add_argument("--db-clock-offset-ms", type=float, default=3.2, metavar="MS",
+    p_sample.add_argument("--db-clock-offset-ms", type=number(-1e9, 1e9), default=3.2, metavar="MS",
                           help="with --db-host: the database host's clock minus the web host's (default 3.2)")
-    p_sample.add_argument("--db-clock-drift-ppm", type=float, default=12.0, metavar="PPM",
+    p_sample.add_argument("--db-clock-drift-ppm", type=number(-1e5, 1e5), default=12.0, metavar="PPM",
                           help="with --db-host: its clock's drift (default 12)")
     p_sample.add_argument("--incidents", metavar="KIND[@SERVER][:START],...", default=None,
                           help="fleet: stuck_rng, buffer_leak, hot_partition; SERVER 0-based, START a fraction "
                                "of the run (e.g. stuck_rng@4:0.3,buffer_leak:0.4; default: stuck_rng and "
                                "hot_partition on random servers; 'none' for a healthy fleet)")
-    p_sample.add_argument("--servers", type=int, default=25, metavar="N", help="fleet: servers (default 25)")
-    p_sample.add_argument("--points", type=int, default=288, metavar="N",
+    p_sample.add_argument("--servers", type=number(1, 100_000, integer=True), default=25, metavar="N", help="fleet: servers (default 25)")
+    p_sample.add_argument("--points", type=number(2, 10_000_000, integer=True), default=288, metavar="N",
                           help="fleet: samples per counter, every 5 min (default 288: a day)")
     p_sample.add_argument("--system", choices=("webserver", "microservices", "threads", "fleet"), default="webserver",
                           help="threads: a load test's thread pool (8 waves x 10 threads, 5 metrics) with the "
@@ -60,9 +62,9 @@ def add_parser(sub) -> None:
                                "cpu_spike, memory_leak, io_leak); default: the paper's random thread-level mix")
     p_sample.add_argument("--scenario", choices=("replica", "method", "replica+noise", "none"), default="replica",
                           help="microservices: what is slow (default replica)")
-    p_sample.add_argument("--slowdown", type=float, default=4.0, metavar="X",
+    p_sample.add_argument("--slowdown", type=number(0, 1e4, lo_open=True), default=4.0, metavar="X",
                           help="microservices: factor on the slow methods' own time (default 4)")
-    p_sample.add_argument("--drift-ms", type=float, default=5.0, metavar="MS",
+    p_sample.add_argument("--drift-ms", type=number(0, 1e9), default=5.0, metavar="MS",
                           help="microservices: clock offsets between hosts, up to this (default 5 ms)")
 
 
@@ -122,9 +124,9 @@ def parse_causes(spec: str | None) -> dict:
         if name not in CAUSES:
             raise Usage(f"unknown cause {name!r}; known: {', '.join(CAUSES)}")
         try:
-            mix[name] = float(rate) if rate else DEFAULT_MIX.get(name, SLOW_DB_RATE)
+            mix[name] = finite_rate(rate, name) if rate else DEFAULT_MIX.get(name, SLOW_DB_RATE)
         except ValueError:
-            raise Usage(f"bad rate {rate!r} for {name}") from None
+            raise Usage(f"bad rate {rate!r} for {name}: a number between 0 and 1") from None
     return mix
 
 

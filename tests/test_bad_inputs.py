@@ -1,0 +1,92 @@
+"""Bad input refused in one line (issue 18, first part): numeric options at the parser, pipes and
+devices, bytes no sniffer understands, internal errors, a reader that goes away."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+FLEET = str(ROOT / "sample_traces" / "fleet")
+
+
+def cli(*args, timeout=60, **kw):
+    return subprocess.run([sys.executable, "-m", "perftriage", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout, **kw)
+
+
+@pytest.mark.parametrize("args", [
+    ["report", FLEET, "--eps", "nan"], ["report", FLEET, "--thread-metrics", "1e-9"],
+    ["report", FLEET, "--thread-metrics", "inf"], ["report", FLEET, "--replicates", "1000000000"],
+    ["report", FLEET, "--server-x", "nan"], ["report", FLEET, "--minor-fraction", "-1"],
+    ["report", FLEET, "--beta", "2"], ["report", FLEET, "--top", "0"], ["report", FLEET, "--k", "x"],
+    ["sample", "--seed", "-1"], ["sample", "--db-host", "../escape"], ["sample", "--rate", "inf"],
+    ["record", "threads", "--pid", "1", "--interval", "nan", "-o", "x.csv"],
+])
+def test_numbers_and_names_are_checked_at_the_parser(args, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "perftriage", *args], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=60)
+    assert r.returncode == 2, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert "error: argument --" in last and "Traceback" not in r.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_a_bad_rate_inside_a_value_is_a_usage_error(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "perftriage", "sample", "--causes", "slow_disk=nan", "--out",
+                        str(tmp_path / "s")], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 2 and "bad rate 'nan' for slow_disk" in r.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_pipes_are_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "spans.csv"
+    os.mkfifo(fifo)
+    r = cli("report", fifo, timeout=30)
+    assert r.returncode == 3 and r.stderr.strip() == f"perftriage: {fifo}: not a regular file (a pipe, socket or " \
+                                                      "device): perftriage reads files"
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    os.mkfifo(trace / "metadata")
+    r = cli("report", trace, timeout=30)
+    assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("content", [b"a,b\rc\nd,e\n", bytes(range(256)) * 20, b"\x1f\x8b\x08garbage"])
+def test_bytes_no_reader_understands(tmp_path, content):
+    p = tmp_path / "x.csv"
+    p.write_bytes(content)
+    r = cli("report", p)
+    assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1 and str(p) in r.stderr
+    assert "Traceback" not in r.stderr
+    r = cli("report", tmp_path)  # a folder of such files
+    assert r.returncode == 3 and "Traceback" not in r.stderr
+
+
+def test_an_internal_error_is_one_line_and_the_traceback_is_behind_debug(monkeypatch, capsys):
+    import importlib
+
+    m = importlib.import_module("perftriage.cli.main")
+
+    class Boom:
+        @staticmethod
+        def run(args):
+            raise RuntimeError("kaboom")
+
+    monkeypatch.setitem(m.SUBCOMMANDS, "info", Boom)
+    assert m.main(["info", FLEET]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("perftriage: internal error: RuntimeError: kaboom")
+    with pytest.raises(RuntimeError):
+        m.main(["info", FLEET, "--debug"])
+
+
+def test_a_reader_that_goes_away_ends_quietly():
+    r = subprocess.run(f"{sys.executable} -m perftriage report {FLEET} | head -c 1 >/dev/null; "
+                       "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", capture_output=True, text=True,
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 0 and r.stderr == ""
