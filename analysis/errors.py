@@ -28,3 +28,27 @@ class TraceReadError(InputError):
 
 class MissingDependency(PerftriageError):
     """An optional system package is not installed (e.g. babeltrace2's Python bindings)."""
+
+
+#: what a reader raises when a file's content has a shape it did not expect (a number where an
+#: object is, a string for a list, values beyond int64, nesting deeper than Python's stack)
+SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError, OverflowError, RecursionError,
+                UnicodeError, MemoryError)
+
+
+class reading:
+    """``with reading(path, "OTLP JSON"):`` turns any shape error of a reader into one
+    :class:`InputError` naming the file (the boundary every reader sits behind)."""
+
+    def __init__(self, path, what: str):
+        self.path, self.what = path, what
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is None or isinstance(exc, PerftriageError) or not isinstance(exc, SHAPE_ERRORS):
+            return False
+        detail = "too deeply nested" if isinstance(exc, RecursionError) else \
+            "too large to hold in memory" if isinstance(exc, MemoryError) else f"{type(exc).__name__}: {exc}"
+        raise InputError(self.path, f"not a {self.what} perftriage can read ({detail})") from None

@@ -237,7 +237,10 @@ def _run_threads(files, options: Options, result: TriageResult, progress: Progre
         progress(Progress("reading thread metrics", None, f"{len(files)} file(s)"))
     if len(files) > 1:
         result.report.notes.append(f"{len(files)} thread metric files given: only {files[0]} is analysed")
-    ts = read_thread_csv(files[0])
+    from .errors import reading  # noqa: PLC0415
+
+    with reading(files[0], "thread metrics CSV"):
+        ts = read_thread_csv(files[0])
     _analyse_threads(ts, str(files[0]), options, result, progress)
 
 

@@ -90,3 +90,34 @@ def test_a_reader_that_goes_away_ends_quietly():
                        "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", capture_output=True, text=True,
                        cwd=ROOT, timeout=120)
     assert r.returncode == 0 and r.stderr == ""
+
+
+WRONG_SHAPES = {
+    "otlp-number": '{"resourceSpans": 5}',
+    "otlp-item-number": '{"resourceSpans": [3]}',
+    "otlp-null-spans": '{"resourceSpans": [{"scopeSpans": [{"spans": null}]}]}',
+    "jaeger-string-spans": '{"data": [{"traceID": "1", "spans": "abc"}]}',
+    "prometheus-string-result": '{"status":"success","data":{"resultType":"matrix","result":"abc"}}',
+    "deep": '{"resourceSpans": [' + "[" * 100_000 + "]" * 100_000 + "]}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_SHAPES))
+def test_json_of_the_wrong_shape_is_one_line(tmp_path, name):
+    p = tmp_path / f"{name}.json"
+    p.write_text(WRONG_SHAPES[name])
+    r = cli("report", p)
+    assert r.returncode == 3, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"perftriage: {p}: ") and "Traceback" not in r.stderr
+
+
+def test_rules_and_thread_csv_with_wrong_values_are_one_line(tmp_path):
+    rules = tmp_path / "r.toml"
+    rules.write_text('[[rule]]\ncounter = 5\nview = "detail"\nstatistic = "any"\nop = ">"\nvalue = "x"\n')
+    r = cli("report", FLEET, "--rules", rules)
+    assert r.returncode == 3 and r.stderr.strip().startswith(f"perftriage: {rules}: ")
+    wide = tmp_path / "w.csv"
+    wide.write_text("time,t1:cpu,t2:cpu,t3:cpu\n1,2,3,4\n2,x,4,5\n3,4,5,6\n")
+    r = cli("report", wide)
+    assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1 and str(wide) in r.stderr

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perftriage.analysis.errors import InputError
+from perftriage.analysis.errors import InputError, reading
 from perftriage.analysis.inputs import GZIP_MAGIC, open_data, read_head, read_text, register_file_kind
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 
@@ -325,15 +325,15 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
     pieces, notes = [], []
     for p in paths:
         head = read_head(p)
-        if sniff_prometheus(p, head):
-            raw = read_prometheus(p, server_label, names_)
-        else:
-            raw = read_csv(p, names_)
+        prom = sniff_prometheus(p, head)
+        with reading(p, "Prometheus JSON file" if prom else "counter CSV"):
+            raw = read_prometheus(p, server_label, names_) if prom else read_csv(p, names_)
         pieces += raw.pieces
         notes += raw.notes
     source = str(paths[0]) if len(paths) == 1 else f"{paths[0].parent} ({len(paths)} files)"
     raw = RawCounters(names_.server_list, names_.counter_list, pieces, source, notes)
-    return align(raw, interval)
+    with reading(source, "set of counters that can be aligned"):
+        return align(raw, interval)
 
 
 register_file_kind("counters", lambda p, h: sniff_csv(p, h) or sniff_prometheus(p, h))

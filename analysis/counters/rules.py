@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perftriage.analysis.errors import InputError
+from perftriage.analysis.errors import InputError, reading
 
 from .table import CounterSet
 
@@ -122,7 +122,8 @@ def read_rules(path) -> list[Rule]:
     if not text.strip():
         raise InputError(path, "file is empty")
     try:
-        rules = _from_xml(text, path) if text.lstrip().startswith("<") else _from_toml(text, path)
+        with reading(path, "rules file"):
+            rules = _from_xml(text, path) if text.lstrip().startswith("<") else _from_toml(text, path)
     except ValueError as exc:
         raise InputError(path, str(exc)) from None
     if not rules:

@@ -19,6 +19,10 @@ FORMATS = {
 }
 
 
+FORMAT_NAMES = {"otlp": "OTLP JSON file", "jaeger": "Jaeger JSON file", "zipkin": "Zipkin JSON file",
+                "clouddiag-log": "CloudDiag log", "span-csv": "span CSV"}
+
+
 def sniff_format(path: Path, head: bytes) -> str | None:
     for name, mod in FORMATS.items():
         if mod.sniff(path, head):
@@ -35,7 +39,7 @@ register_file_kind("spans", _sniff_spans)
 
 def read_spans(paths, columns: dict[str, str] | None = None) -> SpanTable:
     """All spans of the given files in one table (formats detected per file)."""
-    from perftriage.analysis.errors import InputError  # noqa: PLC0415
+    from perftriage.analysis.errors import InputError, reading  # noqa: PLC0415
 
     b = SpanBuilder()
     for p in paths:
@@ -44,9 +48,10 @@ def read_spans(paths, columns: dict[str, str] | None = None) -> SpanTable:
         fmt = sniff_format(p, head)
         if fmt is None:
             raise InputError(p, "not a span file perftriage reads (OTLP/Jaeger/Zipkin JSON, span CSV, CloudDiag log)")
-        if fmt == "span-csv":
-            span_csv.read(p, b, columns)
-        else:
-            FORMATS[fmt].read(p, b)
+        with reading(p, FORMAT_NAMES[fmt]):
+            if fmt == "span-csv":
+                span_csv.read(p, b, columns)
+            else:
+                FORMATS[fmt].read(p, b)
         b.sources.append(f"{p} ({fmt})")
     return b.finish()
