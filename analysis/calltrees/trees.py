@@ -12,6 +12,7 @@ missing root, several roots) are counted and left out of the categories.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,7 +59,9 @@ class _Shapes:
     def __init__(self, names: list[str]):
         self.names = names
         self.code: dict[tuple, int] = {}
-        self.text: list[str] = []
+        self.method: list[int] = []  # per label: its method
+        self.kids: list[tuple] = []  # per label: its children's labels
+        self.sortkey: list[tuple] = []  # per label: (method name, 64-bit hash of the shape): the canonical order
         self.cat_of_shape: dict[int, int] = {}
         self.meta: list[tuple] = []  # per category: shape text, methods, depths, parents
         self.rows: list[list[np.ndarray]] = []  # per category: blocks of (requests, columns) span rows
@@ -70,17 +73,46 @@ class _Shapes:
         key = (method, kid_labels)
         c = self.code.get(key)
         if c is None:
-            c = self.code[key] = len(self.text)
-            self.text.append(self.names[method] + ("(" + ",".join(sorted(self.text[k] for k in kid_labels)) + ")"
-                                                   if kid_labels else ""))
+            # no text per subtree (a chain of n calls would hold n texts of up to n names: 10 GB
+            # for 40,000): a hash of the name and the children's hashes, the same in every run
+            c = self.code[key] = len(self.method)
+            name = self.names[method]
+            kids = sorted(kid_labels, key=lambda k: self.sortkey[k])
+            h = hashlib.blake2b(name.encode("utf-8", "replace"), digest_size=8)
+            for k in kids:
+                h.update(self.sortkey[k][1].to_bytes(8, "little"))
+            self.method.append(method)
+            self.kids.append(tuple(kids))
+            self.sortkey.append((name, int.from_bytes(h.digest(), "little")))
         return c
+
+    def text(self, label: int) -> str:
+        """The canonical form of a shape, ``a(b,c(d))``, children by name (then shape); built
+        once per category, in time linear in its size."""
+        out: list[str] = []
+        stack: list = [label]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, str):
+                out.append(x)
+                continue
+            out.append(self.names[self.method[x]])
+            kids = self.kids[x]
+            if kids:
+                out.append("(")
+                stack.append(")")
+                for i, k in enumerate(reversed(kids)):
+                    stack.append(k)
+                    if i < len(kids) - 1:
+                        stack.append(",")
+        return "".join(out)
 
     def add(self, shape: int, seq: list[int], methods: list[int], depths: list[int], parents: list[int],
             trace: int) -> int:
         c = self.cat_of_shape.get(shape)
         if c is None:
             c = self.cat_of_shape[shape] = len(self.meta)
-            self.meta.append((self.text[shape], methods, depths, parents))
+            self.meta.append((self.text(shape), methods, depths, parents))
             self.rows.append([])
             self.traces.append([])
             self._rows_blk.append([])
@@ -177,7 +209,7 @@ def _one_request(rows, t, parent, method, start, shapes: _Shapes, request_catego
             continue
         label[node] = shapes.label(method[node], tuple(sorted(label[k] for k in kids)))
     # depth-first order of the canonical tree: children by (shape, start)
-    text = shapes.text
+    sortkey = shapes.sortkey
     seq, depths, parents = [], [], []
     stack = [(root, 0, -1)]
     while stack:
@@ -186,7 +218,7 @@ def _one_request(rows, t, parent, method, start, shapes: _Shapes, request_catego
         seq.append(node)
         depths.append(depth)
         parents.append(pcol)
-        kids = sorted(children.get(node, ()), key=lambda k: (text[label[k]], start[k]))
+        kids = sorted(children.get(node, ()), key=lambda k: (sortkey[label[k]], start[k]))
         stack.extend((k, depth + 1, col) for k in reversed(kids))
     request_category[t] = shapes.add(label[root], seq, [method[r] for r in seq], depths, parents, t)
     return root, True
