@@ -121,3 +121,27 @@ def test_rules_and_thread_csv_with_wrong_values_are_one_line(tmp_path):
     wide.write_text("time,t1:cpu,t2:cpu,t3:cpu\n1,2,3,4\n2,x,4,5\n3,4,5,6\n")
     r = cli("report", wide)
     assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1 and str(wide) in r.stderr
+
+
+def test_a_long_chain_of_calls_is_linear(tmp_path):
+    from perftriage.analysis.calltrees.trees import build_call_trees
+    from perftriage.analysis.spans import read_spans
+
+    n = 20_000
+    lines = ["trace_id,span_id,parent_id,service,name,start_ns,end_ns"]
+    t0 = 1_700_000_000_000_000_000
+    lines += [f"t1,{i + 1},{i if i else ''},svc{i % 3},op{i % 7},{t0 + i},{t0 + 2 * n - i}" for i in range(n)]
+    p = tmp_path / "chain.csv"
+    p.write_text("\n".join(lines) + "\n")
+    trees = build_call_trees(read_spans([p]))
+    (cat,) = trees.categories
+    assert cat.width == n and cat.shape.count("(") == n - 1 and len(cat.shape) < 20 * n
+
+
+def test_a_few_samples_over_a_long_span_are_refused_before_allocating(tmp_path):
+    lines = ["time,server,cpu"] + [f"{1_700_000_000 + i * 0.001},s{i % 3},1" for i in range(6)] + \
+        [f"{1_800_000_000 + i},s{i % 3},1" for i in range(6)]
+    p = tmp_path / "c.csv"
+    p.write_text("\n".join(lines) + "\n")
+    r = cli("report", p, timeout=60)
+    assert r.returncode == 3 and "the times or the sampling interval are wrong" in r.stderr

@@ -14,6 +14,7 @@ from perftriage.analysis.ctf.metadata import read_metadata_text
 from perftriage.analysis.ctf.reader import CtfReader
 from perftriage.analysis.ctf.summary import summarize
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.triage import Options, run_triage
 
 from conftest import REAL_TRACE_EVENTS, ROOT, needs_bt2, real_trace
 
@@ -167,3 +168,45 @@ def test_cli_analyses_what_a_failing_read_delivered_with_exit_4(copy_trace):
 
     notes = json.loads(r.stdout)["notes"]
     assert any(n.startswith("partial data") for n in notes)
+
+
+def _offsets(text: str) -> tuple[str, dict]:
+    """Byte offset and width of every plain field of LTTng's packet header and context."""
+    import re
+
+    from perftriage.analysis.ctf import metadata as md
+
+    types = md._int_types(text)
+    bo = md._BYTE_ORDER.search(text)
+    order = ">" if bo and bo.group(1) in ("be", "network") else "<"
+    h = re.search(r"packet\.header\s*:=\s*struct", text)
+    c = re.search(r"struct\s+packet_context\s*\{", text)
+    members = (md._members(md._struct_body(text, h.end()) or "", types) if h else []) + \
+        (md._members(md._struct_body(text, c.start()) or "", types) if c else [])
+    bit, found = 0, {}
+    for name, size, align, count in members:
+        if size == 0 or size % 8 or align % 8:
+            break
+        bit = (bit + align - 1) // align * align
+        found.setdefault(name, (bit // 8, size // 8))
+        bit += size * count
+    return order, found
+
+
+@needs_bt2
+def test_a_packet_cpu_id_beyond_any_cpu_is_said_not_a_crash(copy_trace):
+    import struct
+
+    t = copy_trace("tracevizlab-wget-k-20180802-115406") / "kernel"
+    order, found = _offsets(read_metadata_text(t / "metadata"))
+    off, width = found["cpu_id"]
+    assert width == 4
+    f = t / "k_1"
+    data, pos = bytearray(f.read_bytes()), 0
+    psize_off, _ = found["packet_size"]
+    while pos < len(data):
+        struct.pack_into(order + "I", data, pos + off, 0xFFFFFFF0)
+        pos += struct.unpack_from(order + "Q", data, pos + psize_off)[0] // 8
+    f.write_bytes(data)
+    res = run_triage([t], Options(thread_metrics=False))
+    assert any("cpu_id 4294967280 (not a CPU number)" in n for n in res.report.notes)

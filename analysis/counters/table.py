@@ -125,8 +125,15 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
                                      f"{raw.servers[early]} ends")
     n = int(np.floor((tf - ts) / d + 1e-9))
     T = n + 1
-    if S * C * T > 2_000_000_000:
-        raise InputError(raw.source, f"{S} servers x {C} counters x {T} points is too large to hold at once")
+    cells = S * C * T
+    if cells > 500_000_000:
+        raise InputError(raw.source, f"{S} servers x {C} counters x {T:,} points is too large to hold at once "
+                                     f"({cells * 8 / 2**30:.1f} GiB)")
+    have = raw.n_samples
+    if cells > max(50 * have, 5_000_000):
+        # estimated before allocating: a few samples with a tiny interval over a long span
+        raise InputError(raw.source, f"{have:,} samples would spread over {T:,} points every {_secs(d)} (from "
+                                     f"{_secs(tf - ts)} of time): the times or the sampling interval are wrong")
     # rows (server, point) x counters first: a reader's row lands whole in one place, then one
     # transposition makes the (server, counter, point) cube
     rows_buf = None  # made on first use (a reader's full, ordered piece becomes it without a copy)

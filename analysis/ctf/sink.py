@@ -27,6 +27,9 @@ _PID_CONTEXT = ("vpid", "pid")
 _INT, _STR, _FLOAT = 0, 1, 2
 
 
+MAX_CPUS = 1 << 16  # a packet's cpu_id beyond this is damage, not a CPU
+
+
 class _ColumnBuf:
     """Sparse column being filled: row numbers and values, scattered into a dense column later."""
 
@@ -424,8 +427,14 @@ def _make_sink_class():
                 cpu = -1
                 if ctx is not None and "cpu_id" in ctx:
                     cpu = int(ctx["cpu_id"])
-                st.packet_cpu[pkt.addr] = cpu
                 index = st.trace_of_class.get(pkt.stream.trace.cls.addr, 0)
+                if not 0 <= cpu < MAX_CPUS and cpu != -1:
+                    t = reader.traces[index]
+                    msg_ = f"packets with cpu_id {cpu} (not a CPU number): their events are on no CPU"
+                    if msg_ not in t.problems and len(t.problems) < 20:
+                        t.problems.append(msg_)
+                    cpu = -1
+                st.packet_cpu[pkt.addr] = cpu
                 if cpu >= 0:
                     reader.traces[index].cpus.add(cpu)
             elif mtype == DISC_EV:
