@@ -160,8 +160,21 @@ def _json_default(o):
 
 
 def render(report: Report, fmt: str) -> str:
+    """The report as Markdown or JSON text that UTF-8 can always encode: names taken from the
+    inputs (a request URI a client sent, a span name) may hold lone surrogates, which are
+    written as their escape (``\\ud800``) instead of failing the write."""
     if fmt == "md":
-        return report_markdown(report)
-    if fmt == "json":
-        return report_json(report)
-    raise ValueError(f"unknown format {fmt!r} (md or json)")
+        text = report_markdown(report)
+    elif fmt == "json":
+        text = report_json(report)
+    else:
+        raise ValueError(f"unknown format {fmt!r} (md or json)")
+    return encodable(text)
+
+
+def encodable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -145,3 +145,20 @@ def test_a_few_samples_over_a_long_span_are_refused_before_allocating(tmp_path):
     p.write_text("\n".join(lines) + "\n")
     r = cli("report", p, timeout=60)
     assert r.returncode == 3 and "the times or the sampling interval are wrong" in r.stderr
+
+
+def test_a_lone_surrogate_in_a_name_is_written_escaped(tmp_path):
+    import json
+
+    spans = [{"traceId": f"{i:032x}", "spanId": f"{i + 1:016x}", "name": "x\ud800y",
+              "startTimeUnixNano": str(1_700_000_000_000_000_000 + i * 10**6),
+              "endTimeUnixNano": str(1_700_000_000_000_000_000 + i * 10**6 + 5000)} for i in range(30)]
+    doc = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "web"}}]},
+                              "scopeSpans": [{"spans": spans}]}]}
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(doc))
+    out = tmp_path / "r.md"
+    r = cli("report", p, "-q", "-o", out)
+    assert r.returncode == 0 and "x\\ud800y" in out.read_text()
+    r = cli("report", p, "-q", "--format", "json", env={**os.environ, "PYTHONIOENCODING": "ascii:strict", "LC_ALL": "C"})
+    assert r.returncode == 0 and json.loads(r.stdout)["findings"]

@@ -18,7 +18,7 @@ from textual.worker import Worker, WorkerState
 
 from perftriage.analysis.atomic import atomic_write
 from perftriage.analysis.errors import PerftriageError
-from perftriage.analysis.findings import report_markdown
+from perftriage.analysis.findings import render
 from perftriage.analysis.requests.features import requests_of_features
 from perftriage.analysis.requests.outlier_analysis import unit_noun
 from perftriage.analysis.triage import Options, Progress, TriageResult, run_triage
@@ -240,7 +240,7 @@ class PerftriageApp(App):
         if not path:
             return
         try:
-            atomic_write(path, report_markdown(self.result.report),
+            atomic_write(path, render(self.result.report, "md"),
                          protect=[str(p) for p in self.result.inputs.ctf])
         except (PerftriageError, OSError) as exc:
             msg = str(exc) if isinstance(exc, PerftriageError) else f"{path}: {exc.strerror or exc}"

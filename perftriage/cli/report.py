@@ -50,8 +50,10 @@ def run(args) -> int:
     if args.output:
         atomic_write(args.output, text, protect=[str(p) for p in result.inputs.ctf])
         print(f"wrote {args.output} ({len(result.report.findings)} findings)", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    else:  # UTF-8 whatever the locale says (LANG=C, a strict PYTHONIOENCODING): the bytes, not the codec
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.buffer.flush()
     partial = [n for n in result.report.notes if n.startswith("partial data")]
     for note in partial:
         print(f"perftriage: {note}", file=sys.stderr)
