@@ -162,3 +162,43 @@ def test_a_lone_surrogate_in_a_name_is_written_escaped(tmp_path):
     assert r.returncode == 0 and "x\\ud800y" in out.read_text()
     r = cli("report", p, "-q", "--format", "json", env={**os.environ, "PYTHONIOENCODING": "ascii:strict", "LC_ALL": "C"})
     assert r.returncode == 0 and json.loads(r.stdout)["findings"]
+
+
+def test_record_stops_on_a_zombie_and_keeps_samples_on_sigterm(tmp_path):
+    import signal
+    import time
+
+    # a zombie: a child that exited and was never waited for
+    child = subprocess.Popen(["sleep", "0.2"])
+    time.sleep(0.6)
+    out = tmp_path / "z.csv"
+    r = cli("record", "threads", "--pid", child.pid, "--interval", "0.05", "-o", out, timeout=30)
+    child.wait()
+    assert r.returncode == 0 and "process exited" in r.stdout and out.exists()
+    # SIGTERM (or SIGHUP, the SSH session closing) keeps what was sampled, no partial file left
+    target = subprocess.Popen(["sleep", "30"])
+    out = tmp_path / "t.csv"
+    rec = subprocess.Popen([sys.executable, "-m", "perftriage", "record", "threads", "--pid", str(target.pid),
+                            "--interval", "0.05", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, cwd=ROOT)
+    time.sleep(2.5)
+    rec.send_signal(signal.SIGTERM)
+    so, se = rec.communicate(timeout=30)
+    target.kill()
+    target.wait()
+    assert rec.returncode == 0, se
+    assert "stopped by SIGTERM" in so and len(out.read_text().splitlines()) > 2
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_record_never_writes_into_a_trace_folder(tmp_path):
+    import shutil
+
+    from conftest import real_trace
+
+    trace = tmp_path / "trace"
+    shutil.copytree(real_trace("tracevizlab-php-ust"), trace)
+    meta_dir = next(p.parent for p in trace.rglob("metadata"))
+    r = cli("record", "threads", "--pid", os.getpid(), "--duration", "0.2", "-o", meta_dir / "x.csv", timeout=30)
+    assert r.returncode == 3 and "trace folders are never written to" in r.stderr
+    assert not (meta_dir / "x.csv").exists()

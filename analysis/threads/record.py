@@ -14,11 +14,14 @@ kept). Cost: one pass over a few small /proc files per thread per interval.
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import re
 import socket
 import time
 from pathlib import Path
 
+from perftriage.analysis.ctf.discover import is_ctf_metadata
 from perftriage.analysis.errors import InputError
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -80,6 +83,40 @@ def sample_once(pid: int) -> tuple[dict, tuple[int, int, int]]:
     return threads, (size * PAGE, resident * PAGE, fds)
 
 
+def _state(pid: int) -> str | None:
+    """The process's state letter (R, S, D, Z...), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+class _Stop(Exception):
+    """SIGTERM or SIGHUP (the SSH session closing): stop sampling and keep what was sampled."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.saved: dict = {}
+
+    @classmethod
+    def install(cls) -> "_Stop":
+        me = cls("nothing")
+        if threading.current_thread() is not threading.main_thread():
+            return me
+
+        def handler(signum, frame):
+            raise cls(signal.Signals(signum).name)
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            me.saved[sig] = signal.signal(sig, handler)
+        return me
+
+    def restore(self) -> None:
+        for sig, old in self.saved.items():
+            signal.signal(sig, old)
+
+
 def record_threads(pid: int, out: str | os.PathLike, interval: float = 1.0, duration: float | None = None,
                    on_sample=None) -> dict:
     """Sample until ``duration`` passes, the process exits or KeyboardInterrupt; returns a summary."""
@@ -93,6 +130,9 @@ def record_threads(pid: int, out: str | os.PathLike, interval: float = 1.0, dura
         raise InputError(f"/proc/{pid}", exc.strerror or str(exc)) from None
     if out.exists() and out.is_dir():
         raise InputError(out, "is a folder: give a file name for the CSV")
+    for folder in [out.resolve().parent, *out.resolve().parent.parents][:4]:
+        if is_ctf_metadata(folder / "metadata"):
+            raise InputError(out, f"would be written into the trace folder {folder}: trace folders are never written to")
     tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
     host = socket.gethostname()
     process = f"{pid}:{comm}"
@@ -100,40 +140,52 @@ def record_threads(pid: int, out: str | os.PathLike, interval: float = 1.0, dura
     stopped = "duration"
     t_start = time.monotonic()
     prev, prev_t = None, None
-    with open(tmp, "w") as f:
-        f.write("time,machine,process,pool,thread," + ",".join(METRICS) + "\n")
-        try:
-            while True:
-                now = time.monotonic()
-                try:
-                    cur, proc = sample_once(pid)
-                except (FileNotFoundError, ProcessLookupError):
-                    stopped = "process exited"
-                    break
-                wall = time.time()
-                if prev is not None:
-                    dt = max(now - prev_t, 1e-6)
-                    for tid, (name, ticks, minflt, majflt, vol, inv, io) in cur.items():
-                        p = prev.get(tid)
-                        if p is None:
-                            continue
-                        cpu = 100.0 * (ticks - p[1]) / CLK_TCK / dt
-                        rd = wr = ""
-                        if io is not None and p[6] is not None:
-                            rd, wr = io[0] - p[6][0], io[1] - p[6][1]
-                        pool = re.sub(r"[\d]+$", "", name) or name
-                        f.write(f"{wall:.3f},{host},{process},{pool},{tid},{cpu:.2f},{vol - p[4]},{inv - p[5]},"
-                                f"{minflt - p[2]},{majflt - p[3]},{rd},{wr},{proc[0]},{proc[1]},{proc[2]}\n")
-                        rows += 1
-                    samples += 1
-                    f.flush()
-                    if on_sample:
-                        on_sample(samples, len(cur))
-                prev, prev_t = cur, now
-                if duration is not None and now - t_start >= duration:
-                    break
-                time.sleep(max(0.0, interval - (time.monotonic() - now)))
-        except KeyboardInterrupt:
-            stopped = "interrupted"
-    os.replace(tmp, out)
+    stop = _Stop.install()
+    try:
+        with open(tmp, "w") as f:
+            f.write("time,machine,process,pool,thread," + ",".join(METRICS) + "\n")
+            try:
+                while True:
+                    now = time.monotonic()
+                    if _state(pid) in ("Z", "X", None):
+                        stopped = "process exited"
+                        break
+                    try:
+                        cur, proc = sample_once(pid)
+                    except (FileNotFoundError, ProcessLookupError):
+                        stopped = "process exited"
+                        break
+                    wall = time.time()
+                    if prev is not None:
+                        dt = max(now - prev_t, 1e-6)
+                        for tid, (name, ticks, minflt, majflt, vol, inv, io) in cur.items():
+                            p = prev.get(tid)
+                            if p is None:
+                                continue
+                            cpu = 100.0 * (ticks - p[1]) / CLK_TCK / dt
+                            rd = wr = ""
+                            if io is not None and p[6] is not None:
+                                rd, wr = io[0] - p[6][0], io[1] - p[6][1]
+                            pool = re.sub(r"[\d]+$", "", name) or name
+                            f.write(f"{wall:.3f},{host},{process},{pool},{tid},{cpu:.2f},{vol - p[4]},{inv - p[5]},"
+                                    f"{minflt - p[2]},{majflt - p[3]},{rd},{wr},{proc[0]},{proc[1]},{proc[2]}\n")
+                            rows += 1
+                        samples += 1
+                        f.flush()
+                        if on_sample:
+                            on_sample(samples, len(cur))
+                    prev, prev_t = cur, now
+                    if duration is not None and now - t_start >= duration:
+                        break
+                    time.sleep(max(0.0, interval - (time.monotonic() - now)))
+            except KeyboardInterrupt:
+                stopped = "interrupted"
+            except _Stop as exc:
+                stopped = f"stopped by {exc.args[0]}"
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # never a hidden partial file left behind
+        raise
+    finally:
+        stop.restore()
     return {"out": str(out), "samples": samples, "rows": rows, "stopped": stopped, "process": process}

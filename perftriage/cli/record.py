@@ -17,7 +17,8 @@ def add_parser(sub) -> None:
         description=(
             "record threads: every --interval seconds, per thread of --pid: CPU %, context switches,\n"
             "page faults, I/O bytes, and the process's memory and open fds, from /proc. Stops after\n"
-            "--duration, when the process exits, or on Ctrl-C, keeping everything sampled. The CSV\n"
+            "--duration, when the process exits (or is a zombie), on Ctrl-C, SIGTERM or SIGHUP (the SSH\n"
+            "session closing), keeping everything sampled. The CSV\n"
             "is what `perftriage report FILE` and the Threads pane read."
         ),
         epilog=EXIT_CODES_HELP,
