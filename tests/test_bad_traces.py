@@ -210,3 +210,16 @@ def test_a_packet_cpu_id_beyond_any_cpu_is_said_not_a_crash(copy_trace):
     f.write_bytes(data)
     res = run_triage([t], Options(thread_metrics=False))
     assert any("cpu_id 4294967280 (not a CPU number)" in n for n in res.report.notes)
+
+
+def test_nothing_of_a_session_is_left_out_silently(copy_trace):
+    t = copy_trace("tracevizlab-cat-kern-ust")
+    (t / "cat-kernel" / "metadata").unlink()  # the kernel trace's metadata is missing
+    os.symlink("loop_b", t / "cat-ust" / "loop_a")  # a stream name that loops
+    os.symlink("loop_a", t / "cat-ust" / "loop_b")
+    r = subprocess.run([sys.executable, "-m", "perftriage", "report", str(t), "-q", "-o", os.devnull],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 4, r.stderr
+    err = r.stderr
+    assert f"{t / 'cat-kernel'}: 8 stream file(s)" in err and "without a metadata file: not read" in err
+    assert f"{t / 'cat-ust' / 'loop_a'}: not a readable regular file" in err

@@ -8,12 +8,15 @@ all found and later read together, merged by time.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from perftriage.analysis.errors import InputError
 
+# LTTng's stream files: <channel>_<cpu> (kernel: channel0_0; ust: ust_0...)
+_STREAM_NAME = re.compile(r"^[A-Za-z][\w-]*_\d+$")
 # Packetized metadata starts with this magic (either byte order); text metadata with "/* CTF".
 _METADATA_MAGIC = (b"\x57\x1d\xd1\x75", b"\x75\xd1\x1d\x57")
 
@@ -22,6 +25,7 @@ _METADATA_MAGIC = (b"\x57\x1d\xd1\x75", b"\x75\xd1\x1d\x57")
 class TraceDir:
     path: Path
     stream_files: tuple[Path, ...]
+    problems: tuple[str, ...] = ()  # parts of the input that could not be read (said as partial data)
 
     @property
     def size(self) -> int:
@@ -65,23 +69,35 @@ def find_traces(paths) -> list[TraceDir]:
             else:
                 raise InputError(p, "not a CTF trace folder (a CTF trace is a folder with a 'metadata' file)")
         before = len(found)
-        for root, dirs, files in os.walk(p):
+        lost: list[str] = []  # what under this path cannot be read: said, never silently left out
+
+        def unlistable(err: OSError) -> None:
+            lost.append(f"{err.filename}: cannot be listed ({err.strerror or err}): not read")
+
+        here = []
+        for root, dirs, files in os.walk(p, onerror=unlistable):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "index")
-            if "metadata" not in files:
-                continue
             root_p = Path(root)
+            if "metadata" not in files:
+                orphans = [f for f in files if _STREAM_NAME.match(f)]
+                if orphans:
+                    lost.append(f"{root_p}: {len(orphans)} stream file(s) ({', '.join(sorted(orphans)[:3])}) without a "
+                                "metadata file: not read")
+                continue
             if not is_ctf_metadata(root_p / "metadata"):
                 raise InputError(root_p / "metadata", "not CTF metadata (neither packetized nor text '/* CTF' header)")
-            streams = tuple(
-                sorted(
-                    root_p / f
-                    for f in files
-                    if f != "metadata" and not f.startswith(".") and (root_p / f).is_file()
-                )
-            )
+            names = sorted(f for f in files if f != "metadata" and not f.startswith("."))
+            streams = tuple(root_p / f for f in names if (root_p / f).is_file())
+            skipped = [f for f in names if not (root_p / f).is_file()]
             if not streams:
                 raise InputError(root_p, "CTF trace has a metadata file but no stream files")
-            found[root_p.resolve()] = TraceDir(root_p, streams)
+            problems = tuple(f"{root_p / f}: not a readable regular file (a broken or looping link?): not read"
+                             for f in skipped)
+            here.append((root_p, streams, problems))
+        for i, (root_p, streams, problems) in enumerate(here):
+            found[root_p.resolve()] = TraceDir(root_p, streams, problems + (tuple(lost) if i == 0 else ()))
         if len(found) == before:
+            if lost:
+                raise InputError(p, "no CTF trace could be read: " + lost[0])
             raise InputError(p, "no CTF trace found (no 'metadata' file in this folder or below)")
     return [found[k] for k in sorted(found)]

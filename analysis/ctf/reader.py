@@ -101,6 +101,7 @@ class CtfReader:
     def _check_trace(self, td: TraceDir, meta: TraceMeta):
         """Validate metadata and streams before babeltrace2 sees them; returns the folder to read
         (the trace itself, or a salvage view when stream files are cut short)."""
+        meta.problems.extend(td.problems)
         text = read_metadata_text(td.path / "metadata")
         meta.defined_events = tuple(event_names(text))
         self._env.append((env_value(text, "hostname"), env_value(text, "domain")))
