@@ -202,3 +202,14 @@ def test_record_never_writes_into_a_trace_folder(tmp_path):
     r = cli("record", "threads", "--pid", os.getpid(), "--duration", "0.2", "-o", meta_dir / "x.csv", timeout=30)
     assert r.returncode == 3 and "trace folders are never written to" in r.stderr
     assert not (meta_dir / "x.csv").exists()
+
+
+def test_a_seven_column_span_csv_ending_in_end_is_a_span_csv(tmp_path):
+    from perftriage.analysis.spans import read_spans
+
+    p = tmp_path / "s.csv"
+    p.write_text("trace,span,parent,service,name,start,end\n"
+                 "t1,1,,web,home,1700000000000000000,1700000000000100000\n"
+                 "t1,2,1,db,q,1700000000000010000,1700000000000050000\n")
+    t = read_spans([p])
+    assert t.sources == [f"{p} (span-csv)"] and len(t) == 2 and t.problems.total() == 0

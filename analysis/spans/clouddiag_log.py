@@ -27,11 +27,21 @@ FLAGS_IN = {"invoke", "i", "call", "enter", "entry", "start"}
 FLAGS_OUT = {"return", "r", "ret", "exit", "end"}
 
 
+def _number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
 def sniff(path: Path, head: bytes) -> bool:
     for line in head.decode("utf-8", "replace").splitlines()[:5]:
         parts = [p.strip().lower() for p in line.split(",")]
         if len(parts) == 7:
-            if parts[:2] == ["host", "timestamp"] or parts[6] in FLAGS_IN | FLAGS_OUT:
+            # a data line has a number for its timestamp: a span CSV's header ending in `end`
+            # (trace,span,parent,service,name,start,end) is not a log line
+            if parts[:2] == ["host", "timestamp"] or (parts[6] in FLAGS_IN | FLAGS_OUT and _number(parts[1])):
                 return True
     return False
 
