@@ -5,31 +5,19 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
 from perftriage.analysis.calltrees.clouddiag import Diagnosis, DiagParams, diagnose
 from perftriage.analysis.calltrees.compare import CompareParams, Comparison, compare
-from perftriage.analysis.calltrees.findings import (
-    change_findings,
-    comparison_findings,
-    diagnosis_findings,
-    span_problem_findings,
-)
+from perftriage.analysis.calltrees.findings import (change_findings, comparison_findings, diagnosis_findings,
+                                                    span_problem_findings)
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
-from perftriage.analysis.calltrees.what_changed import (
-    ChangeDiagnosis,
-    diagnose_change,
-    find_split,
-    split_spans,
-)
-from perftriage.analysis.counters.findings import (
-    CounterAnalysis,
-    CounterParams,
-    analyse_counters,
-    counter_findings,
-)
+from perftriage.analysis.calltrees.what_changed import ChangeDiagnosis, diagnose_change, find_split, split_spans
+from perftriage.analysis.counters.findings import CounterAnalysis, CounterParams, analyse_counters, counter_findings
 from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.counters.rules import read_rules
 from perftriage.analysis.ctf.pipeline import read_once
@@ -39,54 +27,30 @@ from perftriage.analysis.execgraph.builder import GraphBuilder
 from perftriage.analysis.execgraph.graph import ExecGraph
 from perftriage.analysis.execgraph.netmatch import network_notes
 from perftriage.analysis.requests.clusters import ClusterParams
-from perftriage.analysis.requests.features import (
-    FeatureTable,
-    concat,
-    extract_features,
-    read_features,
-)
-from perftriage.analysis.requests.findings import (
-    feature_findings,
-    request_findings,
-    trace_findings,
-)
-from perftriage.analysis.requests.markers import (
-    BUILTIN_MARKERS,
-    MarkerRequests,
-    MarkerSpec,
-)
-from perftriage.analysis.requests.outlier_analysis import (
-    RequestAnalysis,
-    analyze_requests,
-    cluster_findings,
-    outlier_summary_finding,
-)
+from perftriage.analysis.requests.features import FeatureTable, concat, extract_features, read_features
+from perftriage.analysis.requests.findings import (count_of, feature_findings, request_findings, singular,
+                                                  trace_findings)
+from perftriage.analysis.requests.markers import BUILTIN_MARKERS, MarkerRequests, MarkerSpec
+from perftriage.analysis.requests.outlier_analysis import (RequestAnalysis, analyze_requests, cluster_findings,
+                                                           outlier_summary_finding)
 from perftriage.analysis.requests.outliers import OutlierParams
 from perftriage.analysis.requests.table import RequestTable
 from perftriage.analysis.requests.time_spent import time_spent_findings
-from perftriage.analysis.requests.units import (
-    auto_units,
-    comparable,
-    not_compared_reason,
-    not_compared_summary,
-    parse_unit,
-    process_units,
-    syscall_units,
-    thread_units,
-)
+from perftriage.analysis.requests.units import (auto_units, comparable, not_compared_reason, not_compared_summary,
+                                                parse_unit, process_units, syscall_units, thread_units)
 from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.threads.deviation import ThreadParams
 from perftriage.analysis.threads.from_trace import thread_series_from_graphs
-from perftriage.analysis.threads.series import ThreadSeries
-from perftriage.analysis.threads.series import read_csv as read_thread_csv
+from perftriage.analysis.threads.series import ThreadSeries, read_csv as read_thread_csv
 from perftriage.analysis.threads.topdown import TopDown, top_down, topdown_findings
 
 from perftriage import __version__
-
-from .errors import MissingDependency
+from .errors import InputError, MissingDependency, reading
 from .findings import Finding, Report, Table
 from .inputs import Inputs, classify, register_file_kind
 from .spans import read_spans
+from .timeparse import user_time_ns
+from .units import fmt_timestamp
 
 
 @dataclass
@@ -144,9 +108,10 @@ class TriageResult:
     counters: CounterAnalysis | None = None
     report: Report = field(default_factory=lambda: Report(inputs=[]))
 
-    @property
+    @cached_property
     def compared_features(self) -> FeatureTable | None:
-        """The features the outlier analysis ran on (the units that can be compared)."""
+        """The features the outlier analysis ran on (the units that can be compared); taken
+        once, on first use, after ``compared`` is set."""
         if self.features is None or self.compared is None:
             return self.features
         return self.features.take(self.compared)
@@ -237,8 +202,6 @@ def _run_threads(files, options: Options, result: TriageResult, progress: Progre
         progress(Progress("reading thread metrics", None, f"{len(files)} file(s)"))
     if len(files) > 1:
         result.report.notes.append(f"{len(files)} thread metric files given: only {files[0]} is analysed")
-    from .errors import reading  # noqa: PLC0415
-
     with reading(files[0], "thread metrics CSV"):
         ts = read_thread_csv(files[0])
     _analyse_threads(ts, str(files[0]), options, result, progress)
@@ -350,10 +313,6 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
 def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> None:
     """What changed within the spans: before and after the incident time, or where the requests
     changed most when no time is given."""
-    from .errors import InputError  # noqa: PLC0415
-    from .timeparse import user_time_ns  # noqa: PLC0415
-    from .units import fmt_timestamp  # noqa: PLC0415
-
     if options.incident_time is not None:
         try:
             at = user_time_ns(options.incident_time, int(spans.start.min()))
@@ -417,7 +376,7 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
         if unit == "auto" and len(requests) == 0 and not (requests.unmatched_starts or requests.unmatched_ends) \
                 and graphs:
             kind, requests = auto_units(graphs)
-            report.notes.append(f"no request markers in {_names(inputs.ctf)}: each {kind[:-2] if kind == 'processes' else 'thread'}'s "
+            report.notes.append(f"no request markers in {_names(inputs.ctf)}: each {singular(kind)}'s "
                                 "life in the trace is a unit (--units processes|threads|syscall:NAME, or "
                                 "--request-start/--request-end for your own markers)")
     elif unit == "processes":
@@ -449,20 +408,19 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
         report.notes.append("no kernel trace among the inputs: requests have no critical path")
     if options.findings:
         mask = comparable(requests, options.background)
+        if not mask.all() and result.features is not None:
+            result.compared = np.flatnonzero(mask)
         if kind in ("processes", "threads"):
             report.findings.extend(time_spent_findings(graphs, background=options.background))
             if mask.sum() >= 2:  # the slowest of the units that can be compared
-                idx = np.flatnonzero(mask)
-                report.findings.extend(request_findings(
-                    requests.take(idx), top=options.top, unit=kind,
-                    features=result.features.take(idx) if result.features is not None else None))
+                report.findings.extend(request_findings(requests.take(np.flatnonzero(mask)), top=options.top,
+                                                        unit=kind, features=result.compared_features))
         else:
             report.findings.extend(request_findings(requests, top=options.top, markers=options.markers
                                                     if kind == "markers" else (), features=result.features,
                                                     unit=kind))
         if result.features is not None:
-            if not mask.all():
-                result.compared = np.flatnonzero(mask)
+            if result.compared is not None:
                 left = not_compared_summary(requests, mask, options.background)
                 report.notes.append(f"{int(mask.sum()):,} of {len(requests):,} {kind} compared for outliers; "
                                     f"not compared: {left}" + ("" if options.background else
@@ -491,8 +449,7 @@ def _run_request_analysis(ft: FeatureTable, options: Options, result: TriageResu
     if what == "markers":
         what = "requests"
     if len(ft) < options.min_requests_for_outliers:
-        one = {"processes": "process", "threads": "thread", "requests": "request"}.get(what, what)
-        result.report.notes.append(f"{len(ft)} {one if len(ft) == 1 else what} to compare: too few for outlier "
+        result.report.notes.append(f"{count_of(len(ft), what)} to compare: too few for outlier "
                                    f"detection (at least {options.min_requests_for_outliers})")
         return
     if progress is not None:

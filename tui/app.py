@@ -20,7 +20,7 @@ from perftriage.analysis.atomic import atomic_write
 from perftriage.analysis.errors import PerftriageError
 from perftriage.analysis.findings import render
 from perftriage.analysis.requests.features import requests_of_features
-from perftriage.analysis.requests.outlier_analysis import unit_noun
+from perftriage.analysis.requests.findings import unit_noun
 from perftriage.analysis.triage import Options, Progress, TriageResult, run_triage
 from perftriage.tui.panes.calltrees import CallTreesPane
 from perftriage.tui.panes.clusters import ClustersPane

@@ -36,11 +36,9 @@ from .graph import (Arrivals, BLOCKED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU
                     RemoteLinks, ThreadInfo)
 from .intervals import (K_CARRY, K_EXIT, K_FORK, K_IN, K_OUT, K_SC_IN, K_SC_OUT, K_WAKE, NOSTATE, RUN, WAIT_BLOCKED,
                         WAIT_CPU, WAIT_FORK, chunk_intervals, interval_state)
+from .tasks import KTHREADD
 from .netmatch import PacketLog, match, packet_keys, tcp_segments
 from .store import IV_DTYPES, SC_DTYPES, Parts, ThreadOrderedStore, release_freed_memory
-
-
-KTHREADD = 2  # the kernel's thread that forks every kernel thread
 
 
 class _HostState:

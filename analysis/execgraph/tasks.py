@@ -19,7 +19,19 @@ from .graph import EXITED, RS, RU, ExecGraph
 
 USER, KERNEL, IDLE, TRACER = "user", "kernel thread", "idle", "tracer"
 BACKGROUND = (KERNEL, IDLE, TRACER)
-KTHREADD = 2
+KTHREADD = 2  # the kernel's thread that forks every kernel thread
+WHOLE = "whole"
+
+
+def span_words(started_before: bool, running_after: bool) -> str:
+    """How much of a task's life the trace holds, in the words units and findings use."""
+    if started_before and running_after:
+        return "longer than the trace"
+    if started_before:
+        return "started before the trace"
+    if running_after:
+        return "still running at the end"
+    return WHOLE
 
 _KERNEL_NAMES = re.compile(
     r"^(kworker|ksoftirqd|kthreadd|migration|rcu_|rcu/|watchdog|cpuhp|idle_inject|irq/|kswapd|kcompactd|khugepaged|"
@@ -86,13 +98,7 @@ class Process:
 
     @property
     def span(self) -> str:
-        if self.started_before and self.running_after:
-            return "longer than the trace"
-        if self.started_before:
-            return "started before the trace"
-        if self.running_after:
-            return "still running at the end"
-        return "whole"
+        return span_words(self.started_before, self.running_after)
 
 
 def processes(g: ExecGraph) -> list[Process]:

@@ -12,6 +12,25 @@ from .features import FeatureTable
 from .table import RequestTable
 
 LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")
+SINGULAR = {"processes": "process", "threads": "thread", "requests": "request"}
+
+
+def unit_noun(what: str) -> str:
+    """The plural noun for the units: requests, processes, threads, read calls."""
+    if what in ("markers", "requests", "auto", ""):
+        return "requests"
+    if what.startswith("syscall:"):
+        return what.split(":", 1)[1] + " calls"
+    return what
+
+
+def singular(noun: str) -> str:
+    return SINGULAR.get(noun, noun[:-1] if noun.endswith("s") else noun)
+
+
+def count_of(n: int, noun: str, adjective: str = "") -> str:
+    """'1 outlying process', '7 outlying processes'."""
+    return f"{n:,} {adjective + ' ' if adjective else ''}{singular(noun) if n == 1 else noun}"
 
 
 def trace_findings(summary: TraceSummary) -> list[Finding]:
@@ -86,8 +105,7 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
         if ft is not None:
             row.append(breakdown_text(ft.states, ft.durations[i], float(ft.total[i])))
         rows.append(row + [t.fields[f][i] for f in fields])
-    what = ("requests" if unit in ("markers", "auto") else unit if unit in ("threads", "processes")
-            else unit.split(":", 1)[1] + " calls")
+    what = unit_noun(unit)
     evidence = [
         f"{len(t):,} {what}; median {fmt_duration(med)}, p95 {fmt_duration(np.percentile(dur, 95))}, "
         f"max {fmt_duration(dur[0])}"
@@ -102,8 +120,7 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
             f"{table.unmatched_starts} starts without end (trace stopped first), "
             f"{table.unmatched_ends} ends without start (began before tracing): not counted"
         )
-    one = {"processes": "process", "threads": "thread", "requests": "request"}.get(what, what)
-    title = f"Slowest {what}" if len(t) > 1 else f"One {one}"
+    title = f"Slowest {what}" if len(t) > 1 else f"One {singular(what)}"
     head = f"{t.kind[0]} #{t.id[0]}"
     subject = head if t.label(0) == head else f"{head} {t.label(0)}"
     columns = ["id", "kind", "host", "pid/tid", "start (UTC)", "duration"] + (["critical path"] if ft is not None

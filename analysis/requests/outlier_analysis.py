@@ -12,8 +12,9 @@ from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.units import fmt_duration
 
 from .clusters import ClusterParams, ClusterResult, cluster_outliers
-from .critical_path import STATE_NAMES, STATE_WORDS
+from .critical_path import STATE_WORDS
 from .features import FeatureTable
+from .findings import count_of, unit_noun
 from .ngrams import NgramRow, distinctive_ngrams
 from .outliers import OutlierParams, OutlierResult, detect_outliers
 
@@ -51,15 +52,6 @@ def dominant_states(ft: FeatureTable, rows: np.ndarray, top: int = 2) -> list[tu
     return [(ft.states[k], float(share[k])) for k in order if share[k] > 0]
 
 
-def state_phrase(state: str) -> str:
-    name = STATE_NAMES.get(state)
-    if name is None:
-        return f"{state} time"
-    return {"RU": "user-mode running", "RS": "system-call running", "BP": "preemption (waiting for a CPU)",
-            "BD": "blocked-disk time", "BN": "blocked-network time", "BS": "timer waits",
-            "BI": "interrupt waits", "BF": "futex waits", "BT": "waits on other tasks"}.get(state, name)
-
-
 def elsewhere_evidence(ft: FeatureTable, rows: np.ndarray) -> list[str]:
     """Where the critical paths of ``rows`` crossed to other traced hosts: the share of their
     time spent there, per host (empty when they did not)."""
@@ -72,23 +64,6 @@ def elsewhere_evidence(ft: FeatureTable, rows: np.ndarray) -> list[str]:
         m = rows[hosts[rows] == h]
         parts.append(f"{h} {ns[m].sum() / total * 100:.0f}% (in {len(m):,} of {len(rows):,} requests)")
     return ["critical-path time on other traced hosts (followed through packets): " + ", ".join(parts)]
-
-
-def unit_noun(what: str) -> str:
-    """The plural noun for the units: requests, processes, threads, read calls."""
-    if what in ("markers", "requests", ""):
-        return "requests"
-    if what.startswith("syscall:"):
-        return what.split(":", 1)[1] + " calls"
-    return what
-
-
-def _count(n: int, noun: str, adjective: str = "") -> str:
-    """'1 outlying process', '7 outlying processes'."""
-    if n == 1:
-        noun = {"processes": "process", "threads": "thread", "requests": "request"}.get(noun, noun[:-1]
-                                                                                       if noun.endswith("s") else noun)
-    return f"{n:,} {adjective + ' ' if adjective else ''}{noun}"
 
 
 def compare_durations(med: float, base: float, how: str = "") -> str:
@@ -119,7 +94,7 @@ def cluster_findings(ft: FeatureTable, ra: RequestAnalysis, top_requests: int = 
         med = float(np.median(ft.total[rows]))
         dom = dominant_states(ft, rows)
         grams = ra.ngrams.get(c, [])
-        head = f"{_count(len(rows), noun)} took {compare_durations(med, med_normal, ' at the median')}"
+        head = f"{count_of(len(rows), noun)} took {compare_durations(med, med_normal, ' at the median')}"
         if dom:
             head += f"; most of their time {STATE_WORDS.get(dom[0][0], dom[0][0])} ({dom[0][1] * 100:.0f}%)"
         evidence = [head]
@@ -154,7 +129,7 @@ def cluster_findings(ft: FeatureTable, ra: RequestAnalysis, top_requests: int = 
         ratio = min(med / max(med_normal, 1000.0), 1000.0)
         out.append(Finding(
             analysis="clusters",
-            title=f"Cluster {c + 1}: {_count(len(rows), noun, 'outlying')} took {fmt_duration(med)} "
+            title=f"Cluster {c + 1}: {count_of(len(rows), noun, 'outlying')} took {fmt_duration(med)} "
                   f"(others {fmt_duration(med_normal)})"
                   + (f", mostly {STATE_WORDS.get(dom[0][0], dom[0][0])}" if dom else ""),
             subject=f"cluster {c + 1}" + (f" (`{_pick_gram(grams).ngram}`)" if grams else ""),

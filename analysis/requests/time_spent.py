@@ -170,11 +170,11 @@ def time_spent_finding(pt: ProcessTime, rank: int = 0) -> Finding:
     )
 
 
-def processes_table(graphs: dict[str, ExecGraph], times: dict[tuple[str, int], ProcessTime],
+def processes_table(procs_of: dict[str, list[tasks.Process]], times: dict[tuple[str, int], ProcessTime],
                     background: bool, top: int) -> Table | None:
     rows = []
-    for host, g in graphs.items():
-        for p in tasks.processes(g):
+    for host, procs in procs_of.items():
+        for p in procs:
             if p.role in tasks.BACKGROUND and not background and p.run_ns == 0:
                 continue
             pt = times.get((host, p.pid))
@@ -196,8 +196,9 @@ def time_spent_findings(graphs: dict[str, ExecGraph], background: bool = False, 
     times: dict[tuple[str, int], ProcessTime] = {}
     fs = finders(graphs)
     chosen: list[ProcessTime] = []
+    procs_of = {host: tasks.processes(g) for host, g in graphs.items()}
     for host, g in graphs.items():
-        procs = tasks.processes(g)
+        procs = procs_of[host]
         if background:
             procs = [tasks.Process(**{**p.__dict__, "role": tasks.USER}) if p.role != tasks.IDLE else p for p in procs]
         kept = 0
@@ -212,13 +213,13 @@ def time_spent_findings(graphs: dict[str, ExecGraph], background: bool = False, 
             kept += 1
     chosen.sort(key=lambda pt: -(pt.process.end - pt.process.start))
     out = [time_spent_finding(pt, i) for i, pt in enumerate(chosen[:top])]
-    table = processes_table(graphs, times, background, table_rows)
+    table = processes_table(procs_of, times, background, table_rows)
     if table is not None and out:
-        fg = sum(1 for g in graphs.values() for p in tasks.processes(g) if p.role == tasks.USER)
+        fg = sum(1 for procs in procs_of.values() for p in procs if p.role == tasks.USER)
         out.append(Finding(
             analysis="requests",
             title="Processes in the trace",
-            subject=", ".join(f.subject.split(" [")[0] for f in out[:3]),
+            subject=", ".join(pt.process.name for pt in chosen[:top]),
             score=0.0,
             severity="info",
             evidence=[f"{fg:,} foreground processes; where the time of the {len(out)} above went, along "

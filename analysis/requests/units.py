@@ -27,7 +27,7 @@ from perftriage.analysis.execgraph.graph import ExecGraph
 from .table import RequestTable
 
 UNIT_KINDS = ("auto", "markers", "processes", "threads", "syscall:NAME")
-WHOLE = "whole"
+WHOLE = tasks.WHOLE
 
 
 def parse_unit(spec: str) -> tuple[str, str | None]:
@@ -74,8 +74,7 @@ def thread_units(graphs: dict[str, ExecGraph], min_duration_ns: int = 0) -> Requ
             end = gone if gone is not None else g.end
             if end <= start or end - start < min_duration_ns:
                 continue
-            span = (WHOLE if forked and gone is not None else "longer than the trace" if not forked and gone is None
-                    else "started before the trace" if not forked else "still running at the end")
+            span = tasks.span_words(not forked, gone is None)
             rows.append((tid, host, t.pid, tid, start, end, t.comm, span, tasks.role(g, tid), 1))
     return _table(rows, "thread")
 

@@ -44,7 +44,7 @@ def run(args) -> int:
         reason = "no requests found" if not result.requests or not len(result.requests) else "no kernel trace"
         raise InputError(", ".join(args.paths), f"no features to write: {reason}")
     atomic_write(args.output, to_csv(ft), protect=[str(p) for p in result.inputs.ctf])
-    from perftriage.analysis.requests.outlier_analysis import unit_noun  # noqa: PLC0415
+    from perftriage.analysis.requests.findings import unit_noun  # noqa: PLC0415
 
     print(f"wrote {args.output}: {len(ft):,} {unit_noun(result.units)} x {len(ft.states)} states", file=sys.stderr)
     for note in result.report.notes:

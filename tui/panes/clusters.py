@@ -17,7 +17,8 @@ from textual.message import Message
 from textual.widgets import Static
 
 from perftriage.analysis.requests.map import request_map
-from perftriage.analysis.requests.outlier_analysis import dominant_states, unit_noun
+from perftriage.analysis.requests.findings import unit_noun
+from perftriage.analysis.requests.outlier_analysis import dominant_states
 from perftriage.analysis.units import fmt_duration
 from perftriage.tui.widgets.plots import bars, line, scatter
 from perftriage.tui.widgets.row_table import Column, ListSource, RowTable

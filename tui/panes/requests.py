@@ -18,7 +18,7 @@ from textual.widgets import Input, Static
 from perftriage.analysis.requests.critical_path import PathFinder, finders
 from perftriage.analysis.requests.path_view import path_view
 from perftriage.analysis.requests.table import RequestTable, notable_mask
-from perftriage.analysis.requests.outlier_analysis import unit_noun
+from perftriage.analysis.requests.findings import unit_noun
 from perftriage.analysis.units import fmt_clock, fmt_duration
 from perftriage.tui.widgets.path_breakdown import PathBreakdown
 from perftriage.tui.widgets.row_table import Column, RowTable
