@@ -74,18 +74,26 @@ def read_head(path, n: int = 65536) -> bytes:
     return head
 
 
+def is_gzip(path) -> bool:
+    """Whether a file's content is gzip (by its magic bytes, whatever its name)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == GZIP_MAGIC
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+
+
 def open_data(path, newline: str | None = None, encoding: str = "utf-8", binary: bool = False):
     """A data file opened for reading as text (or bytes), gzip content decompressed: users keep
     exports compressed (``spans.csv.gz``). A damaged gzip file is one clear error, before any
     line is read."""
     _regular(path)
+    gz = is_gzip(path)
     try:
         f = open(path, "rb")
-        magic = f.read(2)
-        f.seek(0)
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
-    if magic == GZIP_MAGIC:
+    if gz:
         with f:
             raw = _gunzip(path, f.read())
         f = io.BytesIO(raw)

@@ -75,8 +75,7 @@ def run(quick: bool = False) -> bool:
             continue
         if quick and len(rows) >= 6:
             break
-        res = run_triage([str(p) for p in base + fault],
-                         Options(incident_time=str(t), calltrees=_no_rpca()))
+        res = run_triage([str(p) for p in base + fault], Options(incident_time=str(t)))
         ch = res.change
         names = [s.service for s in ch.suspects] if ch is not None else []
         rank = names.index(culprit) + 1 if culprit in names else None
@@ -108,8 +107,3 @@ def run(quick: bool = False) -> bool:
           f"{'met' if met else 'NOT MET'} (top-1 {top1:.0%}, top-3 {top3:.0%})")
     return met
 
-
-def _no_rpca():
-    from perftriage.analysis.calltrees.clouddiag import DiagParams  # noqa: PLC0415
-
-    return DiagParams()

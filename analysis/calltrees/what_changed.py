@@ -30,6 +30,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.stats import mann_whitney_p, poisson_cdf
+from perftriage.analysis.units import fmt_duration
+
+from .compare import _groups
 
 MS = 1e6
 
@@ -129,11 +132,7 @@ class ChangeDiagnosis:
 
 
 def _ms(v: float) -> str:
-    if v >= 1000:
-        return f"{v / 1000:.2f} s"
-    if v >= 10:
-        return f"{v:.0f} ms"
-    return f"{v:.2g} ms" if v >= 0.01 else f"{v * 1000:.0f} µs"
+    return fmt_duration(v * MS)
 
 
 @dataclass
@@ -170,15 +169,6 @@ def _parts(sp: SpanTable, rows: np.ndarray | None = None) -> _Parts:
     if rows is not None:
         p = _Parts(*(getattr(p, f)[rows] for f in ("pod", "svc", "method", "own", "gap", "callee", "entry", "inside")))
     return p
-
-
-def _groups(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
-    if not len(keys):
-        return {}
-    order = np.argsort(keys, kind="stable")
-    k, v = keys[order], values[order]
-    cuts = np.flatnonzero(np.r_[True, k[1:] != k[:-1], True])
-    return {int(k[a]): v[a:b] for a, b in zip(cuts[:-1], cuts[1:])}
 
 
 def request_start(sp: SpanTable) -> np.ndarray:

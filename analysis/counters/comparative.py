@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .onset import Onset, find_onset, refine_onset
+from .over_time import others_median
 from .stats import nanmedian, nanmedian_rows, nanstd_rows
 from .table import CounterSet
 
@@ -98,7 +99,7 @@ def within(cs: CounterSet, block: int = 16, paper_x: bool = False) -> Comparativ
         std_o = np.sqrt(np.maximum(s2_o / n_o - mean_o ** 2, 0.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        med_o = np.stack([nanmedian(np.delete(sm, s, axis=0), axis=0) for s in range(S)])
+        med_o = others_median(sm)
     # the others may all sit still (zero failures everywhere but here): never a spread finer than
     # a tenth of the paper's, so that X stays a number, at most 10x the paper's
     std_o = np.fmax(np.nan_to_num(std_o), 0.1 * gs[None, :])

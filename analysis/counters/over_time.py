@@ -104,8 +104,8 @@ def _robust(x: np.ndarray, floor: np.ndarray, with_mad: bool = False):
     return (z, scale[..., 0]) if with_mad else z
 
 
-def _others_median(v: np.ndarray) -> np.ndarray:
-    """For every server, the median of the other servers at each (counter, point): one sort over
+def others_median(v: np.ndarray) -> np.ndarray:
+    """For every server (axis 0), the median of the other servers at each (counter, point): one sort over
     the servers and, for each server, the order statistics of the rest read off it (a server
     below the middle shifts the rest's middle up by one place); the slow way where samples are
     missing."""
@@ -118,7 +118,8 @@ def _others_median(v: np.ndarray) -> np.ndarray:
     order = np.argsort(v, axis=0, kind="stable")
     srt = np.take_along_axis(v, order, axis=0)
     rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.broadcast_to(np.arange(S)[:, None, None], order.shape), axis=0)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(S).reshape(-1, *[1] * (v.ndim - 1)), order.shape),
+                      axis=0)
     m = S - 1  # the others
 
     def kth(k):  # the k-th smallest of the others, for every server
@@ -152,7 +153,7 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: bool):
         z = np.zeros(v.shape, np.float32)
     why_peer = np.zeros(v.shape, bool)
     if peers:
-        d = v - _others_median(v)
+        d = v - others_median(v)
         zp = _robust(d, floor)
         del d
         why_peer = np.nan_to_num(zp) > np.nan_to_num(z)

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError, reading
-from perftriage.analysis.inputs import GZIP_MAGIC, open_data, read_head, read_text, register_file_kind
+from perftriage.analysis.inputs import is_gzip, open_data, read_head, read_text, register_file_kind
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 
 from .table import CounterSet, Piece, RawCounters, align
@@ -198,9 +198,7 @@ def _read_polars(path: Path, header: list[str], t_i: int, s_i: int, cols: list[i
         return None
     try:
         names_in = [f"c{i}" for i in range(len(header))]
-        with open(path, "rb") as f:
-            gz = f.read(2) == GZIP_MAGIC
-        if not gz:
+        if not is_gzip(path):
             df = pl.read_csv(path, has_header=True, infer_schema_length=10_000, new_columns=names_in)  # mapped, not copied
         else:
             with open_data(path, binary=True) as f:

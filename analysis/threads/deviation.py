@@ -271,8 +271,9 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
             m = metric_names[e.metric]
             u = ts.unit(m)
             way = "rose" if e.level >= e.baseline else "fell"
+            length = _length(ts, res, r.items[0], e.member, params.window)
             r.headline = (f"{m} {way} to {_num(e.level)}{u} from {_num(e.baseline)}{u} for "
-                          f"{_span(ts, res, r.items[0], e.member, params.window).split('(')[-1].rstrip(')')}")
+                          f"{length or f'{params.window} samples'}")
             r.metrics = [(m, f"{who}{way} to {_num(e.level)}{u} from its running level of {_num(e.baseline)}{u} "
                              f"for {_span(ts, res, r.items[0], e.member, params.window)}{_at(ts, res, r.items[0], e.member, e.sample)}; "
                              f"{e.z:.1f}x the usual size of such a move among the {plural(level)}")]
@@ -298,12 +299,18 @@ def _thread_times(ts: ThreadSeries, res: LevelResult, item: int, member: int) ->
     return ts.times(res.members[item][max(member, 0)])
 
 
-def _span(ts: ThreadSeries, res: LevelResult, item: int, member: int, samples: int) -> str:
-    """'10 samples (211 ms)': a window's length, in time where the samples are regular."""
+def _length(ts: ThreadSeries, res: LevelResult, item: int, member: int, samples: int) -> str | None:
+    """'211 ms': how long ``samples`` samples of the thread last, or None with fewer than two."""
     t = _thread_times(ts, res, item, member)
     if len(t) < 2:
-        return f"{samples} samples"
-    return f"{samples} samples ({fmt_duration(float(np.median(np.diff(t))) * samples * 1e9)})"
+        return None
+    return fmt_duration(float(np.median(np.diff(t))) * samples * 1e9)
+
+
+def _span(ts: ThreadSeries, res: LevelResult, item: int, member: int, samples: int) -> str:
+    """'10 samples (211 ms)': a window's length, in time where the samples are regular."""
+    length = _length(ts, res, item, member, samples)
+    return f"{samples} samples ({length})" if length else f"{samples} samples"
 
 
 def _at(ts: ThreadSeries, res: LevelResult, item: int, member: int, sample: int) -> str:
