@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 
@@ -223,3 +224,43 @@ def test_nothing_of_a_session_is_left_out_silently(copy_trace):
     err = r.stderr
     assert f"{t / 'cat-kernel'}: 8 stream file(s)" in err and "without a metadata file: not read" in err
     assert f"{t / 'cat-ust' / 'loop_a'}: not a readable regular file" in err
+
+
+def _set_first_content_size(trace, stream: str, bits: int) -> None:
+    import struct
+
+    order, found = _offsets(read_metadata_text(trace / "metadata"))
+    off, width = found["content_size"]
+    f = trace / stream
+    data = bytearray(f.read_bytes())
+    struct.pack_into(order + {4: "I", 8: "Q"}[width], data, off, bits)
+    f.write_bytes(data)
+
+
+def test_an_abort_of_babeltrace2s_range_query_does_not_take_perftriage_down(copy_trace):
+    """babeltrace2 2.0.4 aborts the process in its trace-infos query on a packet whose content is
+    shorter than its header (when the trace has no index): the query runs in a child process."""
+    from perftriage.analysis.ctf.bt2_support import import_bt2
+    from perftriage.analysis.ctf.ranges import RangeQueryFailed, trace_ranges
+
+    damaged = copy_trace("tracevizlab-php-ust")
+    shutil.rmtree(damaged / "index", ignore_errors=True)
+    _set_first_content_size(damaged, "u_0", 64)
+    whole = copy_trace("tracevizlab-wget-k-20180802-115406") / "kernel"
+    answers = trace_ranges(import_bt2(), [whole, damaged, whole])
+    assert isinstance(answers[1], RangeQueryFailed) and "SIGABRT" in str(answers[1])
+    assert answers[0] == answers[2] and answers[0][0] < answers[0][1]  # asked again after the crash
+
+
+def test_a_packet_shorter_than_its_header_is_left_out_and_the_rest_read(copy_trace):
+    t = copy_trace("tracevizlab-wget-k-20180802-115043")
+    k = t / "kernel"
+    shutil.rmtree(k / "index", ignore_errors=True)
+    _set_first_content_size(k, "k_0", 8)
+    r = subprocess.run([sys.executable, "-m", "perftriage", "report", str(t), "-q", "-o", os.devnull],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 4, r.stderr
+    assert "Traceback" not in r.stderr
+    assert f"{k / 'k_0'}: packet at byte 0 declares impossible sizes" in r.stderr
+    reader = CtfReader([t])
+    assert len(reader.read_all().ts) > 1000  # the other CPUs' streams were read

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import time
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -32,6 +33,7 @@ from .current_task import CurrentTask
 from .discover import TraceDir, find_traces
 from .hosts import distinct_hosts
 from .metadata import env_value, event_names, packet_layout, read_metadata_text
+from .ranges import trace_ranges
 from .sink import SinkState, build_graph
 from .spec import ProgressFn, ReadProgress, ReadSpec, TraceMeta
 from .streams import check_stream, salvage_view
@@ -123,23 +125,16 @@ class CtfReader:
         return view
 
     def _query_ranges(self) -> None:
-        """Each trace's time range from ctf.fs's trace-infos query (reads indexes or packet headers)."""
-        bt2 = self.bt2
-        fs = bt2.find_plugin("ctf").source_component_classes["fs"]
-        for meta, td, read_path in zip(self.traces, self.trace_dirs, self._read_paths):
-            try:
-                infos = bt2.QueryExecutor(fs, "babeltrace.trace-infos", params={"inputs": [str(read_path)]}).query()
-            except bt2._Error as exc:
-                msg, _ = error_text(exc)
-                raise InputError(td.path, f"cannot open CTF trace: {msg}") from None
-            begins, ends = [], []
-            for info in infos:
-                for s in info["stream-infos"]:
-                    if "range-ns" in s:
-                        begins.append(int(s["range-ns"]["begin"]))
-                        ends.append(int(s["range-ns"]["end"]))
-            if begins:
-                meta.begin_ns, meta.end_ns = min(begins), max(ends)
+        """Each trace's time range (ranges.py: asked in a child process, which an abort of
+        babeltrace2 on a damaged trace cannot take down with it)."""
+        answers = trace_ranges(self.bt2, [Path(p) for p in self._read_paths])
+        for meta, td, answer in zip(self.traces, self.trace_dirs, answers):
+            if isinstance(answer, str):
+                raise InputError(td.path, f"cannot open CTF trace: {answer}")
+            if isinstance(answer, tuple):
+                meta.begin_ns, meta.end_ns = answer
+            # a crashed query (RangeQueryFailed) leaves the range unknown: the read that follows
+            # meets the same damage and says what it is
 
     # -- reading ----------------------------------------------------------------------------
 

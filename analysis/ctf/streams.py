@@ -50,7 +50,9 @@ def check_stream(path: Path, layout: PacketLayout) -> StreamCheck:
                     return StreamCheck(path, size, off, packets, f"no packet magic at byte {off:,} (corrupt data)")
             psize = struct.unpack_from(o + fmt[layout.packet_size_bytes], head, layout.packet_size_offset)[0]
             csize = struct.unpack_from(o + fmt[layout.content_size_bytes], head, layout.content_size_offset)[0]
-            if psize == 0 or psize % 8 or csize > psize:
+            # the content holds at least the header fields read here (babeltrace2 2.0.4 aborts
+            # on a content_size smaller than its packet header)
+            if psize == 0 or psize % 8 or csize > psize or csize < need * 8:
                 return StreamCheck(path, size, off, packets, f"packet at byte {off:,} declares impossible sizes")
             if off + psize // 8 > size:
                 return StreamCheck(path, size, off, packets,
