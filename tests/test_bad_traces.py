@@ -173,25 +173,9 @@ def test_cli_analyses_what_a_failing_read_delivered_with_exit_4(copy_trace):
 
 def _offsets(text: str) -> tuple[str, dict]:
     """Byte offset and width of every plain field of LTTng's packet header and context."""
-    import re
+    from perftriage.analysis.ctf.metadata import packet_fields
 
-    from perftriage.analysis.ctf import metadata as md
-
-    types = md._int_types(text)
-    bo = md._BYTE_ORDER.search(text)
-    order = ">" if bo and bo.group(1) in ("be", "network") else "<"
-    h = re.search(r"packet\.header\s*:=\s*struct", text)
-    c = re.search(r"struct\s+packet_context\s*\{", text)
-    members = (md._members(md._struct_body(text, h.end()) or "", types) if h else []) + \
-        (md._members(md._struct_body(text, c.start()) or "", types) if c else [])
-    bit, found = 0, {}
-    for name, size, align, count in members:
-        if size == 0 or size % 8 or align % 8:
-            break
-        bit = (bit + align - 1) // align * align
-        found.setdefault(name, (bit // 8, size // 8))
-        bit += size * count
-    return order, found
+    return packet_fields(text)
 
 
 @needs_bt2
@@ -264,3 +248,24 @@ def test_a_packet_shorter_than_its_header_is_left_out_and_the_rest_read(copy_tra
     assert f"{k / 'k_0'}: packet at byte 0 declares impossible sizes" in r.stderr
     reader = CtfReader([t])
     assert len(reader.read_all().ts) > 1000  # the other CPUs' streams were read
+
+
+@pytest.mark.parametrize("instance, said", [
+    (0, "u_1: names the same stream (stream_id 0, instance 0) as u_0: corrupt data, not read"),
+    (2**64 - 1, "u_1: stream_instance_id unset (all ones) while the other stream files number theirs"),
+])
+def test_a_stream_file_naming_another_files_stream_is_left_out_not_an_abort(copy_trace, instance, said):
+    """babeltrace2 2.0.4 aborts the process ("Duplicate stream ID") on these, inside the read."""
+    import struct
+
+    t = copy_trace("tracevizlab-php-ust")
+    order, found = _offsets(read_metadata_text(t / "metadata"))
+    off, width = found["stream_instance_id"]
+    f = t / "u_1"
+    data = bytearray(f.read_bytes())
+    struct.pack_into(order + {4: "I", 8: "Q"}[width], data, off, instance % (1 << (8 * width)))
+    f.write_bytes(data)
+    r = subprocess.run([sys.executable, "-m", "perftriage", "report", str(t), "-q", "-o", os.devnull],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 4, r.stderr
+    assert said in r.stderr and "Traceback" not in r.stderr

@@ -98,6 +98,10 @@ class PacketLayout:
     packet_size_offset: int
     packet_size_bytes: int
     magic_offset: int | None  # byte offset of the 0xC1FC1FC1 magic, if the header has one
+    #: (offset, width) of the header's stream_id and stream_instance_id, when it has them: every
+    #: packet of a stream file names the same stream (babeltrace2 2.0.4 aborts when one does not)
+    stream_id: tuple[int, int] | None = None
+    stream_instance_id: tuple[int, int] | None = None
 
 
 def _int_types(text: str) -> dict[str, tuple[int, int]]:
@@ -156,9 +160,10 @@ def _members(body: str, types: dict) -> list[tuple[str, int, int, int]]:
     return out
 
 
-def packet_layout(text: str) -> PacketLayout | None:
-    """Where packet_size and content_size sit in each packet, or None if the layout is not the
-    simple integer-only layout LTTng writes."""
+def packet_fields(text: str) -> tuple[str, dict[str, tuple[int, int]]]:
+    """The byte order ("<" or ">") and, for each leading plain integer field of the packet header
+    and context (magic, stream_id, packet_size, content_size, timestamp_begin, cpu_id...), its
+    byte offset and width in every packet."""
     types = _int_types(text)
     bo = _BYTE_ORDER.search(text)
     order = ">" if bo and bo.group(1) in ("be", "network") else "<"
@@ -178,6 +183,13 @@ def packet_layout(text: str) -> PacketLayout | None:
         bit = (bit + align - 1) // align * align
         found.setdefault(name, (bit // 8, size // 8))
         bit += size * count
+    return order, found
+
+
+def packet_layout(text: str) -> PacketLayout | None:
+    """Where packet_size and content_size sit in each packet, or None if the layout is not the
+    simple integer-only layout LTTng writes."""
+    order, found = packet_fields(text)
     if "packet_size" not in found or "content_size" not in found:
         return None
     return PacketLayout(
@@ -187,4 +199,6 @@ def packet_layout(text: str) -> PacketLayout | None:
         packet_size_offset=found["packet_size"][0],
         packet_size_bytes=found["packet_size"][1],
         magic_offset=found["magic"][0] if "magic" in found else None,
+        stream_id=found.get("stream_id"),
+        stream_instance_id=found.get("stream_instance_id"),
     )

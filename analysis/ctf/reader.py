@@ -36,7 +36,7 @@ from .metadata import env_value, event_names, packet_layout, read_metadata_text
 from .ranges import trace_ranges
 from .sink import SinkState, build_graph
 from .spec import ProgressFn, ReadProgress, ReadSpec, TraceMeta
-from .streams import check_stream, salvage_view
+from .streams import check_stream, salvage_view, same_stream_twice
 
 
 class CtfReader:
@@ -111,6 +111,8 @@ class CtfReader:
         if layout is None:
             return td.path
         checks = [check_stream(f, layout) for f in td.stream_files]
+        twice = {c.path: c for c in same_stream_twice(checks)}
+        checks = [twice.get(c.path, c) for c in checks]
         damaged = [c for c in checks if c.problem]
         if not damaged:
             return td.path

@@ -27,6 +27,19 @@ class StreamCheck:
     good_bytes: int  # bytes in whole packets from the start of the file
     packets: int
     problem: str | None  # None when the file is whole
+    stream: tuple[int, int] | None = None  # (stream_id, stream_instance_id) its packets name
+
+
+UNSET = -2  # a stream_instance_id of all ones: babeltrace2 reads it as "none" and numbers the stream itself
+
+
+def _field(head: bytes, order: str, where: tuple[int, int] | None) -> int:
+    """A header field's value; -1 when the layout has no such field, UNSET when all its bits are set."""
+    if where is None:
+        return -1
+    off, width = where
+    v = int.from_bytes(head[off: off + width], "little" if order == "<" else "big")
+    return UNSET if v == (1 << (8 * width)) - 1 else v
 
 
 def check_stream(path: Path, layout: PacketLayout) -> StreamCheck:
@@ -34,33 +47,72 @@ def check_stream(path: Path, layout: PacketLayout) -> StreamCheck:
     if size == 0:
         return StreamCheck(path, 0, 0, 0, None)
     fmt = {4: "I", 8: "Q"}
+    ids = [w for w in (layout.stream_id, layout.stream_instance_id) if w is not None]
     need = max(layout.packet_size_offset + layout.packet_size_bytes,
-               layout.content_size_offset + layout.content_size_bytes)
+               layout.content_size_offset + layout.content_size_bytes, *(o + w for o, w in ids))
     off = packets = 0
     o = layout.byte_order
+    stream = None
     with open(path, "rb") as f:
         while off < size:
             f.seek(off)
             head = f.read(need)
             if len(head) < need:
-                return StreamCheck(path, size, off, packets, f"cut short inside the packet header at byte {off:,}")
+                return StreamCheck(path, size, off, packets, f"cut short inside the packet header at byte {off:,}",
+                                   stream)
             if layout.magic_offset is not None:
                 magic = struct.unpack_from(o + "I", head, layout.magic_offset)[0]
                 if magic != PACKET_MAGIC:
-                    return StreamCheck(path, size, off, packets, f"no packet magic at byte {off:,} (corrupt data)")
+                    return StreamCheck(path, size, off, packets, f"no packet magic at byte {off:,} (corrupt data)",
+                                       stream)
             psize = struct.unpack_from(o + fmt[layout.packet_size_bytes], head, layout.packet_size_offset)[0]
             csize = struct.unpack_from(o + fmt[layout.content_size_bytes], head, layout.content_size_offset)[0]
             # the content holds at least the header fields read here (babeltrace2 2.0.4 aborts
             # on a content_size smaller than its packet header)
             if psize == 0 or psize % 8 or csize > psize or csize < need * 8:
-                return StreamCheck(path, size, off, packets, f"packet at byte {off:,} declares impossible sizes")
+                return StreamCheck(path, size, off, packets, f"packet at byte {off:,} declares impossible sizes",
+                                   stream)
+            this = (_field(head, o, layout.stream_id), _field(head, o, layout.stream_instance_id))
+            if stream is None:
+                stream = this
+            elif this != stream:
+                return StreamCheck(path, size, off, packets,
+                                   f"packet at byte {off:,} names another stream ({_ids_text(this)}, the file's "
+                                   f"first packet {_ids_text(stream)}): corrupt data", stream)
             if off + psize // 8 > size:
                 return StreamCheck(path, size, off, packets,
                                    f"cut short: packet at byte {off:,} needs {psize // 8:,} bytes, "
-                                   f"only {size - off:,} remain")
+                                   f"only {size - off:,} remain", stream)
             off += psize // 8
             packets += 1
-    return StreamCheck(path, size, off, packets, None)
+    return StreamCheck(path, size, off, packets, None, stream)
+
+
+def _ids_text(ids: tuple[int, int]) -> str:
+    return f"stream_id {ids[0]}" + (f", instance {ids[1]}" if ids[1] >= 0 else ", instance unset" if ids[1] == UNSET
+                                    else "")
+
+
+def same_stream_twice(checks: list[StreamCheck]) -> list[StreamCheck]:
+    """The files that name a stream an earlier file already names (babeltrace2 2.0.4 aborts on
+    "Duplicate stream ID"): each comes back with its problem, and with no bytes to read."""
+    seen: dict[tuple[int, int], Path] = {}
+    out = []
+    numbered = any(c.stream is not None and c.stream[1] >= 0 for c in checks)
+    for c in checks:
+        if c.stream is None or c.stream[1] == -1:
+            continue  # no instance id in the layout: babeltrace2 tells streams apart by file
+        if c.stream[1] == UNSET:
+            if numbered:  # babeltrace2's own number for it may be one a file already uses
+                out.append(StreamCheck(c.path, c.size, 0, 0, "stream_instance_id unset (all ones) while the other "
+                                                             "stream files number theirs: corrupt data, not read",
+                                       c.stream))
+            continue
+        first = seen.setdefault(c.stream, c.path)
+        if first != c.path:
+            out.append(StreamCheck(c.path, c.size, 0, 0, f"names the same stream ({_ids_text(c.stream)}) as "
+                                                         f"{first.name}: corrupt data, not read", c.stream))
+    return out
 
 
 def salvage_view(trace_path: Path, stream_files, checks: list[StreamCheck]) -> tuple[tempfile.TemporaryDirectory, Path]:
