@@ -51,4 +51,4 @@ class reading:
             return False
         detail = "too deeply nested" if isinstance(exc, RecursionError) else \
             "too large to hold in memory" if isinstance(exc, MemoryError) else f"{type(exc).__name__}: {exc}"
-        raise InputError(self.path, f"not a {self.what} perftriage can read ({detail})") from None
+        raise InputError(self.path, f"cannot be read as {self.what} ({detail})") from None

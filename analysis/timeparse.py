@@ -38,7 +38,7 @@ def parse_iso_ns(text: str) -> int:
     d = _dt.datetime.fromisoformat(t)
     if d.tzinfo is None:
         d = d.replace(tzinfo=_dt.timezone.utc)
-    return int(d.timestamp()) * 1_000_000_000 + frac_ns
+    return in_ns_range(int(d.timestamp()) * 1_000_000_000 + frac_ns, text)
 
 
 def to_ns(text: str, unit: str | None) -> int:
@@ -51,7 +51,20 @@ def to_ns(text: str, unit: str | None) -> int:
     except ValueError:
         return parse_iso_ns(t)
     u = unit or epoch_unit(v)
-    return int(round(v * UNIT_NS[u])) if isinstance(v, float) else v * UNIT_NS[u]
+    if isinstance(v, float) and not np.isfinite(v):
+        raise ValueError(f"time {t!r} is not a number")
+    return in_ns_range(int(round(v * UNIT_NS[u])) if isinstance(v, float) else v * UNIT_NS[u], t)
+
+
+#: the times an int64 of nanoseconds since the epoch holds (1677-09-21 to 2262-04-11)
+NS_MIN, NS_MAX = -(2**63), 2**63 - 1
+
+
+def in_ns_range(ns: int, text: str = "") -> int:
+    """``ns`` if an int64 holds it; ValueError naming the time otherwise."""
+    if not NS_MIN <= ns <= NS_MAX:
+        raise ValueError(f"time {text or ns!r} is outside 1677-2262 (nanoseconds beyond 64 bits)")
+    return ns
 
 
 def column_to_seconds(col, path) -> np.ndarray:

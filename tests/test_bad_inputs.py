@@ -213,3 +213,35 @@ def test_a_seven_column_span_csv_ending_in_end_is_a_span_csv(tmp_path):
                  "t1,2,1,db,q,1700000000000010000,1700000000000050000\n")
     t = read_spans([p])
     assert t.sources == [f"{p} (span-csv)"] and len(t) == 2 and t.problems.total() == 0
+
+
+@pytest.mark.parametrize("bad", ["2262-04-12T00:00:00Z", "0001-01-01T00:00:00Z", "18446744073709551616", "1e308",
+                                 "inf", "nan", "9300000000"])
+def test_a_time_beyond_64_bit_nanoseconds_makes_one_span_unreadable_not_the_file(tmp_path, bad):
+    ok = "1767225600000000000"
+    p = tmp_path / "spans.csv"
+    rows = [f"t{i},s1,,front,GET,{ok},1767225600005000000\nt{i},s2,s1,cart,Get,{ok},1767225600004000000"
+            for i in range(3)]
+    rows[1] = rows[1].replace(f"s2,s1,cart,Get,{ok}", f"s2,s1,cart,Get,{bad}")
+    p.write_text("trace,span,parent,service,name,start,end\n" + "\n".join(rows) + "\n")
+    r = cli("report", p, "--min-category", "2")
+    assert r.returncode == 0, r.stderr
+    assert "- 1 unreadable record\n" in r.stdout and "spans.csv:5: unreadable times or ids" in r.stdout
+
+
+@pytest.mark.parametrize("fmt", ["otlp", "jaeger", "zipkin"])
+def test_a_json_span_time_beyond_64_bits_is_one_unreadable_span(tmp_path, fmt):
+    import json
+
+    from fuzzing.strategies import jaeger_doc, otlp_doc, zipkin_doc
+
+    doc = {"otlp": otlp_doc, "jaeger": jaeger_doc, "zipkin": zipkin_doc}[fmt]()
+    node, key = {"otlp": lambda: (doc["resourceSpans"][1]["scopeSpans"][0]["spans"][0], "startTimeUnixNano"),
+                 "jaeger": lambda: (doc["data"][0]["spans"][1], "startTime"),
+                 "zipkin": lambda: (doc[1], "timestamp")}[fmt]()
+    node[key] = 2**70
+    p = tmp_path / f"{fmt}.json"
+    p.write_text(json.dumps(doc))
+    r = cli("report", p, "--min-category", "2")
+    assert r.returncode == 0, r.stderr
+    assert "- 1 unreadable record\n" in r.stdout and "time beyond 64-bit nanoseconds" in r.stdout

@@ -72,6 +72,8 @@ def _resolution(v: np.ndarray) -> np.ndarray:
     """(S, C): the smallest positive step between distinct values of each series (1e-12 if constant)."""
     S, C, T = v.shape
     out = np.full((S, C), 1e-12)
+    if T < 2:  # one time point: no step to measure
+        return out
     srt = np.sort(v, axis=2)
     d = np.diff(srt, axis=2)
     d = np.where(d > 1e-12 * np.maximum(1.0, np.abs(srt[:, :, 1:])), d, np.inf)

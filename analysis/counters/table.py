@@ -118,6 +118,16 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     seen = np.isfinite(first)
     if not seen.all():
         raw.notes.append(f"{int((~seen).sum())} server(s) without samples left out")
+    span = np.where(seen, last - first, 0.0)
+    if seen.sum() >= 3:
+        # a server sampled over a small part of the others' period (one stray sample, a late
+        # start) would shrink the common period to that part: it does not set the period
+        short = seen & (span < 0.5 * float(np.median(span[seen])))
+        if short.any() and not short.all():
+            names = ", ".join(raw.servers[i] for i in np.flatnonzero(short)[:5])
+            raw.notes.append(f"{int(short.sum())} server(s) sampled over less than half the others' period "
+                             f"({names}) do not set the common period: their samples outside it are dropped")
+            seen = seen & ~short
     ts, tf = float(first[seen].max()), float(last[seen].min())
     late, early = int(np.argmax(np.where(seen, first, -np.inf))), int(np.argmin(np.where(seen, last, np.inf)))
     if tf < ts:

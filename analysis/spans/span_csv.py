@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
-from perftriage.analysis.timeparse import UNIT_NS, epoch_unit, to_ns
+from perftriage.analysis.timeparse import NS_MAX, UNIT_NS, epoch_unit, in_ns_range, to_ns
 
 from .ids import ROOT_MARKERS, is_empty_id, to_id64
 from .k8s import service_of_pod
@@ -159,13 +159,13 @@ def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> 
                 if en is not None and r[en[0]].strip():
                     end = to_ns(r[en[0]], en[1] or (st_unit if not _is_iso(r[st_i]) else None))
                 else:
-                    end = start + int(round(float(r[du[0]]) * UNIT_NS[du_unit or "ms"]))
+                    end = in_ns_range(start + int(round(float(r[du[0]]) * UNIT_NS[du_unit or "ms"])), r[du[0]])
                 parent = r[pi] if pi is not None else None
                 replica = r[ri].strip() if ri is not None else ""
                 service = r[svi].strip() if svi is not None else service_of(replica) if replica else ""
                 b.add(r[ti].strip(), to_id64(r[si]), None if is_empty_id(parent) else to_id64(parent), service,
                       r[ni].strip() if ni is not None else "?", replica or service or "?", start, end)
-            except (ValueError, KeyError, IndexError):
+            except (ValueError, KeyError, IndexError, OverflowError):
                 b.problem("unparsable", f"{path.name}:{lineno}: unreadable times or ids")
 
 
@@ -199,13 +199,21 @@ def _read_fast(path: Path, rows: list, width: int, cols: dict, b: SpanBuilder) -
     except (ValueError, OverflowError):
         return False
     unit = st_unit or epoch_unit(float(start[0]))
+    if np.abs(start).max() > NS_MAX // UNIT_NS[unit]:
+        return False  # beyond int64 nanoseconds: the careful path names the rows
     start = start * UNIT_NS[unit]
     en, du = cols.get("end"), cols.get("duration")
     try:
         if en is not None:
-            end = np.array(c[en[0]], dtype=np.int64) * UNIT_NS[en[1] or unit]
+            end = np.array(c[en[0]], dtype=np.int64)
+            if np.abs(end).max() > NS_MAX // UNIT_NS[en[1] or unit]:
+                return False
+            end = end * UNIT_NS[en[1] or unit]
         else:
-            end = start + np.round(np.array(c[du[0]], dtype=np.float64) * UNIT_NS[du[1] or unit]).astype(np.int64)
+            dur = np.round(np.array(c[du[0]], dtype=np.float64) * UNIT_NS[du[1] or unit])
+            if not np.isfinite(dur).all() or np.abs(dur).max() > 2**62 or np.abs(start).max() > 2**62:
+                return False
+            end = start + dur.astype(np.int64)
     except (ValueError, OverflowError):
         return False
     span = _ids(c[cols["span"][0]])

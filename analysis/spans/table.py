@@ -15,7 +15,9 @@ from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from perftriage.analysis.columns import StringPool
+from perftriage.analysis.timeparse import NS_MAX, NS_MIN
 
 ROOT = -1  # parent of a root span
 MISSING_PARENT = -2  # parent id given but not found in the request
@@ -44,12 +46,15 @@ class SpanProblems:
         if self.rootless:
             out.append(f"{self.rootless:,} requests without a root marker: their one span whose parent never occurs "
                        "taken as the root")
-        for name, n in (("duplicate span ids", self.duplicates), ("orphan spans (parent not found)", self.orphans),
-                        ("negative durations", self.negative), ("spans in parent cycles", self.cycles),
-                        ("unreadable records", self.unparsable),
-                        ("invocations without a return (dropped)", self.unfinished)):
+        for one, many, n in (("duplicate span id", "duplicate span ids", self.duplicates),
+                             ("orphan span (parent not found)", "orphan spans (parent not found)", self.orphans),
+                             ("negative duration", "negative durations", self.negative),
+                             ("span in a parent cycle", "spans in parent cycles", self.cycles),
+                             ("unreadable record", "unreadable records", self.unparsable),
+                             ("invocation without a return (dropped)", "invocations without a return (dropped)",
+                              self.unfinished)):
             if n:
-                out.append(f"{n:,} {name}")
+                out.append(f"{n:,} {one if n == 1 else many}")
         return out
 
 
@@ -108,6 +113,10 @@ class SpanBuilder:
 
     def add(self, trace: str, span: int, parent: int | None, service: str, operation: str, replica: str,
             start: int, end: int) -> None:
+        if not (NS_MIN <= start <= NS_MAX and NS_MIN <= end <= NS_MAX):  # also False for NaN
+            self.problem("unparsable", f"a span of trace {trace[:40]} with a time beyond 64-bit nanoseconds "
+                                       "(before 1677 or after 2262)")
+            return
         self._trace.append(self.traces.code(trace))
         self._span.append(span)
         self._parent.append(parent if parent is not None else 0)

@@ -75,7 +75,7 @@ def run(args) -> int:
         print("\n".join(out))
     damaged = [p for t in s.traces for p in t.problems]
     for problem in ([s.error] if s.error else []) + damaged:
-        print(f"perftriage: {problem}", file=sys.stderr)
+        print(f"perftriage: partial data: {problem}", file=sys.stderr)
     return EXIT_PARTIAL if s.error or damaged else EXIT_OK
 
 

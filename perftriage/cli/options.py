@@ -99,7 +99,7 @@ def add_span_options(p: argparse.ArgumentParser) -> None:
                    help="analyse only categories whose latency CV is above this (default 0: all of them)")
     g.add_argument("--beta", type=number(0, 1, lo_open=True), default=0.97, metavar="COS",
                    help="a method is a candidate when cos(M, L) of its column is below this (default 0.97)")
-    g.add_argument("--min-category", type=number(1, 1e9, integer=True), default=20, metavar="N",
+    g.add_argument("--min-category", type=number(2, 1e9, integer=True), default=20, metavar="N",
                    help="categories with fewer requests are not analysed (default 20)")
     g.add_argument("--method-times", choices=("self", "total"), default="self",
                    help="matrix of self times (default; callee time excluded) or the paper's total times")

@@ -49,7 +49,8 @@ def run(args) -> int:
     text = render(result.report, fmt)
     if args.output:
         atomic_write(args.output, text, protect=[str(p) for p in result.inputs.ctf])
-        print(f"wrote {args.output} ({len(result.report.findings)} findings)", file=sys.stderr)
+        n = len(result.report.findings)
+        print(f"wrote {args.output} ({n} finding{'' if n == 1 else 's'})", file=sys.stderr)
     else:  # UTF-8 whatever the locale says (LANG=C, a strict PYTHONIOENCODING): the bytes, not the codec
         sys.stdout.flush()
         sys.stdout.buffer.write(text.encode("utf-8"))
