@@ -245,3 +245,19 @@ def test_a_json_span_time_beyond_64_bits_is_one_unreadable_span(tmp_path, fmt):
     r = cli("report", p, "--min-category", "2")
     assert r.returncode == 0, r.stderr
     assert "- 1 unreadable record\n" in r.stdout and "time beyond 64-bit nanoseconds" in r.stdout
+
+
+def test_a_span_a_reader_cannot_store_leaves_the_columns_aligned(tmp_path):
+    """A service name that is a list failed half-way through SpanBuilder.add: the reader counted
+    the span unreadable, and the columns it had grown made the whole analysis fail (IndexError)."""
+    import json
+
+    from fuzzing.strategies import zipkin_doc
+
+    doc = zipkin_doc()
+    doc[-1]["localEndpoint"]["serviceName"] = []
+    p = tmp_path / "zipkin.json"
+    p.write_text(json.dumps(doc))
+    r = cli("report", p, "--min-category", "2")
+    assert r.returncode == 0, r.stderr
+    assert "- 1 unreadable record\n" in r.stdout

@@ -269,3 +269,20 @@ def test_a_stream_file_naming_another_files_stream_is_left_out_not_an_abort(copy
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 4, r.stderr
     assert said in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_packet_timestamp_of_all_ones_is_corrupt_data_not_an_abort(copy_trace):
+    """babeltrace2 2.0.4 fails an assertion (abort) on a timestamp_end of all ones."""
+    import struct
+
+    t = copy_trace("tracevizlab-cat-kern-ust")
+    k = t / "cat-kernel"
+    order, found = _offsets(read_metadata_text(k / "metadata"))
+    off, width = found["timestamp_end"]
+    data = bytearray((k / "k_0").read_bytes())
+    struct.pack_into(order + {4: "I", 8: "Q"}[width], data, off, (1 << (8 * width)) - 1)
+    (k / "k_0").write_bytes(data)
+    r = subprocess.run([sys.executable, "-m", "perftriage", "report", str(t), "-q", "-o", os.devnull],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 4, r.stderr
+    assert f"{k / 'k_0'}: packet at byte 0 has a timestamp of all ones (corrupt data)" in r.stderr

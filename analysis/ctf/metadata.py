@@ -102,6 +102,8 @@ class PacketLayout:
     #: packet of a stream file names the same stream (babeltrace2 2.0.4 aborts when one does not)
     stream_id: tuple[int, int] | None = None
     stream_instance_id: tuple[int, int] | None = None
+    timestamp_begin: tuple[int, int] | None = None  # the packet context's clock values
+    timestamp_end: tuple[int, int] | None = None
 
 
 def _int_types(text: str) -> dict[str, tuple[int, int]]:
@@ -201,4 +203,6 @@ def packet_layout(text: str) -> PacketLayout | None:
         magic_offset=found["magic"][0] if "magic" in found else None,
         stream_id=found.get("stream_id"),
         stream_instance_id=found.get("stream_instance_id"),
+        timestamp_begin=found.get("timestamp_begin"),
+        timestamp_end=found.get("timestamp_end"),
     )

@@ -47,7 +47,8 @@ def check_stream(path: Path, layout: PacketLayout) -> StreamCheck:
     if size == 0:
         return StreamCheck(path, 0, 0, 0, None)
     fmt = {4: "I", 8: "Q"}
-    ids = [w for w in (layout.stream_id, layout.stream_instance_id) if w is not None]
+    ids = [w for w in (layout.stream_id, layout.stream_instance_id, layout.timestamp_begin, layout.timestamp_end)
+           if w is not None]
     need = max(layout.packet_size_offset + layout.packet_size_bytes,
                layout.content_size_offset + layout.content_size_bytes, *(o + w for o, w in ids))
     off = packets = 0
@@ -72,6 +73,10 @@ def check_stream(path: Path, layout: PacketLayout) -> StreamCheck:
             if psize == 0 or psize % 8 or csize > psize or csize < need * 8:
                 return StreamCheck(path, size, off, packets, f"packet at byte {off:,} declares impossible sizes",
                                    stream)
+            if UNSET in (_field(head, o, layout.timestamp_begin), _field(head, o, layout.timestamp_end)):
+                # babeltrace2 2.0.4 takes all ones for "no time" and fails an assertion (abort)
+                return StreamCheck(path, size, off, packets, f"packet at byte {off:,} has a timestamp of all ones "
+                                                             "(corrupt data)", stream)
             this = (_field(head, o, layout.stream_id), _field(head, o, layout.stream_instance_id))
             if stream is None:
                 stream = this

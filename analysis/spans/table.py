@@ -113,19 +113,28 @@ class SpanBuilder:
 
     def add(self, trace: str, span: int, parent: int | None, service: str, operation: str, replica: str,
             start: int, end: int) -> None:
+        """One span; all or nothing: whatever a reader hands over that cannot be stored (a time
+        beyond int64 nanoseconds, an id that is not a 64-bit integer, a name that is not text)
+        raises before any column grows, so a reader that counts it unreadable keeps the columns
+        aligned."""
         if not (NS_MIN <= start <= NS_MAX and NS_MIN <= end <= NS_MAX):  # also False for NaN
-            self.problem("unparsable", f"a span of trace {trace[:40]} with a time beyond 64-bit nanoseconds "
+            self.problem("unparsable", f"a span of trace {str(trace)[:40]} with a time beyond 64-bit nanoseconds "
                                        "(before 1677 or after 2262)")
             return
-        self._trace.append(self.traces.code(trace))
+        for v in (span, parent if parent is not None else 0):
+            if not (isinstance(v, (int, np.integer)) and NS_MIN <= v <= NS_MAX):
+                raise ValueError(f"span id {v!r} is not a 64-bit integer")
+        codes = (self.traces.code(trace), self.methods.code(f"{service}:{operation}" if service else operation),
+                 self.services.code(service), self.replicas.code(replica))
+        self._trace.append(codes[0])
         self._span.append(span)
         self._parent.append(parent if parent is not None else 0)
         self._has_parent.append(0 if parent is None else 1)
-        self._method.append(self.methods.code(f"{service}:{operation}" if service else operation))
-        self._service.append(self.services.code(service))
-        self._replica.append(self.replicas.code(replica))
-        self._start.append(start)
-        self._end.append(end)
+        self._method.append(codes[1])
+        self._service.append(codes[2])
+        self._replica.append(codes[3])
+        self._start.append(int(start))
+        self._end.append(int(end))
 
     def add_columns(self, trace, span: np.ndarray, parent: np.ndarray, has_parent: np.ndarray, service, operation,
                     replica, start: np.ndarray, end: np.ndarray) -> None:
