@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.perftriage-installed
 SAMPLE ?= sample_traces/webserver
 
-.PHONY: run test setup system bench eval clean-venv
+.PHONY: run test setup system bench eval fuzz clean-venv
 
 run: setup
 	$(PY) -m perftriage open $(SAMPLE)
@@ -26,6 +26,11 @@ bench: setup
 
 eval: setup
 	$(PY) -m evaluations
+
+# thousands of damaged inputs per class (make test runs a few hundred); FUZZ_EXAMPLES=N to change
+FUZZ_EXAMPLES ?= 1000
+fuzz: setup
+	$(PY) -m fuzzing --examples $(FUZZ_EXAMPLES) --keep fuzz-failures
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,0 +1,481 @@
+"""Hypothesis strategies, one per class of input perftriage reads, each drawing a :class:`Case`.
+
+Every class starts from inputs perftriage reads well (the real traces in ../shared/real_traces,
+the bundled samples, small hand-made documents in each format) and damages them the way real
+files get damaged or the way a hostile client would shape them: wrong JSON types at any depth,
+numbers beyond int64 or infinite, dates outside numpy's range, cut files, flipped bytes, packet
+header fields at their extremes, rules of the wrong type, options out of range.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import struct
+from functools import lru_cache
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from .harness import Case
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("PERFTRIAGE_SHARED", ROOT.parent / "shared"))
+REAL_TRACES = SHARED / "real_traces"
+#: the smaller real traces (a case copies one): UST only, kernel only, kernel + UST
+CTF_TRACES = ("tracevizlab-php-ust", "tracevizlab-wget-k-20180802-115406", "tracevizlab-cat-kern-ust")
+
+# -- values ---------------------------------------------------------------------------------
+
+EXTREME_INTS = [0, -1, 1, 2**31 - 1, 2**31, 2**32, 2**53 + 1, 2**63 - 1, 2**63, 2**64, -(2**63), -(2**64), 10**30,
+                10**400]
+EXTREME_FLOATS = [float("nan"), float("inf"), float("-inf"), 1e308, -1e308, 5e-324, -0.0, 1.7976931348623157e308]
+WEIRD_TEXT = ["", " ", "NaN", "nan", "inf", "-inf", "1e999", "-", "\x00", "\ud800", "é", "a,b", '"', "\r", "\n",
+              "9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "1677-09-21T00:12:43Z", "2262-04-11T23:47:17Z",
+              "2262-04-12T00:00:00Z", "1970-01-01", "2026-13-45T99:99:99", "18446744073709551616",
+              "-9223372036854775809", "0x10", "1,5", "../../etc/passwd", "a" * 300]
+#: the names the readers look up, so that random objects reach their code paths
+KEYS = ["resourceSpans", "scopeSpans", "instrumentationLibrarySpans", "spans", "resource", "attributes", "key",
+        "value", "stringValue", "intValue", "traceId", "spanId", "parentSpanId", "name", "startTimeUnixNano",
+        "endTimeUnixNano", "kind", "data", "traceID", "spanID", "operationName", "references", "refType",
+        "startTime", "duration", "processID", "processes", "serviceName", "tags", "id", "parentId", "timestamp",
+        "localEndpoint", "remoteEndpoint", "ipv4", "port", "status", "resultType", "result", "metric", "values",
+        "__name__", "instance"]
+
+text_value = st.sampled_from(WEIRD_TEXT) | st.text(max_size=12)
+scalar = (st.none() | st.booleans() | st.sampled_from(EXTREME_INTS) | st.integers(-10**20, 10**20)
+          | st.sampled_from(EXTREME_FLOATS) | st.floats() | text_value)
+json_value = st.recursive(
+    scalar, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=6), c,
+                                                                 max_size=4),
+    max_leaves=12)
+cell = (st.sampled_from(WEIRD_TEXT) | st.sampled_from(EXTREME_INTS).map(str) | st.sampled_from(EXTREME_FLOATS).map(repr)
+        | st.integers(-10**12, 10**19).map(str) | st.floats(allow_nan=True).map(repr) | st.text(max_size=8))
+
+
+def dumps(doc) -> bytes:
+    """JSON as a careless writer makes it: NaN/Infinity allowed, lone surrogates kept as bytes."""
+    return json.dumps(doc, allow_nan=True).encode("utf-8", "surrogatepass")
+
+
+@st.composite
+def mutated(draw, doc, rounds: int = 3):
+    """``doc`` with a few values anywhere in it replaced by random JSON, or its lists cut or repeated."""
+    doc = json.loads(json.dumps(doc))
+    for _ in range(draw(st.integers(1, rounds))):
+        node, path = doc, []
+        while isinstance(node, (dict, list)) and node and draw(st.integers(0, 3)):
+            key = draw(st.sampled_from(sorted(node)) if isinstance(node, dict) else st.integers(0, len(node) - 1))
+            path.append((node, key))
+            node = node[key]
+        if not path:
+            continue
+        parent, key = path[-1]
+        what = draw(st.sampled_from(["replace", "replace", "delete", "double", "empty"]))
+        if what == "replace":
+            parent[key] = draw(json_value)
+        elif what == "delete":
+            del parent[key]
+        elif what == "double" and isinstance(parent[key], list):
+            parent[key] = parent[key] * 2
+        elif what == "empty":
+            parent[key] = type(parent[key])() if isinstance(parent[key], (list, dict, str)) else None
+    return doc
+
+
+def nested(depth: int):
+    """A list nested ``depth`` deep (Python's json recursion limit is about 1,000)."""
+    return "[" * depth + "]" * depth
+
+
+# -- seeds: small valid documents in each span format -------------------------------------
+
+def _seed_traces(n_traces: int = 6):
+    """(trace, span, parent, service, name, start_ns, end_ns, host) rows of a few small trees."""
+    rows = []
+    t0 = 1_767_225_600_000_000_000
+    for t in range(n_traces):
+        tid = f"{t + 1:032x}"
+        base = t0 + t * 10_000_000
+        rows.append((tid, f"{t:08x}00000001", "", "frontend", "GET /", base, base + 5_000_000, "fe-1"))
+        rows.append((tid, f"{t:08x}00000002", f"{t:08x}00000001", "cart", "GetCart", base + 1_000_000,
+                     base + 3_000_000 + t * 100_000, f"cart-{t % 2}"))
+        rows.append((tid, f"{t:08x}00000003", f"{t:08x}00000002", "redis", "HGET", base + 1_200_000,
+                     base + 2_000_000, "redis-0"))
+    return rows
+
+
+def otlp_doc():
+    spans = []
+    for tid, sid, parent, service, name, start, end, host in _seed_traces():
+        spans.append({"resource": {"attributes": [
+            {"key": "service.name", "value": {"stringValue": service}},
+            {"key": "host.name", "value": {"stringValue": host}}]},
+            "scopeSpans": [{"scope": {"name": "fuzz"}, "spans": [{
+                "traceId": tid, "spanId": sid, "parentSpanId": parent, "name": name, "kind": 2,
+                "startTimeUnixNano": str(start), "endTimeUnixNano": str(end)}]}]})
+    return {"resourceSpans": spans}
+
+
+def jaeger_doc():
+    traces = {}
+    for tid, sid, parent, service, name, start, end, host in _seed_traces():
+        tr = traces.setdefault(tid, {"traceID": tid, "spans": [], "processes": {}})
+        pid = f"p{len(tr['processes']) + 1}"
+        tr["processes"][pid] = {"serviceName": service, "tags": [{"key": "hostname", "type": "string",
+                                                                  "value": host}]}
+        tr["spans"].append({"traceID": tid, "spanID": sid, "operationName": name, "processID": pid,
+                            "references": [{"refType": "CHILD_OF", "traceID": tid, "spanID": parent}] if parent else [],
+                            "startTime": start // 1000, "duration": (end - start) // 1000, "tags": []})
+    return {"data": list(traces.values())}
+
+
+def zipkin_doc():
+    return [{"traceId": tid, "id": sid[-16:], **({"parentId": parent[-16:]} if parent else {}), "name": name,
+             "timestamp": start // 1000, "duration": (end - start) // 1000,
+             "localEndpoint": {"serviceName": service, "ipv4": "10.0.0.1", "port": 8080},
+             "tags": {"hostname": host}} for tid, sid, parent, service, name, start, end, host in _seed_traces()]
+
+
+def prometheus_doc():
+    t0 = 1_767_225_600
+    result = []
+    for s in range(3):
+        for name in ("cpu_percent", "gc_percent"):
+            result.append({"metric": {"__name__": name, "instance": f"srv-{s}"},
+                           "values": [[t0 + 60 * i, str(10 + s + (i % 5))] for i in range(30)]})
+    return {"status": "success", "data": {"resultType": "matrix", "result": result}}
+
+
+SPAN_COLUMNS = ["trace", "span", "parent", "service", "name", "start", "end", "duration", "host", "trace_id",
+                "span_id", "parent_id", "start_time", "end_time", "duration_ms", "pod", "status", "operation"]
+
+
+def csv_bytes(rows, newline="\n") -> bytes:
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf, lineterminator=newline)
+    for r in rows:
+        w.writerow(r)
+    return buf.getvalue().encode("utf-8", "surrogatepass")
+
+
+def span_csv_rows():
+    rows = [["trace", "span", "parent", "service", "name", "start", "end", "host"]]
+    rows += [list(map(str, r)) for r in _seed_traces()]
+    return rows
+
+
+def counters_rows(servers: int = 4, samples: int = 24, counters=("cpu", "gc", "queue")):
+    t0 = 1_767_225_600
+    rows = [["time", "server", *counters]]
+    for i in range(samples):
+        for s in range(servers):
+            rows.append([str(t0 + 300 * i), f"srv-{s}", *(f"{10 + s + (i * 7 + j) % 11:.2f}"
+                                                             for j in range(len(counters)))])
+    return rows
+
+
+def thread_rows(threads: int = 4, samples: int = 30):
+    t0 = 1_767_225_600
+    rows = [["time", "thread", "process", "cpu", "io", "wait"]]
+    for i in range(samples):
+        for t in range(threads):
+            rows.append([f"{t0 + i * 0.5:.1f}", f"w{t}", "app", f"{0.2 + (i * t) % 7 / 10:.2f}", str(i % 3),
+                         f"{(i + t) % 5 / 10:.1f}"])
+    return rows
+
+
+@st.composite
+def damaged_rows(draw, rows, rounds: int = 4):
+    """CSV rows with cells replaced, rows cut, duplicated or widened, the header changed."""
+    rows = [list(r) for r in rows]
+    for _ in range(draw(st.integers(1, rounds))):
+        what = draw(st.sampled_from(["cell", "cell", "cell", "header", "cut_row", "extra_cell", "dup_rows",
+                                     "drop_rows", "one_more_sample"]))
+        i = draw(st.integers(1, max(1, len(rows) - 1))) if len(rows) > 1 else 0
+        if what == "cell" and rows[i]:
+            rows[i][draw(st.integers(0, len(rows[i]) - 1))] = draw(cell)
+        elif what == "header" and rows[0]:
+            rows[0][draw(st.integers(0, len(rows[0]) - 1))] = draw(st.sampled_from(SPAN_COLUMNS + ["", "time", "value",
+                                                                                                 "metric", "thread"]))
+        elif what == "cut_row":
+            rows[i] = rows[i][: draw(st.integers(0, len(rows[i])))]
+        elif what == "extra_cell":
+            rows[i] = rows[i] + [draw(cell)]
+        elif what == "dup_rows":
+            rows = rows + rows[1:]  # the body repeated
+        elif what == "drop_rows":
+            del rows[i:i + draw(st.integers(1, 10))]
+        elif what == "one_more_sample" and len(rows) > 1:
+            extra = list(rows[-1])
+            if extra:
+                extra[0] = draw(cell)
+            rows.append(extra)
+    return rows
+
+
+def maybe_gzip(draw, data: bytes, name: str) -> tuple[str, bytes]:
+    how = draw(st.sampled_from(["plain", "plain", "plain", "gzip", "gzip_cut"]))
+    if how == "plain":
+        return name, data
+    z = gzip.compress(data)
+    if how == "gzip_cut":
+        z = z[: draw(st.integers(0, max(0, len(z) - 1)))]
+    return name + ".gz", z
+
+
+REPORT = ["report", "-q", "-o", "{out}"]
+
+
+# -- classes ----------------------------------------------------------------------------------
+
+@st.composite
+def spans_json(draw):
+    fmt = draw(st.sampled_from(["otlp", "otlp_lines", "jaeger", "zipkin", "deep", "raw"]))
+    if fmt == "deep":
+        data, name = nested(draw(st.sampled_from([500, 1000, 5000, 100_000]))).encode(), "spans.json"
+        data = b'{"resourceSpans": ' + data + b"}"
+    elif fmt == "raw":
+        data, name = dumps(draw(json_value)), draw(st.sampled_from(["spans.json", "trace.json", "x.jsonl"]))
+    elif fmt == "otlp_lines":
+        docs = [draw(mutated(otlp_doc())) if draw(st.booleans()) else otlp_doc() for _ in range(3)]
+        data, name = b"\n".join(dumps(d) for d in docs), "spans.otlp.jsonl"
+    else:
+        seed = {"otlp": otlp_doc, "jaeger": jaeger_doc, "zipkin": zipkin_doc}[fmt]()
+        data, name = dumps(draw(mutated(seed, rounds=4))), f"{fmt}.json"
+    name, data = maybe_gzip(draw, data, name)
+    return Case("spans_json", {name: data}, [*REPORT, "{in}/" + name, "--min-category", "2"], f"{fmt} {name}",
+                timeout_s=60)
+
+
+@st.composite
+def span_csv(draw):
+    rows = draw(damaged_rows(span_csv_rows()))
+    newline = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    name, data = maybe_gzip(draw, csv_bytes(rows, newline), "spans.csv")
+    return Case("span_csv", {name: data}, [*REPORT, "{in}/" + name, "--min-category", "2"], name)
+
+
+@st.composite
+def counters(draw):
+    fmt = draw(st.sampled_from(["csv", "csv", "prometheus"]))
+    if fmt == "csv":
+        rows = draw(damaged_rows(counters_rows()))
+        name, data = "counters.csv", csv_bytes(rows)
+    else:
+        name, data = "counters.prom.json", dumps(draw(mutated(prometheus_doc(), rounds=4)))
+    name, data = maybe_gzip(draw, data, name)
+    return Case("counters", {name: data}, [*REPORT, "{in}/" + name], name)
+
+
+RULE_KEYS = ["counter", "view", "statistic", "op", "value", "quantile", "percent_from_median", "zscore"]
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return {"nan": "nan", "inf": "inf", "-inf": "-inf"}.get(repr(v), repr(v))
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return json.dumps(str(v))
+
+
+@st.composite
+def rules(draw):
+    good = {"counter": "cpu", "view": "detail", "statistic": "any", "op": ">", "value": 15}
+    fmt = draw(st.sampled_from(["toml", "toml", "xml", "raw"]))
+    if fmt == "toml":
+        lines = []
+        for _ in range(draw(st.integers(0, 3))):
+            rule = dict(good)
+            for k in draw(st.lists(st.sampled_from(RULE_KEYS), max_size=3)):
+                rule[k] = draw(scalar | st.lists(scalar, max_size=2) | st.sampled_from(
+                    ["server", "time", "quantile", "median", "GreaterThan", "<=", "??", "*"]))
+            lines.append("[[rule]]")
+            lines += [f"{k} = {_toml_value(v)}" for k, v in rule.items()]
+        text, name = "\n".join(lines) + "\n", "rules.toml"
+    elif fmt == "xml":
+        parts = []
+        for _ in range(draw(st.integers(0, 3))):
+            val = draw(text_value | st.sampled_from(EXTREME_INTS).map(str))
+            applies = draw(st.sampled_from(["DetailView", "ServerView", "TimeView", "", "Nowhere"]))
+            stat = draw(st.sampled_from(["Any", "Average", "Median", "Quantile", "", "Bogus"]))
+            op = draw(st.sampled_from(["GreaterThan", "LessThan", "", "Sideways"]))
+            parts.append(f'<PerformanceCounter Name="{draw(st.sampled_from(["cpu", "gc", "*", ""]))}">'
+                         f'<Rule AppliesTo="{applies}"><Statistic>{stat}</Statistic>'
+                         f"<ExpectedValue>{val}</ExpectedValue><ComparisonOperator>{op}</ComparisonOperator>"
+                         "</Rule></PerformanceCounter>")
+        text = "<ThresholdConfig>" + "".join(parts) + "</ThresholdConfig>"
+        text = text[: draw(st.integers(0, len(text)))] if draw(st.integers(0, 4)) == 0 else text
+        name = "rules.xml"
+    else:
+        text, name = draw(st.text(max_size=200)), draw(st.sampled_from(["rules.toml", "rules.xml"]))
+    files = {name: text.encode("utf-8", "surrogatepass"), "counters.csv": csv_bytes(counters_rows())}
+    return Case("rules", files, [*REPORT, "{in}/counters.csv", "--rules", "{in}/" + name], f"{fmt} rules")
+
+
+@st.composite
+def thread_csv(draw):
+    fmt = draw(st.sampled_from(["long", "wide"]))
+    rows = thread_rows()
+    if fmt == "wide":
+        by_time: dict[str, dict[str, str]] = {}
+        for t, th, _, cpu, io_, wait in rows[1:]:
+            by_time.setdefault(t, {})[f"{th}:cpu"] = cpu
+            by_time[t][f"{th}:wait"] = wait
+        cols = sorted({c for v in by_time.values() for c in v})
+        rows = [["time", *cols]] + [[t, *(v.get(c, "") for c in cols)] for t, v in by_time.items()]
+    rows = draw(damaged_rows(rows))
+    name, data = maybe_gzip(draw, csv_bytes(rows), "threads.csv")
+    return Case("thread_csv", {name: data}, [*REPORT, "{in}/" + name, "--replicates", "10"], f"{fmt} {name}")
+
+
+NUMERIC_OPTIONS = ["--eps", "--min-samples", "--minor-fraction", "--k", "--replicates", "--thread-metrics",
+                   "--server-x", "--time-x", "--min-correlation", "--alpha", "--beta", "--min-category", "--top"]
+OPTION_VALUES = ["nan", "NaN", "inf", "-inf", "-1", "0", "1e-9", "1e308", "1e999", "1000000000",
+                 "18446744073709551616", "x", "", "1e3", "0.5", "3", "-0", "0x10", "1_000", " 2"]
+
+
+@st.composite
+def options(draw):
+    kind = draw(st.sampled_from(["counters", "spans", "threads", "sample", "thresholds", "columns"]))
+    files = {"counters.csv": csv_bytes(counters_rows())} if kind == "counters" else \
+        {"spans.csv": csv_bytes(span_csv_rows())} if kind == "spans" else \
+        {"threads.csv": csv_bytes(thread_rows())} if kind == "threads" else {}
+    target = "{in}/" + next(iter(files)) if files else "{in}"
+    args = []
+    for opt in draw(st.lists(st.sampled_from(NUMERIC_OPTIONS), min_size=1, max_size=3)):
+        args += [opt, draw(st.sampled_from(OPTION_VALUES) | st.floats().map(repr) | st.integers().map(str))]
+    if kind == "sample":
+        argv = ["sample", "--out", "{work}/s", draw(st.sampled_from(["--seed", "--rate", "--requests", "--servers",
+                                                                   "--points", "--cpus", "--slowdown"])),
+                draw(st.sampled_from(OPTION_VALUES)), "--system", "fleet", "--servers", "3", "--points", "50"]
+        return Case("options", files, argv, " ".join(argv), may_write=["s"])
+    if kind == "thresholds":
+        args = ["--thresholds", draw(st.sampled_from(["", ",", "nan", "1,2,x", "-5", "1e999", "200,250,300"]))]
+        target = "{in}"
+    if kind == "columns":
+        files = {"spans.csv": csv_bytes(span_csv_rows())}
+        target = "{in}/spans.csv"
+        args = ["--columns", draw(st.sampled_from(["", "=", "trace=", "trace=nope", "start=end,end=start", "x=y",
+                                                   "trace=trace,trace=span"]))]
+    return Case("options", files, [*REPORT, target, *args], " ".join(args))
+
+
+PREFIXES = [b"", b'{"resourceSpans"', b"time,server,", b"\x1f\x8b\x08", b"/* CTF 1.8", b"\xef\xbb\xbf", b"\xc1\x1f\xfc\xc1",
+            b"\x57\x1d\xd1\x75", b"trace,span,parent,service,name,start,end\r", b'{"data":[{"traceID"', b'[{"traceId"',
+            b"<ThresholdConfig", b'{"status":"success","data":{"result":']
+
+
+@st.composite
+def any_bytes(draw):
+    prefix = draw(st.sampled_from(PREFIXES))
+    data = prefix + draw(st.binary(max_size=2000))
+    name = draw(st.sampled_from(["x.csv", "x.json", "x.jsonl", "x.gz", "x.toml", "x", "metadata", "spans.otlp.json"]))
+    shape = draw(st.sampled_from(["file", "folder", "trace_folder"]))
+    if shape == "file":
+        return Case("bytes", {name: data}, [*REPORT, "{in}/" + name], f"{name} {prefix!r}")
+    if shape == "folder":
+        return Case("bytes", {"d/" + name: data, "d/y.bin": draw(st.binary(max_size=200))}, [*REPORT, "{in}/d"],
+                    f"folder {name} {prefix!r}")
+    return Case("bytes", {"t/metadata": data, "t/chan_0": draw(st.binary(max_size=4096))}, [*REPORT, "{in}/t"],
+                f"trace folder with metadata {prefix[:10]!r}")
+
+
+# -- CTF traces -------------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def _trace_parts(name: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """(folder of a trace relative to the copy, its metadata text, its stream files) per trace."""
+    from perftriage.analysis.ctf.metadata import read_metadata_text
+
+    out = []
+    root = REAL_TRACES / name
+    for meta in sorted(root.rglob("metadata")):
+        folder = meta.parent
+        streams = tuple(sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "metadata"))
+        out.append((str(folder.relative_to(root)), read_metadata_text(meta), streams))
+    return tuple(out)
+
+
+FIELD_EXTREMES = [0, 1, 8, 64, 2**31, 2**32 - 1, 2**63, 2**64 - 1]
+
+
+@st.composite
+def ctf_mutation(draw):
+    from perftriage.analysis.ctf.metadata import packet_fields
+
+    name = draw(st.sampled_from(CTF_TRACES))
+    src = REAL_TRACES / name
+    folder, text, streams = draw(st.sampled_from(_trace_parts(name)))
+    rel = lambda f: (folder + "/" + f) if folder != "." else f  # noqa: E731
+    files: dict[str, bytes] = {}
+    remove: list[str] = []
+    what = draw(st.sampled_from(["flip", "flip", "truncate", "header", "header", "metadata", "no_index"]))
+    stream = draw(st.sampled_from(streams))
+    data = bytearray((src / rel(stream)).read_bytes())
+    if what == "flip" and data:
+        for _ in range(draw(st.integers(1, 8))):
+            i = draw(st.integers(0, len(data) - 1))
+            data[i] ^= 1 << draw(st.integers(0, 7))
+        files[rel(stream)] = bytes(data)
+    elif what == "truncate":
+        files[rel(stream)] = bytes(data[: draw(st.integers(0, len(data)))])
+    elif what == "header" and data:
+        order, found = packet_fields(text)
+        field = draw(st.sampled_from(sorted(found)))
+        off, width = found[field]
+        value = draw(st.sampled_from(FIELD_EXTREMES)) % (1 << (8 * width))
+        # the n-th packet (walked by packet_size), or every packet
+        psize_off, psize_w = found.get("packet_size", (None, None))
+        positions, pos = [], 0
+        while psize_off is not None and pos + psize_off + psize_w <= len(data) and len(positions) < 10_000:
+            positions.append(pos)
+            step = int.from_bytes(data[pos + psize_off: pos + psize_off + psize_w], "little" if order == "<" else "big")
+            if step < 8 or step % 8:
+                break
+            pos += step // 8
+        positions = positions or [0]
+        chosen = positions if draw(st.booleans()) else [draw(st.sampled_from(positions))]
+        fmt = order + {1: "B", 2: "H", 4: "I", 8: "Q"}[width]
+        for p in chosen:
+            if p + off + width <= len(data):
+                struct.pack_into(fmt, data, p + off, value)
+        files[rel(stream)] = bytes(data)
+        what = f"header {field}={value} in {len(chosen)} packet(s)"
+    elif what == "metadata":
+        meta = bytearray((src / rel("metadata")).read_bytes())
+        how = draw(st.sampled_from(["cut", "flip", "text"]))
+        if how == "cut":
+            meta = meta[: draw(st.integers(0, len(meta)))]
+        elif how == "flip" and meta:
+            for _ in range(draw(st.integers(1, 4))):
+                meta[draw(st.integers(0, len(meta) - 1))] ^= 1 << draw(st.integers(0, 7))
+        else:
+            meta = bytearray(text.replace(draw(st.sampled_from(["event", "uint32_t", "clock", "stream_id", "="])),
+                                          draw(st.sampled_from(["", "x", "event {", "}}"])), 1).encode())
+        files[rel("metadata")] = bytes(meta)
+        what = f"metadata {how}"
+    if draw(st.booleans()):
+        remove.append(rel("index"))
+    argv = draw(st.sampled_from([[*REPORT, "{in}/trace"], [*REPORT, "{in}/trace", "--no-thread-metrics"],
+                                 ["info", "{in}/trace"]]))
+    return Case("ctf", {"trace/" + k: v for k, v in files.items()}, argv, f"{name}/{rel(stream)}: {what}",
+                copy_from={"trace": src}, timeout_s=120, remove=["trace/" + r for r in remove])
+
+
+#: every class, by name
+CLASSES = {
+    "ctf": ctf_mutation(),
+    "spans_json": spans_json(),
+    "span_csv": span_csv(),
+    "counters": counters(),
+    "rules": rules(),
+    "thread_csv": thread_csv(),
+    "options": options(),
+    "bytes": any_bytes(),
+}
