@@ -190,7 +190,10 @@ def run_case(case: Case, base: Path, memory_mib: int = 2048) -> Outcome:
             break
         if time.monotonic() > deadline:
             timed_out = True
-            os.killpg(pid, signal.SIGKILL)
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:  # killed before its setsid(): no group yet
+                os.kill(pid, signal.SIGKILL)
             _, status, usage = os.wait4(pid, 0)
             break
         time.sleep(0.005)
