@@ -6,21 +6,31 @@ functions only.
   and continuity-corrected (scipy.stats.mannwhitneyu's ``method="asymptotic"``);
 - :func:`binom_sf`: P(X >= k) for X ~ Binomial(n, p);
 - :func:`poisson_cdf`: P(X <= k) for X ~ Poisson(mu);
-- :func:`norm_cdf`, :func:`norm_ppf`, :func:`norm_pdf`: the standard normal distribution.
+- :func:`norm_cdf`, :func:`norm_ppf`, :func:`norm_pdf`: the standard normal distribution;
+- :func:`nanmedian`: medians that skip NaN, by one sort along the axis (numpy's vectorised float
+  sort orders 2,000-value rows about 10x faster than ``np.nanmedian`` partitions them: 16 M
+  values, sort 0.05 s, median 0.55 s);
+- :func:`median_above`: the usual size of a departure where there is one.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import betainc, gammaincc, ndtr, ndtri
+
+
+def _special():
+    """scipy.special, imported where a test needs it (0.16 s: the medians below do without)."""
+    import scipy.special  # noqa: PLC0415
+
+    return scipy.special
 
 
 def norm_cdf(x):
-    return ndtr(x)
+    return _special().ndtr(x)
 
 
 def norm_ppf(q):
-    return ndtri(q)
+    return _special().ndtri(q)
 
 
 def norm_pdf(x):
@@ -34,7 +44,7 @@ def binom_sf(k, n, p):
     n = np.asarray(n, dtype=np.float64)
     p = np.clip(np.asarray(p, dtype=np.float64), 1e-12, 1 - 1e-12)
     kk = np.clip(k, 1, np.maximum(n, 1))
-    out = betainc(kk, np.maximum(n - kk + 1, 1e-12), p)
+    out = _special().betainc(kk, np.maximum(n - kk + 1, 1e-12), p)
     return np.where(k <= 0, 1.0, np.where(k > n, 0.0, out))
 
 
@@ -42,7 +52,7 @@ def poisson_cdf(k, mu):
     """P(X <= k), X ~ Poisson(mu)."""
     k = np.floor(np.asarray(k, dtype=np.float64))
     mu = np.asarray(mu, dtype=np.float64)
-    return np.where(k < 0, 0.0, gammaincc(np.maximum(k, 0) + 1, mu))
+    return np.where(k < 0, 0.0, _special().gammaincc(np.maximum(k, 0) + 1, mu))
 
 
 def mann_whitney_p(x, y, alternative: str = "two-sided") -> float:
@@ -72,9 +82,34 @@ def mann_whitney_p(x, y, alternative: str = "two-sided") -> float:
     sd = np.sqrt(var)
     if alternative == "two-sided":
         z = (abs(u1 - mu) - 0.5) / sd
-        return float(min(1.0, 2 * ndtr(-z)))
+        return float(min(1.0, 2 * _special().ndtr(-z)))
     if alternative == "less":
         z = (u1 - mu + 0.5) / sd
-        return float(ndtr(z))
+        return float(_special().ndtr(z))
     z = (u1 - mu - 0.5) / sd
-    return float(ndtr(-z))
+    return float(_special().ndtr(-z))
+
+
+def nanmedian(x: np.ndarray, axis: int) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    s = np.sort(x, axis=axis)
+    n_all = x.shape[axis]
+    n = n_all - np.isnan(s).sum(axis=axis, keepdims=True) if np.isnan(s).any() else None
+    if n is None:
+        lo, hi = (n_all - 1) // 2, n_all // 2
+        a = np.take(s, lo, axis=axis)
+        return a if lo == hi else (a + np.take(s, hi, axis=axis)) / 2
+    lo = np.maximum((n - 1) // 2, 0)
+    hi = np.minimum(n // 2, n_all - 1)
+    a = np.take_along_axis(s, lo, axis=axis)
+    b = np.take_along_axis(s, hi, axis=axis)
+    return np.squeeze(np.where(n > 0, (a + b) / 2, np.nan), axis=axis)
+
+
+def median_above(x: np.ndarray, floor, axis: int) -> np.ndarray:
+    """Along ``axis``, the median of the values above ``floor`` (broadcast against ``x``), 0 where
+    none is: the usual size of a difference where there is one (a series that sits on its median
+    most of the time has a MAD of 0; its departures still have a size)."""
+    x = np.asarray(x, np.float64)
+    m = nanmedian(np.where(x > floor, x, np.nan), axis=axis)  # NaN compares false: dropped too
+    return np.nan_to_num(m, nan=0.0)

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perftriage.analysis.stats import median_above
+
 from .stats import nanmedian
 from .table import CounterSet
 
@@ -98,8 +100,8 @@ def _robust(x: np.ndarray, floor: np.ndarray, with_mad: bool = False):
     med = _median_last(x)
     dev = np.abs(x - med)
     mad = 1.4826 * _median_last(dev)
-    moved = nanmedian(np.where(dev > floor[..., None], dev, np.nan), axis=x.ndim - 1)[..., None]
-    scale = np.fmax(np.fmax(mad, floor[..., None]), np.where(mad > floor[..., None], 0.0, np.nan_to_num(moved)))
+    moved = median_above(dev, floor[..., None], axis=x.ndim - 1)[..., None]
+    scale = np.fmax(np.fmax(mad, floor[..., None]), np.where(mad > floor[..., None], 0.0, moved))
     dev /= scale
     z = dev.astype(np.float32)  # z to 7 digits is plenty, and half the memory of a cube
     del dev

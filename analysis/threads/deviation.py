@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from perftriage.analysis.stats import median_above
 from perftriage.analysis.units import fmt_clock, fmt_duration
 
 from .covariance import covariances, fm_matrix, scale_of
@@ -513,7 +514,7 @@ def _window_scores(groups: list[list[np.ndarray]], window: int) -> list[Excursio
     # where nearly every window sits exactly on its level (open files, mappings: counts that
     # change now and then), the 99th percentile is 0: then the usual size of a move sets the
     # unit, and never less than 1% of the metric's range over all windows
-    typical = _median_of_positive(allr)
+    typical = median_above(allr, 0.0, axis=0)
     all_means = np.vstack([per[i][1] for i in valid]) if valid else np.zeros((1, allr.shape[1]))
     span = np.nanmax(all_means, axis=0) - np.nanmin(all_means, axis=0)
     unit = np.maximum.reduce([unit, floor, typical, 0.01 * np.nan_to_num(span), np.full_like(unit, 1e-9)])
@@ -564,7 +565,7 @@ def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> li
     unit = np.nanmedian(spread, axis=0)
     # metrics most abstractions share exactly (counts that rarely differ): never finer than the
     # usual size of a difference where there is one, and 1% of the metric's range
-    typical = _median_of_positive(np.abs(M - med).reshape(-1, M.shape[-1]))
+    typical = median_above(np.abs(M - med).reshape(-1, M.shape[-1]), 0.0, axis=0)
     span = np.nan_to_num(np.nanmax(M, axis=(0, 1)) - np.nanmin(M, axis=(0, 1)))
     unit = np.maximum.reduce([unit, typical, 0.01 * span, np.full_like(unit, 1e-9)])
     dep = np.abs(M - med) / unit
@@ -613,18 +614,6 @@ def explain(items: list[int], majority: list[int], means, stds, metrics, units: 
             parts.append(f"varies by {_num(mine_std[j])}{u} (std) where the others hardly vary")
         if parts:
             out.append((metrics[j], "; ".join(parts)))
-    return out
-
-
-def _median_of_positive(x: np.ndarray) -> np.ndarray:
-    """Per column, the median of the values above 0 (0 where there is none): the usual size of a
-    difference where there is one."""
-    out = np.zeros(x.shape[1])
-    for j in range(x.shape[1]):
-        col = x[:, j]
-        col = col[col > 0]  # NaN compares false: dropped too
-        if len(col):
-            out[j] = float(np.median(col))
     return out
 
 
