@@ -290,9 +290,10 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                              f"{_at(ts, res, r.items[0], d.member, d.sample)}; {d.z:.1f}x how much the "
                              f"{plural(level)} usually differ")]
         else:
-            r.metrics = explain(r.items, majority, means, stds, metric_names, ts.units)
-            if r.metrics:
-                r.headline = f"{r.metrics[0][0]} {r.metrics[0][1].split(';')[0]}"
+            why = explain(r.items, majority, means, stds, metric_names, ts.units)
+            r.metrics = [(m, "; ".join(parts)) for m, parts in why]
+            if why:
+                r.headline = f"{why[0][0]} {why[0][1][0]}"
     return res
 
 
@@ -583,7 +584,8 @@ def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> li
 def explain(items: list[int], majority: list[int], means, stds, metrics, units: dict | None = None):
     """Which metrics set the ranked abstractions apart from the majority: the difference of
     their mean, in units of the spread of the majority's means (or of its own std when the
-    majority agrees), and the ratio of standard deviations."""
+    majority agrees), and the ratio of standard deviations. (metric, [what sets it apart, the
+    strongest first]) per metric."""
     if not majority:
         majority = [i for i in range(len(means)) if i not in items]
     if not majority:
@@ -613,7 +615,7 @@ def explain(items: list[int], majority: list[int], means, stds, metrics, units: 
         elif ratio[j] >= 1.5 and mine_std[j] > 0:
             parts.append(f"varies by {_num(mine_std[j])}{u} (std) where the others hardly vary")
         if parts:
-            out.append((metrics[j], "; ".join(parts)))
+            out.append((metrics[j], parts))
     return out
 
 
