@@ -342,7 +342,7 @@ OPTION_VALUES = ["nan", "NaN", "inf", "-inf", "-1", "0", "1e-9", "1e308", "1e999
 
 @st.composite
 def options(draw):
-    kind = draw(st.sampled_from(["counters", "spans", "threads", "sample", "thresholds", "columns"]))
+    kind = draw(st.sampled_from(["counters", "spans", "threads", "sample", "thresholds", "columns", "record"]))
     files = {"counters.csv": csv_bytes(counters_rows())} if kind == "counters" else \
         {"spans.csv": csv_bytes(span_csv_rows())} if kind == "spans" else \
         {"threads.csv": csv_bytes(thread_rows())} if kind == "threads" else {}
@@ -355,6 +355,12 @@ def options(draw):
                                                                    "--points", "--cpus", "--slowdown"])),
                 draw(st.sampled_from(OPTION_VALUES)), "--system", "fleet", "--servers", "3", "--points", "50"]
         return Case("options", files, argv, " ".join(argv), may_write=["s"])
+    if kind == "record":  # sampling this very process for a moment
+        opt = draw(st.sampled_from(["--interval", "--duration", "--pid"]))
+        vals = {"--interval": "0.05", "--duration": "0.3", "--pid": str(os.getpid())}
+        vals[opt] = draw(st.sampled_from(OPTION_VALUES))
+        argv = ["record", "threads", "-o", "{work}/t.csv"] + [x for k, v in vals.items() for x in (k, v)]
+        return Case("options", {}, argv, " ".join(argv), may_write=["t.csv"], timeout_s=30)
     if kind == "thresholds":
         args = ["--thresholds", draw(st.sampled_from(["", ",", "nan", "1,2,x", "-5", "1e999", "200,250,300"]))]
         target = "{in}"
