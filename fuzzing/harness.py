@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import resource
 import signal
 import sys
@@ -79,7 +80,7 @@ def _vm_bytes() -> int:
 
 
 def warm() -> None:
-    """Import what the commands import, once, in the process the children are forked from: a run
+    """Import what the commands import, once, in the server the children are forked from: a run
     then costs what the command costs (0.05 s for a refused file, not 0.5 s of imports)."""
     import importlib
 
@@ -122,8 +123,6 @@ def run_case(case: Case, base: Path, memory_mib: int = 2048) -> Outcome:
     """Write the case's input under ``base``, run it in a forked child, judge it."""
     import shutil
 
-    warm()
-
     inp, work = base / "in", base / "work"
     for d in (inp, work):
         if d.exists():
@@ -138,6 +137,54 @@ def run_case(case: Case, base: Path, memory_mib: int = 2048) -> Outcome:
             out.write_bytes(SENTINEL)
     before_in = _tree(inp)
     before_work = _tree(work)
+    err_path = base / "stderr"
+    r = _server().run(argv, work, base, case.timeout_s, memory_mib)
+    code, sig, timed_out = r["exit"], r["signal"], r["timed_out"]
+    elapsed, peak, rss_at_fork = r["elapsed_s"], r["peak_mib"], r["rss_at_fork_mib"]
+    err = err_path.read_text("utf-8", "replace")
+    problems = []
+    if sig is not None and not timed_out:
+        problems.append(f"killed by {sig}")
+    if timed_out:
+        problems.append(f"hang: still running after {case.timeout_s:.0f} s")
+    if code is not None and code not in ALLOWED_EXITS:
+        problems.append(f"exit {code}" + (" (internal error)" if code == 1 else ""))
+    if "Traceback (most recent call last)" in err:
+        problems.append("traceback on stderr")
+    if re.search(r"^\S+:\d+: \w*Warning: ", err, re.M):
+        problems.append("a Python warning on stderr (a value computed from bad input, unseen)")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    if code == 3 and len(lines) != 1:
+        problems.append(f"exit 3 with {len(lines)} lines on stderr (one expected)")
+    if code in (3, 5) and lines and not lines[0].startswith("perftriage: "):
+        problems.append("an error that does not start with 'perftriage: '")
+    if code == 4 and not any(ln.startswith("perftriage: partial data") for ln in lines):
+        problems.append("exit 4 without saying what was only partly read")
+    if code == 2 and (not lines or "error:" not in lines[-1]):
+        problems.append("usage error without an 'error:' line")
+    if peak - rss_at_fork > memory_mib:  # the forked child's peak counts the parent's resident pages
+        problems.append(f"peak memory {peak - rss_at_fork:,.0f} MiB above the parent's")
+    if _tree(inp) != before_in:
+        problems.append("the input folder changed")
+    after_work = _tree(work)
+    extra = {p for p in set(after_work) - set(before_work) if p.split("/")[0] not in case.may_write}
+    if extra:
+        problems.append("files left in the working folder: " + ", ".join(sorted(extra)[:3]))
+    if out.parent == work and out.exists():
+        data = out.read_bytes()
+        if code not in (0, 4) and data != SENTINEL:
+            problems.append(f"-o {out.name} changed by a run that ended with {code or sig}")
+        if code in (0, 4) and data == SENTINEL and "-o" in argv and "report" in argv:
+            problems.append("-o not written by a run that succeeded")
+    elif out.parent == work and "-o" in argv:
+        problems.append("-o removed")
+    return Outcome(code, sig, err, elapsed, peak, timed_out, problems)
+
+
+def execute(argv: list[str], work: Path, base: Path, timeout_s: float, memory_mib: int) -> dict:
+    """Run ``perftriage argv`` in a child forked from this process (which must hold no other
+    thread: see :class:`_Server`), in ``work``, its output in ``base``/stdout and stderr; how it
+    ended."""
     err_path = base / "stderr"
     # the child's address space: what this process maps already, plus the budget
     cap = _vm_bytes() + memory_mib * 2**20 * 2
@@ -183,7 +230,7 @@ def run_case(case: Case, base: Path, memory_mib: int = 2048) -> Outcome:
             finally:
                 os._exit(code if isinstance(code, int) else 97)
     timed_out = False
-    deadline = t0 + case.timeout_s
+    deadline = t0 + timeout_s
     while True:
         wpid, status, usage = os.wait4(pid, os.WNOHANG)
         if wpid:
@@ -203,45 +250,41 @@ def run_case(case: Case, base: Path, memory_mib: int = 2048) -> Outcome:
     except (ProcessLookupError, PermissionError):
         pass
     peak = usage.ru_maxrss / 1024
-    err = err_path.read_text("utf-8", "replace")
-    problems = []
-    sig = None
-    code = None
-    if os.WIFSIGNALED(status):
-        sig = signal.Signals(os.WTERMSIG(status)).name
-        if not timed_out:
-            problems.append(f"killed by {sig}")
-    else:
-        code = os.WEXITSTATUS(status)
-    if timed_out:
-        problems.append(f"hang: still running after {case.timeout_s:.0f} s")
-    if code is not None and code not in ALLOWED_EXITS:
-        problems.append(f"exit {code}" + (" (internal error)" if code == 1 else ""))
-    if "Traceback (most recent call last)" in err:
-        problems.append("traceback on stderr")
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    if code == 3 and len(lines) != 1:
-        problems.append(f"exit 3 with {len(lines)} lines on stderr (one expected)")
-    if code in (3, 5) and lines and not lines[0].startswith("perftriage: "):
-        problems.append("an error that does not start with 'perftriage: '")
-    if code == 4 and not any(ln.startswith("perftriage: partial data") for ln in lines):
-        problems.append("exit 4 without saying what was only partly read")
-    if code == 2 and (not lines or "error:" not in lines[-1]):
-        problems.append("usage error without an 'error:' line")
-    if peak - rss_at_fork > memory_mib:  # the forked child's peak counts the parent's resident pages
-        problems.append(f"peak memory {peak - rss_at_fork:,.0f} MiB above the parent's")
-    if _tree(inp) != before_in:
-        problems.append("the input folder changed")
-    after_work = _tree(work)
-    extra = {p for p in set(after_work) - set(before_work) if p.split("/")[0] not in case.may_write}
-    if extra:
-        problems.append("files left in the working folder: " + ", ".join(sorted(extra)[:3]))
-    if out.parent == work and out.exists():
-        data = out.read_bytes()
-        if code not in (0, 4) and data != SENTINEL:
-            problems.append(f"-o {out.name} changed by a run that ended with {code or sig}")
-        if code in (0, 4) and data == SENTINEL and "-o" in argv and "report" in argv:
-            problems.append("-o not written by a run that succeeded")
-    elif out.parent == work and "-o" in argv:
-        problems.append("-o removed")
-    return Outcome(code, sig, err, elapsed, peak, timed_out, problems)
+    sig = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else None
+    return {"exit": None if sig else os.WEXITSTATUS(status), "signal": sig, "timed_out": timed_out,
+            "elapsed_s": elapsed, "peak_mib": peak, "rss_at_fork_mib": rss_at_fork}
+
+
+class _Server:
+    """A clean process that forks the children: forking pytest itself (threads of a process
+    pool, of Textual, of anything an earlier test left running) deadlocked children on locks
+    held by threads that do not exist in the child. This one holds no thread but the main one."""
+
+    def __init__(self):
+        import subprocess
+
+        root = str(Path(__file__).resolve().parent.parent)
+        env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen([sys.executable, "-m", "fuzzing.server"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, cwd=root, env=env, text=True)
+
+    def run(self, argv, work, base, timeout_s, memory_mib) -> dict:
+        import json
+
+        self.proc.stdin.write(json.dumps({"argv": argv, "work": str(work), "base": str(base),
+                                          "timeout_s": timeout_s, "memory_mib": memory_mib}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the fuzzing server ended")
+        return json.loads(line)
+
+
+_SERVER: _Server | None = None
+
+
+def _server() -> _Server:
+    global _SERVER
+    if _SERVER is None or _SERVER.proc.poll() is not None:
+        _SERVER = _Server()
+    return _SERVER

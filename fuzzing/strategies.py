@@ -188,6 +188,32 @@ def thread_rows(threads: int = 4, samples: int = 30):
     return rows
 
 
+STATES = ("RU", "RS", "BP", "BD", "BN", "BS", "BI", "BF", "BT")
+
+
+def features_rows(n: int = 40):
+    """What ``perftriage features`` writes: one row per request with its time in each state."""
+    rows = [["id", "kind", "host", "pid", "tid", "start_ns", "end_ns", "TT_ns", *(f"{s}_ns" for s in STATES),
+             *(f"{s}_n" for s in STATES), "syscalls", "states", "comm"]]
+    t0 = 1_767_225_600_000_000_000
+    for i in range(n):
+        ns = [(i * 7919 + k * 104_729) % 3_000_000 for k in range(len(STATES))]
+        if i % 10 == 9:
+            ns[3] += 50_000_000  # a few requests wait on the disk
+        start = t0 + i * 100_000_000
+        rows.append([str(i + 1), "request", "web-1", "100", str(100 + i % 4), str(start), str(start + sum(ns)),
+                     str(sum(ns)), *map(str, ns), *(str(1 + (i + k) % 5) for k in range(len(STATES))),
+                     "read write" + (" fsync" if i % 10 == 9 else ""), "RU BD RU", "php-fpm"])
+    return rows
+
+
+def clouddiag_rows():
+    """The first calls of the bundled CloudDiag log (host,timestamp,request_id,mid,caller_mid,method,flag)."""
+    path = ROOT / "sample_traces" / "microservices" / "clouddiag-log" / "calls.log"
+    with open(path, newline="") as f:
+        return [row for _, row in zip(range(400), csv.reader(f))]
+
+
 @st.composite
 def damaged_rows(draw, rows, rounds: int = 4):
     """CSV rows with cells replaced, rows cut, duplicated or widened, the header changed."""
@@ -253,10 +279,21 @@ def spans_json(draw):
 
 @st.composite
 def span_csv(draw):
-    rows = draw(damaged_rows(span_csv_rows()))
+    fmt = draw(st.sampled_from(["span_csv", "span_csv", "clouddiag_log"]))
+    seed, name = (span_csv_rows(), "spans.csv") if fmt == "span_csv" else (clouddiag_rows(), "calls.log")
+    rows = draw(damaged_rows(seed))
     newline = draw(st.sampled_from(["\n", "\r\n", "\r"]))
-    name, data = maybe_gzip(draw, csv_bytes(rows, newline), "spans.csv")
+    name, data = maybe_gzip(draw, csv_bytes(rows, newline), name)
+    if fmt == "clouddiag_log":
+        name = "clouddiag-log/" + name
     return Case("span_csv", {name: data}, [*REPORT, "{in}/" + name, "--min-category", "2"], name)
+
+
+@st.composite
+def features_csv(draw):
+    rows = draw(damaged_rows(features_rows()))
+    name, data = maybe_gzip(draw, csv_bytes(rows), "features.csv")
+    return Case("features", {name: data}, [*REPORT, "{in}/" + name], name)
 
 
 @st.composite
@@ -340,6 +377,10 @@ OPTION_VALUES = ["nan", "NaN", "inf", "-inf", "-1", "0", "1e-9", "1e308", "1e999
                  "18446744073709551616", "x", "", "1e3", "0.5", "3", "-0", "0x10", "1_000", " 2"]
 
 
+SHORT_OR_BAD = {"nan", "NaN", "inf", "-inf", "-1", "0", "1e-9", "1e999", "x", "", "0.5", "-0", "0x10", " 2", "3",
+                "18446744073709551616"}
+
+
 @st.composite
 def options(draw):
     kind = draw(st.sampled_from(["counters", "spans", "threads", "sample", "thresholds", "columns", "record"]))
@@ -358,7 +399,8 @@ def options(draw):
     if kind == "record":  # sampling this very process for a moment
         opt = draw(st.sampled_from(["--interval", "--duration", "--pid"]))
         vals = {"--interval": "0.05", "--duration": "0.3", "--pid": str(os.getpid())}
-        vals[opt] = draw(st.sampled_from(OPTION_VALUES))
+        # a valid long --duration is a long recording, not a hang: durations drawn stay short
+        vals[opt] = draw(st.sampled_from([v for v in OPTION_VALUES if opt != "--duration" or v in SHORT_OR_BAD]))
         argv = ["record", "threads", "-o", "{work}/t.csv"] + [x for k, v in vals.items() for x in (k, v)]
         return Case("options", {}, argv, " ".join(argv), may_write=["t.csv"], timeout_s=30)
     if kind == "thresholds":
@@ -482,6 +524,7 @@ CLASSES = {
     "counters": counters(),
     "rules": rules(),
     "thread_csv": thread_csv(),
+    "features": features_csv(),
     "options": options(),
     "bytes": any_bytes(),
 }

@@ -261,3 +261,36 @@ def test_a_span_a_reader_cannot_store_leaves_the_columns_aligned(tmp_path):
     r = cli("report", p, "--min-category", "2")
     assert r.returncode == 0, r.stderr
     assert "- 1 unreadable record\n" in r.stdout
+
+
+def test_infinite_or_absurd_measurements_are_missing_values_not_nan_findings(tmp_path):
+    """A counter or thread metric of inf or 1e308 entered every mean and variance (numpy warnings on
+    the terminal, findings computed from inf): it is read as missing, and said."""
+    from fuzzing.strategies import counters_rows, csv_bytes, thread_rows
+
+    rows = counters_rows()
+    rows[5][2], rows[9][3] = "inf", "1e308"
+    c = tmp_path / "counters.csv"
+    c.write_bytes(csv_bytes(rows))
+    rows = thread_rows()
+    rows[7][3] = "1e308"
+    t = tmp_path / "threads.csv"
+    t.write_bytes(csv_bytes(rows))
+    for p in (c, t):
+        r = cli("report", p, "--replicates", "10")
+        assert r.returncode == 0 and "Warning" not in r.stderr, r.stderr
+        n = "2 values" if p == c else "1 value"
+        assert f"{n} infinite or beyond 1e100 read as missing" in r.stdout
+
+
+def test_a_features_csv_with_a_negative_count_or_an_absurd_time_names_the_row(tmp_path):
+    from fuzzing.strategies import csv_bytes, features_rows
+
+    for col, value, said in (("BD_n", "-3", "row 4: BD_n '-3' is negative (a count)"),
+                             ("start_ns", "1e999", "row 4: start_ns '1e999' is not a finite number of 64 bits")):
+        rows = features_rows()
+        rows[3][rows[0].index(col)] = value
+        p = tmp_path / "features.csv"
+        p.write_bytes(csv_bytes(rows))
+        r = cli("report", p)
+        assert r.returncode == 3 and r.stderr.strip() == f"perftriage: {p}: {said}", r.stderr

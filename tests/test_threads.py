@@ -406,3 +406,16 @@ async def test_threads_pane_shows_threads_derived_from_the_kernel_trace():
         assert pane.current is not None and pane.current.level == "process"
         assert len(pane.table.source) > 10
         assert "metrics from the kernel trace" in " ".join(app.result.report.notes)
+
+
+def test_covariances_no_ridge_mends_still_give_factors():
+    """Matrices of wildly different magnitudes (a time column taken for a metric) or with NaN made
+    np.linalg.cholesky fail even after the ridge: an internal error on a damaged file."""
+    from perftriage.analysis.threads.covariance import safe_cholesky
+
+    good = np.array([[2.0, 0.5], [0.5, 1.0]])
+    wild = np.array([[3e36, 3e36], [3e36, 3e36 * (1 + 1e-17)]])
+    nan = np.array([[np.nan, 0.0], [0.0, 1.0]])
+    L = safe_cholesky(np.stack([good, wild, nan]))
+    assert np.allclose(L[0] @ L[0].T, good)
+    assert np.isfinite(L).all() and (np.diagonal(L, axis1=1, axis2=2) > 0).all()

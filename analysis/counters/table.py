@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.values import drop_impossible, impossible_note
 
 
 @dataclass
@@ -204,6 +205,9 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     if dup:
         notes.append(f"{dup:,} samples fell on a grid point that already had one: the nearest in a file was kept, "
                      "the last file read wins between files")
+    dropped = drop_impossible(cube)
+    if dropped:
+        notes.append(impossible_note(dropped))
     missing = int(np.isnan(cube).sum())
     if missing:
         notes.append(f"{missing:,} of {cube.size:,} grid cells ({100 * missing / cube.size:.1f}%) have no sample")

@@ -295,6 +295,10 @@ def read_features(path: str | os.PathLike) -> FeatureTable:
                 out[k] = cast(r[ci]) if r[ci].strip() else 0.0
             except ValueError:
                 raise InputError(path, f"row {k + 2}: {what} {r[ci]!r} is not a number") from None
+        bad = ~(np.abs(out) < 2.0**63)  # NaN, infinite, or beyond 64-bit nanoseconds
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise InputError(path, f"row {k + 2}: {what} {body[k][ci]!r} is not a finite number of 64 bits")
         return out
 
     dur = np.column_stack([numbers(c, header[c]) * s for c, s in zip(dcols, scale)])
@@ -304,6 +308,9 @@ def read_features(path: str | os.PathLike) -> FeatureTable:
     ccols = [col.get(f"{s}_n") for s in states]
     if all(c is not None for c in ccols):
         counts = np.column_stack([numbers(c, header[c]) for c in ccols]).astype(np.int64)
+        if (counts < 0).any():
+            k, j = (int(x[0]) for x in np.nonzero(counts < 0))
+            raise InputError(path, f"row {k + 2}: {header[ccols[j]]} {body[k][ccols[j]]!r} is negative (a count)")
     total = None
     for name, sc in (("TT_ns", 1.0), ("TT_ms", 1e6), ("duration_ns", 1.0), ("duration_ms", 1e6), ("TT", 1e6)):
         if name in col:

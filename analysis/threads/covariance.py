@@ -76,18 +76,45 @@ def cov_from_moments(n: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarra
 
 def safe_cholesky(cov: np.ndarray) -> np.ndarray:
     """Cholesky factors of a batch of covariance matrices; a matrix that is not numerically
-    positive definite gets a growing ridge (relative to its trace) until it is."""
+    positive definite gets a growing ridge (relative to its trace) until it is, and one that no
+    ridge mends (values of wildly different magnitudes, NaN) its diagonal alone."""
     try:
-        return np.linalg.cholesky(cov)
+        L = np.linalg.cholesky(cov)
+        if np.isfinite(L).all():  # NaN in, NaN out: no error raised
+            return L
     except np.linalg.LinAlgError:
         pass
     p = cov.shape[-1]
     flat = cov.reshape(-1, p, p).copy()
-    tr = np.maximum(np.einsum("kii->k", flat) / p, 1e-12)
-    ev = np.linalg.eigvalsh(flat)[:, 0]
-    bad = ev <= tr * 1e-9
-    flat[bad] += ((tr[bad] * 1e-6) - np.minimum(ev[bad], 0))[:, None, None] * np.eye(p)
-    return np.linalg.cholesky(flat).reshape(cov.shape)
+    try:  # the usual case, in one batch: a ridge on the matrices whose smallest eigenvalue is ~0
+        tr = np.maximum(np.einsum("kii->k", flat) / p, 1e-12)
+        ev = np.linalg.eigvalsh(flat)[:, 0]
+        bad = ev <= tr * 1e-9
+        flat[bad] += ((tr[bad] * 1e-6) - np.minimum(ev[bad], 0))[:, None, None] * np.eye(p)
+        L = np.linalg.cholesky(flat)
+        if np.isfinite(L).all():
+            return L.reshape(cov.shape)
+    except np.linalg.LinAlgError:
+        pass
+    flat = cov.reshape(-1, p, p)
+    out = np.empty_like(flat)
+    eye = np.eye(p)
+    for k, m in enumerate(flat):
+        tr = float(np.trace(m)) / p if np.isfinite(m).all() else np.nan
+        done = False
+        if np.isfinite(tr):
+            tr = max(tr, 1e-12)
+            for ridge in (0.0, 1e-6, 1e-4, 1e-2, 1.0):
+                try:
+                    out[k] = np.linalg.cholesky(m + ridge * tr * eye)
+                    done = True
+                    break
+                except np.linalg.LinAlgError:
+                    continue
+        if not done:
+            d = np.nan_to_num(np.diag(m), nan=1.0, posinf=1.0, neginf=1.0)
+            out[k] = np.diag(np.sqrt(np.maximum(d, 1e-12)))
+    return out.reshape(cov.shape)
 
 
 def fm_pairs(cov: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:

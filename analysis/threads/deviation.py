@@ -23,6 +23,7 @@ typically differ, is added after the windows' (see :func:`departure_scores`).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -204,8 +205,10 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
         notes.append(f"{len(cov.regularised)} of {k} covariance matrices were singular (a metric constant or "
                      f"proportional to another) and regularised with a ridge of {params.ridge:g} x their mean "
                      "variance: " + ", ".join(names[i] for i in cov.regularised[:8]))
-    means = np.array([np.nanmean(x, axis=0) for x in pooled]) if k else np.zeros((0, len(metric_names)))
-    stds = np.array([np.nanstd(x, axis=0) for x in pooled]) if k else np.zeros((0, len(metric_names)))
+    with warnings.catch_warnings():  # a metric a thread never reported: NaN, said as such where shown
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = np.array([np.nanmean(x, axis=0) for x in pooled]) if k else np.zeros((0, len(metric_names)))
+        stds = np.array([np.nanstd(x, axis=0) for x in pooled]) if k else np.zeros((0, len(metric_names)))
     res = LevelResult(level, within, names, members, np.zeros((k, k)), None, None, [], params, notes,
                       means=means, stds=stds, metrics=metric_names)
     if k < 3:
@@ -590,15 +593,17 @@ def explain(items: list[int], majority: list[int], means, stds, metrics, units: 
         majority = [i for i in range(len(means)) if i not in items]
     if not majority:
         return []
-    m_mean = np.nanmean(means[majority], axis=0)
-    m_std = np.nanmean(stds[majority], axis=0)
-    between = np.nanstd(means[majority], axis=0)
-    span = np.nan_to_num(np.nanmax(means, axis=0) - np.nanmin(means, axis=0))
-    unit = np.maximum.reduce([between, 0.25 * m_std, 0.01 * span, np.full_like(between, 1e-9)])
-    mine_mean = np.nanmean(means[items], axis=0)
-    mine_std = np.nanmean(stds[items], axis=0)
-    zmean = (mine_mean - m_mean) / unit
-    ratio = mine_std / np.maximum(m_std, 1e-12)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # a metric never reported: NaN, not told
+        warnings.simplefilter("ignore", RuntimeWarning)
+        m_mean = np.nanmean(means[majority], axis=0)
+        m_std = np.nanmean(stds[majority], axis=0)
+        between = np.nanstd(means[majority], axis=0)
+        span = np.nan_to_num(np.nanmax(means, axis=0) - np.nanmin(means, axis=0))
+        unit = np.maximum.reduce([between, 0.25 * m_std, 0.01 * span, np.full_like(between, 1e-9)])
+        mine_mean = np.nanmean(means[items], axis=0)
+        mine_std = np.nanmean(stds[items], axis=0)
+        zmean = (mine_mean - m_mean) / unit
+        ratio = mine_std / np.maximum(m_std, 1e-12)
     out = []
     order = np.argsort(-np.maximum(np.abs(zmean), np.abs(np.log(np.maximum(ratio, 1e-12))) * 3))
     for j in order[:3]:

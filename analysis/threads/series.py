@@ -29,6 +29,7 @@ from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
 from perftriage.analysis.inputs import register_file_kind
 from perftriage.analysis.timeparse import column_to_seconds
+from perftriage.analysis.values import drop_impossible, impossible_note
 
 GROUPS = ("machine", "process", "pool", "wave")
 GROUP_NAMES = {
@@ -100,8 +101,14 @@ def build(time, thread_keys, group_cols: dict, values, metrics, source="") -> Th
     for g, col in group_cols.items():
         col = np.asarray(col, dtype=object)[order]
         groups[g] = [str(col[a]) for a in lo]
-    return ThreadSeries(time=time, values=values, lo=lo, hi=hi, ids=ids, groups=groups, metrics=list(metrics),
-                        source=source)
+    if not values.flags.writeable:
+        values = values.copy()
+    dropped = drop_impossible(values)
+    ts = ThreadSeries(time=time, values=values, lo=lo, hi=hi, ids=ids, groups=groups, metrics=list(metrics),
+                      source=source)
+    if dropped:
+        ts.notes.append(impossible_note(dropped))
+    return ts
 
 
 def sniff(path: Path, head: bytes) -> bool:
