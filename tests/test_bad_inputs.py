@@ -294,3 +294,15 @@ def test_a_features_csv_with_a_negative_count_or_an_absurd_time_names_the_row(tm
         p.write_bytes(csv_bytes(rows))
         r = cli("report", p)
         assert r.returncode == 3 and r.stderr.strip() == f"perftriage: {p}: {said}", r.stderr
+
+
+def test_a_counter_sample_at_an_infinite_time_is_left_out_and_said(tmp_path):
+    from fuzzing.strategies import counters_rows, csv_bytes
+
+    rows = counters_rows()
+    rows[3][0] = rows[7][0] = "-inf"
+    p = tmp_path / "counters.csv"
+    p.write_bytes(csv_bytes(rows))
+    r = cli("report", p)
+    assert r.returncode == 0 and "Warning" not in r.stderr, r.stderr
+    assert "- 2 samples with a time that is not a finite number left out" in r.stdout

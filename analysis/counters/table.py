@@ -89,10 +89,12 @@ def detect_interval(raw: RawCounters) -> float:
     """The median gap between consecutive samples of one series (server, counter)."""
     gaps = []
     for p in raw.pieces:
-        if len(p.time) < 2:
+        fin = np.isfinite(p.time)
+        if fin.sum() < 2:
             continue
-        o = np.lexsort((p.time, p.server))
-        t, s = p.time[o], p.server[o]
+        time, server = (p.time, p.server) if fin.all() else (p.time[fin], p.server[fin])
+        o = np.lexsort((time, server))
+        t, s = time[o], server[o]
         d = np.diff(t)
         d = d[(s[1:] == s[:-1]) & (d > 0)]
         if len(d):
@@ -112,6 +114,10 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
         raise InputError(raw.source, f"sampling interval must be positive, not {d}")
     first = np.full(S, np.inf)
     last = np.full(S, -np.inf)
+    no_time = sum(int((~np.isfinite(p.time)).sum()) for p in raw.pieces)
+    if no_time:
+        raw.notes.append(f"{no_time:,} sample{'' if no_time == 1 else 's'} with a time that is not a finite number "
+                         "left out")
     for p in raw.pieces:
         ok = np.isfinite(p.time)
         np.minimum.at(first, p.server[ok], p.time[ok])
