@@ -306,3 +306,15 @@ def test_a_counter_sample_at_an_infinite_time_is_left_out_and_said(tmp_path):
     r = cli("report", p)
     assert r.returncode == 0 and "Warning" not in r.stderr, r.stderr
     assert "- 2 samples with a time that is not a finite number left out" in r.stdout
+
+
+def test_record_ends_at_its_duration_whatever_the_interval(tmp_path):
+    """--interval 1000 --duration 0.3 slept the whole interval before looking at the duration."""
+    import time
+
+    t0 = time.monotonic()
+    r = cli("record", "threads", "--pid", os.getpid(), "--interval", "1000", "--duration", "0.3", "-o",
+            tmp_path / "t.csv", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 30 and "1 sample, " in r.stdout + r.stderr
+    assert (tmp_path / "t.csv").read_text().count("\n") >= 2  # header + the threads at the end

@@ -177,7 +177,10 @@ def record_threads(pid: int, out: str | os.PathLike, interval: float = 1.0, dura
                     prev, prev_t = cur, now
                     if duration is not None and now - t_start >= duration:
                         break
-                    time.sleep(max(0.0, interval - (time.monotonic() - now)))
+                    wait = interval - (time.monotonic() - now)
+                    if duration is not None:  # the last sample at the end of --duration, however long the interval
+                        wait = min(wait, t_start + duration - time.monotonic())
+                    time.sleep(max(0.0, wait))
             except KeyboardInterrupt:
                 stopped = "interrupted"
             except _Stop as exc:

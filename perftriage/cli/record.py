@@ -45,5 +45,7 @@ def run(args) -> int:
     st = record_threads(args.pid, args.output, args.interval, args.duration, progress)
     if progress is not None:
         sys.stderr.write("\r" + " " * 70 + "\r")
-    print(f"wrote {st['out']}: {st['samples']:,} samples, {st['rows']:,} rows of {st['process']} ({st['stopped']})")
+    n, rows = st["samples"], st["rows"]
+    print(f"wrote {st['out']}: {n:,} sample{'' if n == 1 else 's'}, {rows:,} row{'' if rows == 1 else 's'} of "
+          f"{st['process']} ({st['stopped']})")
     return EXIT_OK
