@@ -6,9 +6,11 @@ Target (issue 5): under 3 s in total on this machine.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
-from perftriage.analysis.requests.clusters import cluster_outliers
+from perftriage.analysis.requests.clusters import ClusterParams, cluster_outliers
 from perftriage.analysis.requests.features import read_features, to_csv
 from perftriage.analysis.requests.ngrams import distinctive_ngrams
 from perftriage.analysis.requests.outliers import detect_outliers
@@ -47,3 +49,19 @@ def run(quick: bool = False) -> None:
     paper = sum(PAPER.values())
     row("total", f"{total:.2f} s", f"paper {paper:.2f} s ({paper / total:.1f}x); target < 3 s: "
         f"{'met' if total < 3 else 'NOT MET'}")
+    # k-means threads, side by side in this run: one (the default) against every core, on an idle
+    # machine and with the other core busy (a host under triage is busy by definition)
+    def clustering(threads):
+        t = time.perf_counter()
+        cluster_outliers(ft, out.outlier, ClusterParams(threads=threads))
+        return time.perf_counter() - t
+
+    for load in ("idle", "other core busy"):
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if load != "idle" else None
+        try:
+            one, every = clustering(1), clustering(None)
+        finally:
+            if busy is not None:
+                busy.kill()
+                busy.wait()
+        row(f"  k-means, {load}", f"one thread {one:.2f} s", f"every core {every:.2f} s ({every / max(one, 1e-9):.1f}x)")
