@@ -16,8 +16,7 @@ LIMIT = 1e100
 
 def drop_impossible(values: np.ndarray) -> int:
     """In place: infinite values and values beyond +-LIMIT become NaN (missing). How many did."""
-    with np.errstate(invalid="ignore"):
-        bad = ~(np.abs(values) <= LIMIT) & ~np.isnan(values)
+    bad = (values > LIMIT) | (values < -LIMIT)  # NaN compares false; two boolean masks, no float copy
     n = int(bad.sum())
     if n:
         values[bad] = np.nan

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fuzzing.campaign import CLASS_NAMES, run_campaign
+from fuzzing.campaign import CLASS_NAMES, run_campaign, table_lines
 
 
 def run(quick: bool = False) -> bool:
@@ -25,10 +25,7 @@ def run(quick: bool = False) -> bool:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="perftriage-eval-fuzz-") as tmp:
         results = run_campaign(CLASS_NAMES, examples, Path(tmp))
-    print(f"{'class':<12} {'tried':>6} {'failed':>6}  exit codes seen")
-    for r in results:
-        exits = ", ".join(f"{k}: {v}" for k, v in sorted(r.exits.items(), key=str))
-        print(f"{r.cls:<12} {r.tried:>6} {r.failed:>6}  {exits}")
+    print("\n".join(table_lines(results)))
     failed = sum(r.failed for r in results)
     for r in results:
         for problem, (describe, argv, err) in r.examples.items():

@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .campaign import CLASS_NAMES, run_campaign
+from .campaign import CLASS_NAMES, run_campaign, table_lines
 from .harness import write_input
 
 
@@ -27,12 +27,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="perftriage-fuzz-") as tmp:
         results = run_campaign(args.classes or CLASS_NAMES, args.examples, Path(tmp), seed=args.seed,
                                log=lambda s: print(s, file=sys.stderr, flush=True))
-    print(f"{'class':<12} {'tried':>6} {'failed':>6}  {'exits (count)':<40} slowest, peak")
-    total_failed = 0
-    for r in results:
-        total_failed += r.failed
-        exits = ", ".join(f"{k}:{v}" for k, v in sorted(r.exits.items(), key=str))
-        print(f"{r.cls:<12} {r.tried:>6} {r.failed:>6}  {exits:<40} {r.slowest_s:.1f} s, {r.peak_mib:,.0f} MiB")
+    print("\n".join(table_lines(results)))
+    total_failed = sum(r.failed for r in results)
     for r in results:
         for i, (problem, (describe, argv, err)) in enumerate(r.examples.items()):
             print(f"\n[{r.cls}] {problem}\n  input: {describe}\n  argv: {' '.join(argv)}\n  stderr: {err[-600:]}")

@@ -60,3 +60,12 @@ def run_class(name: str, examples: int, base: Path, seed: int | None = None, log
 
 def run_campaign(names, examples: int, base: Path, seed: int | None = None, log=None) -> list[ClassResult]:
     return [run_class(n, examples, base / n, seed, log) for n in names]
+
+
+def table_lines(results: list[ClassResult]) -> list[str]:
+    """Per class: inputs tried, failures, the exit codes seen (with how often), slowest run, peak."""
+    out = [f"{'class':<12} {'tried':>6} {'failed':>6}  {'exits (count)':<40} slowest, peak"]
+    for r in results:
+        exits = ", ".join(f"{k}:{v}" for k, v in sorted(r.exits.items(), key=str))
+        out.append(f"{r.cls:<12} {r.tried:>6} {r.failed:>6}  {exits:<40} {r.slowest_s:.1f} s, {r.peak_mib:,.0f} MiB")
+    return out

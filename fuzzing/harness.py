@@ -74,9 +74,11 @@ def _tree(path: Path) -> dict[str, str]:
     return out
 
 
-def _vm_bytes() -> int:
+def _statm() -> tuple[int, float]:
+    """This process's virtual size (bytes) and resident size (MiB)."""
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        vm, rss = (int(x) * os.sysconf("SC_PAGE_SIZE") for x in f.read().split()[:2])
+    return vm, rss / 2**20
 
 
 def warm() -> None:
@@ -91,11 +93,6 @@ def warm() -> None:
             importlib.import_module(name)
         except ImportError:
             pass
-
-
-def _rss_mib() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def write_input(case: Case, inp: Path) -> None:
@@ -187,8 +184,8 @@ def execute(argv: list[str], work: Path, base: Path, timeout_s: float, memory_mi
     ended."""
     err_path = base / "stderr"
     # the child's address space: what this process maps already, plus the budget
-    cap = _vm_bytes() + memory_mib * 2**20 * 2
-    rss_at_fork = _rss_mib()
+    vm, rss_at_fork = _statm()
+    cap = vm + memory_mib * 2**20 * 2
     sys.stdout.flush()
     sys.stderr.flush()
     t0 = time.monotonic()

@@ -114,14 +114,15 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
         raise InputError(raw.source, f"sampling interval must be positive, not {d}")
     first = np.full(S, np.inf)
     last = np.full(S, -np.inf)
-    no_time = sum(int((~np.isfinite(p.time)).sum()) for p in raw.pieces)
+    no_time = 0
+    for p in raw.pieces:
+        ok = np.isfinite(p.time)
+        no_time += len(ok) - int(ok.sum())
+        np.minimum.at(first, p.server[ok], p.time[ok])
+        np.maximum.at(last, p.server[ok], p.time[ok])
     if no_time:
         raw.notes.append(f"{no_time:,} sample{'' if no_time == 1 else 's'} with a time that is not a finite number "
                          "left out")
-    for p in raw.pieces:
-        ok = np.isfinite(p.time)
-        np.minimum.at(first, p.server[ok], p.time[ok])
-        np.maximum.at(last, p.server[ok], p.time[ok])
     seen = np.isfinite(first)
     if not seen.all():
         raw.notes.append(f"{int((~seen).sum())} server(s) without samples left out")

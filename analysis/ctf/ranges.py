@@ -19,7 +19,7 @@ from .bt2_support import error_text
 
 
 class RangeQueryFailed(Exception):
-    """The query itself reported an error (the trace cannot be opened): ``message`` says why."""
+    """The query crashed on this trace (babeltrace2 aborted the child that asked it): its range is unknown."""
 
 
 def _query(bt2, path: Path) -> tuple[int, int] | None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import fnmatch
 import time
-from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -129,7 +128,7 @@ class CtfReader:
     def _query_ranges(self) -> None:
         """Each trace's time range (ranges.py: asked in a child process, which an abort of
         babeltrace2 on a damaged trace cannot take down with it)."""
-        answers = trace_ranges(self.bt2, [Path(p) for p in self._read_paths])
+        answers = trace_ranges(self.bt2, self._read_paths)
         for meta, td, answer in zip(self.traces, self.trace_dirs, answers):
             if isinstance(answer, str):
                 raise InputError(td.path, f"cannot open CTF trace: {answer}")
