@@ -1,34 +1,60 @@
-"""Reading CTF into columnar chunks (bt2), beside babeltrace2's C core on the same trace, with
-the reader's peak memory at two trace sizes (it must not grow with the trace)."""
+"""Reading CTF into columnar chunks: the C decoder and the Python decoder beside babeltrace2's C
+core (`babeltrace2 -o dummy`) on the same traces in one run, with each reader's peak memory at
+two trace sizes (it must not grow with the trace). Target: the C decoder at >= 0.7x babeltrace2."""
 
 from __future__ import annotations
 
-from .common import babeltrace2_dummy_seconds, child_peak_rss, row, webserver_trace
+import os
+
+from .common import ROOT, babeltrace2_dummy_seconds, child_peak_rss, row, webserver_trace
 
 CODE = """
-import time
+import os, time
+os.environ['PERFTRIAGE_READER'] = {decoder!r}
 from perftriage.analysis.ctf.reader import CtfReader
 from perftriage.analysis.ctf.spec import ReadSpec
-spec = ReadSpec(fields={{'sched_switch': ['prev_tid', 'next_tid', 'prev_state'], 'sched_wak*': ['tid', 'target_cpu'],
-                        'syscall_exit_*': ['ret'], 'irq_softirq_*': ['vec'], 'irq_handler_entry': ['irq']}})
+from perftriage.analysis.execgraph.events import GRAPH_EVENTS, GRAPH_FIELDS
+spec = ReadSpec(fields=dict(GRAPH_FIELDS), events=list(GRAPH_EVENTS))  # what the execution graph reads
 t = time.perf_counter()
 n = 0
-for c in CtfReader([{path!r}], spec).chunks():
+r = CtfReader({paths!r}, spec)
+for c in r.chunks():
     n += len(c)
-print(n, time.perf_counter() - t)
+print(n, r.events_read, time.perf_counter() - t, r.native)
 """
+
+
+def _read(paths, decoder):
+    out, _, rss = child_peak_rss(CODE.format(paths=[str(p) for p in paths], decoder=decoder))
+    n, read, secs, native = out.split()
+    return int(n), int(read), float(secs), rss, native == "True"
+
+
+def _compare(label, path):
+    bt = babeltrace2_dummy_seconds(path)
+    c = _read([path], "")
+    py = _read([path], "python")
+    n, read = py[0], py[1]
+    row(label, f"{read:,} events decoded", f"{n:,} kept for the graph")
+    if bt is not None:
+        row("  babeltrace2 -o dummy (C, decodes every field)", f"{bt:.2f} s", f"{read / bt:,.0f} events/s")
+    for name, (_, _, secs, rss, native) in (("C decoder", c), ("Python decoder", py)):
+        if name == "C decoder" and not native:
+            row("  C decoder", "not built", "make setup builds it (gcc, python3-dev, libbabeltrace2-dev)")
+            continue
+        ratio = f"; {bt / secs:.2f}x babeltrace2" if bt else ""
+        row(f"  {name}", f"{secs:.2f} s", f"{read / secs:,.0f} events/s{ratio}; peak RSS {rss / 2**20:,.0f} MiB")
+    if c[4]:
+        row("  C decoder against the Python decoder", f"{py[2] / c[2]:.2f}x", "faster")
 
 
 def run(quick: bool = False) -> None:
     sizes = [2_000, 4_000] if quick else [25_000, 50_000]
     for requests in sizes:
-        path = webserver_trace(requests)
-        out, _, rss = child_peak_rss(CODE.format(path=str(path)))
-        n, secs = out.split()
-        n, secs = int(n), float(secs)
-        row(f"{requests:,}-request trace: {n:,} events", f"{secs:.1f} s", f"{n / secs:,.0f} events/s, "
-            f"peak RSS {rss / 2**20:,.0f} MiB")
-        bt = babeltrace2_dummy_seconds(path)
-        if bt is not None:
-            row("  babeltrace2 -o dummy, same trace", f"{bt:.1f} s",
-                f"{n / bt:,.0f} events/s; ours at {bt / secs:.2f}x its speed")
+        _compare(f"{requests:,}-request trace", webserver_trace(requests))
+    real = ROOT.parent / "shared" / "real_traces"
+    for name in ("tracevizlab-apt", "tc-many-threads"):
+        if (real / name).is_dir():
+            _compare(f"real trace {name}", real / name)
+    if os.environ.get("PERFTRIAGE_READER"):
+        row("PERFTRIAGE_READER is set", os.environ["PERFTRIAGE_READER"], "(each reader above sets its own)")

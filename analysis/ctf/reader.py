@@ -33,6 +33,7 @@ from .discover import TraceDir, find_traces
 from .hosts import distinct_hosts
 from .metadata import env_value, event_names, packet_layout, read_metadata_text
 from .ranges import trace_ranges
+from .native import native_sink_class, new_state, reader_choice
 from .sink import SinkState, build_graph
 from .spec import ProgressFn, ReadProgress, ReadSpec, TraceMeta
 from .streams import check_stream, salvage_view, same_stream_twice
@@ -69,6 +70,7 @@ class CtfReader:
         self._read_paths = [self._check_trace(td, meta) for td, meta in zip(self.trace_dirs, self.traces)]
         self._host_names = distinct_hosts([td.path for td in self.trace_dirs], self._env)
         self._query_ranges()
+        self.native, self.decoder_name = reader_choice()
 
     # -- catalogues -------------------------------------------------------------------------
 
@@ -146,8 +148,12 @@ class CtfReader:
         On a fault part-way (truncated stream, non-monotonic time...), the chunk read so far is
         yielded first, then :class:`TraceReadError` names the trace folder and the cause."""
         bt2 = self.bt2
-        state = SinkState(self)
-        graph = build_graph(self.trace_dirs, self._read_paths, state)
+        if self.native:
+            state = new_state(self)
+            graph = build_graph(self.trace_dirs, self._read_paths, state, native_sink_class())
+        else:
+            state = SinkState(self)
+            graph = build_graph(self.trace_dirs, self._read_paths, state)
         limit = self.spec.chunk_events
         tracker = CurrentTask()
         last_report = 0.0
@@ -218,10 +224,9 @@ class CtfReader:
         return ReadProgress(self.events_read + state.n, done, self.bytes_total)
 
     def _finish_chunk(self, state: "SinkState", tracker: "CurrentTask") -> EventChunk:
-        n = state.n
-        ts = np.frombuffer(state.ts, dtype=np.int64).copy()
-        cpu = np.frombuffer(state.cpu, dtype=np.int32).copy()
-        plan = np.frombuffer(state.plan, dtype=np.int32)
+        raw = state.take()
+        n = raw.n
+        plan = raw.plan
         tables = state.plan_tables()
         host = tables["host"][plan]
         event = tables["code"][plan]
@@ -229,18 +234,15 @@ class CtfReader:
         keep = tables["keep"][plan]
         tid = np.full(n, -1, np.int32)
         pid = np.full(n, -1, np.int32)
-        if len(state.ctx_rows):
-            rows = np.frombuffer(state.ctx_rows, dtype=np.int64)
-            tid[rows] = np.frombuffer(state.ctx_tid, dtype=np.int64)
-            pid[rows] = np.frombuffer(state.ctx_pid, dtype=np.int64)
-        # nested fields (packet headers...) live on few events: a chunk without any has no column
-        cols = {name: buf.dense(n) for name, buf in state.columns.items() if len(buf.rows) or "." not in name}
-        state.reset()
+        if len(raw.ctx_rows):
+            tid[raw.ctx_rows] = raw.ctx_tid
+            pid[raw.ctx_rows] = raw.ctx_pid
+        cols = raw.columns
         switch_code = self._event_codes.get("sched_switch")
         if switch_code is not None and "prev_tid" in cols and "next_tid" in cols:
-            tracker.fill(tid, kernel & (tid < 0), event == switch_code, host, cpu, cols["prev_tid"], cols["next_tid"])
+            tracker.fill(tid, kernel & (tid < 0), event == switch_code, host, raw.cpu, cols["prev_tid"], cols["next_tid"])
         public = {k: v for k, v in cols.items() if k in state.asked}
-        chunk = EventChunk(ts=ts, cpu=cpu, host=host, event=event, tid=tid, pid=pid, fields=public)
+        chunk = EventChunk(ts=raw.ts, cpu=raw.cpu, host=host, event=event, tid=tid, pid=pid, fields=public)
         if not keep.all():
             chunk = chunk.take(keep)
         self.events_read += n

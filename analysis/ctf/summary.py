@@ -20,6 +20,7 @@ class TraceSummary:
     end_ns: int | None
     error: str | None = None  # set when reading stopped part-way; counts cover what was read
     per_host_events: dict[str, int] = field(default_factory=dict)
+    decoder: str = ""  # which decoder read (the C one over libbabeltrace2, or the Python one), and why
 
     @property
     def duration_s(self) -> float:
@@ -66,6 +67,7 @@ class EventCounter:
             begin_ns=self.begin,
             end_ns=self.end,
             per_host_events={reader.hosts[i]: int(n) for i, n in enumerate(self.host_counts) if n},
+            decoder=reader.decoder_name,
         )
 
 

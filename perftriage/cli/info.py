@@ -48,6 +48,7 @@ def run(args) -> int:
             "end_ns": s.end_ns,
             "event_counts": s.event_counts,
             "error": s.error,
+            "decoder": s.decoder,
         }
         print(json.dumps(data, indent=2))
     else:
@@ -70,6 +71,7 @@ def run(args) -> int:
         width = max((len(n) for n in s.event_counts), default=10)
         for name, n in s.event_counts.items():
             out.append(f"  {name:<{width}}  {n:>12,}")
+        out.append(f"read by {s.decoder}")
         if s.error:
             out.append(f"error   {s.error}")
         print("\n".join(out))

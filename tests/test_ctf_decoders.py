@@ -1,0 +1,116 @@
+"""The C decoder (analysis/ctf/_decode.c) and the Python decoder (sink.py) read the same columns,
+bit for bit, from every shared real trace and CTF sample, and fail the same way on a cut trace."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perftriage.analysis.ctf.native import reader_choice
+from perftriage.analysis.ctf.reader import CtfReader
+from perftriage.analysis.ctf.spec import ReadSpec
+from perftriage.analysis.errors import TraceReadError
+from perftriage.analysis.execgraph.builder import GRAPH_FIELDS
+
+from conftest import REAL_TRACE_EVENTS, ROOT, needs_bt2, real_trace
+
+pytestmark = needs_bt2
+
+# every payload member of every event, the graph's nested network header fields (variants,
+# arrays folded into integers) and the context fields
+EVERYTHING = ReadSpec(fields={"*": ["*", "vtid", "vpid", "procname", "ip"], **dict(GRAPH_FIELDS)})
+
+
+def _can_build() -> bool:
+    include = sysconfig.get_paths()["include"]
+    return (shutil.which("gcc") is not None and Path(include, "Python.h").is_file()
+            and Path("/usr/include/babeltrace2/babeltrace.h").is_file())
+
+
+def read(paths, decoder: str, spec=EVERYTHING, monkeypatch=None):
+    monkeypatch.setenv("PERFTRIAGE_READER", decoder)
+    reader = CtfReader(paths, spec)
+    chunks, error = [], None
+    try:
+        for c in reader.chunks():
+            chunks.append(c)
+    except TraceReadError as exc:
+        error = str(exc)
+    from perftriage.analysis.columns import EventChunk
+
+    return reader, EventChunk.concat(chunks) if chunks else None, error
+
+
+def assert_same(a, b):
+    (ra, ca, ea), (rb, cb, eb) = a, b
+    assert rb.native and not ra.native
+    assert ea == eb
+    for k in ("ts", "cpu", "host", "event", "tid", "pid"):
+        x, y = getattr(ca, k), getattr(cb, k)
+        assert x.dtype == y.dtype and np.array_equal(x, y), k
+    assert ca.fields.keys() == cb.fields.keys()
+    for k, x in ca.fields.items():
+        y = cb.fields[k]
+        assert x.dtype == y.dtype, k
+        assert np.array_equal(x.view(np.int64) if x.dtype == np.float64 else x,
+                              y.view(np.int64) if y.dtype == np.float64 else y), k  # NaN bits too
+    assert ra.event_names == rb.event_names
+    assert ra.event_fields == rb.event_fields
+    assert ra.strings.strings == rb.strings.strings
+    assert ra.hosts == rb.hosts
+    assert ra.traces == rb.traces
+
+
+def test_the_c_decoder_is_built_where_it_can_be():
+    if not _can_build():
+        pytest.skip("no gcc, Python.h or libbabeltrace2-dev here: the Python decoder reads (make setup says so)")
+    native, why = reader_choice()
+    assert native, why
+
+
+needs_c = pytest.mark.skipif(not reader_choice()[0] and not os.environ.get("PERFTRIAGE_READER"),
+                             reason="the C decoder is not built here")
+
+
+@needs_c
+@pytest.mark.parametrize("name", sorted(REAL_TRACE_EVENTS))
+def test_same_columns_from_every_real_trace(name, monkeypatch):
+    paths = [real_trace(name)]
+    a = read(paths, "python", monkeypatch=monkeypatch)
+    b = read(paths, "c", monkeypatch=monkeypatch)
+    assert_same(a, b)
+    assert len(b[1]) == REAL_TRACE_EVENTS[name]
+    assert sum(len(v) for v in b[0].event_fields.values()) > 10  # payloads were decoded, not skipped
+
+
+@needs_c
+@pytest.mark.parametrize("sample", ["webserver", "two-hosts"])
+def test_same_columns_from_the_samples_in_small_chunks(sample, monkeypatch):
+    paths = [ROOT / "sample_traces" / sample]
+    spec = ReadSpec(fields=EVERYTHING.fields, chunk_events=5_000)  # chunk ends inside the message batches
+    a = read(paths, "python", spec, monkeypatch)
+    b = read(paths, "c", spec, monkeypatch)
+    assert_same(a, b)
+    if sample == "two-hosts":  # its hosts talk over TCP: nested header fields through variants and arrays
+        nested = [k for k in b[1].fields if k.startswith("network_header.")]
+        assert len(nested) > 5 and all((b[1].fields[k] != np.iinfo(np.int64).min).any() for k in nested)
+
+
+@needs_c
+def test_same_rows_and_error_from_a_cut_trace(tmp_path, monkeypatch):
+    src = real_trace("tracevizlab-wget-k-20180802-115406")
+    dst = tmp_path / "cut"
+    shutil.copytree(src, dst)
+    streams = sorted(p for p in dst.rglob("*") if p.is_file() and p.name != "metadata" and "index" not in p.parts)
+    big = max(streams, key=lambda p: p.stat().st_size)
+    data = big.read_bytes()
+    big.write_bytes(data[: len(data) // 2 + 1234])  # cut inside a packet
+    a = read([dst], "python", monkeypatch=monkeypatch)
+    b = read([dst], "c", monkeypatch=monkeypatch)
+    assert_same(a, b)
+    assert a[0].traces[0].problems  # the damage is said, by both
