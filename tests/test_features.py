@@ -11,8 +11,9 @@ import pytest
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.execgraph.graph import BLOCKED
+from perftriage.analysis.requests import critical_path
 from perftriage.analysis.requests.critical_path import STATES, PathFinder
-from perftriage.analysis.requests.features import PUBLISHED_STATES, read_features, to_csv
+from perftriage.analysis.requests.features import PUBLISHED_STATES, extract_features, read_features, to_csv
 from perftriage.analysis.triage import Options, run_triage
 
 from conftest import REAL_TRACE_EVENTS, ROOT, needs_bt2, real_trace
@@ -285,3 +286,56 @@ def test_wget_dns_wait_follows_the_local_resolver():
     assert on_resolver.any() and (seg.state[on_resolver] != STATES.index("BN")).any()
     dur = seg.durations()
     assert dur[STATES.index("BN")] > 0.5 * dur.sum()
+
+
+def _same_features(a, b):
+    for k in ("durations", "counts", "total"):
+        assert np.array_equal(getattr(a, k), getattr(b, k)), k
+    for k in ("syscalls", "state_seq"):
+        x, y = getattr(a, k), getattr(b, k)
+        assert np.array_equal(x.values, y.values) and np.array_equal(x.offsets, y.offsets), k
+    assert a.fields.keys() == b.fields.keys()
+    for k in a.fields:
+        assert np.array_equal(np.asarray(a.fields[k]), np.asarray(b.fields[k])), k
+    assert a.notes == b.notes
+
+
+needs_walk = pytest.mark.skipif(critical_path._walk_module() is None, reason="the C walk is not built here")
+
+
+@needs_bt2
+@needs_walk
+@pytest.mark.parametrize("case", ["webserver", "two-hosts", "tc-many-threads", "tracevizlab-apt",
+                                  "tracevizlab-wget-k-20180802-115406"])
+def test_the_c_walk_and_the_python_walk_give_the_same_features(case):
+    """The batched features: paths walked in C (those staying on one graph) and by PathFinder.path
+    (packet edges, other hosts) give the same sums, counts, sequences and system calls as the
+    Python walk alone, request by request; the real traces through their thread lifetimes."""
+    path = ROOT / "sample_traces" / case if case in ("webserver", "two-hosts") else real_trace(case)
+    res = run_triage([path], Options(units="auto" if case in ("webserver", "two-hosts") else "threads"))
+    t = res.requests
+    python = extract_features(res.graphs, t, compiled=False)
+    _same_features(res.features, python)
+    in_c = critical_path.walk_many(critical_path.finders(res.graphs), t.host, t.tid.astype(np.int64),
+                                   t.start.astype(np.int64), t.end.astype(np.int64)).in_c
+    if case == "two-hosts":
+        assert "elsewhere_host" in python.fields  # paths that cross hosts: the Python walk's
+    else:  # most paths stay on one graph: walked in C (wget's network waits: in Python)
+        assert in_c > (0.9 if case == "webserver" else 0.5) * len(t)
+
+
+@needs_bt2
+def test_segments_of_one_path_equal_the_batch():
+    """Path.segments (the request detail view) and the Python walk's batch (one shared Path,
+    materialised at once) agree on every segment of a request."""
+    res = run_triage([SAMPLE])
+    g = res.graphs["web-01"]
+    t = res.requests
+    fs = critical_path.finders(res.graphs)
+    m = critical_path.walk_many(fs, t.host, t.tid.astype(np.int64), t.start.astype(np.int64),
+                                t.end.astype(np.int64), compiled=False).python
+    for i in range(0, len(t), 97):
+        s = fs["web-01"].path(int(t.tid[i]), int(t.start[i]), int(t.end[i])).segments(g)
+        rows = m.req == i
+        assert np.array_equal(s.start, m.start[rows]) and np.array_equal(s.end, m.end[rows])
+        assert np.array_equal(s.state, m.state[rows]) and np.array_equal(s.tid, m.tid[rows])

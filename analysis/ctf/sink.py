@@ -10,7 +10,7 @@ from perftriage.analysis.columns import MISSING
 from perftriage.analysis.errors import InputError
 
 from .bt2_support import error_text, import_bt2, take_error
-from .plans import FLOAT, INT, NESTED, STR, ClassInfo, SinkState
+from .plans import NESTED, STR, ClassInfo, SinkState
 
 __all__ = ["SinkState", "build_graph", "class_info", "python_sink_class"]
 

@@ -24,6 +24,8 @@ earlier windows, so a malformed trace cannot make it loop (one of the reference'
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,69 +62,131 @@ NSTATES = len(STATES)
 _PASS = (RU, RS, BP)
 
 
-@dataclass
 class Path:
-    """A critical path as pieces. Piece i is either a range of graph intervals
-    ``[k0[i], k1[i])`` of thread ``tid[i]`` of graph ``graph[i]`` clipped to ``[a[i], b[i]]``
-    (their own states), or, when ``k0[i] < 0``, one segment of state ``state[i]``. Times are on
-    the piece's graph's clock; ``shift[i]`` takes them to the request's host's clock (0 on the
-    request's own host)."""
+    """Critical paths as pieces, in time order per path (one request's, or every request's one
+    after the other when a batch shares one Path). Piece i is either a range of graph intervals
+    ``[k0[i], k1[i])`` of thread ``tid[i]`` of graph ``graphs[graph[i]]`` clipped to
+    ``[a[i], b[i]]`` (their own states), or, when ``k0[i] < 0``, one segment of state
+    ``state[i]``. Times are on the piece's graph's clock; ``shift[i]`` takes them to the request's
+    host's clock (0 on the request's own host). Columns are int64 arrays being appended to
+    (numpy views them without a copy)."""
 
-    tid: list
-    k0: list
-    k1: list
-    a: list
-    b: list
-    state: list
-    via: list  # tid whose blocked interval this piece replaces (-1 for the request's own thread)
-    graph: list = field(default_factory=list)
-    shift: list = field(default_factory=list)
+    __slots__ = ("tid", "k0", "k1", "a", "b", "state", "via", "graph", "shift", "graphs")
+
+    def __init__(self, graphs: list):
+        self.graphs = graphs  # ExecGraph by ordinal (shared by the finders of one set of hosts)
+        for name in self.__slots__[:-1]:
+            setattr(self, name, array("q"))
+
+    def __len__(self) -> int:
+        return len(self.tid)
+
+    def col(self, name: str) -> np.ndarray:
+        a = getattr(self, name)
+        return np.frombuffer(a, np.int64) if len(a) else np.zeros(0, np.int64)
 
     def segments(self, g: ExecGraph) -> "Segments":
         """Materialised, time-ordered segments (thread, start, end, state, via, host), on the
         clock of ``g`` (the request's host), zero-length ones dropped and equal neighbours
-        merged. Vectorised over all pieces of each graph at once."""
-        if not self.tid:
-            e = np.zeros(0, np.int64)
-            return Segments(e, e, e, np.zeros(0, np.int8), e, np.zeros(0, np.int16), [g.host])
-        graphs = self.graph or [g] * len(self.tid)
-        hosts = [g.host]
-        for x in graphs:
-            if x.host not in hosts:
-                hosts.append(x.host)
-        k0 = np.array(self.k0, np.int64)
-        k1 = np.array(self.k1, np.int64)
-        synth = k0 < 0
-        # one row per interval of the ranged pieces, one per synthetic piece, in piece order
-        lens = np.where(synth, 1, k1 - k0)
-        piece = np.repeat(np.arange(len(k0)), lens)
-        within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-        a = np.array(self.a, np.int64)[piece]
-        b = np.array(self.b, np.int64)[piece]
-        is_syn = synth[piece]
-        k = np.where(is_syn, 0, k0[piece] + within)
-        host_of_piece = np.array([hosts.index(x.host) for x in graphs], np.int16)
-        host = host_of_piece[piece]
-        start = a.copy()
-        end = b.copy()
-        state = np.array(self.state, np.int64)[piece]
-        for hi, name in enumerate(hosts):  # the ranged pieces' intervals, graph by graph
-            m = (~is_syn) & (host == hi)
-            if not m.any():
-                continue
-            gx = g if name == g.host else next(x for x in graphs if x.host == name)
-            km = k[m]
-            start[m] = np.maximum(gx.iv_start[km], a[m])
-            end[m] = np.minimum(gx.iv_end[km], b[m])
-            state[m] = gx.iv_state[km]
-        if self.shift:
-            sh = np.array(self.shift, np.int64)[piece]
-            start += sh
-            end += sh
-        keep = end > start
-        seg = Segments(np.array(self.tid, np.int64)[piece][keep], start[keep], end[keep],
-                       state[keep].astype(np.int8), np.array(self.via, np.int64)[piece][keep], host[keep], hosts)
-        return seg.merged()
+        merged; ``hosts``: the request's host, then the others in order of appearance."""
+        own = next((o for o, x in enumerate(self.graphs) if x is g), None)
+        if own is None:
+            raise ValueError(f"host {g.host}: not a graph of this path's finders")
+        m = materialise(self, np.zeros(len(self), np.int64))
+        order = [own] + [int(x) for x in m.piece_graph if x != own]
+        local = list(dict.fromkeys(order))
+        to_local = np.zeros(len(self.graphs) + 1, np.int16)
+        to_local[local] = np.arange(len(local))
+        return Segments(m.tid, m.start, m.end, m.state.astype(np.int8), m.via, to_local[m.graph],
+                        [self.graphs[o].host for o in local])
+
+
+@dataclass
+class Materialised:
+    """Merged segments of many paths: ``req`` (path number), ``graph`` (ordinal: host) per
+    segment, in path order then time order; ``piece_req``/``piece_graph``: per piece (also
+    those of zero length)."""
+
+    req: np.ndarray
+    tid: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    state: np.ndarray
+    via: np.ndarray
+    graph: np.ndarray
+    piece_req: np.ndarray
+    piece_graph: np.ndarray
+
+
+MATERIALISE_BLOCK_ROWS = 1 << 18  # rows per block: a block's temporaries stay in the CPU's caches
+
+
+def materialise(p: Path, piece_req: np.ndarray) -> Materialised:
+    """Every piece of ``p`` expanded to intervals and clipped, shifted to its request's clock,
+    zero-length ones dropped and equal neighbours of one path merged: vectorised over all paths
+    (a numpy call per graph and block of about 256k intervals, none per path). Blocks end at a
+    path's end, so merging never spans two blocks."""
+    cols = {name: p.col(name) for name in ("tid", "k0", "k1", "a", "b", "state", "via", "graph", "shift")}
+    lens = np.where(cols["k0"] < 0, 1, cols["k1"] - cols["k0"])
+    rows_before = np.cumsum(lens)
+    # block boundaries: the first piece of a path after every MATERIALISE_BLOCK_ROWS rows
+    path_start = np.flatnonzero(np.r_[True, piece_req[1:] != piece_req[:-1]]) if len(piece_req) else np.zeros(0, np.int64)
+    cuts = [0]
+    if len(path_start):
+        at_rows = rows_before[path_start] - lens[path_start]  # rows before each path
+        want = np.arange(MATERIALISE_BLOCK_ROWS, int(rows_before[-1]), MATERIALISE_BLOCK_ROWS)
+        cuts += np.unique(path_start[np.minimum(np.searchsorted(at_rows, want), len(path_start) - 1)]).tolist()
+    cuts = sorted(set(cuts) | {len(piece_req)})
+    parts = [_materialise_block(p.graphs, {k: v[lo:hi] for k, v in cols.items()}, lens[lo:hi], piece_req[lo:hi])
+             for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
+    if not parts:
+        e = np.zeros(0, np.int64)
+        return Materialised(e, e, e, e, e, e, e, piece_req, cols["graph"])
+    return Materialised(*[np.concatenate(x) for x in zip(*parts)], piece_req, cols["graph"])
+
+
+def _materialise_block(graphs, c, lens, piece_req):
+    synth = c["k0"] < 0
+    n_rows = int(lens.sum())
+    piece = np.repeat(np.arange(len(lens)), lens)
+    state = c["state"][piece]
+    start = c["a"][piece]
+    end = c["b"][piece]
+    ranged = np.flatnonzero(~synth[piece])
+    if len(ranged):
+        # interval index of each ranged row: its piece's k0 plus its position within the piece
+        first_row = np.cumsum(lens) - lens
+        k = c["k0"][piece[ranged]] + (ranged - first_row[piece[ranged]])
+        gr = c["graph"][piece[ranged]]
+        for o in np.unique(gr).tolist():  # graph by graph
+            sel = ranged if len(graphs) == 1 else ranged[gr == o]
+            km = k if len(graphs) == 1 else k[gr == o]
+            gx = graphs[o]
+            start[sel] = np.maximum(gx.iv_start[km], start[sel])
+            end[sel] = np.minimum(gx.iv_end[km], end[sel])
+            state[sel] = gx.iv_state[km]
+    if c["shift"].any():
+        sh = c["shift"][piece]
+        start += sh
+        end += sh
+    keep = np.flatnonzero(end > start)
+    if len(keep) < n_rows:
+        piece, start, end, state = piece[keep], start[keep], end[keep], state[keep]
+    req = piece_req[piece]
+    tid = c["tid"][piece]
+    graph = c["graph"][piece]
+    n = len(piece)
+    if n:
+        same = np.empty(n, bool)
+        same[0] = False
+        same[1:] = ((req[1:] == req[:-1]) & (tid[1:] == tid[:-1]) & (graph[1:] == graph[:-1])
+                    & (state[1:] == state[:-1]) & (start[1:] == end[:-1]))
+        if same.any():
+            heads = np.flatnonzero(~same)
+            tails = np.r_[heads[1:] - 1, n - 1]
+            piece, req, tid, state, graph = piece[heads], req[heads], tid[heads], state[heads], graph[heads]
+            start, end = start[heads], end[tails]
+    return req, tid, start, end, state, c["via"][piece], graph
 
 
 @dataclass
@@ -189,20 +253,45 @@ def _next_nonpass(state: np.ndarray, block: int = 1 << 20) -> np.ndarray:
 
 
 class _GraphIndex:
-    """One graph with the lookups the walk needs (built once per graph, shared by finders)."""
+    """One graph with the lookups the walk needs (built once per graph, shared by finders).
 
-    def __init__(self, g: ExecGraph):
+    The walk reads single intervals through memoryviews (a C-level item access giving a Python
+    int) and finds a window's first interval with ``bisect`` on them: no numpy call per window."""
+
+    def __init__(self, g: ExecGraph, ordinal: int):
         self.g = g
+        self.ordinal = ordinal
         # next non-pass interval index (not bounded by thread: callers cap with the thread's end)
         self.next_nonpass = _next_nonpass(g.iv_state)
+        self.start = memoryview(np.ascontiguousarray(g.iv_start))
+        self.end = memoryview(np.ascontiguousarray(g.iv_end))
+        self.state = memoryview(np.ascontiguousarray(g.iv_state))
+        self.block = memoryview(np.ascontiguousarray(g.iv_block))
+        self.waker = memoryview(np.ascontiguousarray(g.iv_waker))
+        self.nnp = memoryview(self.next_nonpass)
+        self.has_arrivals = len(g.arrivals) > 0
+        self.compiled = None  # arrays of the C walk, made on first use
         self._bounds: dict[int, tuple[int, int]] = {}
 
-    def thread(self, tid: int):
+    def bounds(self, tid: int) -> tuple[int, int]:
         b = self._bounds.get(tid)
         if b is None:
             sl = self.g.intervals_of(tid)
             b = self._bounds[tid] = (sl.start, sl.stop)
-        return b, self.g.iv_end[b[0]:b[1]]
+        return b
+
+
+class _Indexes:
+    """The per-graph lookups shared by the finders of one set of hosts, by host and by ordinal."""
+
+    def __init__(self):
+        self.by_host: dict[str, _GraphIndex] = {}
+        self.graphs: list[ExecGraph] = []
+
+    def add(self, g: ExecGraph) -> _GraphIndex:
+        gi = self.by_host[g.host] = _GraphIndex(g, len(self.graphs))
+        self.graphs.append(g)
+        return gi
 
 
 class PathFinder:
@@ -213,80 +302,108 @@ class PathFinder:
     share their per-graph lookups."""
 
     def __init__(self, g: ExecGraph, max_depth: int = 10_000, graphs: dict | None = None,
-                 _shared: dict | None = None):
+                 _shared: _Indexes | None = None):
         self.g = g
         self.max_depth = max_depth
         self.graphs = graphs or {}
-        self._index = _shared if _shared is not None else {}
+        self._index = _shared if _shared is not None else _Indexes()
         self._own = self._graph(g.host, g)
 
     def _graph(self, host: str, g: ExecGraph | None = None) -> _GraphIndex | None:
-        gi = self._index.get(host)
+        gi = self._index.by_host.get(host)
         if gi is None:
             g = g if g is not None else self.graphs.get(host)
             if g is None:
                 return None
-            gi = self._index[host] = _GraphIndex(g)
+            gi = self._index.add(g)
         return gi
 
-    def path(self, tid: int, t0: int, t1: int) -> Path:
-        out = Path([], [], [], [], [], [], [], [], [])
+    def new_path(self) -> Path:
+        """An empty Path that paths of this finder (and of finders sharing its lookups) append to."""
+        return Path(self._index.graphs)
+
+    def path(self, tid: int, t0: int, t1: int, out: Path | None = None) -> Path:
+        """The critical path of ``tid`` over ``[t0, t1]``, appended to ``out`` (a new Path by
+        default; a batch of requests shares one, from :meth:`new_path`)."""
+        if out is None:
+            out = self.new_path()
+        o_tid, o_k0, o_k1, o_a, o_b = out.tid.append, out.k0.append, out.k1.append, out.a.append, out.b.append
+        o_state, o_via, o_graph, o_shift = out.state.append, out.via.append, out.graph.append, out.shift.append
+
+        def emit(T, a, b, state, via, G, shift):
+            if b > a:
+                o_tid(T)
+                o_k0(-1)
+                o_k1(-1)
+                o_a(a)
+                o_b(b)
+                o_state(state)
+                o_via(via)
+                o_graph(G.ordinal)
+                o_shift(shift)
+
+        max_depth = self.max_depth
         stack = [(tid, t0, t1, 0, -1, self._own, 0)]
+        pop, push = stack.pop, stack.append
         while stack:
-            T, pos, b, depth, via, G, shift = stack.pop()
-            g = G.g
+            T, pos, b, depth, via, G, shift = pop()
             if T is None:  # a packet in flight: the blocked thread (here in depth) waits on the network
-                self._emit(out, depth, pos, b, ST_BN, via, g, shift)
+                emit(depth, pos, b, ST_BN, via, G, shift)
                 continue
-            if depth and len(g.arrivals) and depth < self.max_depth and self._arrival(stack, T, pos, b, depth, via, G,
-                                                                                      shift):
+            if depth and G.has_arrivals and depth < max_depth and self._arrival(stack, T, pos, b, depth, via, G,
+                                                                                shift):
                 continue
-            iv_start, iv_end, iv_state = g.iv_start, g.iv_end, g.iv_state
-            iv_block, iv_waker = g.iv_block, g.iv_waker
-            nnp = G.next_nonpass
-            (lo, hi), ends = G.thread(T)
-            k = lo + int(ends.searchsorted(pos, "right"))
+            iv_start, iv_end, iv_state, iv_block, iv_waker, nnp = G.start, G.end, G.state, G.block, G.waker, G.nnp
+            lo, hi = G.bounds(T)
+            k = bisect_right(iv_end, pos, lo, hi)
             while pos < b:
                 if k >= hi:
-                    self._emit(out, T, pos, b, ST_BT, via, g, shift)
+                    emit(T, pos, b, ST_BT, via, G, shift)
                     break
-                s = int(iv_start[k])
+                s = iv_start[k]
                 if s > pos:  # not yet known at pos (cannot happen for a contiguous thread)
-                    e = min(s, b)
-                    self._emit(out, T, pos, e, ST_BT, via, g, shift)
+                    e = s if s < b else b
+                    emit(T, pos, e, ST_BT, via, G, shift)
                     pos = e
                     continue
-                j = min(int(nnp[k]), hi)
+                j = nnp[k]
+                if j > hi:
+                    j = hi
                 if j > k:
-                    run_end = int(iv_end[j - 1])
+                    run_end = iv_end[j - 1]
                     last = run_end >= b
                     if last:  # last piece of this window: cut the range at b
-                        j = min(lo + int(ends.searchsorted(b - 1, "right")) + 1, j)
+                        j2 = bisect_right(iv_end, b - 1, lo, hi) + 1
+                        if j2 < j:
+                            j = j2
                         run_end = b
-                    out.tid.append(T)
-                    out.k0.append(k)
-                    out.k1.append(j)
-                    out.a.append(pos)
-                    out.b.append(run_end)
-                    out.state.append(-1)
-                    out.via.append(via)
-                    out.graph.append(g)
-                    out.shift.append(shift)
+                    o_tid(T)
+                    o_k0(k)
+                    o_k1(j)
+                    o_a(pos)
+                    o_b(run_end)
+                    o_state(-1)
+                    o_via(via)
+                    o_graph(G.ordinal)
+                    o_shift(shift)
                     pos = run_end
                     if last:
                         break
                     k = j
                     continue
                 # k is not running: blocked, unknown or not existing
-                e = min(int(iv_end[k]), b)
-                st = int(iv_state[k])
+                e = iv_end[k]
+                if e > b:
+                    e = b
+                st = iv_state[k]
                 if st == BLOCKED:
-                    blk = int(iv_block[k])
-                    waker = int(iv_waker[k])
-                    if blk in (FOLLOW_NET, FOLLOW_REMOTE) and depth < self.max_depth and e > pos:
+                    blk = iv_block[k]
+                    waker = iv_waker[k]
+                    if (blk == FOLLOW_NET or blk == FOLLOW_REMOTE) and depth < max_depth and e > pos:
                         # the sender's work up to the send (on its host, for a packet from another
                         # traced host), then the packet's flight (BN); d: this clock to the
                         # sender's, taken once so that the pieces tile the window exactly
+                        g = G.g
                         if blk == FOLLOW_NET:
                             R, d, t_sent = (G if waker != T else None), 0, g.net_links.get(k, pos)
                         else:
@@ -294,29 +411,29 @@ class PathFinder:
                             R, d = self._sender(G, host, pos)
                         if R is not None:
                             sent = min(max(t_sent - d, pos), e)
-                            stack.append((T, e, b, depth, via, G, shift))
-                            stack.append((None, sent, e, T, via, G, shift))
+                            push((T, e, b, depth, via, G, shift))
+                            push((None, sent, e, T, via, G, shift))
                             if sent > pos:
-                                stack.append((waker, pos + d, sent + d, depth + 1, T, R, shift - d))
+                                push((waker, pos + d, sent + d, depth + 1, T, R, shift - d))
                             break
-                    if blk == FOLLOW and depth < self.max_depth and waker != T and e > pos:
-                        stack.append((T, e, b, depth, via, G, shift))
-                        stack.append((waker, pos, e, depth + 1, T, G, shift))
+                    if blk == FOLLOW and depth < max_depth and waker != T and e > pos:
+                        push((T, e, b, depth, via, G, shift))
+                        push((waker, pos, e, depth + 1, T, G, shift))
                         break
-                    self._emit(out, T, pos, e, ST_BT if blk == FOLLOW else ST_BN if blk in (FOLLOW_NET, FOLLOW_REMOTE)
-                               else blk, via, g, shift)
+                    emit(T, pos, e, ST_BT if blk == FOLLOW else ST_BN if blk in (FOLLOW_NET, FOLLOW_REMOTE) else blk,
+                         via, G, shift)
                 elif st == EXITED:
-                    info = g.threads.get(T)
+                    info = G.g.threads.get(T)
                     parent = info.parent if info is not None else None
                     if (parent is not None and info.fork_ts is not None and info.fork_ts >= e
-                            and depth < self.max_depth and parent != T):
+                            and depth < max_depth and parent != T):
                         # the thread did not exist yet: what led to it is its parent's work
-                        stack.append((T, e, b, depth, via, G, shift))
-                        stack.append((parent, pos, e, depth + 1, T, G, shift))
+                        push((T, e, b, depth, via, G, shift))
+                        push((parent, pos, e, depth + 1, T, G, shift))
                         break
-                    self._emit(out, T, pos, e, ST_BT, via, g, shift)
+                    emit(T, pos, e, ST_BT, via, G, shift)
                 else:  # UNKNOWN
-                    self._emit(out, T, pos, e, ST_BT, via, g, shift)
+                    emit(T, pos, e, ST_BT, via, G, shift)
                 pos = e
                 k += 1
         return out
@@ -339,13 +456,15 @@ class PathFinder:
         reference follows the network edge where a worker's history runs out. Pushes the pieces
         and returns True, or returns False."""
         g = G.g
+        info = g.threads.get(T)
+        if info is None or info.seen_ts is None or info.seen_ts <= pos:
+            return False
         arr = g.arrivals
         j = arr.first_of(T)
         if j < 0:
             return False
         t_r = int(arr.t[j])
-        info = g.threads.get(T)
-        if not (pos < t_r < b) or info is None or info.seen_ts is None or info.seen_ts <= pos:
+        if not (pos < t_r < b):
             return False
         if info.fork_ts is not None and info.fork_ts > pos:  # born in the window: its parent's work
             return False
@@ -360,26 +479,14 @@ class PathFinder:
             stack.append((sender, pos + d, sent + d, depth + 1, T, R, shift - d))
         return True
 
-    @staticmethod
-    def _emit(out: Path, T, a, b, state, via, g, shift):
-        if b > a:
-            out.tid.append(T)
-            out.k0.append(-1)
-            out.k1.append(-1)
-            out.a.append(a)
-            out.b.append(b)
-            out.state.append(state)
-            out.via.append(via)
-            out.graph.append(g)
-            out.shift.append(shift)
-
     def durations(self, p: Path) -> np.ndarray:
         """Durations per state of a path without materialising its segments."""
         tot = np.zeros(NSTATES, np.int64)
-        for k0, k1, a, b, st, g in zip(p.k0, p.k1, p.a, p.b, p.state, p.graph):
+        for k0, k1, a, b, st, o in zip(p.k0, p.k1, p.a, p.b, p.state, p.graph):
             if k0 < 0:
                 tot[st] += b - a
             else:
+                g = p.graphs[o]
                 s = np.maximum(g.iv_start[k0:k1], a)
                 e = np.minimum(g.iv_end[k0:k1], b)
                 d = np.maximum(e - s, 0)
@@ -387,8 +494,127 @@ class PathFinder:
         return tot
 
 
+def _walk_module():
+    try:
+        from . import _walk  # noqa: PLC0415  (built by make setup where a C compiler exists)
+    except ImportError:
+        return None
+    return _walk
+
+
+class _CompiledWalk:
+    """The arrays the C walk (``_walk.c``) reads for one graph, made once per graph."""
+
+    def __init__(self, G: _GraphIndex):
+        g = G.g
+        tids = np.asarray(g.tids, np.int64)
+        order = np.argsort(tids, kind="stable")
+        self.tids = np.ascontiguousarray(tids[order])
+        self.t_lo = np.ascontiguousarray(np.asarray(g.thread_lo, np.int64)[order])
+        self.t_hi = np.ascontiguousarray(np.asarray(g.thread_hi, np.int64)[order])
+        none = np.iinfo(np.int64).min
+        infos = sorted(g.threads.items())
+        self.i_tid = np.array([t for t, _ in infos], np.int64)
+        self.i_parent = np.array([none if i.parent is None else i.parent for _, i in infos], np.int64)
+        self.i_fork = np.array([none if i.fork_ts is None else i.fork_ts for _, i in infos], np.int64)
+        self.i_seen = np.array([none if i.seen_ts is None else i.seen_ts for _, i in infos], np.int64)
+        arr = g.arrivals
+        self.a_tid = np.ascontiguousarray(np.asarray(arr.tid, np.int64))
+        self.a_t = np.ascontiguousarray(np.asarray(arr.t, np.int64))
+        self.iv = [np.ascontiguousarray(g.iv_start, np.int64), np.ascontiguousarray(g.iv_end, np.int64),
+                   np.ascontiguousarray(g.iv_state, np.int8), np.ascontiguousarray(g.iv_block, np.int8),
+                   np.ascontiguousarray(g.iv_waker, np.int32), np.ascontiguousarray(G.next_nonpass, np.int32)]
+
+    def args(self):
+        return (*self.iv, self.tids, self.t_lo, self.t_hi, self.i_tid, self.i_parent, self.i_fork, self.i_seen,
+                self.a_tid, self.a_t)
+
+
+@dataclass
+class PathSums:
+    """What the features keep of many requests' critical paths: per request, time and merged
+    segments per state (n x NSTATES) and the states of its segments in time order (``seq``,
+    ``seq_len`` per request, requests in order)."""
+
+    dur: np.ndarray
+    cnt: np.ndarray
+    seq: np.ndarray
+    seq_len: np.ndarray
+    own: np.ndarray  # ordinal of each request's graph, -1: its host has no graph
+    python: Materialised | None  # the segments of the paths the Python walk made (packet edges)
+    in_c: int  # requests walked in C
+
+
+def walk_many(path_finders: dict, host, tid, t0, t1, compiled: bool = True, progress=None) -> PathSums:
+    """Critical paths of many requests (``host`` of each, its thread and window), summed.
+
+    Paths that stay on their host's graph are walked in C when the walk is built (``compiled``),
+    straight into the sums; the others (packet edges, other hosts), and all of them otherwise,
+    by :meth:`PathFinder.path` into one shared Path, materialised in one vectorised pass."""
+    n = len(tid)
+    mod = _walk_module() if compiled else None
+    own = np.full(n, -1, np.int64)
+    hosts = np.asarray(host, dtype=object)
+    dur = np.zeros((n, NSTATES), np.int64)
+    cnt = np.zeros((n, NSTATES), np.int64)
+    seq_len = np.zeros(n, np.int64)
+    sources = []  # (requests in the order of their states, states)
+    python_rows: list[np.ndarray] = []
+    in_c = 0
+    done = 0
+    for h, pf in path_finders.items():
+        rows = np.flatnonzero(hosts == h)
+        if not len(rows):
+            continue
+        own[rows] = pf._own.ordinal
+        left = np.ones(len(rows), bool)
+        if mod is not None and len(pf.g.iv_start) < 2**31 - 1:
+            G = pf._own
+            if G.compiled is None:
+                G.compiled = _CompiledWalk(G)
+            res = mod.walk(*G.compiled.args(), np.ascontiguousarray(rows, np.int64),
+                           np.ascontiguousarray(tid[rows], np.int64), np.ascontiguousarray(t0[rows], np.int64),
+                           np.ascontiguousarray(t1[rows], np.int64), pf.max_depth, dur, cnt, seq_len)
+            left = np.frombuffer(res[0], np.int8).astype(bool)
+            sources.append((rows[~left], np.frombuffer(res[1], np.int8)))
+            in_c += int((~left).sum())
+        python_rows.append(rows[left])
+        done += len(rows)
+        if progress is not None:
+            progress(done, n)
+    slow = np.concatenate(python_rows) if python_rows else np.zeros(0, np.int64)
+    m_py = None
+    if len(slow) and path_finders:
+        out = next(iter(path_finders.values())).new_path()
+        piece_end = np.zeros(len(slow), np.int64)
+        tl, al, bl = tid[slow].tolist(), t0[slow].tolist(), t1[slow].tolist()
+        for i, r in enumerate(slow.tolist()):
+            path_finders[hosts[r]].path(tl[i], al[i], bl[i], out)
+            piece_end[i] = len(out)
+        m_py = materialise(out, slow[np.repeat(np.arange(len(slow)), np.diff(np.r_[0, piece_end]))])
+        w = m_py.end - m_py.start
+        np.add.at(dur, (m_py.req, m_py.state), w)
+        np.add.at(cnt, (m_py.req, m_py.state), 1)
+        seq_len[slow] = np.bincount(m_py.req, minlength=n)[slow]
+        sources.append((slow, m_py.state.astype(np.int8)))
+    # every source holds whole sequences of its requests, in its order: place them in request order
+    offsets = np.r_[0, np.cumsum(seq_len)]
+    seq = np.empty(int(offsets[-1]), np.int8)
+    for reqs, states in sources:
+        if not len(states):
+            continue
+        lens = seq_len[reqs]
+        first = np.cumsum(lens) - lens
+        if np.array_equal(offsets[reqs], offsets[reqs[0]] + first) and len(reqs):
+            seq[offsets[reqs[0]]:offsets[reqs[0]] + len(states)] = states  # already in place order
+        else:
+            r = np.repeat(reqs, lens)
+            seq[offsets[r] + np.arange(len(states)) - np.repeat(first, lens)] = states
+    return PathSums(dur, cnt, seq, seq_len, own, m_py, in_c)
+
+
 def finders(graphs: dict[str, ExecGraph], max_depth: int = 10_000) -> dict[str, PathFinder]:
     """A finder per host whose paths cross to the other hosts through packets, sharing the
     per-graph lookups."""
-    shared: dict = {}
+    shared = _Indexes()
     return {h: PathFinder(g, max_depth, graphs, shared) for h, g in graphs.items()}

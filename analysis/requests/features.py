@@ -32,7 +32,7 @@ from perftriage.analysis.errors import InputError
 from perftriage.analysis.execgraph.graph import ExecGraph
 from perftriage.analysis.inputs import read_text
 
-from .critical_path import NSTATES, STATES, finders
+from .critical_path import STATES, finders, walk_many
 from .table import RequestTable
 
 # the 10 states of the published dataset, in its column order
@@ -145,69 +145,43 @@ class FeatureTable:
 # -- extraction from traces ----------------------------------------------------------------------
 
 
-def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progress=None) -> FeatureTable:
+def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progress=None,
+                     compiled: bool = True) -> FeatureTable:
     """Critical-path features of every request (requests of hosts without a kernel trace get
-    zero features and a note)."""
+    zero features and a note).
+
+    Batched (critical_path.walk_many): paths that stay on their host's graph are walked in C
+    (``compiled``, when built) straight into merged segments; the others append their pieces
+    to one shared Path, clipped and merged for all of them in one vectorised pass. Sums, counts
+    and sequences per request are bincounts over all segments; the system calls inside each
+    request's window are found per thread, for all its requests at once."""
     n = len(requests)
-    dur = np.zeros((n, NSTATES), np.int64)
-    cnt = np.zeros((n, NSTATES), np.int64)
-    syscalls_vals: list[np.ndarray] = []
-    syscall_lens = np.zeros(n, np.int64)
-    states_vals: list[np.ndarray] = []
-    states_lens = np.zeros(n, np.int64)
-    vocab: list[str] = []
-    vocab_index: dict[str, int] = {}
+    bt = STATES.index("BT")
     path_finders = finders(graphs)  # paths cross to other traced hosts through packets
-    maps = {}
-    for h, g in graphs.items():  # graph syscall ids -> table vocabulary ids
-        m = np.empty(len(g.syscall_names), np.int32)
-        for i, name in enumerate(g.syscall_names):
-            if name not in vocab_index:
-                vocab_index[name] = len(vocab)
-                vocab.append(name)
-            m[i] = vocab_index[name]
-        maps[h] = m
-    missing_host = 0
-    missing_thread = 0
+    starts, ends = requests.start.astype(np.int64), requests.end.astype(np.int64)
+    tids = requests.tid.astype(np.int64)
+    missing_thread = sum(1 for h, t in zip(requests.host, tids.tolist())
+                         if h in path_finders and t not in path_finders[h].g.tid_index)
+    sums = walk_many(path_finders, requests.host, tids, starts, ends, compiled=compiled, progress=progress)
+    dur, cnt, own = sums.dur, sums.cnt, sums.own
+    seq_vals, seq_lens = sums.seq.astype(np.int32), sums.seq_len
     elsewhere_host = np.full(n, "", dtype=object)  # the other host holding most of the path's time
     elsewhere_ns = np.zeros(n, np.int64)
-    for i in range(n):
-        h = requests.host[i]
-        pf = path_finders.get(h)
-        t0, t1, tid = int(requests.start[i]), int(requests.end[i]), int(requests.tid[i])
-        if pf is None:
-            missing_host += 1
-            dur[i, STATES.index("BT")] = t1 - t0
-            cnt[i, STATES.index("BT")] = 1
-            syscalls_vals.append(np.empty(0, np.int32))
-            states_vals.append(np.array([STATES.index("BT")], np.int8))
-            syscall_lens[i] = 0
-            states_lens[i] = 1
-            continue
-        g = pf.g
-        if tid not in g.tid_index:
-            missing_thread += 1
-        seg = pf.path(tid, t0, t1).segments(g)
-        dur[i] = seg.durations()
-        if len(seg.hosts) > 1:  # the path crossed to other traced hosts: where did most time go
-            per_host = seg.time_by_host()
-            j = 1 + int(np.argmax(per_host[1:]))
-            elsewhere_host[i], elsewhere_ns[i] = seg.hosts[j], int(per_host[j])
-        cnt[i] = seg.counts()
-        states_vals.append(seg.state)
-        states_lens[i] = len(seg.state)
-        sl = g.syscalls_of(tid)
-        entries = g.sc_entry[sl]
-        a = int(np.searchsorted(entries, t0, "left"))
-        b = int(np.searchsorted(entries, t1, "right"))
-        ids = maps[h][g.sc_id[sl][a:b]]
-        syscalls_vals.append(ids)
-        syscall_lens[i] = len(ids)
-        if progress is not None and i % 2000 == 0:
-            progress(i, n)
+    if sums.python is not None:  # only the Python walk follows packets to other hosts
+        _elsewhere(sums.python, own, path_finders[next(iter(path_finders))]._index.graphs, elsewhere_host,
+                   elsewhere_ns)
+    no_host = np.flatnonzero(own < 0)
+    if len(no_host):  # no kernel trace for the request's host: the whole window is BT, one segment
+        dur[no_host, bt] = ends[no_host] - starts[no_host]
+        cnt[no_host, bt] = 1
+        offsets = np.r_[0, np.cumsum(seq_lens)]
+        seq_vals = np.insert(seq_vals, offsets[no_host], bt)
+        seq_lens = seq_lens.copy()
+        seq_lens[no_host] = 1
+    sc_vals, sc_lens, vocab = _syscalls_in_windows(graphs, requests, own >= 0)
     notes = []
-    if missing_host:
-        notes.append(f"{missing_host} requests come from hosts without a kernel trace: no critical path")
+    if len(no_host):
+        notes.append(f"{len(no_host)} requests come from hosts without a kernel trace: no critical path")
     if missing_thread:
         notes.append(f"{missing_thread} requests run on threads the kernel trace never shows "
                      "(a PID namespace? vtid differs from tid): their time is all BT")
@@ -215,13 +189,79 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
         id=requests.id, kind=requests.kind, host=requests.host, pid=requests.pid, tid=requests.tid,
         start=requests.start, end=requests.end, states=list(STATES), durations=dur, counts=cnt,
         total=requests.end - requests.start,
-        syscalls=Ragged(np.concatenate(syscalls_vals).astype(np.int32) if syscalls_vals else np.empty(0, np.int32),
-                        np.r_[0, np.cumsum(syscall_lens)].astype(np.int64), vocab),
-        state_seq=Ragged(np.concatenate(states_vals).astype(np.int32) if states_vals else np.empty(0, np.int32),
-                         np.r_[0, np.cumsum(states_lens)].astype(np.int64), list(STATES)),
+        syscalls=Ragged(sc_vals, np.r_[0, np.cumsum(sc_lens)].astype(np.int64), vocab),
+        state_seq=Ragged(seq_vals.astype(np.int32), np.r_[0, np.cumsum(seq_lens)].astype(np.int64), list(STATES)),
         fields={**requests.fields, **({"elsewhere_host": elsewhere_host, "elsewhere_ns": elsewhere_ns}
                                       if elsewhere_ns.any() else {})}, notes=notes,
     )
+
+
+def _elsewhere(m, own, graphs, host_out, ns_out) -> None:
+    """For each request whose path crossed to other traced hosts: the other host holding most of
+    the path's time, and that time (ties: the host the path reached first)."""
+    other = m.piece_graph != own[m.piece_req]
+    crossed = np.unique(m.piece_req[other])
+    if not len(crossed):
+        return
+    H = len(graphs)
+    n = len(own)
+    # first piece of each (request, host): the order in which the path reached the hosts
+    first = np.full(n * H, np.iinfo(np.int64).max)
+    np.minimum.at(first, m.piece_req * H + m.piece_graph, np.arange(len(m.piece_req)))
+    t = np.bincount(m.req * H + m.graph, weights=m.end - m.start, minlength=n * H).astype(np.int64)
+    first, t = first.reshape(n, H)[crossed], t.reshape(n, H)[crossed]
+    reached = first < np.iinfo(np.int64).max
+    reached[np.arange(len(crossed)), own[crossed]] = False
+    t = np.where(reached, t, -1)
+    best = t.max(axis=1)
+    j = np.where(reached & (t == best[:, None]), first, np.iinfo(np.int64).max).argmin(axis=1)
+    host_out[crossed] = [graphs[o].host for o in j.tolist()]
+    ns_out[crossed] = t[np.arange(len(crossed)), j]
+
+
+def _syscalls_in_windows(graphs, requests: RequestTable, has_graph: np.ndarray):
+    """The system calls each request's thread entered inside its window (entry in [start, end]),
+    as vocabulary ids: per (host, thread), two searchsorted for all of its requests."""
+    n = len(requests)
+    vocab: list[str] = []
+    vocab_index: dict[str, int] = {}
+    maps = {}
+    for h, g in graphs.items():  # graph syscall ids -> table vocabulary ids
+        mp = np.empty(len(g.syscall_names), np.int32)
+        for i, name in enumerate(g.syscall_names):
+            if name not in vocab_index:
+                vocab_index[name] = len(vocab)
+                vocab.append(name)
+            mp[i] = vocab_index[name]
+        maps[h] = mp
+    first = np.zeros(n, np.int64)  # index of the first call in the graph's system call table
+    lens = np.zeros(n, np.int64)
+    hosts = np.asarray(requests.host, dtype=object)
+    for h, g in graphs.items():
+        rows = np.flatnonzero((hosts == h) & has_graph)
+        if not len(rows):
+            continue
+        tids = requests.tid[rows].astype(np.int64)
+        order = np.argsort(tids, kind="stable")
+        rows, tids = rows[order], tids[order]
+        bounds = np.flatnonzero(np.r_[True, tids[1:] != tids[:-1], True])
+        for lo_r, hi_r in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            sl = g.syscalls_of(int(tids[lo_r]))
+            entries = g.sc_entry[sl]
+            r = rows[lo_r:hi_r]
+            a = np.searchsorted(entries, requests.start[r].astype(np.int64), "left")
+            b = np.searchsorted(entries, requests.end[r].astype(np.int64), "right")
+            first[r] = sl.start + a
+            lens[r] = np.maximum(b - a, 0)
+    total = int(lens.sum())
+    req = np.repeat(np.arange(n), lens)
+    src = first[req] + (np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens))
+    vals = np.empty(total, np.int32)
+    for h, g in graphs.items():
+        sel = hosts[req] == h if total else np.zeros(0, bool)
+        if sel.any():
+            vals[sel] = maps[h][g.sc_id[src[sel]]]
+    return vals, lens, vocab
 
 
 # -- CSV ----------------------------------------------------------------------------------------
