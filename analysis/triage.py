@@ -74,6 +74,20 @@ class Options:
     rules: str | None = None  # threshold rules file (TOML or PAD's XML); default: rules.toml beside the counters
     server_label: str = "instance"  # Prometheus label naming the server
     findings: bool = True  # False: read and extract only (the features export needs no outliers or findings)
+    jobs: int | None = None  # cores to use (--jobs); None: those this process may run on
+
+    def cores(self) -> int:
+        return max(1, self.jobs) if self.jobs else available_cores()
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's or taskset's limit)."""
+    import os  # noqa: PLC0415
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 @dataclass
@@ -363,7 +377,7 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
     if unit in ("markers", "auto"):
         consumers.append(MarkerRequests(options.markers))
     try:
-        passed = read_once(inputs.ctf, consumers, progress=on_read)
+        passed = read_once(inputs.ctf, consumers, progress=on_read, threaded=options.cores() >= 2)
     except MissingDependency as exc:
         result.report.notes.append(str(exc))
         return

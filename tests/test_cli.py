@@ -213,3 +213,17 @@ def test_report_on_the_two_host_sample_follows_the_database_host():
     # without the database host's trace, the same waits stay on the network
     res = cli("report", "sample_traces/two-hosts/web-01", "-q")
     assert res.returncode == 0 and "hosts web-01 and db-01" not in res.stdout and "on another host" not in res.stdout
+
+
+@needs_bt2
+def test_jobs_one_and_two_give_the_same_report():
+    """--jobs 1 reads in the calling thread and bootstraps in one process; --jobs 2 decodes in a
+    thread beside the analysis: the findings do not depend on it."""
+    reports = []
+    for jobs in (1, 2):
+        r = cli("report", "--jobs", jobs, "-q", ROOT / "sample_traces" / "webserver")
+        assert r.returncode == 0, r.stderr
+        reports.append([line for line in r.stdout.splitlines() if not line.startswith("Generated")])
+    assert reports[0] == reports[1] and len(reports[0]) > 50
+    r = cli("report", "--jobs", 0, ROOT / "sample_traces" / "webserver")
+    assert r.returncode == 2 and "--jobs" in r.stderr

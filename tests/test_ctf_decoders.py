@@ -114,3 +114,27 @@ def test_same_rows_and_error_from_a_cut_trace(tmp_path, monkeypatch):
     b = read([dst], "c", monkeypatch=monkeypatch)
     assert_same(a, b)
     assert a[0].traces[0].problems  # the damage is said, by both
+
+
+@needs_c
+def test_the_reading_thread_gives_the_same_chunks_and_stops_when_dropped(monkeypatch):
+    import threading
+
+    paths = [ROOT / "sample_traces" / "two-hosts"]
+    spec = ReadSpec(fields=EVERYTHING.fields, chunk_events=3_000)
+    got = {}
+    for threaded in ("0", "1"):
+        monkeypatch.setenv("PERFTRIAGE_READ_THREAD", threaded)
+        r = CtfReader(paths, spec)
+        assert r.threaded == (threaded == "1")
+        got[threaded] = list(r.chunks())
+    a, b = got["0"], got["1"]
+    assert [len(c) for c in a] == [len(c) for c in b] and len(a) > 3
+    for x, y in zip(a, b):
+        assert np.array_equal(x.ts, y.ts) and np.array_equal(x.tid, y.tid) and x.fields.keys() == y.fields.keys()
+    # a consumer that stops after one chunk: the thread ends with the generator
+    it = CtfReader(paths, spec).chunks()
+    next(it)
+    assert any(t.name == "perftriage-ctf-read" for t in threading.enumerate())
+    it.close()
+    assert not any(t.name == "perftriage-ctf-read" for t in threading.enumerate())

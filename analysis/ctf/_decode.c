@@ -76,10 +76,8 @@ static int buf_reserve(Buf *b, size_t extra) {
     while (cap < b->len + extra)
         cap *= 2;
     char *p = PyMem_RawRealloc(b->data, cap);
-    if (!p) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (!p)
+        return -1;  /* no Python error here: the decoding loop runs without the GIL */
     b->data = p;
     b->cap = cap;
     return 0;
@@ -130,6 +128,7 @@ typedef struct {
     int tid_getter, pid_getter;
     int nmembers;
     Member *members;
+    int has_strings;
 } Plan;
 
 typedef struct {
@@ -163,10 +162,8 @@ static int map_put(Map *m, uintptr_t key, void *value) {
     if ((m->used + 1) * 2 > m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 256;
         Slot *slots = PyMem_RawCalloc(cap, sizeof(Slot));
-        if (!slots) {
-            PyErr_NoMemory();
+        if (!slots)
             return -1;
-        }
         Slot *old = m->slots;
         size_t oldcap = m->cap;
         m->slots = slots;
@@ -240,10 +237,8 @@ static int strmap_add(StrMap *m, uint64_t h, const char *s, size_t len, int64_t 
     if ((m->used + 1) * 2 > m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 1024;
         StrSlot *slots = PyMem_RawCalloc(cap, sizeof(StrSlot));
-        if (!slots) {
-            PyErr_NoMemory();
+        if (!slots)
             return -1;
-        }
         for (size_t i = 0; i < m->cap; i++) {
             StrSlot *e = &m->slots[i];
             if (!e->hash)
@@ -258,10 +253,8 @@ static int strmap_add(StrMap *m, uint64_t h, const char *s, size_t len, int64_t 
         m->cap = cap;
     }
     char *copy = PyMem_RawMalloc(len ? len : 1);
-    if (!copy) {
-        PyErr_NoMemory();
+    if (!copy)
         return -1;
-    }
     memcpy(copy, s, len);
     size_t j = h & (m->cap - 1);
     while (m->slots[j].hash)
@@ -404,6 +397,8 @@ static PyObject *decoder_set_plan(Decoder *self, PyObject *args) {
         if (!PyArg_ParseTuple(PyList_GET_ITEM(members, i), "iKiiO", &m->column, &idx, &m->getter, &m->in_ctx, &paths))
             goto fail;
         m->index = idx;
+        if (m->getter == G_STRING)
+            p->has_strings = 1;
         if (m->column < 0 || m->column >= self->ncolumns) {
             PyErr_SetString(PyExc_ValueError, "unknown column");
             goto fail;
@@ -447,6 +442,7 @@ static PyObject *decoder_set_plan(Decoder *self, PyObject *args) {
         free_plan(old->value);
         old->value = p;
     } else if (map_put(&self->plans, (uintptr_t)cls, p) < 0) {
+        PyErr_NoMemory();
         goto fail;
     }
     Py_RETURN_NONE;
@@ -664,8 +660,9 @@ static int push_packet(Decoder *self, uintptr_t tc, int64_t cpu) {
 }
 
 /* A packet beginning: its cpu_id remembered for its events. Returns 1 when the cpu_id is not a
- * CPU number (Python notes the damage), 0 otherwise, -1 on error. */
-static int packet_begins(Decoder *self, const bt_message *msg, PyObject **bad) {
+ * CPU number (*bad, *bad_unsigned: the value, for Python to note the damage), 0 otherwise, -1 when
+ * out of memory. Runs without the GIL. */
+static int packet_begins(Decoder *self, const bt_message *msg, uint64_t *bad, int *bad_unsigned) {
     const bt_packet *pkt = bt_message_packet_beginning_borrow_packet_const(msg);
     const bt_field *ctx = bt_packet_borrow_context_field_const(pkt);
     int64_t cpu = -1;
@@ -681,8 +678,8 @@ static int packet_begins(Decoder *self, const bt_message *msg, PyObject **bad) {
                 uint64_t u = bt_field_integer_unsigned_get_value(f);
                 if (u >= MAX_CPUS) {
                     out_of_range = 1;
-                    if (!(*bad = PyLong_FromUnsignedLongLong(u)))
-                        return -1;
+                    *bad = u;
+                    *bad_unsigned = 1;
                 } else {
                     cpu = (int64_t)u;
                 }
@@ -692,29 +689,31 @@ static int packet_begins(Decoder *self, const bt_message *msg, PyObject **bad) {
     }
     if (has && !out_of_range && !(cpu >= 0 && cpu < MAX_CPUS) && cpu != -1) {
         out_of_range = 1;
-        if (!(*bad = PyLong_FromLongLong(cpu)))
-            return -1;
+        *bad = (uint64_t)cpu;
+        *bad_unsigned = 0;
     }
     if (out_of_range)
         cpu = -1;
     if (map_put(&self->packet_cpu, (uintptr_t)pkt, (void *)(intptr_t)(cpu + 1)) < 0
-        || (cpu >= 0 && push_packet(self, trace_class_of_stream(bt_packet_borrow_stream_const(pkt)), cpu) < 0)) {
-        Py_CLEAR(*bad);
+        || (cpu >= 0 && push_packet(self, trace_class_of_stream(bt_packet_borrow_stream_const(pkt)), cpu) < 0))
         return -1;
-    }
     return out_of_range;
 }
 
-/* The pool code of a string (strlen, not bt_field_string_get_length: the latter was 0 for a
- * string of a real trace). */
-static int intern_string(Decoder *self, const char *sv, int64_t *code) {
+/* The pool code of a string already interned (strlen, not bt_field_string_get_length: the latter
+ * was 0 for a string of a real trace): 1 found, 0 not yet interned. Runs without the GIL. */
+static int cached_string(Decoder *self, const char *sv, int64_t *code) {
     size_t len = strlen(sv);
-    uint64_t h = str_hash(sv, len);
-    StrSlot *e = strmap_find(&self->strings, h, sv, len);
-    if (e) {
-        *code = e->code;
+    StrSlot *e = strmap_find(&self->strings, str_hash(sv, len), sv, len);
+    if (!e)
         return 0;
-    }
+    *code = e->code;
+    return 1;
+}
+
+/* Interns a string through the reader's pool and caches its code (with the GIL): -1 on error. */
+static int intern_string(Decoder *self, const char *sv) {
+    size_t len = strlen(sv);
     PyObject *str = PyUnicode_DecodeUTF8(sv, (Py_ssize_t)len, "surrogateescape");
     if (!str)
         return -1;
@@ -726,13 +725,36 @@ static int intern_string(Decoder *self, const char *sv, int64_t *code) {
     Py_DECREF(res);
     if (v == -1 && PyErr_Occurred())
         return -1;
-    *code = v;
-    return strmap_add(&self->strings, h, sv, len, v);
+    if (strmap_add(&self->strings, str_hash(sv, len), sv, len, v) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
 }
 
-/* One event message with its plan: -1 on error. */
-static int decode_event(Decoder *self, const bt_message *msg, const bt_event *ev, const Plan *p) {
+#define MAX_STRINGS_PER_EVENT 64
+
+/* One event message with its plan, without the GIL: 0 done, 1 a string must be interned first
+ * (*miss: nothing was written), -1 out of memory. */
+static int decode_event(Decoder *self, const bt_message *msg, const bt_event *ev, const Plan *p, const char **miss) {
     int64_t row = self->n;
+    int64_t codes[MAX_STRINGS_PER_EVENT];
+    int nstr = 0;
+    if (p->has_strings) {
+        const bt_field *pl = bt_event_borrow_payload_field_const(ev), *cx = bt_event_borrow_common_context_field_const(ev);
+        for (int i = 0; i < p->nmembers; i++) {
+            const Member *m = &p->members[i];
+            if (m->getter != G_STRING)
+                continue;
+            const char *sv = bt_field_string_get_value(bt_field_structure_borrow_member_field_by_index_const(m->in_ctx ? cx : pl, m->index));
+            if (nstr < MAX_STRINGS_PER_EVENT && !cached_string(self, sv, &codes[nstr])) {
+                *miss = sv;
+                return 1;
+            }
+            nstr++;
+        }
+    }
+    int istr = 0;
     int64_t ns = 0;
     bt_clock_snapshot_get_ns_from_origin(bt_message_event_borrow_default_clock_snapshot_const(msg), &ns);
     BUF_PUSH(&self->ts, int64_t, ns);
@@ -776,9 +798,14 @@ static int decode_event(Decoder *self, const bt_message *msg, const bt_event *ev
             BUF_PUSH(&c->vals, double, (double)bt_field_real_single_precision_get_value(f));
             break;
         case G_STRING: {
-            int64_t v;
-            if (intern_string(self, bt_field_string_get_value(f), &v) < 0)
-                return -1;
+            int64_t v = -1;
+            if (istr < MAX_STRINGS_PER_EVENT)
+                v = codes[istr];
+            else if (!cached_string(self, bt_field_string_get_value(f), &v)) {
+                *miss = bt_field_string_get_value(f);
+                return 1;  /* beyond 64 strings in one event: cannot happen with LTTng's events */
+            }
+            istr++;
             BUF_PUSH(&c->vals, int64_t, v);
             break;
         }
@@ -797,36 +824,48 @@ static int decode_event(Decoder *self, const bt_message *msg, const bt_event *ev
     return 0;
 }
 
-/* run(iterator address, limit, pause): decode until the chunk holds `limit` events, `pause`
- * events were decoded by this call (the reader reports progress), or Python is needed.
- * Returns (R_FULL,), (R_PAUSE,), (R_END,), (R_AGAIN,), (R_ERROR, status), a class description (R_PLAN...),
- * (R_STREAM, trace class, stream name, environment), (R_DISCARDED, trace class, "events" or
- * "packets", count or None), (R_BAD_CPU, trace class, cpu_id). */
-static PyObject *decoder_run(Decoder *self, PyObject *args) {
-    unsigned long long iter_addr;
-    long long limit, pause;
-    if (!PyArg_ParseTuple(args, "KLL", &iter_addr, &limit, &pause))
-        return NULL;
-    int64_t until = self->n + pause;
-    bt_message_iterator *iter = (bt_message_iterator *)(uintptr_t)iter_addr;
+/* Why the loop without the GIL stopped, and what Python must do about it. */
+typedef struct {
+    int why;                 /* R_* or W_INTERN / W_NOMEM */
+    int status;              /* R_ERROR: the iterator's status */
+    const bt_message *msg;   /* R_STREAM, R_DISCARDED: the message (its reference is ours) */
+    const bt_event_class *ec;  /* R_PLAN */
+    const char *str;         /* W_INTERN: the string (valid while its message is pending) */
+    uintptr_t tc;            /* R_BAD_CPU */
+    uint64_t bad;
+    int bad_unsigned;
+} Stop;
+
+enum { W_INTERN = 100, W_NOMEM = 101 };
+
+/* The decoding loop, run without the GIL (no Python object is touched). */
+static void run_nogil(Decoder *self, bt_message_iterator *iter, int64_t limit, int64_t until, Stop *out) {
     for (;;) {
         if (self->batch_pos >= self->batch_count) {
-            if (self->n >= limit)
-                return Py_BuildValue("(i)", R_FULL);
-            if (self->n >= until)
-                return Py_BuildValue("(i)", R_PAUSE);
+            if (self->n >= limit) {
+                out->why = R_FULL;
+                return;
+            }
+            if (self->n >= until) {
+                out->why = R_PAUSE;
+                return;
+            }
             bt_message_array_const msgs;
             uint64_t count = 0;
-            bt_message_iterator_next_status st;
-            Py_BEGIN_ALLOW_THREADS
-            st = bt_message_iterator_next(iter, &msgs, &count);
-            Py_END_ALLOW_THREADS
-            if (st == BT_MESSAGE_ITERATOR_NEXT_STATUS_END)
-                return Py_BuildValue("(i)", R_END);
-            if (st == BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN)
-                return Py_BuildValue("(i)", R_AGAIN);
-            if (st != BT_MESSAGE_ITERATOR_NEXT_STATUS_OK)
-                return Py_BuildValue("(ii)", R_ERROR, (int)st);
+            bt_message_iterator_next_status st = bt_message_iterator_next(iter, &msgs, &count);
+            if (st == BT_MESSAGE_ITERATOR_NEXT_STATUS_END) {
+                out->why = R_END;
+                return;
+            }
+            if (st == BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN) {
+                out->why = R_AGAIN;
+                return;
+            }
+            if (st != BT_MESSAGE_ITERATOR_NEXT_STATUS_OK) {
+                out->why = R_ERROR;
+                out->status = (int)st;
+                return;
+            }
             self->batch = msgs;
             self->batch_count = count;
             self->batch_pos = 0;
@@ -838,50 +877,107 @@ static PyObject *decoder_run(Decoder *self, PyObject *args) {
                 const bt_event *ev = bt_message_event_borrow_event_const(msg);
                 const bt_event_class *ec = bt_event_borrow_class_const(ev);
                 Slot *s = map_find(&self->plans, (uintptr_t)ec);
-                if (!s)
-                    return describe_class(ec);  /* the message stays pending until the plan is set */
+                if (!s) {  /* the message stays pending until Python sets the plan */
+                    out->why = R_PLAN;
+                    out->ec = ec;
+                    return;
+                }
                 const Plan *p = s->value;
-                if (p->index >= 0 && decode_event(self, msg, ev, p) < 0)
-                    return NULL;
+                if (p->index >= 0) {
+                    int r = decode_event(self, msg, ev, p, &out->str);
+                    if (r) {  /* pending: decoded again once the string is interned */
+                        out->why = r < 0 ? W_NOMEM : W_INTERN;
+                        return;
+                    }
+                }
             } else if (mt == BT_MESSAGE_TYPE_PACKET_BEGINNING) {
-                PyObject *bad = NULL;
-                int r = packet_begins(self, msg, &bad);
-                if (r < 0)
-                    return NULL;
+                int r = packet_begins(self, msg, &out->bad, &out->bad_unsigned);
+                if (r < 0) {
+                    out->why = W_NOMEM;
+                    return;
+                }
                 if (r) {
                     self->batch_pos++;
-                    const bt_packet *pkt = bt_message_packet_beginning_borrow_packet_const(msg);
-                    PyObject *out = Py_BuildValue("(iKN)", R_BAD_CPU,
-                        (unsigned long long)trace_class_of_stream(bt_packet_borrow_stream_const(pkt)), bad);
+                    out->why = R_BAD_CPU;
+                    out->tc = trace_class_of_stream(bt_packet_borrow_stream_const(bt_message_packet_beginning_borrow_packet_const(msg)));
                     bt_message_put_ref(msg);
-                    return out;
+                    return;
                 }
-            } else if (mt == BT_MESSAGE_TYPE_STREAM_BEGINNING) {
-                const bt_stream *stream = bt_message_stream_beginning_borrow_stream_const(msg);
-                PyObject *env = env_dict(bt_stream_borrow_trace_const(stream));
-                if (!env)
-                    return NULL;
+            } else if (mt == BT_MESSAGE_TYPE_STREAM_BEGINNING || mt == BT_MESSAGE_TYPE_DISCARDED_EVENTS
+                       || mt == BT_MESSAGE_TYPE_DISCARDED_PACKETS) {
                 self->batch_pos++;
-                PyObject *out = Py_BuildValue("(iKzN)", R_STREAM, (unsigned long long)trace_class_of_stream(stream),
-                                              bt_stream_get_name(stream), env);
-                bt_message_put_ref(msg);
-                return out;
-            } else if (mt == BT_MESSAGE_TYPE_DISCARDED_EVENTS || mt == BT_MESSAGE_TYPE_DISCARDED_PACKETS) {
-                int events = mt == BT_MESSAGE_TYPE_DISCARDED_EVENTS;
-                const bt_stream *stream = events ? bt_message_discarded_events_borrow_stream_const(msg)
-                                                 : bt_message_discarded_packets_borrow_stream_const(msg);
-                uint64_t count = 0;
-                bt_property_availability av = events ? bt_message_discarded_events_get_count(msg, &count)
-                                                     : bt_message_discarded_packets_get_count(msg, &count);
-                self->batch_pos++;
-                PyObject *cnt = av == BT_PROPERTY_AVAILABILITY_AVAILABLE ? PyLong_FromUnsignedLongLong(count) : Py_NewRef(Py_None);
-                PyObject *out = cnt ? Py_BuildValue("(iKsN)", R_DISCARDED, (unsigned long long)trace_class_of_stream(stream),
-                                                    events ? "events" : "packets", cnt) : NULL;
-                bt_message_put_ref(msg);
-                return out;
+                out->why = mt == BT_MESSAGE_TYPE_STREAM_BEGINNING ? R_STREAM : R_DISCARDED;
+                out->msg = msg;
+                return;
             }
             self->batch_pos++;
             bt_message_put_ref(msg);
+        }
+    }
+}
+
+/* run(iterator address, limit, pause): decode until the chunk holds `limit` events, `pause`
+ * events were decoded by this call (the reader reports progress), or Python is needed. The
+ * decoding runs without the GIL (the reader's other thread analyses the previous chunk).
+ * Returns (R_FULL,), (R_PAUSE,), (R_END,), (R_AGAIN,), (R_ERROR, status), a class description
+ * (R_PLAN...), (R_STREAM, trace class, stream name, environment), (R_DISCARDED, trace class,
+ * "events" or "packets", count or None), (R_BAD_CPU, trace class, cpu_id). */
+static PyObject *decoder_run(Decoder *self, PyObject *args) {
+    unsigned long long iter_addr;
+    long long limit, pause;
+    if (!PyArg_ParseTuple(args, "KLL", &iter_addr, &limit, &pause))
+        return NULL;
+    bt_message_iterator *iter = (bt_message_iterator *)(uintptr_t)iter_addr;
+    int64_t until = self->n + pause;
+    for (;;) {
+        Stop out;
+        memset(&out, 0, sizeof out);
+        Py_BEGIN_ALLOW_THREADS
+        run_nogil(self, iter, limit, until, &out);
+        Py_END_ALLOW_THREADS
+        switch (out.why) {
+        case W_INTERN:
+            if (intern_string(self, out.str) < 0)
+                return NULL;
+            continue;
+        case W_NOMEM:
+            return PyErr_NoMemory();
+        case R_FULL:
+        case R_PAUSE:
+        case R_END:
+        case R_AGAIN:
+            return Py_BuildValue("(i)", out.why);
+        case R_ERROR:
+            return Py_BuildValue("(ii)", R_ERROR, out.status);
+        case R_PLAN:
+            return describe_class(out.ec);
+        case R_BAD_CPU:
+            return out.bad_unsigned ? Py_BuildValue("(iKK)", R_BAD_CPU, (unsigned long long)out.tc, (unsigned long long)out.bad)
+                                    : Py_BuildValue("(iKL)", R_BAD_CPU, (unsigned long long)out.tc, (long long)(int64_t)out.bad);
+        case R_STREAM: {
+            const bt_stream *stream = bt_message_stream_beginning_borrow_stream_const(out.msg);
+            PyObject *env = env_dict(bt_stream_borrow_trace_const(stream));
+            PyObject *res = env ? Py_BuildValue("(iKzN)", R_STREAM, (unsigned long long)trace_class_of_stream(stream),
+                                                bt_stream_get_name(stream), env) : NULL;
+            bt_message_put_ref(out.msg);
+            return res;
+        }
+        case R_DISCARDED: {
+            int events = bt_message_get_type(out.msg) == BT_MESSAGE_TYPE_DISCARDED_EVENTS;
+            const bt_stream *stream = events ? bt_message_discarded_events_borrow_stream_const(out.msg)
+                                             : bt_message_discarded_packets_borrow_stream_const(out.msg);
+            uint64_t count = 0;
+            bt_property_availability av = events ? bt_message_discarded_events_get_count(out.msg, &count)
+                                                 : bt_message_discarded_packets_get_count(out.msg, &count);
+            PyObject *cnt = av == BT_PROPERTY_AVAILABILITY_AVAILABLE ? PyLong_FromUnsignedLongLong(count) : Py_NewRef(Py_None);
+            PyObject *res = cnt ? Py_BuildValue("(iKsN)", R_DISCARDED, (unsigned long long)trace_class_of_stream(stream),
+                                                events ? "events" : "packets", cnt) : NULL;
+            bt_message_put_ref(out.msg);
+            return res;
+        }
+        default:
+            PyErr_Format(PyExc_SystemError, "decoder: unexpected stop %d", out.why);
+            return NULL;
         }
     }
 }

@@ -57,6 +57,7 @@ def read_once(
     consumers: Sequence[ChunkConsumer],
     progress: ProgressFn | None = None,
     chunk_events: int | None = None,
+    threaded: bool = True,
 ) -> PassResult:
     """Read ``paths`` once, feed every chunk to every consumer, return their results.
 
@@ -64,6 +65,7 @@ def read_once(
     read; the error is returned beside the results so the caller can say the data is partial."""
     spec = merge_specs([c.read_spec() for c in consumers], chunk_events)
     reader = CtfReader(paths, spec, progress=progress)
+    reader.threaded = reader.threaded and threaded  # decoding in a thread of its own beside the consumers
     for c in consumers:
         c.bind(reader)
     error = None

@@ -18,6 +18,9 @@ kernel traces recorded with ``-t tid``), otherwise from the CPU's current task, 
 from __future__ import annotations
 
 import fnmatch
+import os
+import queue
+import threading
 import time
 from typing import Iterator
 
@@ -71,29 +74,33 @@ class CtfReader:
         self._host_names = distinct_hosts([td.path for td in self.trace_dirs], self._env)
         self._query_ranges()
         self.native, self.decoder_name = reader_choice()
+        self.threaded = os.environ.get("PERFTRIAGE_READ_THREAD", "1") != "0"
+        self._asked: set[str] = set()  # the columns the spec asked for (the state's set, once reading began)
+        self._lock = threading.Lock()  # the catalogues are filled by the reading thread
 
     # -- catalogues -------------------------------------------------------------------------
 
     def event_code(self, name: str) -> int:
         """Code of a canonical event name (allocated on first use, so it can be asked before reading)."""
-        c = self._event_codes.get(name)
-        if c is None:
-            c = self._event_codes[name] = len(self.event_names)
-            self.event_names.append(name)
-        return c
+        with self._lock:
+            c = self._event_codes.get(name)
+            if c is None:
+                c = self._event_codes[name] = len(self.event_names)
+                self.event_names.append(name)
+            return c
 
     def codes_matching(self, pattern: str) -> np.ndarray:
-        return np.array(
-            [c for n, c in self._event_codes.items() if n == pattern or fnmatch.fnmatchcase(n, pattern)],
-            dtype=np.int32,
-        )
+        with self._lock:
+            items = list(self._event_codes.items())
+        return np.array([c for n, c in items if n == pattern or fnmatch.fnmatchcase(n, pattern)], dtype=np.int32)
 
     def host_code(self, name: str) -> int:
-        try:
-            return self.hosts.index(name)
-        except ValueError:
-            self.hosts.append(name)
-            return len(self.hosts) - 1
+        with self._lock:
+            try:
+                return self.hosts.index(name)
+            except ValueError:
+                self.hosts.append(name)
+                return len(self.hosts) - 1
 
     @property
     def bytes_total(self) -> int:
@@ -146,18 +153,42 @@ class CtfReader:
         cut at the first message batch that reaches the limit).
 
         On a fault part-way (truncated stream, non-monotonic time...), the chunk read so far is
-        yielded first, then :class:`TraceReadError` names the trace folder and the cause."""
-        bt2 = self.bt2
+        yielded first, then :class:`TraceReadError` names the trace folder and the cause.
+
+        With the C decoder, babeltrace2 and the decoder run in a thread of their own, without
+        the GIL, while the caller analyses the chunk before (``threaded``; two chunks at most
+        wait between them)."""
         if self.native:
             state = new_state(self)
             graph = build_graph(self.trace_dirs, self._read_paths, state, native_sink_class())
         else:
             state = SinkState(self)
             graph = build_graph(self.trace_dirs, self._read_paths, state)
-        limit = self.spec.chunk_events
+        self._asked = state.asked
+        produce = self._produce(state, graph)
+        if self.native and self.threaded:
+            produce = _in_thread(produce)
         tracker = CurrentTask()
+        try:
+            for kind, item in produce:
+                if kind == "chunk":
+                    yield self._finish_chunk(*item, tracker)
+                elif kind == "progress":
+                    if self.progress is not None:
+                        self.progress(item)
+                else:  # "error"
+                    raise item
+        finally:
+            produce.close()
+
+    def _produce(self, state: SinkState, graph):
+        """Runs the graph: ("chunk", (raw chunk, plan tables)), ("progress", ReadProgress) and at
+        most one ("error", TraceReadError) at the end, in order."""
+        bt2 = self.bt2
+        limit = self.spec.chunk_events
         last_report = 0.0
         run_once = graph.run_once
+        produced = 0
         while True:
             failure = None
             try:
@@ -175,29 +206,32 @@ class CtfReader:
             if failure is not None:
                 msg, comp = error_text(failure)
                 if state.n:
-                    yield self._finish_chunk(state, tracker)
-                raise TraceReadError(self._path_of_component(comp), f"{self._stopped_at(state)}: {msg}",
-                                     self.events_read) from None
+                    produced += state.n
+                    yield "chunk", (state.take(), state.plan_tables())
+                yield "error", TraceReadError(self._path_of_component(comp),
+                                              f"{self._stopped_at(state, produced)}: {msg}", produced)
+                return
             if state.n >= limit:
-                yield self._finish_chunk(state, tracker)
+                produced += state.n
+                yield "chunk", (state.take(), state.plan_tables())
             if self.progress is not None:
                 now = time.monotonic()
                 if now - last_report >= self.progress_every:
                     last_report = now
-                    self.progress(self._progress(state))
+                    yield "progress", self._progress(state, produced)
         if state.n:
-            yield self._finish_chunk(state, tracker)
-        if self.progress is not None:
-            self.progress(ReadProgress(self.events_read, self.bytes_total, self.bytes_total))
+            produced += state.n
+            yield "chunk", (state.take(), state.plan_tables())
+        yield "progress", ReadProgress(produced, self.bytes_total, self.bytes_total)
 
     def read_all(self) -> EventChunk:
         """Everything at once (for small traces and tests)."""
         return EventChunk.concat(list(self.chunks()))
 
-    def _stopped_at(self, state: SinkState) -> str:
+    def _stopped_at(self, state: SinkState, produced: int) -> str:
         """Where a read that failed stopped: the time of the last event read, and how far into
         the traces' time range that is."""
-        n = self.events_read + state.n
+        n = produced + state.n
         if state.last_ts is None:
             return f"reading stopped before the first event ({n:,} events read)"
         begins = [t.begin_ns for t in self.traces if t.begin_ns is not None]
@@ -211,7 +245,7 @@ class CtfReader:
             return str(self.trace_dirs[0].path)
         return ", ".join(str(t.path) for t in self.trace_dirs)
 
-    def _progress(self, state: "SinkState") -> ReadProgress:
+    def _progress(self, state: "SinkState", produced: int) -> ReadProgress:
         done = 0
         ts = state.last_ts
         for t in self.traces:
@@ -221,13 +255,11 @@ class CtfReader:
                 done += t.size
             elif ts > t.begin_ns:
                 done += int(t.size * (ts - t.begin_ns) / max(1, t.end_ns - t.begin_ns))
-        return ReadProgress(self.events_read + state.n, done, self.bytes_total)
+        return ReadProgress(produced + state.n, done, self.bytes_total)
 
-    def _finish_chunk(self, state: "SinkState", tracker: "CurrentTask") -> EventChunk:
-        raw = state.take()
+    def _finish_chunk(self, raw, tables, tracker: "CurrentTask") -> EventChunk:
         n = raw.n
         plan = raw.plan
-        tables = state.plan_tables()
         host = tables["host"][plan]
         event = tables["code"][plan]
         kernel = tables["kernel"][plan]
@@ -241,9 +273,53 @@ class CtfReader:
         switch_code = self._event_codes.get("sched_switch")
         if switch_code is not None and "prev_tid" in cols and "next_tid" in cols:
             tracker.fill(tid, kernel & (tid < 0), event == switch_code, host, raw.cpu, cols["prev_tid"], cols["next_tid"])
-        public = {k: v for k, v in cols.items() if k in state.asked}
+        public = {k: v for k, v in cols.items() if k in self._asked}
         chunk = EventChunk(ts=raw.ts, cpu=raw.cpu, host=host, event=event, tid=tid, pid=pid, fields=public)
         if not keep.all():
             chunk = chunk.take(keep)
         self.events_read += n
         return chunk
+
+
+def _in_thread(items, depth: int = 2):
+    """The items of the generator ``items``, made in a thread of their own (at most ``depth``
+    waiting); an exception of the generator is raised here. Closing this generator early stops
+    the thread at its next item."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run():
+        try:
+            for item in items:
+                if not put(("item", item)):
+                    return
+        except BaseException as exc:  # noqa: BLE001  (handed to the reading side)
+            put(("raise", exc))
+            return
+        finally:
+            items.close()
+        put(("end", None))
+
+    t = threading.Thread(target=run, name="perftriage-ctf-read", daemon=True)
+    t.start()
+    try:
+        while True:
+            kind, item = q.get()
+            if kind == "item":
+                yield item
+            elif kind == "raise":
+                raise item
+            else:
+                return
+    finally:
+        stop.set()
+        t.join()

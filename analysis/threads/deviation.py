@@ -49,6 +49,7 @@ class ThreadParams:
     departure: float = 6.0  # a level held apart from the others this many times their usual spread...
     sustain: float = 0.05  # ...over at least this share of the run's windows
     seed: int = 0
+    workers: int | None = None  # bootstrap processes (None: one per scale, at most the cores)
 
     def validate(self) -> None:
         if self.replicates < 10:
@@ -228,7 +229,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
         progress("bootstrap", 0.0)
     eps = np.einsum("kii->k", cov.cov) / cov.cov.shape[1] * params.ridge * 10
     moments = block_moments(groups, scale, min(params.blocks, max(4, min(len(x) for x in pooled) // 2)))
-    res.boot = multiscale_bootstrap(Z, moments, eps, params.replicates, SCALES, params.seed)
+    res.boot = multiscale_bootstrap(Z, moments, eps, params.replicates, SCALES, params.seed, workers=params.workers)
     t4 = time.perf_counter()
     if progress:
         progress("ranking", 0.9)

@@ -113,7 +113,7 @@ def multiscale_bootstrap(Z: np.ndarray, moments, ridge_eps: np.ndarray, replicat
     flat_n = n.T  # (blocks, k)
     flat_s1 = np.ascontiguousarray(s1.transpose(1, 0, 2).reshape(blocks, k * p))
     flat_s2 = np.ascontiguousarray(s2.transpose(1, 0, 2, 3).reshape(blocks, k * p * p))
-    workers = workers or min(len(scales), os.cpu_count() or 1)
+    workers = min(len(scales), workers or os.cpu_count() or 1)
     tasks = [(si, r, replicates, seed, blocks, k, p, flat_n, flat_s1, flat_s2, ridge_eps, targets)
              for si, r in enumerate(scales)]
     bp_rs = np.array(_run_scales(tasks, workers))  # (scales, clusters)

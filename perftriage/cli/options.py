@@ -31,6 +31,10 @@ def add_marker_options(p: argparse.ArgumentParser) -> None:
              "life in the trace), markers (start/end events), processes, threads (each one's life in the "
              "trace, fork to exit) or syscall:NAME (each call of one system call, e.g. syscall:read)",
     )
+    g.add_argument("--jobs", type=number(1, 1024, integer=True), metavar="N",
+                   help="cores to use (default: those this process may run on). With 2 or more, the CTF trace is "
+                        "decoded in a thread of its own beside the analysis, and the thread analysis's bootstrap "
+                        "runs in that many processes; 1 keeps everything on one core")
     g.add_argument("--background", action="store_true",
                    help="compare the system's background too (kernel threads, idle, the tracer's lttng-* threads): "
                         "by default it is shown but neither compared for outliers nor ranked among threads")
@@ -140,7 +144,8 @@ def triage_options(args):
         parse_unit(args.units)
     except PerftriageError as exc:
         raise Usage(str(exc)) from None
-    opts = Options(markers=markers, units=args.units, background=getattr(args, "background", False))
+    opts = Options(markers=markers, units=args.units, background=getattr(args, "background", False),
+                   jobs=getattr(args, "jobs", None))
     if hasattr(args, "representation"):
         from perftriage.analysis.requests.clusters import ClusterParams  # noqa: PLC0415
         from perftriage.analysis.requests.outliers import OutlierParams  # noqa: PLC0415
@@ -176,7 +181,8 @@ def triage_options(args):
     if hasattr(args, "replicates"):
         from perftriage.analysis.threads.deviation import ThreadParams  # noqa: PLC0415
 
-        opts.threads = ThreadParams(replicates=args.replicates, windows=not args.no_windows)
+        opts.threads = ThreadParams(replicates=args.replicates, windows=not args.no_windows,
+                                    workers=getattr(args, "jobs", None))
         if args.thread_metrics is not None and args.thread_metrics < 0:
             raise Usage("--thread-metrics: the window must be positive")
         opts.thread_windows = args.thread_metrics or None
