@@ -1009,6 +1009,12 @@ static PyObject *decoder_take(Decoder *self, PyObject *noargs) {
     return out;
 }
 
+/* release(): the messages of the pending batch are given back (before their graph goes). */
+static PyObject *decoder_release(Decoder *self, PyObject *noargs) {
+    release_batch(self);
+    Py_RETURN_NONE;
+}
+
 static PyObject *decoder_get_n(Decoder *self, void *closure) { return PyLong_FromLongLong(self->n); }
 
 static PyObject *decoder_get_last_ts(Decoder *self, void *closure) {
@@ -1022,6 +1028,7 @@ static PyMethodDef decoder_methods[] = {
     {"set_plan", (PyCFunction)decoder_set_plan, METH_VARARGS, "set_plan(class, index, has_packet, tid, pid, members)"},
     {"run", (PyCFunction)decoder_run, METH_VARARGS, "run(iterator address, limit, pause) -> why it stopped"},
     {"take", (PyCFunction)decoder_take, METH_NOARGS, "take() -> the chunk's buffers (the decoder starts a new chunk)"},
+    {"release", (PyCFunction)decoder_release, METH_NOARGS, "release(): give back the pending messages (before the graph goes)"},
     {NULL},
 };
 

@@ -184,6 +184,13 @@ class CtfReader:
     def _produce(self, state: SinkState, graph):
         """Runs the graph: ("chunk", (raw chunk, plan tables)), ("progress", ReadProgress) and at
         most one ("error", TraceReadError) at the end, in order."""
+        try:
+            yield from self._run_graph(state, graph)
+        finally:
+            if state.decoder is not None:  # messages still pending go back while their graph lives
+                state.decoder.release()
+
+    def _run_graph(self, state: SinkState, graph):
         bt2 = self.bt2
         limit = self.spec.chunk_events
         last_report = 0.0

@@ -45,7 +45,7 @@ _UNIT = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 class Ragged:
     """Variable-length integer sequences, one per row (CSR form), over a vocabulary."""
 
-    values: np.ndarray  # int32
+    values: np.ndarray  # int32 (int8 for the states of the critical paths)
     offsets: np.ndarray  # int64, len = rows + 1
     vocab: list[str]
 
@@ -164,7 +164,7 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
                          if h in path_finders and t not in path_finders[h].g.tid_index)
     sums = walk_many(path_finders, requests.host, tids, starts, ends, compiled=compiled, progress=progress)
     dur, cnt, own = sums.dur, sums.cnt, sums.own
-    seq_vals, seq_lens = sums.seq.astype(np.int32), sums.seq_len
+    seq_vals, seq_lens = sums.seq, sums.seq_len  # int8: a state per segment, tens of millions of them
     elsewhere_host = np.full(n, "", dtype=object)  # the other host holding most of the path's time
     elsewhere_ns = np.zeros(n, np.int64)
     if sums.python is not None:  # only the Python walk follows packets to other hosts
@@ -190,7 +190,7 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
         start=requests.start, end=requests.end, states=list(STATES), durations=dur, counts=cnt,
         total=requests.end - requests.start,
         syscalls=Ragged(sc_vals, np.r_[0, np.cumsum(sc_lens)].astype(np.int64), vocab),
-        state_seq=Ragged(seq_vals.astype(np.int32), np.r_[0, np.cumsum(seq_lens)].astype(np.int64), list(STATES)),
+        state_seq=Ragged(seq_vals, np.r_[0, np.cumsum(seq_lens)].astype(np.int64), list(STATES)),
         fields={**requests.fields, **({"elsewhere_host": elsewhere_host, "elsewhere_ns": elsewhere_ns}
                                       if elsewhere_ns.any() else {})}, notes=notes,
     )
