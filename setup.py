@@ -2,8 +2,8 @@
 - the CTF reader's C decoder over libbabeltrace2 (analysis/ctf/_decode.c): without gcc,
   python3-dev or libbabeltrace2-dev the build skips it and the reader uses its Python decoder
   (`perftriage info` says which decoder read);
-- the critical-path walk for paths that stay on one host (analysis/requests/_walk.c): without
-  it the Python walk, the same paths, about 10x slower."""
+- the critical-path walk (analysis/requests/_walk.c): without it the Python walk, the same
+  paths, about 10x slower."""
 
 from setuptools import Extension, setup
 
@@ -19,6 +19,7 @@ setup(
         Extension(
             "perftriage.analysis.requests._walk",
             ["analysis/requests/_walk.c"],
+            libraries=["m"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

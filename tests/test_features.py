@@ -308,9 +308,10 @@ needs_walk = pytest.mark.skipif(critical_path._walk_module() is None, reason="th
 @pytest.mark.parametrize("case", ["webserver", "two-hosts", "tc-many-threads", "tracevizlab-apt",
                                   "tracevizlab-wget-k-20180802-115406"])
 def test_the_c_walk_and_the_python_walk_give_the_same_features(case):
-    """The batched features: paths walked in C (those staying on one graph) and by PathFinder.path
-    (packet edges, other hosts) give the same sums, counts, sequences and system calls as the
-    Python walk alone, request by request; the real traces through their thread lifetimes."""
+    """The batched features: paths walked in C give the same sums, counts, sequences, system calls
+    and other hosts reached as the Python walk (PathFinder.path), request by request: on one host,
+    across two hosts through packets and clock fits, and on real traces (thread lifetimes, wget's
+    network waits)."""
     path = ROOT / "sample_traces" / case if case in ("webserver", "two-hosts") else real_trace(case)
     res = run_triage([path], Options(units="auto" if case in ("webserver", "two-hosts") else "threads"))
     t = res.requests
@@ -318,10 +319,9 @@ def test_the_c_walk_and_the_python_walk_give_the_same_features(case):
     _same_features(res.features, python)
     in_c = critical_path.walk_many(critical_path.finders(res.graphs), t.host, t.tid.astype(np.int64),
                                    t.start.astype(np.int64), t.end.astype(np.int64)).in_c
+    assert in_c == len(t)  # every path walked in C, those crossing hosts through packets too
     if case == "two-hosts":
-        assert "elsewhere_host" in python.fields  # paths that cross hosts: the Python walk's
-    else:  # most paths stay on one graph: walked in C (wget's network waits: in Python)
-        assert in_c > (0.9 if case == "webserver" else 0.5) * len(t)
+        assert "elsewhere_host" in python.fields and (python.fields["elsewhere_ns"] > 0).sum() > 100
 
 
 @needs_bt2

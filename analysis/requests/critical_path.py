@@ -503,114 +503,121 @@ def _walk_module():
 
 
 class _CompiledWalk:
-    """The arrays the C walk (``_walk.c``) reads for one graph, made once per graph."""
+    """The arrays the C walk (``_walk.c``) reads for one graph, made once per graph (host names
+    turned into graph ordinals)."""
 
-    def __init__(self, G: _GraphIndex):
+    def __init__(self, G: _GraphIndex, ordinal_of: dict):
         g = G.g
-        tids = np.asarray(g.tids, np.int64)
+        i64 = np.int64
+        tids = np.asarray(g.tids, i64)
         order = np.argsort(tids, kind="stable")
-        self.tids = np.ascontiguousarray(tids[order])
-        self.t_lo = np.ascontiguousarray(np.asarray(g.thread_lo, np.int64)[order])
-        self.t_hi = np.ascontiguousarray(np.asarray(g.thread_hi, np.int64)[order])
-        none = np.iinfo(np.int64).min
+        none = np.iinfo(i64).min
         infos = sorted(g.threads.items())
-        self.i_tid = np.array([t for t, _ in infos], np.int64)
-        self.i_parent = np.array([none if i.parent is None else i.parent for _, i in infos], np.int64)
-        self.i_fork = np.array([none if i.fork_ts is None else i.fork_ts for _, i in infos], np.int64)
-        self.i_seen = np.array([none if i.seen_ts is None else i.seen_ts for _, i in infos], np.int64)
         arr = g.arrivals
-        self.a_tid = np.ascontiguousarray(np.asarray(arr.tid, np.int64))
-        self.a_t = np.ascontiguousarray(np.asarray(arr.t, np.int64))
-        self.iv = [np.ascontiguousarray(g.iv_start, np.int64), np.ascontiguousarray(g.iv_end, np.int64),
-                   np.ascontiguousarray(g.iv_state, np.int8), np.ascontiguousarray(g.iv_block, np.int8),
-                   np.ascontiguousarray(g.iv_waker, np.int32), np.ascontiguousarray(G.next_nonpass, np.int32)]
+        a_hosts = np.array([ordinal_of.get(h, -1) for h in arr.hosts] + [-1], i64)
+        nl = sorted(g.net_links.items())
+        rl = g.remote_links
+        r_hosts = np.array([ordinal_of.get(h, -1) for h in rl.hosts] + [-1], i64)
+        c = np.ascontiguousarray
+        self.arrays = (
+            c(g.iv_start, i64), c(g.iv_end, i64), c(g.iv_state, np.int8), c(g.iv_block, np.int8),
+            c(g.iv_waker, np.int32), c(G.next_nonpass, np.int32),
+            c(tids[order]), c(np.asarray(g.thread_lo, i64)[order]), c(np.asarray(g.thread_hi, i64)[order]),
+            np.array([t for t, _ in infos], i64),
+            np.array([none if i.parent is None else i.parent for _, i in infos], i64),
+            np.array([none if i.fork_ts is None else i.fork_ts for _, i in infos], i64),
+            np.array([none if i.seen_ts is None else i.seen_ts for _, i in infos], i64),
+            c(arr.tid, i64), c(arr.t, i64), c(arr.t_sent, i64), c(arr.sender, i64),
+            c(a_hosts[np.asarray(arr.host, i64)] if len(arr.tid) else np.zeros(0, i64)),
+            np.array([k for k, _ in nl], i64), np.array([t for _, t in nl], i64),
+            c(rl.k, i64), c(r_hosts[np.asarray(rl.host, i64)] if len(rl.k) else np.zeros(0, i64)), c(rl.t, i64),
+        )
 
-    def args(self):
-        return (*self.iv, self.tids, self.t_lo, self.t_hi, self.i_tid, self.i_parent, self.i_fork, self.i_seen,
-                self.a_tid, self.a_t)
+
+def _clock_arrays(graphs: list) -> tuple:
+    """The graphs' clock fits as H x H arrays: [a * H + b] takes a time of graph a to graph b's clock."""
+    H = len(graphs)
+    has = np.zeros((H, H), np.int64)
+    off = np.zeros((H, H))
+    drift = np.zeros((H, H))
+    ref = np.zeros((H, H), np.int64)
+    ordinal = {g.host: i for i, g in enumerate(graphs)}
+    for a, g in enumerate(graphs):
+        for host, fit in (g.clocks or {}).items():
+            b = ordinal.get(host)
+            if b is not None and fit is not None:
+                has[a, b], off[a, b], drift[a, b], ref[a, b] = 1, fit.offset_ns, fit.drift, fit.t_ref
+    return has.ravel(), off.ravel(), drift.ravel(), ref.ravel()
 
 
 @dataclass
 class PathSums:
     """What the features keep of many requests' critical paths: per request, time and merged
-    segments per state (n x NSTATES) and the states of its segments in time order (``seq``,
-    ``seq_len`` per request, requests in order)."""
+    segments per state (n x NSTATES), the states of its segments in time order (``seq``,
+    ``seq_len`` per request, requests in order), and per host (graph ordinal) the path's time
+    there and when the path first reached it (``first``: piece number, int64 max: never)."""
 
     dur: np.ndarray
     cnt: np.ndarray
     seq: np.ndarray
     seq_len: np.ndarray
+    host_time: np.ndarray
+    first: np.ndarray
     own: np.ndarray  # ordinal of each request's graph, -1: its host has no graph
-    python: Materialised | None  # the segments of the paths the Python walk made (packet edges)
+    graphs: list  # ExecGraph by ordinal
     in_c: int  # requests walked in C
+    python: Materialised | None = None  # the Python walk's segments (compiled=False)
 
 
-def walk_many(path_finders: dict, host, tid, t0, t1, compiled: bool = True, progress=None) -> PathSums:
+def walk_many(path_finders: dict, host, tid, t0, t1, compiled: bool = True) -> PathSums:
     """Critical paths of many requests (``host`` of each, its thread and window), summed.
 
-    Paths that stay on their host's graph are walked in C when the walk is built (``compiled``),
-    straight into the sums; the others (packet edges, other hosts), and all of them otherwise,
-    by :meth:`PathFinder.path` into one shared Path, materialised in one vectorised pass."""
+    In C when the walk is built (``compiled``): every path, straight into the sums. Otherwise
+    :meth:`PathFinder.path` appends every path to one shared Path, materialised in one
+    vectorised pass. Both give the same sums (a test)."""
     n = len(tid)
     mod = _walk_module() if compiled else None
-    own = np.full(n, -1, np.int64)
     hosts = np.asarray(host, dtype=object)
+    graphs = next(iter(path_finders.values()))._index.graphs if path_finders else []
+    H = max(len(graphs), 1)
+    own = np.full(n, -1, np.int64)
+    for h, pf in path_finders.items():
+        own[hosts == h] = pf._own.ordinal
     dur = np.zeros((n, NSTATES), np.int64)
     cnt = np.zeros((n, NSTATES), np.int64)
     seq_len = np.zeros(n, np.int64)
-    sources = []  # (requests in the order of their states, states)
-    python_rows: list[np.ndarray] = []
-    in_c = 0
-    done = 0
-    for h, pf in path_finders.items():
-        rows = np.flatnonzero(hosts == h)
-        if not len(rows):
-            continue
-        own[rows] = pf._own.ordinal
-        left = np.ones(len(rows), bool)
-        if mod is not None and len(pf.g.iv_start) < 2**31 - 1:
-            G = pf._own
+    host_time = np.zeros((n, H), np.int64)
+    first = np.full((n, H), np.iinfo(np.int64).max, np.int64)
+    rows = np.flatnonzero(own >= 0)
+    if mod is not None and all(len(g.iv_start) < 2**31 - 1 for g in graphs):
+        ordinal_of = {g.host: i for i, g in enumerate(graphs)}
+        idx = [path_finders[g.host]._graph(g.host) for g in graphs]
+        for G in idx:
             if G.compiled is None:
-                G.compiled = _CompiledWalk(G)
-            res = mod.walk(*G.compiled.args(), np.ascontiguousarray(rows, np.int64),
-                           np.ascontiguousarray(tid[rows], np.int64), np.ascontiguousarray(t0[rows], np.int64),
-                           np.ascontiguousarray(t1[rows], np.int64), pf.max_depth, dur, cnt, seq_len)
-            left = np.frombuffer(res[0], np.int8).astype(bool)
-            sources.append((rows[~left], np.frombuffer(res[1], np.int8)))
-            in_c += int((~left).sum())
-        python_rows.append(rows[left])
-        done += len(rows)
-        if progress is not None:
-            progress(done, n)
-    slow = np.concatenate(python_rows) if python_rows else np.zeros(0, np.int64)
-    m_py = None
-    if len(slow) and path_finders:
-        out = next(iter(path_finders.values())).new_path()
-        piece_end = np.zeros(len(slow), np.int64)
-        tl, al, bl = tid[slow].tolist(), t0[slow].tolist(), t1[slow].tolist()
-        for i, r in enumerate(slow.tolist()):
-            path_finders[hosts[r]].path(tl[i], al[i], bl[i], out)
-            piece_end[i] = len(out)
-        m_py = materialise(out, slow[np.repeat(np.arange(len(slow)), np.diff(np.r_[0, piece_end]))])
-        w = m_py.end - m_py.start
-        np.add.at(dur, (m_py.req, m_py.state), w)
-        np.add.at(cnt, (m_py.req, m_py.state), 1)
-        seq_len[slow] = np.bincount(m_py.req, minlength=n)[slow]
-        sources.append((slow, m_py.state.astype(np.int8)))
-    # every source holds whole sequences of its requests, in its order: place them in request order
-    offsets = np.r_[0, np.cumsum(seq_len)]
-    seq = np.empty(int(offsets[-1]), np.int8)
-    for reqs, states in sources:
-        if not len(states):
-            continue
-        lens = seq_len[reqs]
-        first = np.cumsum(lens) - lens
-        if np.array_equal(offsets[reqs], offsets[reqs[0]] + first) and len(reqs):
-            seq[offsets[reqs[0]]:offsets[reqs[0]] + len(states)] = states  # already in place order
-        else:
-            r = np.repeat(reqs, lens)
-            seq[offsets[r] + np.arange(len(states)) - np.repeat(first, lens)] = states
-    return PathSums(dur, cnt, seq, seq_len, own, m_py, in_c)
+                G.compiled = _CompiledWalk(G, ordinal_of)
+        c = np.ascontiguousarray
+        seq = mod.walk(tuple(G.compiled.arrays for G in idx), _clock_arrays(graphs),
+                       (c(rows, np.int64), c(own[rows]), c(tid[rows], np.int64), c(t0[rows], np.int64),
+                        c(t1[rows], np.int64)),
+                       next(iter(path_finders.values())).max_depth, (dur, cnt, seq_len, host_time, first))
+        return PathSums(dur, cnt, np.frombuffer(seq, np.int8), seq_len, host_time, first, own, graphs, len(rows))
+    out = next(iter(path_finders.values())).new_path() if path_finders else None
+    piece_end = np.zeros(len(rows), np.int64)
+    tl, al, bl = tid[rows].tolist(), t0[rows].tolist(), t1[rows].tolist()
+    for i, r in enumerate(rows.tolist()):
+        path_finders[hosts[r]].path(tl[i], al[i], bl[i], out)
+        piece_end[i] = len(out)
+    if out is None or not len(out):
+        return PathSums(dur, cnt, np.zeros(0, np.int8), seq_len, host_time, first, own, graphs, 0)
+    piece_req = rows[np.repeat(np.arange(len(rows)), np.diff(np.r_[0, piece_end]))]
+    m = materialise(out, piece_req)
+    w = m.end - m.start
+    np.add.at(dur, (m.req, m.state), w)
+    np.add.at(cnt, (m.req, m.state), 1)
+    np.add.at(host_time, (m.req, m.graph), w)
+    np.minimum.at(first, (m.piece_req, m.piece_graph), np.arange(len(m.piece_req)))
+    seq_len[:] = np.bincount(m.req, minlength=n)
+    return PathSums(dur, cnt, m.state.astype(np.int8), seq_len, host_time, first, own, graphs, 0, m)
 
 
 def finders(graphs: dict[str, ExecGraph], max_depth: int = 10_000) -> dict[str, PathFinder]:

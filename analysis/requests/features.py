@@ -150,11 +150,10 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
     """Critical-path features of every request (requests of hosts without a kernel trace get
     zero features and a note).
 
-    Batched (critical_path.walk_many): paths that stay on their host's graph are walked in C
-    (``compiled``, when built) straight into merged segments; the others append their pieces
-    to one shared Path, clipped and merged for all of them in one vectorised pass. Sums, counts
-    and sequences per request are bincounts over all segments; the system calls inside each
-    request's window are found per thread, for all its requests at once."""
+    Batched (critical_path.walk_many): every path is walked in C (``compiled``, when built)
+    straight into per-request sums, or by the Python walk into one shared Path, clipped and merged
+    for all requests in one vectorised pass; the system calls inside each request's window are
+    found per thread, for all its requests at once."""
     n = len(requests)
     bt = STATES.index("BT")
     path_finders = finders(graphs)  # paths cross to other traced hosts through packets
@@ -162,14 +161,14 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
     tids = requests.tid.astype(np.int64)
     missing_thread = sum(1 for h, t in zip(requests.host, tids.tolist())
                          if h in path_finders and t not in path_finders[h].g.tid_index)
-    sums = walk_many(path_finders, requests.host, tids, starts, ends, compiled=compiled, progress=progress)
+    sums = walk_many(path_finders, requests.host, tids, starts, ends, compiled=compiled)
+    if progress is not None:
+        progress(n, n)
     dur, cnt, own = sums.dur, sums.cnt, sums.own
     seq_vals, seq_lens = sums.seq, sums.seq_len  # int8: a state per segment, tens of millions of them
     elsewhere_host = np.full(n, "", dtype=object)  # the other host holding most of the path's time
     elsewhere_ns = np.zeros(n, np.int64)
-    if sums.python is not None:  # only the Python walk follows packets to other hosts
-        _elsewhere(sums.python, own, path_finders[next(iter(path_finders))]._index.graphs, elsewhere_host,
-                   elsewhere_ns)
+    _elsewhere(sums, elsewhere_host, elsewhere_ns)
     no_host = np.flatnonzero(own < 0)
     if len(no_host):  # no kernel trace for the request's host: the whole window is BT, one segment
         dur[no_host, bt] = ends[no_host] - starts[no_host]
@@ -196,26 +195,24 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
     )
 
 
-def _elsewhere(m, own, graphs, host_out, ns_out) -> None:
+def _elsewhere(sums, host_out, ns_out) -> None:
     """For each request whose path crossed to other traced hosts: the other host holding most of
     the path's time, and that time (ties: the host the path reached first)."""
-    other = m.piece_graph != own[m.piece_req]
-    crossed = np.unique(m.piece_req[other])
+    big = np.iinfo(np.int64).max
+    n = len(sums.own)
+    if not n or sums.first.shape[1] < 2:
+        return
+    reached = sums.first < big
+    has = sums.own >= 0
+    reached[np.flatnonzero(has), sums.own[has]] = False
+    crossed = np.flatnonzero(reached.any(axis=1))
     if not len(crossed):
         return
-    H = len(graphs)
-    n = len(own)
-    # first piece of each (request, host): the order in which the path reached the hosts
-    first = np.full(n * H, np.iinfo(np.int64).max)
-    np.minimum.at(first, m.piece_req * H + m.piece_graph, np.arange(len(m.piece_req)))
-    t = np.bincount(m.req * H + m.graph, weights=m.end - m.start, minlength=n * H).astype(np.int64)
-    first, t = first.reshape(n, H)[crossed], t.reshape(n, H)[crossed]
-    reached = first < np.iinfo(np.int64).max
-    reached[np.arange(len(crossed)), own[crossed]] = False
-    t = np.where(reached, t, -1)
+    reached = reached[crossed]
+    t = np.where(reached, sums.host_time[crossed], -1)
     best = t.max(axis=1)
-    j = np.where(reached & (t == best[:, None]), first, np.iinfo(np.int64).max).argmin(axis=1)
-    host_out[crossed] = [graphs[o].host for o in j.tolist()]
+    j = np.where(reached & (t == best[:, None]), sums.first[crossed], big).argmin(axis=1)
+    host_out[crossed] = [sums.graphs[o].host for o in j.tolist()]
     ns_out[crossed] = t[np.arange(len(crossed)), j]
 
 
