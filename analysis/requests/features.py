@@ -161,6 +161,8 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
     tids = requests.tid.astype(np.int64)
     missing_thread = sum(1 for h, t in zip(requests.host, tids.tolist())
                          if h in path_finders and t not in path_finders[h].g.tid_index)
+    if progress is not None:
+        progress(0, n)
     sums = walk_many(path_finders, requests.host, tids, starts, ends, compiled=compiled)
     if progress is not None:
         progress(n, n)
