@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,6 +89,32 @@ class Ragged:
                 vals.append(i)
             off.append(len(vals))
         return Ragged(np.array(vals, np.int32), np.array(off, np.int64), vocab)
+
+    @staticmethod
+    def from_texts(texts, vocab: list[str] | None = None) -> "Ragged":
+        """From whitespace-separated names, one text per row: the names of a row are split,
+        coded and dropped before the next row (a features CSV holds tens of millions of them)."""
+        vocab = list(vocab or [])
+        index = {v: i for i, v in enumerate(vocab)}
+        code = index.__getitem__
+        vals = array("i")
+        off = array("q", [0])
+        for text in texts:
+            names = text.split()
+            n0 = len(vals)
+            try:
+                vals.extend(map(code, names))
+            except KeyError:  # a name not seen yet: this row one name at a time
+                del vals[n0:]
+                for name in names:
+                    i = index.get(name)
+                    if i is None:
+                        i = index[name] = len(vocab)
+                        vocab.append(name)
+                    vals.append(i)
+            off.append(len(vals))
+        return Ragged(np.frombuffer(vals, np.int32).copy() if len(vals) else np.empty(0, np.int32),
+                      np.frombuffer(off, np.int64).copy(), vocab)
 
     @staticmethod
     def empty(rows: int) -> "Ragged":
@@ -374,8 +401,8 @@ def read_features(path: str | os.PathLike) -> FeatureTable:
         ids = np.arange(n).astype(object)
     start = int_col("start_ns")
     end = int_col("end_ns")
-    syscalls = Ragged.from_lists([r[col["syscalls"]].split() for r in body]) if "syscalls" in col else Ragged.empty(n)
-    state_seq = Ragged.from_lists([r[col["states"]].split() for r in body], list(states)) if "states" in col \
+    syscalls = Ragged.from_texts(r[col["syscalls"]] for r in body) if "syscalls" in col else Ragged.empty(n)
+    state_seq = Ragged.from_texts((r[col["states"]] for r in body), list(states)) if "states" in col \
         else Ragged.empty(n)
     known = set(BASE) | {header[c] for c in dcols} | {f"{s}_n" for s in states} | {"syscalls", "states"}
     fields = {h: text_col(h, "") for h in header if h not in known}
