@@ -3,7 +3,6 @@ bit for bit, from every shared real trace and CTF sample, and fail the same way 
 
 from __future__ import annotations
 
-import os
 import shutil
 import sysconfig
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perftriage.analysis.ctf import native
 from perftriage.analysis.ctf.native import reader_choice
 from perftriage.analysis.ctf.reader import CtfReader
 from perftriage.analysis.ctf.spec import ReadSpec
@@ -73,8 +73,7 @@ def test_the_c_decoder_is_built_where_it_can_be():
     assert native, why
 
 
-needs_c = pytest.mark.skipif(not reader_choice()[0] and not os.environ.get("PERFTRIAGE_READER"),
-                             reason="the C decoder is not built here")
+needs_c = pytest.mark.skipif(native._module()[0] is None, reason="the C decoder is not built here")
 
 
 @needs_c
