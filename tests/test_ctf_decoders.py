@@ -137,3 +137,15 @@ def test_the_reading_thread_gives_the_same_chunks_and_stops_when_dropped(monkeyp
     assert any(t.name == "perftriage-ctf-read" for t in threading.enumerate())
     it.close()
     assert not any(t.name == "perftriage-ctf-read" for t in threading.enumerate())
+
+
+def test_without_the_c_decoder_the_python_one_reads_and_info_says_so(monkeypatch, capsys):
+    from perftriage.cli import main
+
+    monkeypatch.setattr(native, "_module", lambda: (None, "No module named '_decode'"))
+    native_, why = reader_choice()
+    assert not native_ and "not built" in why and "libbabeltrace2-dev" in why
+    assert main(["info", str(real_trace("tracevizlab-php-ust"))]) == 0
+    out = capsys.readouterr().out
+    assert "read by Python decoder (bt2): the C decoder is not built" in out
+    assert "ust_php:request_entry" in out  # and it read the trace
