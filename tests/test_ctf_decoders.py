@@ -3,6 +3,7 @@ bit for bit, from every shared real trace and CTF sample, and fail the same way 
 
 from __future__ import annotations
 
+import os
 import shutil
 import sysconfig
 from pathlib import Path
@@ -149,3 +150,71 @@ def test_without_the_c_decoder_the_python_one_reads_and_info_says_so(monkeypatch
     out = capsys.readouterr().out
     assert "read by Python decoder (bt2): the C decoder is not built" in out
     assert "ust_php:request_entry" in out  # and it read the trace
+
+
+@needs_c
+def test_a_fork_while_the_reading_thread_decodes_never_hangs_the_child():
+    """The range query forks a child of this process; the C decoder runs in another thread,
+    without the GIL, inside libbabeltrace2 and glib. A child forked meanwhile must not inherit
+    one of their locks held (one hung in g_slice_alloc): forks wait for the decoding loop."""
+    import signal
+    import threading
+    import time
+
+    import bt2
+
+    done = threading.Event()
+
+    def read_forever():
+        while not done.is_set():
+            for _ in CtfReader([ROOT / "sample_traces" / "webserver"], ReadSpec(fields=EVERYTHING.fields)).chunks():
+                if done.is_set():
+                    break
+
+    t = threading.Thread(target=read_forever, daemon=True)
+    t.start()
+    hung = 0
+    try:
+        time.sleep(0.3)
+        for _ in range(40):
+            pid = os.fork()
+            if pid == 0:  # the child uses babeltrace2 and glib as the range query does
+                try:
+                    bt2.find_plugin("ctf")
+                finally:
+                    os._exit(0)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    break
+                time.sleep(0.005)
+            else:
+                hung += 1
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            time.sleep(0.01)
+    finally:
+        done.set()
+        t.join()
+    assert hung == 0
+
+
+@needs_c
+def test_a_fork_waits_for_the_decoding_loops():
+    """The mechanism behind the test above, deterministic: while a decoding loop holds its lock
+    (here for 0.4 s), os.fork() waits for it."""
+    import threading
+    import time
+
+    mod = native._module()[0]
+    t = threading.Thread(target=mod.hold_fork_lock, args=(0.4,))
+    t.start()
+    time.sleep(0.1)
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    waited = time.monotonic() - t0
+    os.waitpid(pid, 0)
+    t.join()
+    assert waited > 0.2

@@ -16,8 +16,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <babeltrace2/babeltrace.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define MISSING INT64_MIN
 #define MAX_CPUS (1 << 16)
@@ -824,6 +826,16 @@ static int decode_event(Decoder *self, const bt_message *msg, const bt_event *ev
     return 0;
 }
 
+/* A fork waits until no decoding loop runs: the loop runs without the GIL inside libbabeltrace2
+ * and glib, whose locks a child forked meanwhile would inherit held (the range query forks a
+ * child; one forked while the reading thread was inside g_slice_alloc hung in it). Every other
+ * babeltrace2 call of the process holds the GIL, which the forking thread holds. */
+static pthread_rwlock_t fork_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static void fork_prepare(void) { pthread_rwlock_wrlock(&fork_lock); }
+
+static void fork_after(void) { pthread_rwlock_unlock(&fork_lock); }
+
 /* Why the loop without the GIL stopped, and what Python must do about it. */
 typedef struct {
     int why;                 /* R_* or W_INTERN / W_NOMEM */
@@ -933,7 +945,9 @@ static PyObject *decoder_run(Decoder *self, PyObject *args) {
         Stop out;
         memset(&out, 0, sizeof out);
         Py_BEGIN_ALLOW_THREADS
+        pthread_rwlock_rdlock(&fork_lock);
         run_nogil(self, iter, limit, until, &out);
+        pthread_rwlock_unlock(&fork_lock);
         Py_END_ALLOW_THREADS
         switch (out.why) {
         case W_INTERN:
@@ -1023,6 +1037,26 @@ static PyObject *decoder_get_last_ts(Decoder *self, void *closure) {
     return PyLong_FromLongLong(self->last_ts);
 }
 
+/* hold_fork_lock(seconds): holds the lock as a decoding loop does, GIL released (for a test that
+ * a fork waits for decoding loops). */
+static PyObject *hold_fork_lock(PyObject *module, PyObject *args) {
+    double seconds;
+    if (!PyArg_ParseTuple(args, "d", &seconds))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_rwlock_rdlock(&fork_lock);
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+    pthread_rwlock_unlock(&fork_lock);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"hold_fork_lock", hold_fork_lock, METH_VARARGS, "hold the decoding loops' fork lock for so many seconds (tests)"},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef decoder_methods[] = {
     {"add_column", (PyCFunction)decoder_add_column, METH_VARARGS, "add_column(kind) -> column index"},
     {"set_plan", (PyCFunction)decoder_set_plan, METH_VARARGS, "set_plan(class, index, has_packet, tid, pid, members)"},
@@ -1052,12 +1086,20 @@ static PyTypeObject DecoderType = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_decode", "The CTF reader's per-event work in C over libbabeltrace2.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_decode", "The CTF reader's per-event work in C over libbabeltrace2.", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__decode(void) {
     if (PyType_Ready(&BlockType) < 0 || PyType_Ready(&DecoderType) < 0)
         return NULL;
+    static int atfork_done = 0;
+    if (!atfork_done) {
+        if (pthread_atfork(fork_prepare, fork_after, fork_after) != 0) {
+            PyErr_SetString(PyExc_OSError, "pthread_atfork failed");
+            return NULL;
+        }
+        atfork_done = 1;
+    }
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
