@@ -218,3 +218,20 @@ def test_kernel_traces_of_one_hostname_get_distinct_hosts_and_ust_follows_its_fo
     assert distinct_hosts(paths, env) == ["ubuntu (s1)", "ubuntu (s1)", "ubuntu (s2)", "ubuntu (s2)", "db"]
     # one kernel trace per hostname: names unchanged
     assert distinct_hosts(paths[:2], env[:2]) == ["ubuntu", "ubuntu"]
+
+
+@needs_bt2
+@pytest.mark.parametrize("name", sorted(REAL_TRACE_EVENTS))
+def test_trace_ranges_from_the_packets_begin_where_babeltrace2_says(name):
+    """The range comes from the packets' timestamps and the clock (no forked query): the begin is
+    babeltrace2's; the end is the last packet's as written, never before babeltrace2's (which
+    corrects some LTTng versions' last packet to its last event)."""
+    import bt2
+
+    from perftriage.analysis.ctf.ranges import trace_ranges
+
+    r = CtfReader([real_trace(name)])
+    asked = trace_ranges(bt2, r._read_paths)
+    for meta, answer in zip(r.traces, asked):
+        assert meta.begin_ns == answer[0]
+        assert answer[1] <= meta.end_ns <= answer[1] + 1_000_000_000

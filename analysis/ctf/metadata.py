@@ -65,6 +65,30 @@ def _depacketize(path: Path, data: bytes, order: str) -> str:
 _EVENT_NAME = re.compile(r'event\s*\{[^}]*?\bname\s*=\s*"([^"]+)"', re.S)
 
 
+_CLOCK = re.compile(r"\bclock\s*\{(.*?)\}\s*;", re.S)
+
+
+def clock_origin_ns(text: str) -> int | None:
+    """Nanoseconds from the origin of the trace's clock to its zero, when the trace has one clock
+    counting nanoseconds (what LTTng writes: ``freq = 1000000000``, ``offset_s``, ``offset``);
+    None otherwise (several clocks, another frequency: babeltrace2's range query says)."""
+    blocks = _CLOCK.findall(re.sub(r"/\*.*?\*/", "", text, flags=re.S))
+    if len(blocks) != 1:
+        return None
+    body = blocks[0]
+
+    def num(name: str, default: int) -> int | None:
+        m = re.search(rf"\b{name}\s*=\s*(-?(?:0x[0-9a-fA-F]+|\d+))\s*;", body)
+        if m is None:
+            return default if re.search(rf"\b{name}\s*=", body) is None else None
+        return int(m.group(1), 0)
+
+    freq, offset_s, offset = num("freq", 1_000_000_000), num("offset_s", 0), num("offset", 0)
+    if freq != 1_000_000_000 or offset_s is None or offset is None:
+        return None
+    return offset_s * 1_000_000_000 + offset
+
+
 def event_names(text: str) -> list[str]:
     return _EVENT_NAME.findall(text)
 

@@ -34,7 +34,7 @@ from .bt2_support import error_text, import_bt2
 from .current_task import CurrentTask
 from .discover import TraceDir, find_traces
 from .hosts import distinct_hosts
-from .metadata import env_value, event_names, packet_layout, read_metadata_text
+from .metadata import clock_origin_ns, env_value, event_names, packet_layout, read_metadata_text
 from .ranges import trace_ranges
 from .native import native_sink_class, new_state, reader_choice
 from .sink import SinkState, build_graph
@@ -77,6 +77,9 @@ class CtfReader:
         self.threaded = os.environ.get("PERFTRIAGE_READ_THREAD", "1") != "0"
         self._asked: set[str] = set()  # the columns the spec asked for (the state's set, once reading began)
         self._lock = threading.Lock()  # the catalogues are filled by the reading thread
+        # the graph is made now: babeltrace2 opens and indexes the traces, so a trace it cannot
+        # open is said here, and the read that follows does not index it again
+        self._prepared = self._new_graph()
 
     # -- catalogues -------------------------------------------------------------------------
 
@@ -121,6 +124,7 @@ class CtfReader:
         checks = [check_stream(f, layout) for f in td.stream_files]
         twice = {c.path: c for c in same_stream_twice(checks)}
         checks = [twice.get(c.path, c) for c in checks]
+        _range_from_packets(meta, checks, clock_origin_ns(text))
         damaged = [c for c in checks if c.problem]
         if not damaged:
             return td.path
@@ -137,8 +141,11 @@ class CtfReader:
     def _query_ranges(self) -> None:
         """Each trace's time range (ranges.py: asked in a child process, which an abort of
         babeltrace2 on a damaged trace cannot take down with it)."""
-        answers = trace_ranges(self.bt2, self._read_paths)
-        for meta, td, answer in zip(self.traces, self.trace_dirs, answers):
+        ask = [i for i, meta in enumerate(self.traces) if meta.begin_ns is None]
+        if not ask:
+            return  # every range came from the packet headers: no child, no second indexing
+        answers = trace_ranges(self.bt2, [self._read_paths[i] for i in ask])
+        for meta, td, answer in zip([self.traces[i] for i in ask], [self.trace_dirs[i] for i in ask], answers):
             if isinstance(answer, str):
                 raise InputError(td.path, f"cannot open CTF trace: {answer}")
             if isinstance(answer, tuple):
@@ -158,12 +165,8 @@ class CtfReader:
         With the C decoder, babeltrace2 and the decoder run in a thread of their own, without
         the GIL, while the caller analyses the chunk before (``threaded``; two chunks at most
         wait between them)."""
-        if self.native:
-            state = new_state(self)
-            graph = build_graph(self.trace_dirs, self._read_paths, state, native_sink_class())
-        else:
-            state = SinkState(self)
-            graph = build_graph(self.trace_dirs, self._read_paths, state)
+        state, graph = self._prepared or self._new_graph()
+        self._prepared = None
         self._asked = state.asked
         produce = self._produce(state, graph)
         if self.native and self.threaded:
@@ -180,6 +183,14 @@ class CtfReader:
                     raise item
         finally:
             produce.close()
+
+    def _new_graph(self):
+        """(sink state, bt2 graph) reading every trace of this reader."""
+        if self.native:
+            state = new_state(self)
+            return state, build_graph(self.trace_dirs, self._read_paths, state, native_sink_class())
+        state = SinkState(self)
+        return state, build_graph(self.trace_dirs, self._read_paths, state)
 
     def _produce(self, state: SinkState, graph):
         """Runs the graph: ("chunk", (raw chunk, plan tables)), ("progress", ReadProgress) and at
@@ -286,6 +297,22 @@ class CtfReader:
             chunk = chunk.take(keep)
         self.events_read += n
         return chunk
+
+
+def _range_from_packets(meta: TraceMeta, checks, origin: int | None) -> None:
+    """The trace's time range from its packets' 64-bit timestamp_begin/end (read by the stream
+    checks) and its one nanosecond clock, without babeltrace2's trace-infos query (a second
+    indexing of the trace, in a forked child). The begin is the query's; the end is the last
+    packet's end as written, where the query corrects the last packet of some LTTng versions to
+    its last event (up to 0.2 s earlier on the real traces): the range serves progress and "how
+    far into the trace", which that does not change. Left unknown otherwise (the query says)."""
+    stamped = [c for c in checks if c.packets and c.first_ts is not None]
+    if origin is None or not stamped or len(stamped) != sum(1 for c in checks if c.packets):
+        return
+    begin = origin + min(c.first_ts for c in stamped)
+    end = origin + max(c.last_ts for c in stamped)
+    if -(2**63) <= begin <= end < 2**63:
+        meta.begin_ns, meta.end_ns = begin, end
 
 
 def _in_thread(items, depth: int = 2):

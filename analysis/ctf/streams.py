@@ -28,6 +28,8 @@ class StreamCheck:
     packets: int
     problem: str | None  # None when the file is whole
     stream: tuple[int, int] | None = None  # (stream_id, stream_instance_id) its packets name
+    first_ts: int | None = None  # the clock value (cycles) of its first whole packet's beginning...
+    last_ts: int | None = None  # ...and of its last whole packet's end (None: no 64-bit timestamps)
 
 
 UNSET = -2  # a stream_instance_id of all ones: babeltrace2 reads it as "none" and numbers the stream itself
@@ -54,43 +56,48 @@ def check_stream(path: Path, layout: PacketLayout) -> StreamCheck:
     off = packets = 0
     o = layout.byte_order
     stream = None
+    stamped = (layout.timestamp_begin is not None and layout.timestamp_end is not None
+               and layout.timestamp_begin[1] == 8 and layout.timestamp_end[1] == 8)
+    first_ts = last_ts = None
+
+    def result(problem=None):
+        return StreamCheck(path, size, off, packets, problem, stream, first_ts, last_ts)
+
     with open(path, "rb") as f:
         while off < size:
             f.seek(off)
             head = f.read(need)
             if len(head) < need:
-                return StreamCheck(path, size, off, packets, f"cut short inside the packet header at byte {off:,}",
-                                   stream)
+                return result(f"cut short inside the packet header at byte {off:,}")
             if layout.magic_offset is not None:
                 magic = struct.unpack_from(o + "I", head, layout.magic_offset)[0]
                 if magic != PACKET_MAGIC:
-                    return StreamCheck(path, size, off, packets, f"no packet magic at byte {off:,} (corrupt data)",
-                                       stream)
+                    return result(f"no packet magic at byte {off:,} (corrupt data)")
             psize = struct.unpack_from(o + fmt[layout.packet_size_bytes], head, layout.packet_size_offset)[0]
             csize = struct.unpack_from(o + fmt[layout.content_size_bytes], head, layout.content_size_offset)[0]
             # the content holds at least the header fields read here (babeltrace2 2.0.4 aborts
             # on a content_size smaller than its packet header)
             if psize == 0 or psize % 8 or csize > psize or csize < need * 8:
-                return StreamCheck(path, size, off, packets, f"packet at byte {off:,} declares impossible sizes",
-                                   stream)
+                return result(f"packet at byte {off:,} declares impossible sizes")
             if UNSET in (_field(head, o, layout.timestamp_begin), _field(head, o, layout.timestamp_end)):
                 # babeltrace2 2.0.4 takes all ones for "no time" and fails an assertion (abort)
-                return StreamCheck(path, size, off, packets, f"packet at byte {off:,} has a timestamp of all ones "
-                                                             "(corrupt data)", stream)
+                return result(f"packet at byte {off:,} has a timestamp of all ones (corrupt data)")
             this = (_field(head, o, layout.stream_id), _field(head, o, layout.stream_instance_id))
             if stream is None:
                 stream = this
             elif this != stream:
-                return StreamCheck(path, size, off, packets,
-                                   f"packet at byte {off:,} names another stream ({_ids_text(this)}, the file's "
-                                   f"first packet {_ids_text(stream)}): corrupt data", stream)
+                return result(f"packet at byte {off:,} names another stream ({_ids_text(this)}, the file's "
+                              f"first packet {_ids_text(stream)}): corrupt data")
             if off + psize // 8 > size:
-                return StreamCheck(path, size, off, packets,
-                                   f"cut short: packet at byte {off:,} needs {psize // 8:,} bytes, "
-                                   f"only {size - off:,} remain", stream)
+                return result(f"cut short: packet at byte {off:,} needs {psize // 8:,} bytes, "
+                              f"only {size - off:,} remain")
+            if stamped:
+                if first_ts is None:
+                    first_ts = _field(head, o, layout.timestamp_begin)
+                last_ts = _field(head, o, layout.timestamp_end)
             off += psize // 8
             packets += 1
-    return StreamCheck(path, size, off, packets, None, stream)
+    return result()
 
 
 def _ids_text(ids: tuple[int, int]) -> str:
