@@ -218,3 +218,31 @@ def test_a_fork_waits_for_the_decoding_loops():
     os.waitpid(pid, 0)
     t.join()
     assert waited > 0.2
+
+
+@pytest.mark.parametrize("decoder", ["c", "python"])
+@pytest.mark.parametrize("threaded", ["0", "1"])
+def test_ctrl_c_inside_the_decoder_interrupts_the_read(decoder, threaded, monkeypatch):
+    """A KeyboardInterrupt raised inside babeltrace2's callback into our sink (Ctrl-C arrives
+    while the decoder interns a string) ends the read as an interruption: it was taken for a
+    damaged trace (partial data, exit 4, the report went on)."""
+    if decoder == "c" and native._module()[0] is None:
+        pytest.skip("the C decoder is not built here")
+    monkeypatch.setenv("PERFTRIAGE_READER", "" if decoder == "c" else "python")
+    monkeypatch.setenv("PERFTRIAGE_READ_THREAD", threaded)
+    r = CtfReader([real_trace("tracevizlab-wget-k-20180802-115406")], ReadSpec(fields={"sched_switch": ["prev_comm"]}))
+    calls = []
+
+    def interrupted(s):
+        calls.append(s)
+        raise KeyboardInterrupt
+
+    from perftriage.analysis.columns import StringPool
+
+    monkeypatch.setattr(StringPool, "code", lambda self, s: interrupted(s))
+    if decoder == "c":
+        r._prepared[0].decoder.__init__(interrupted)  # the C decoder holds the intern function
+    with pytest.raises(KeyboardInterrupt):
+        for _ in r.chunks():
+            pass
+    assert calls

@@ -85,7 +85,7 @@ def _make_native_sink_class():
                 self._consume()
             except (bt2.Stop, bt2.TryAgain):
                 raise
-            except Exception as exc:  # a bug of ours, not a bad trace: surface it as is
+            except BaseException as exc:  # a bug of ours (or Ctrl-C), not a bad trace: raised as is by the reader
                 self._state.internal_error = exc
                 raise bt2.Stop from None
 
