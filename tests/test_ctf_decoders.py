@@ -245,4 +245,4 @@ def test_ctrl_c_inside_the_decoder_interrupts_the_read(decoder, threaded, monkey
     with pytest.raises(KeyboardInterrupt):
         for _ in r.chunks():
             pass
-    assert calls
+    assert calls or (decoder == "c" and r.isolated)  # the C decoder interned in its child process

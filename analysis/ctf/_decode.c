@@ -836,6 +836,14 @@ static void fork_prepare(void) { pthread_rwlock_wrlock(&fork_lock); }
 
 static void fork_after(void) { pthread_rwlock_unlock(&fork_lock); }
 
+/* In the child, the lock the parent's thread took is made new: glibc's unlock by the child's
+ * thread (another thread id) leaves it taken, and the child's own decoding loop then waits
+ * forever (the child of isolated.py decodes). */
+static void fork_child(void) {
+    pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+    memcpy(&fork_lock, &fresh, sizeof fresh);
+}
+
 /* Why the loop without the GIL stopped, and what Python must do about it. */
 typedef struct {
     int why;                 /* R_* or W_INTERN / W_NOMEM */
@@ -1094,7 +1102,7 @@ PyMODINIT_FUNC PyInit__decode(void) {
         return NULL;
     static int atfork_done = 0;
     if (!atfork_done) {
-        if (pthread_atfork(fork_prepare, fork_after, fork_after) != 0) {
+        if (pthread_atfork(fork_prepare, fork_after, fork_child) != 0) {
             PyErr_SetString(PyExc_OSError, "pthread_atfork failed");
             return NULL;
         }

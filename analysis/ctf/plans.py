@@ -120,7 +120,14 @@ class RawChunk:
     ctx_rows: np.ndarray
     ctx_tid: np.ndarray
     ctx_pid: np.ndarray
-    columns: dict
+    columns: dict  # name -> dense column, or (kind, rows, values) when ``sparse``
+    sparse: bool = False
+
+    def densified(self) -> "RawChunk":
+        if not self.sparse:
+            return self
+        cols = {name: dense(kind, self.n, rows, vals) for name, (kind, rows, vals) in self.columns.items()}
+        return RawChunk(self.n, self.ts, self.cpu, self.plan, self.ctx_rows, self.ctx_tid, self.ctx_pid, cols)
 
 
 class SinkState:
@@ -189,10 +196,11 @@ class SinkState:
 
     # -- the chunk --------------------------------------------------------------------------
 
-    def take(self) -> RawChunk:
-        """The chunk decoded so far; the buffers start a new one."""
+    def take(self, sparse: bool = False) -> RawChunk:
+        """The chunk decoded so far; the buffers start a new one. ``sparse`` (C decoder): the
+        columns as (kind, rows, values), a fraction of their dense size (to send them elsewhere)."""
         if self.decoder is not None:
-            return self._take_native()
+            return self._take_native(sparse)
         n = self.n
 
         def arr(a, dtype):
@@ -208,21 +216,22 @@ class SinkState:
         self.reset()
         return raw
 
-    def _take_native(self) -> RawChunk:
+    def _take_native(self, sparse: bool = False) -> RawChunk:
         n, ts, cpu, plan, ctx_rows, ctx_tid, ctx_pid, colbufs, packets = self.decoder.take()
         cols = {}
         for name, buf in self.columns.items():
             rows, vals = colbufs[buf.index]
             if len(rows) or "." not in name:
                 vals = np.frombuffer(vals, np.float64 if buf.kind == FLOAT else np.int64)
-                cols[name] = dense(buf.kind, n, np.frombuffer(rows, np.int64), vals)
+                rows = np.frombuffer(rows, np.int64)
+                cols[name] = (buf.kind, rows, vals) if sparse else dense(buf.kind, n, rows, vals)
         if len(packets):
             pairs = np.unique(np.frombuffer(packets, np.int64).reshape(-1, 2), axis=0)
             for tc, cpu_id in pairs.tolist():
                 self.packet_seen(tc, cpu_id)
         return RawChunk(n, np.frombuffer(ts, np.int64), np.frombuffer(cpu, np.int32), np.frombuffer(plan, np.int32),
                         np.frombuffer(ctx_rows, np.int64), np.frombuffer(ctx_tid, np.int64),
-                        np.frombuffer(ctx_pid, np.int64), cols)
+                        np.frombuffer(ctx_pid, np.int64), cols, sparse)
 
     # -- rare messages ----------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from .discover import TraceDir, find_traces
 from .hosts import distinct_hosts
 from .metadata import clock_origin_ns, env_value, event_names, packet_layout, read_metadata_text
 from .ranges import trace_ranges
+from .isolated import in_child
 from .native import native_sink_class, new_state, reader_choice
 from .sink import SinkState, build_graph
 from .spec import ProgressFn, ReadProgress, ReadSpec, TraceMeta
@@ -75,6 +76,9 @@ class CtfReader:
         self._query_ranges()
         self.native, self.decoder_name = reader_choice()
         self.threaded = os.environ.get("PERFTRIAGE_READ_THREAD", "1") != "0"
+        # the C decoder in a child process under a memory limit (isolated.py): a damaged trace
+        # that makes babeltrace2 abort or allocate without end ends the read, not perftriage
+        self.isolated = os.environ.get("PERFTRIAGE_READ_PROCESS", "1") != "0"
         self._asked: set[str] = set()  # the columns the spec asked for (the state's set, once reading began)
         self._lock = threading.Lock()  # the catalogues are filled by the reading thread
         # the graph is made now: babeltrace2 opens and indexes the traces, so a trace it cannot
@@ -168,7 +172,10 @@ class CtfReader:
         state, graph = self._prepared or self._new_graph()
         self._prepared = None
         self._asked = state.asked
-        produce = self._produce(state, graph)
+        if self.native and self.isolated:
+            produce = in_child(self, state, graph, lockstep=not self.threaded)
+        else:
+            produce = self._produce(state, graph)
         if self.native and self.threaded:
             produce = _in_thread(produce)
         tracker = CurrentTask()
@@ -192,16 +199,17 @@ class CtfReader:
         state = SinkState(self)
         return state, build_graph(self.trace_dirs, self._read_paths, state)
 
-    def _produce(self, state: SinkState, graph):
+    def _produce(self, state: SinkState, graph, sparse: bool = False):
         """Runs the graph: ("chunk", (raw chunk, plan tables)), ("progress", ReadProgress) and at
-        most one ("error", TraceReadError) at the end, in order."""
+        most one ("error", TraceReadError) at the end, in order (``sparse``: chunk columns as
+        rows and values, to send to another process)."""
         try:
-            yield from self._run_graph(state, graph)
+            yield from self._run_graph(state, graph, sparse)
         finally:
             if state.decoder is not None:  # messages still pending go back while their graph lives
                 state.decoder.release()
 
-    def _run_graph(self, state: SinkState, graph):
+    def _run_graph(self, state: SinkState, graph, sparse: bool = False):
         bt2 = self.bt2
         limit = self.spec.chunk_events
         last_report = 0.0
@@ -225,13 +233,13 @@ class CtfReader:
                 msg, comp = error_text(failure)
                 if state.n:
                     produced += state.n
-                    yield "chunk", (state.take(), state.plan_tables())
+                    yield "chunk", (state.take(sparse), state.plan_tables())
                 yield "error", TraceReadError(self._path_of_component(comp),
                                               f"{self._stopped_at(state, produced)}: {msg}", produced)
                 return
             if state.n >= limit:
                 produced += state.n
-                yield "chunk", (state.take(), state.plan_tables())
+                yield "chunk", (state.take(sparse), state.plan_tables())
             if self.progress is not None:
                 now = time.monotonic()
                 if now - last_report >= self.progress_every:
@@ -239,7 +247,7 @@ class CtfReader:
                     yield "progress", self._progress(state, produced)
         if state.n:
             produced += state.n
-            yield "chunk", (state.take(), state.plan_tables())
+            yield "chunk", (state.take(sparse), state.plan_tables())
         yield "progress", ReadProgress(produced, self.bytes_total, self.bytes_total)
 
     def read_all(self) -> EventChunk:
