@@ -30,15 +30,46 @@ def _write_all(fd: int, data) -> None:
         view = view[n:]
 
 
-def _read_exact(fd: int, n: int) -> bytes | None:
-    parts = []
-    while n:
-        b = os.read(fd, min(n, 1 << 24))
-        if not b:
+def _read_exact(fd: int, n: int) -> bytearray | None:
+    out = bytearray(n)
+    view = memoryview(out)
+    got = 0
+    while got < n:
+        k = os.readv(fd, [view[got:]])
+        if not k:
             return None
-        parts.append(b)
-        n -= len(b)
-    return b"".join(parts)
+        got += k
+    return out
+
+
+def _send(fd: int, obj) -> None:
+    """One frame: the pickle, then the arrays' bytes as they are (out of band: no copy)."""
+    buffers: list = []
+    data = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    _write_all(fd, _FRAME.pack(len(data)) + _FRAME.pack(len(raws)) + b"".join(_FRAME.pack(r.nbytes) for r in raws))
+    _write_all(fd, data)
+    for r in raws:
+        _write_all(fd, r)
+
+
+def _receive(fd: int):
+    """One frame (None at the end of the pipe)."""
+    head = _read_exact(fd, 2 * _FRAME.size)
+    if head is None:
+        return None
+    size, nbuf = _FRAME.unpack_from(head, 0)[0], _FRAME.unpack_from(head, _FRAME.size)[0]
+    sizes = _read_exact(fd, nbuf * _FRAME.size) if nbuf else bytearray()
+    data = _read_exact(fd, size) if sizes is not None else None
+    if data is None:
+        return None
+    buffers = []
+    for i in range(nbuf):
+        b = _read_exact(fd, _FRAME.unpack_from(sizes, i * _FRAME.size)[0])
+        if b is None:
+            return None
+        buffers.append(b)
+    return pickle.loads(data, buffers=buffers)
 
 
 def _vm_size() -> int:
@@ -91,9 +122,7 @@ def _child(reader, state, graph, w: int, go: int | None) -> None:
         sent = _Sent(reader)
 
         def send(kind, item):
-            data = pickle.dumps((kind, item, sent.delta(reader, state)), protocol=5)
-            _write_all(w, _FRAME.pack(len(data)))
-            _write_all(w, data)
+            _send(w, (kind, item, sent.delta(reader, state)))
 
         items = reader._produce(state, graph, sparse=True)
         while True:
@@ -160,11 +189,10 @@ def in_child(reader, state, graph, lockstep: bool = False):
         while True:
             if go_w is not None:
                 os.write(go_w, b"1")
-            head = _read_exact(r, _FRAME.size)
-            data = _read_exact(r, _FRAME.unpack(head)[0]) if head is not None else None
-            if data is None:
+            frame = _receive(r)
+            if frame is None:
                 break
-            kind, item, delta = pickle.loads(data)
+            kind, item, delta = frame
             _apply(reader, state, delta)
             if kind == "chunk":
                 raw, tables = item
