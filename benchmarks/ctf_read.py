@@ -1,6 +1,8 @@
 """Reading CTF into columnar chunks: the C decoder and the Python decoder beside babeltrace2's C
 core (`babeltrace2 -o dummy`) on the same traces in one run, with each reader's peak memory at
-two trace sizes (it must not grow with the trace). Target: the C decoder at >= 0.7x babeltrace2."""
+two trace sizes (it must not grow with the trace; for the C decoder, the reading process's: its
+decoding child adds about 100 MiB, babeltrace2 and the decoder's buffers). Target: the C decoder
+at >= 0.7x babeltrace2."""
 
 from __future__ import annotations
 
