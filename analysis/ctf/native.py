@@ -13,6 +13,7 @@ import os
 
 from .bt2_support import import_bt2, take_error
 from .plans import NESTED, ClassInfo, SinkState
+from .sink import SinkCommon
 
 _GETTER_CODES = {"signed": 0, "unsigned": 1, "unsigned64": 1, "string": 2, "bool": 3, "double": 4, "single": 5,
                  NESTED: 6}
@@ -71,23 +72,10 @@ def _make_native_sink_class():
     R_FULL, R_PAUSE, R_END, R_AGAIN, R_ERROR = mod.R_FULL, mod.R_PAUSE, mod.R_END, mod.R_AGAIN, mod.R_ERROR
     R_PLAN, R_STREAM, R_DISCARDED, R_BAD_CPU = mod.R_PLAN, mod.R_STREAM, mod.R_DISCARDED, mod.R_BAD_CPU
 
-    class NativeSink(bt2._UserSinkComponent):
-        def __init__(self, config, params, obj):
-            self._state: SinkState = obj
-            self._port = self._add_input_port("in")
-
+    class NativeSink(SinkCommon, bt2._UserSinkComponent):
         def _user_graph_is_configured(self):
-            self._iter = self._create_message_iterator(self._port)
+            super()._user_graph_is_configured()
             self._iter_addr = int(self._iter._ptr)
-
-        def _user_consume(self):
-            try:
-                self._consume()
-            except (bt2.Stop, bt2.TryAgain):
-                raise
-            except BaseException as exc:  # a bug of ours (or Ctrl-C), not a bad trace: raised as is by the reader
-                self._state.internal_error = exc
-                raise bt2.Stop from None
 
         def _consume(self):
             st = self._state

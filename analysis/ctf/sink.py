@@ -83,6 +83,29 @@ def rare_message(st: SinkState, msg) -> None:
         st.discarded(msg.stream.trace.cls.addr, "packets", None if count is None else int(count))
 
 
+class SinkCommon:
+    """What both decoders' sink components do the same (mixed into each, before bt2's class):
+    the input port, the message iterator, and a failure of ours kept for the reader."""
+
+    def __init__(self, config, params, obj):
+        self._state: SinkState = obj
+        self._port = self._add_input_port("in")
+
+    def _user_graph_is_configured(self):
+        self._iter = self._create_message_iterator(self._port)
+
+    def _user_consume(self):
+        import bt2
+
+        try:
+            self._consume()
+        except (bt2.Stop, bt2.TryAgain):
+            raise
+        except BaseException as exc:  # a bug of ours (or Ctrl-C), not a bad trace: raised as is by the reader
+            self._state.internal_error = exc
+            raise bt2.Stop from None
+
+
 def _make_python_sink_class():
     bt2 = import_bt2()
     from bt2 import _native_bt as nbt, message as bt2_message
@@ -254,23 +277,7 @@ def _make_python_sink_class():
             members.append((m.buf, m.index, getter, m.buf.kind, m.in_ctx))
         plan.compiled = (ctx(plan.ctx_tid), ctx(plan.ctx_pid), members)
 
-    class PythonSink(bt2._UserSinkComponent):
-        def __init__(self, config, params, obj):
-            self._state: SinkState = obj
-            self._port = self._add_input_port("in")
-
-        def _user_graph_is_configured(self):
-            self._iter = self._create_message_iterator(self._port)
-
-        def _user_consume(self):
-            try:
-                self._consume()
-            except (bt2.Stop, bt2.TryAgain):
-                raise
-            except BaseException as exc:  # a bug of ours (or Ctrl-C), not a bad trace: raised as is by the reader
-                self._state.internal_error = exc
-                raise bt2.Stop from None
-
+    class PythonSink(SinkCommon, bt2._UserSinkComponent):
         def _plan(self, cls_ptr):
             st = self._state
             plan = st.make_plan(class_info(cls_ptr))
