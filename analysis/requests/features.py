@@ -75,32 +75,15 @@ class Ragged:
         return Ragged(vals, off, self.vocab)
 
     @staticmethod
-    def from_lists(seqs: list[list[str]], vocab: list[str] | None = None) -> "Ragged":
-        vocab = list(vocab or [])
-        index = {v: i for i, v in enumerate(vocab)}
-        vals = []
-        off = [0]
-        for seq in seqs:
-            for s in seq:
-                i = index.get(s)
-                if i is None:
-                    i = index[s] = len(vocab)
-                    vocab.append(s)
-                vals.append(i)
-            off.append(len(vals))
-        return Ragged(np.array(vals, np.int32), np.array(off, np.int64), vocab)
-
-    @staticmethod
-    def from_texts(texts, vocab: list[str] | None = None) -> "Ragged":
-        """From whitespace-separated names, one text per row: the names of a row are split,
-        coded and dropped before the next row (a features CSV holds tens of millions of them)."""
+    def from_lists(seqs, vocab: list[str] | None = None) -> "Ragged":
+        """From sequences of names, one per row (any iterable: the names of a row are coded and
+        dropped before the next row; a features CSV holds tens of millions of them)."""
         vocab = list(vocab or [])
         index = {v: i for i, v in enumerate(vocab)}
         code = index.__getitem__
         vals = array("i")
         off = array("q", [0])
-        for text in texts:
-            names = text.split()
+        for names in seqs:
             n0 = len(vals)
             try:
                 vals.extend(map(code, names))
@@ -115,6 +98,11 @@ class Ragged:
             off.append(len(vals))
         return Ragged(np.frombuffer(vals, np.int32).copy() if len(vals) else np.empty(0, np.int32),
                       np.frombuffer(off, np.int64).copy(), vocab)
+
+    @staticmethod
+    def from_texts(texts, vocab: list[str] | None = None) -> "Ragged":
+        """From whitespace-separated names, one text per row."""
+        return Ragged.from_lists((text.split() for text in texts), vocab)
 
     @staticmethod
     def empty(rows: int) -> "Ragged":
