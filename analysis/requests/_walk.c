@@ -166,6 +166,24 @@ static int sender(Walk *w, int g, int64_t hg, int64_t pos, int *R, int64_t *d) {
     return 1;
 }
 
+/* A wait that ends at `end` when a packet arrives, followed to its sender (task `who` on graph R,
+ * whose clock is d ahead): the sender's work up to the send, then the packet's flight (BN, on
+ * the waiting thread), then the rest of f's window. Pushed in reverse: popped in time order.
+ * PathFinder._follow_packet. */
+static int follow_packet(Walk *w, const Frame *f, int64_t end, int64_t who, int R, int64_t d, int64_t t_sent) {
+    int64_t sent = t_sent - d;
+    if (sent < f->pos)
+        sent = f->pos;
+    if (sent > end)
+        sent = end;
+    if (push(w, f->T, end, f->b, f->depth, f->via, f->g, f->shift, 0) < 0
+        || push(w, 0, sent, end, f->T, f->via, f->g, f->shift, 1) < 0)
+        return -1;
+    if (sent > f->pos && push(w, who, f->pos + d, sent + d, f->depth + 1, f->T, R, f->shift - d, 0) < 0)
+        return -1;
+    return 0;
+}
+
 /* The walk of request r: 0 done, -1 out of memory. */
 static int walk_one(Walk *w, int64_t r, int g0, int64_t tid0, int64_t t0, int64_t t1) {
     w->has_last = 0;
@@ -202,14 +220,7 @@ static int walk_one(Walk *w, int64_t r, int g0, int64_t tid0, int64_t t0, int64_
                     int64_t d;
                     if (pos < t_r && t_r < b && !(G->i_fork[i] != NONE && G->i_fork[i] > pos)
                         && sender(w, gi, G->a_graph[lo], pos, &R, &d) && !(R == gi && G->a_sender[lo] == T)) {
-                        int64_t sent = G->a_t_sent[lo] - d;
-                        if (sent < pos)
-                            sent = pos;
-                        if (sent > t_r)
-                            sent = t_r;
-                        if (push(w, T, t_r, b, depth, via, gi, shift, 0) < 0 || push(w, 0, sent, t_r, T, via, gi, shift, 1) < 0)
-                            return -1;
-                        if (sent > pos && push(w, G->a_sender[lo], pos + d, sent + d, depth + 1, T, R, shift - d, 0) < 0)
+                        if (follow_packet(w, &f, t_r, G->a_sender[lo], R, d, G->a_t_sent[lo]) < 0)
                             return -1;
                         continue;
                     }
@@ -282,14 +293,9 @@ static int walk_one(Walk *w, int64_t r, int g0, int64_t tid0, int64_t t0, int64_
                         }
                     }
                     if (R >= 0) {
-                        int64_t sent = t_sent - d;
-                        if (sent < pos)
-                            sent = pos;
-                        if (sent > e)
-                            sent = e;
-                        if (push(w, T, e, b, depth, via, gi, shift, 0) < 0 || push(w, 0, sent, e, T, via, gi, shift, 1) < 0)
-                            return -1;
-                        if (sent > pos && push(w, waker, pos + d, sent + d, depth + 1, T, R, shift - d, 0) < 0)
+                        /* the frame's own window starts at pos here: f.pos was moved on */
+                        Frame here = {T, pos, b, depth, via, shift, gi, 0};
+                        if (follow_packet(w, &here, e, waker, R, d, t_sent) < 0)
                             return -1;
                         pushed = 1;
                     }

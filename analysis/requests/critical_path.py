@@ -410,11 +410,7 @@ class PathFinder:
                             host, t_sent = g.remote_links[k]
                             R, d = self._sender(G, host, pos)
                         if R is not None:
-                            sent = min(max(t_sent - d, pos), e)
-                            push((T, e, b, depth, via, G, shift))
-                            push((None, sent, e, T, via, G, shift))
-                            if sent > pos:
-                                push((waker, pos + d, sent + d, depth + 1, T, R, shift - d))
+                            _follow_packet(push, T, pos, e, b, depth, via, G, shift, waker, R, d, t_sent)
                             break
                     if blk == FOLLOW and depth < max_depth and waker != T and e > pos:
                         push((T, e, b, depth, via, G, shift))
@@ -472,11 +468,7 @@ class PathFinder:
         R, d = self._sender(G, arr.hosts[int(arr.host[j])], pos)
         if R is None or (R is G and sender == T):
             return False
-        sent = min(max(int(arr.t_sent[j]) - d, pos), t_r)
-        stack.append((T, t_r, b, depth, via, G, shift))
-        stack.append((None, sent, t_r, T, via, G, shift))
-        if sent > pos:
-            stack.append((sender, pos + d, sent + d, depth + 1, T, R, shift - d))
+        _follow_packet(stack.append, T, pos, t_r, b, depth, via, G, shift, sender, R, d, int(arr.t_sent[j]))
         return True
 
     def durations(self, p: Path) -> np.ndarray:
@@ -492,6 +484,18 @@ class PathFinder:
                 d = np.maximum(e - s, 0)
                 tot += np.bincount(g.iv_state[k0:k1], weights=d, minlength=NSTATES).astype(np.int64)
         return tot
+
+
+def _follow_packet(push, T, pos, end, b, depth, via, G, shift, who, R, d, t_sent) -> None:
+    """T waits over [pos, end] for a packet sent by ``who`` on graph ``R`` (whose clock is ``d``
+    ahead): the sender's work up to the send, then the packet's flight (BN), then the rest of
+    T's window [end, b]; pushed in reverse, popped in time order. ``d`` is taken once so that the
+    pieces tile the window exactly. (_walk.c: follow_packet.)"""
+    sent = min(max(t_sent - d, pos), end)
+    push((T, end, b, depth, via, G, shift))
+    push((None, sent, end, T, via, G, shift))
+    if sent > pos:
+        push((who, pos + d, sent + d, depth + 1, T, R, shift - d))
 
 
 def _walk_module():
