@@ -7,19 +7,26 @@
 
 from setuptools import Extension, setup
 
+# the header both share; listed so that a change to it rebuilds them
+HEADERS = ["analysis/growbuf.h"]
+
 setup(
     ext_modules=[
         Extension(
             "perftriage.analysis.ctf._decode",
             ["analysis/ctf/_decode.c"],
+            depends=HEADERS,
             libraries=["babeltrace2"],
+            include_dirs=["analysis"],  # growbuf.h
             extra_compile_args=["-O2"],
             optional=True,
         ),
         Extension(
             "perftriage.analysis.requests._walk",
             ["analysis/requests/_walk.c"],
+            depends=HEADERS,
             libraries=["m"],
+            include_dirs=["analysis"],  # growbuf.h
             extra_compile_args=["-O2"],
             optional=True,
         ),

@@ -16,6 +16,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <babeltrace2/babeltrace.h>
+#include "growbuf.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -64,26 +65,7 @@ static PyTypeObject BlockType = {
     .tp_doc = "Bytes decoded by the C reader, wrapped by numpy without a copy.",
 };
 
-/* ---- growable buffers -------------------------------------------------------------------- */
-
-typedef struct {
-    char *data;
-    size_t len, cap;
-} Buf;
-
-static int buf_reserve(Buf *b, size_t extra) {
-    if (b->len + extra <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + extra)
-        cap *= 2;
-    char *p = PyMem_RawRealloc(b->data, cap);
-    if (!p)
-        return -1;  /* no Python error here: the decoding loop runs without the GIL */
-    b->data = p;
-    b->cap = cap;
-    return 0;
-}
+/* ---- growable buffers (growbuf.h) --------------------------------------------------------- */
 
 #define BUF_PUSH(b, type, v)                                      \
     do {                                                          \

@@ -8,6 +8,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "growbuf.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,24 +19,6 @@ enum { RU = 0, RS = 1, BP = 2, BLOCKED = 3, UNKNOWN = 4, EXITED = 5 };
 enum { ST_BN = 4, ST_BT = 8 };
 enum { FOLLOW = -1, FOLLOW_NET = -2, FOLLOW_REMOTE = -3 };
 
-typedef struct {
-    char *data;
-    size_t len, cap;
-} Buf;
-
-static int buf_reserve(Buf *b, size_t extra) {
-    if (b->len + extra <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 1 << 16;
-    while (cap < b->len + extra)
-        cap *= 2;
-    char *p = PyMem_RawRealloc(b->data, cap);
-    if (!p)
-        return -1;
-    b->data = p;
-    b->cap = cap;
-    return 0;
-}
 
 /* One graph's arrays (critical_path._CompiledWalk.args gives them in this order). */
 enum {
