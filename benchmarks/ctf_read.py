@@ -50,6 +50,30 @@ def _compare(label, path):
         row("  C decoder against the Python decoder", f"{py[2] / c[2]:.2f}x", "faster")
 
 
+def _startup(real) -> None:
+    """`perftriage info` on the smallest real trace against importing bt2 and numpy alone, whole
+    processes, median of 5 each, interleaved (target: the first within 0.3 s of the second)."""
+    import statistics
+    import subprocess
+    import sys
+    import time
+
+    trace = real / "tracevizlab-php-ust"
+    if not trace.is_dir():
+        return
+    runs = {"import": [], "info": []}
+    for _ in range(5):
+        for name, cmd in (("import", [sys.executable, "-c", "import bt2, numpy"]),
+                          ("info", [sys.executable, "-m", "perftriage", "info", str(trace)])):
+            t = time.perf_counter()
+            subprocess.run(cmd, capture_output=True, check=False)
+            runs[name].append(time.perf_counter() - t)
+    imp, info = statistics.median(runs["import"]), statistics.median(runs["info"])
+    row("start-up: python -c 'import bt2, numpy'", f"{imp:.2f} s", "")
+    row("  perftriage info tracevizlab-php-ust (1,871 events)", f"{info:.2f} s",
+        f"{info - imp:+.2f} s over the imports (target: within 0.3 s)")
+
+
 def run(quick: bool = False) -> None:
     sizes = [2_000, 4_000] if quick else [25_000, 50_000]
     for requests in sizes:
@@ -58,5 +82,6 @@ def run(quick: bool = False) -> None:
     for name in ("tracevizlab-apt", "tc-many-threads"):
         if (real / name).is_dir():
             _compare(f"real trace {name}", real / name)
+    _startup(real)
     if os.environ.get("PERFTRIAGE_READER"):
         row("PERFTRIAGE_READER is set", os.environ["PERFTRIAGE_READER"], "(each reader above sets its own)")
