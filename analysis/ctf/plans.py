@@ -6,6 +6,7 @@ and keeps the buffers and per-trace facts (:class:`SinkState`)."""
 
 from __future__ import annotations
 
+import os
 from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -253,8 +254,6 @@ class SinkState:
 
     def _trace_index_of(self, stream_name: str | None) -> int:
         """Which of our trace folders a stream belongs to (by its file path, else by order)."""
-        import os
-
         reader = self.reader
         name = os.path.dirname(stream_name or "")
         for i, read_path in enumerate(reader._read_paths):
