@@ -22,6 +22,8 @@ Departures from the reference, on purpose:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from perftriage.analysis.columns import MISSING
@@ -37,7 +39,7 @@ from .graph import (Arrivals, BLOCKED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU
 from .intervals import (K_CARRY, K_EXIT, K_FORK, K_IN, K_OUT, K_SC_IN, K_SC_OUT, K_WAKE, NOSTATE, RUN, WAIT_BLOCKED,
                         WAIT_CPU, WAIT_FORK, chunk_intervals, interval_state)
 from .tasks import KTHREADD
-from .netmatch import PacketLog, match, packet_keys, tcp_segments
+from .netmatch import Matches, PacketLog, RemoteWakes, match, packet_keys, tcp_segments
 from .store import IV_DTYPES, SC_DTYPES, Parts, ThreadOrderedStore, release_freed_memory
 
 
@@ -393,97 +395,208 @@ class GraphBuilder:
 
     # -- the end ----------------------------------------------------------------------------
 
-    def finish(self) -> dict[str, ExecGraph]:
+    def gathered(self) -> "Gathered":
+        """What the chunks left, handed over (the builder keeps nothing): per host its state,
+        the wake-ups, the packets to match between hosts."""
         reader = self.reader
         wake = self.wake.get()
-        wctx, wake_cur = wake["ctx"], wake["cur"]
-        links = self.links
-        family = ("sched_ttwu" if C_TTWU in self.wake_cats else
-                  "sched_waking" if C_WAKING in self.wake_cats else "sched_wakeup")
-        graphs = {}
-        kernel_hosts = {reader.host_code(t.hostname) for t in reader.traces if t.domain == "kernel"}
-        self.matches = match(self.packets)
-        self.packets = PacketLog()
-        remote = self.matches.remote
-        for h, hs in self.hosts.items():
-            if h not in kernel_hosts:
-                continue
-            g = graphs[reader.hosts[h]] = self._finish_host(hs, wctx, wake_cur, family, links, remote)
-            g.clocks = {reader.hosts[b]: fit for (a, b), fit in self.matches.fits.items() if a == h}
-        for h, arr in self._arrivals_by_host().items():
-            if reader.hosts[h] in graphs:
-                graphs[reader.hosts[h]].arrivals = arr
-        self.hosts = {}
-        release_freed_memory()
+        g = Gathered(host_names=list(reader.hosts),
+                     kernel_hosts={reader.host_code(t.hostname) for t in reader.traces if t.domain == "kernel"},
+                     hosts=self.hosts, wake_ctx=wake["ctx"], wake_cur=wake["cur"], wake_cats=set(self.wake_cats),
+                     links=self.links, packets=self.packets, arrivals=self.arrivals,
+                     syscall_names=list(self.syscall_names))
+        self.hosts, self.links, self.packets, self.arrivals = {}, {}, PacketLog(), []
+        self.wake = Parts("ctx", "cur")
+        return g
+
+    def finish(self) -> dict[str, ExecGraph]:
+        graphs, self.matches = finish_graphs([self.gathered()])
         return graphs
 
-    def _arrivals_by_host(self) -> dict[int, Arrivals]:
-        """The packets running tasks received, with their senders (another host's from the
-        matching), per receiving host; those whose sender is not known are dropped."""
-        rows = list(self.arrivals)
-        found = self.matches.arrivals if self.matches is not None else None
-        if found is not None:
-            for i, hh, tid, t in zip(found.wake.tolist(), found.host.tolist(), found.tid.tolist(), found.t.tolist()):
-                rows[i] = (*rows[i][:3], hh, tid, t)
-        self.arrivals = []
-        out = {}
-        names = list(self.reader.hosts)
-        a = np.array([r for r in rows if r[4] > 0], np.int64).reshape(-1, 6)
-        for h in np.unique(a[:, 0]).tolist():
-            m = a[a[:, 0] == h]
-            m = m[np.lexsort((m[:, 2], m[:, 1]))]
-            out[h] = Arrivals(m[:, 1], m[:, 2], m[:, 3].astype(np.int16), m[:, 4].astype(np.int32), m[:, 5], names)
-        return out
 
-    def _finish_host(self, hs: _HostState, wctx, wake_cur, family: str, links=None, remote=None) -> ExecGraph:
-        end = hs.last_ts
-        # close what is still open at the end of the trace
-        if hs.carry:
-            ct = np.array(list(hs.carry), np.int64)
-            cv = np.array(list(hs.carry.values()), np.int64)
-            _emit_intervals(hs, dict(tid=ct.astype(np.int32), start=cv[:, 0], end=np.maximum(cv[:, 0], end),
-                                     state=interval_state(cv[:, 2].astype(np.int8), cv[:, 3]),
-                                     wake=np.full(len(ct), -1, np.int32), sc=cv[:, 3].astype(np.int16)),
-                            ct[cv[:, 5] == 0], {})
-        # what is left: held intervals of threads that never showed a system call, and each
-        # thread's last run (held rows first: they are older)
-        rest = hs.held.get()
-        if hs.pending is not None:
-            rest = {k: np.concatenate([rest[k].astype(IV_DTYPES[k]), hs.pending[k]]) for k in IV_DTYPES}
-            hs.pending = None
-        o = np.argsort(rest["tid"], kind="stable")
-        hs.iv.add({k: v[o] for k, v in rest.items()})
-        if hs.open_sc:
-            ot = np.array(list(hs.open_sc), np.int64)
-            ov = np.array(list(hs.open_sc.values()), np.int64)
-            o = np.argsort(ot)
-            hs.sc.add(dict(tid=ot[o], entry=ov[o, 0], exit=np.full(len(ot), end, np.int64), id=ov[o, 1]))
-        cols, tids, lo, hi = hs.iv.finish()
-        tid, start, stop, state, wake, sc = (cols[k] for k in ("tid", "start", "end", "state", "wake", "sc"))
-        del cols
-        m = len(tid)
-        futex_id = self.syscall_names.index("futex") if "futex" in self.syscall_names else -99
-        iv_block, iv_waker, iv_ctx = _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id)
-        net_links = _network_links(tid, state, iv_block, iv_waker, wake, links)
-        remote_links = _remote_waits(state, iv_block, iv_waker, wake, remote, self.reader.hosts)
-        del wake
+@dataclass
+class Gathered:
+    """A builder's state at the end of its chunks, before the packets are matched between hosts
+    and the graphs are made. Host codes are the reader's (``host_names``); wake-ups and arrivals
+    are numbered within it. A distributed read (analysis/distributed.py) makes one per host on a
+    worker and matches packets of all of them on the client; a local read makes one."""
+
+    host_names: list[str]
+    kernel_hosts: set[int]
+    hosts: dict[int, _HostState]
+    wake_ctx: np.ndarray
+    wake_cur: np.ndarray
+    wake_cats: set[int]
+    links: dict[int, tuple[int, int]]
+    packets: PacketLog
+    arrivals: list[tuple[int, int, int, int, int, int]]
+    syscall_names: list[str]
+
+    def names(self) -> list[str]:
+        """The kernel-traced hosts, in the order their first events came."""
+        return [self.host_names[h] for h in self.hosts if h in self.kernel_hosts]
+
+    def first_ts(self) -> dict[str, int]:
+        return {self.host_names[h]: hs.first_ts for h, hs in self.hosts.items() if h in self.kernel_hosts}
+
+
+@dataclass
+class Matched:
+    """What matching packets across every part told one part: its wake-ups and arrivals caused
+    by another host's packet (numbered as in the part; hosts as codes into ``hosts``), the clock
+    fits, and the wake-up event family of the whole trace set."""
+
+    hosts: list[str]  # every host of every part, sorted: the codes of ``remote``, ``arrivals``, ``fits``
+    fits: dict
+    remote: RemoteWakes
+    arrivals: RemoteWakes
+    family: str
+
+
+def match_parts(parts: list[Gathered]) -> tuple[Matches, list[Matched]]:
+    """Packets of every part matched together (hosts coded by sorted name, so that the result
+    does not depend on how the hosts were split), then cut back per part."""
+    hosts = sorted({n for p in parts for n in p.host_names})
+    code = {n: i for i, n in enumerate(hosts)}
+    log = PacketLog()
+    wake_off, arr_off, recv_off = [], [], 0
+    nw = na = 0
+    for p in parts:
+        remap = np.array([code[n] for n in p.host_names] or [0], np.int16)
+        s, r = p.packets.sends(), p.packets.receives()
+        for k in log._send:
+            log._send[k].append(remap[s[k]] if k == "host" else s[k])
+        for k in log._recv:
+            log._recv[k].append(remap[r[k]] if k == "host" else r[k])
+        w, wr = p.packets.wakes()
+        log.add_wakes(w + nw, wr + recv_off)
+        a, ar = p.packets.arrivals()
+        log.add_arrivals(a + na, ar + recv_off)
+        wake_off.append(nw)
+        arr_off.append(na)
+        nw += len(p.wake_ctx)
+        na += len(p.arrivals)
+        recv_off += p.packets.n_recv
+    log.n_recv = recv_off
+    matches = match(log)
+    cats = set().union(*(p.wake_cats for p in parts)) if parts else set()
+    family = "sched_ttwu" if C_TTWU in cats else "sched_waking" if C_WAKING in cats else "sched_wakeup"
+    arrivals = matches.arrivals if matches.arrivals is not None else RemoteWakes.none()
+    out = []
+    for p, wo, ao in zip(parts, wake_off, arr_off):
+        out.append(Matched(hosts, matches.fits, _cut(matches.remote, wo, wo + len(p.wake_ctx)),
+                           _cut(arrivals, ao, ao + len(p.arrivals)), family))
+    return matches, out
+
+
+def _cut(found: RemoteWakes, lo: int, hi: int) -> RemoteWakes:
+    """The rows numbered lo..hi-1 (sorted by number), renumbered from 0."""
+    a, b = np.searchsorted(found.wake, [lo, hi])
+    return RemoteWakes(found.wake[a:b] - lo, found.host[a:b], found.tid[a:b], found.t[a:b])
+
+
+def finish_graphs(parts: list[Gathered]) -> tuple[dict[str, ExecGraph], Matches]:
+    """Packets matched across the parts, then each part's graphs; hosts in the order their first
+    events came (then by name)."""
+    matches, matched = match_parts(parts)
+    first = {n: t for p in parts for n, t in p.first_ts().items()}
+    graphs = {}
+    for p, m in zip(parts, matched):
+        graphs.update(finish_part(p, m))
         release_freed_memory()
-        for t_, a, z in zip(tids.tolist(), start[lo].tolist() if m else [], stop[hi - 1].tolist() if m else []):
-            ti = hs.info(t_)
-            ti.first_ts, ti.last_ts = a, z
-            ti.seen_ts = hs.seen.get(t_, a)
-        sc_parts, _, _, _ = hs.sc.finish()
-        if len(sc_parts["tid"]) > 1 and not _sorted_pairs(sc_parts["tid"], sc_parts["entry"]):
-            o = np.lexsort((sc_parts["entry"], sc_parts["tid"]))  # lost events can break the order
-            sc_parts = {k: v[o] for k, v in sc_parts.items()}
-        return ExecGraph(
-            host=self.reader.hosts[next(k for k, v in self.hosts.items() if v is hs)], begin=hs.first_ts, end=end,
-            tids=tids, thread_lo=lo, thread_hi=hi, iv_start=start, iv_end=stop, iv_state=state,
-            iv_block=iv_block, iv_waker=iv_waker, iv_ctx=iv_ctx, iv_syscall=sc,
-            sc_tid=sc_parts["tid"], sc_entry=sc_parts["entry"], sc_exit=sc_parts["exit"], sc_id=sc_parts["id"],
-            syscall_names=list(self.syscall_names), threads=hs.threads, wakeup_family=family, net_links=net_links,
-            remote_links=remote_links,
-        )
+    return {n: graphs[n] for n in sorted(graphs, key=lambda n: (first[n], n))}, matches
+
+
+def finish_part(part: Gathered, matched: Matched) -> dict[str, ExecGraph]:
+    """The graphs of one part's kernel-traced hosts (its state is used up)."""
+    code = {n: i for i, n in enumerate(matched.hosts)}
+    graphs = {}
+    arrivals = _arrivals_by_host(part, matched)
+    for h, hs in list(part.hosts.items()):
+        if h not in part.kernel_hosts:
+            continue
+        name = part.host_names[h]
+        g = graphs[name] = _finish_host(part, name, hs, matched.family, matched)
+        g.clocks = {matched.hosts[b]: fit for (a, b), fit in matched.fits.items() if a == code[name]}
+        if name in arrivals:
+            g.arrivals = arrivals[name]
+    part.hosts = {}
+    return graphs
+
+
+def _arrivals_by_host(part: Gathered, matched: Matched) -> dict[str, Arrivals]:
+    """The packets running tasks received, with their senders (another host's from the
+    matching), per receiving host; those whose sender is not known are dropped. Sender hosts
+    are coded as in ``matched.hosts``."""
+    rows = list(part.arrivals)
+    found = matched.arrivals
+    remap = [matched.hosts.index(n) for n in part.host_names]
+    for i, row in enumerate(rows):
+        if row[3] >= 0:  # a sender on the same host (loopback): the part's code
+            rows[i] = (*row[:3], remap[row[3]], *row[4:])
+    for i, hh, tid, t in zip(found.wake.tolist(), found.host.tolist(), found.tid.tolist(), found.t.tolist()):
+        rows[i] = (*rows[i][:3], hh, tid, t)
+    part.arrivals = []
+    out = {}
+    a = np.array([r for r in rows if r[4] > 0], np.int64).reshape(-1, 6)
+    for h in np.unique(a[:, 0]).tolist():
+        m = a[a[:, 0] == h]
+        m = m[np.lexsort((m[:, 2], m[:, 1]))]
+        out[part.host_names[h]] = Arrivals(m[:, 1], m[:, 2], m[:, 3].astype(np.int16), m[:, 4].astype(np.int32),
+                                           m[:, 5], list(matched.hosts))
+    return out
+
+
+def _finish_host(part: Gathered, name: str, hs: _HostState, family: str, matched: Matched) -> ExecGraph:
+    wctx, wake_cur = part.wake_ctx, part.wake_cur
+    end = hs.last_ts
+    # close what is still open at the end of the trace
+    if hs.carry:
+        ct = np.array(list(hs.carry), np.int64)
+        cv = np.array(list(hs.carry.values()), np.int64)
+        _emit_intervals(hs, dict(tid=ct.astype(np.int32), start=cv[:, 0], end=np.maximum(cv[:, 0], end),
+                                 state=interval_state(cv[:, 2].astype(np.int8), cv[:, 3]),
+                                 wake=np.full(len(ct), -1, np.int32), sc=cv[:, 3].astype(np.int16)),
+                        ct[cv[:, 5] == 0], {})
+    # what is left: held intervals of threads that never showed a system call, and each
+    # thread's last run (held rows first: they are older)
+    rest = hs.held.get()
+    if hs.pending is not None:
+        rest = {k: np.concatenate([rest[k].astype(IV_DTYPES[k]), hs.pending[k]]) for k in IV_DTYPES}
+        hs.pending = None
+    o = np.argsort(rest["tid"], kind="stable")
+    hs.iv.add({k: v[o] for k, v in rest.items()})
+    if hs.open_sc:
+        ot = np.array(list(hs.open_sc), np.int64)
+        ov = np.array(list(hs.open_sc.values()), np.int64)
+        o = np.argsort(ot)
+        hs.sc.add(dict(tid=ot[o], entry=ov[o, 0], exit=np.full(len(ot), end, np.int64), id=ov[o, 1]))
+    cols, tids, lo, hi = hs.iv.finish()
+    tid, start, stop, state, wake, sc = (cols[k] for k in ("tid", "start", "end", "state", "wake", "sc"))
+    del cols
+    m = len(tid)
+    futex_id = part.syscall_names.index("futex") if "futex" in part.syscall_names else -99
+    iv_block, iv_waker, iv_ctx = _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id)
+    net_links = _network_links(tid, state, iv_block, iv_waker, wake, part.links)
+    remote_links = _remote_waits(state, iv_block, iv_waker, wake, matched.remote, matched.hosts)
+    del wake
+    release_freed_memory()
+    for t_, a, z in zip(tids.tolist(), start[lo].tolist() if m else [], stop[hi - 1].tolist() if m else []):
+        ti = hs.info(t_)
+        ti.first_ts, ti.last_ts = a, z
+        ti.seen_ts = hs.seen.get(t_, a)
+    sc_parts, _, _, _ = hs.sc.finish()
+    if len(sc_parts["tid"]) > 1 and not _sorted_pairs(sc_parts["tid"], sc_parts["entry"]):
+        o = np.lexsort((sc_parts["entry"], sc_parts["tid"]))  # lost events can break the order
+        sc_parts = {k: v[o] for k, v in sc_parts.items()}
+    return ExecGraph(
+        host=name, begin=hs.first_ts, end=end,
+        tids=tids, thread_lo=lo, thread_hi=hi, iv_start=start, iv_end=stop, iv_state=state,
+        iv_block=iv_block, iv_waker=iv_waker, iv_ctx=iv_ctx, iv_syscall=sc,
+        sc_tid=sc_parts["tid"], sc_entry=sc_parts["entry"], sc_exit=sc_parts["exit"], sc_id=sc_parts["id"],
+        syscall_names=list(part.syscall_names), threads=hs.threads, wakeup_family=family, net_links=net_links,
+        remote_links=remote_links,
+    )
 
 
 def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, block: int = 1 << 20):

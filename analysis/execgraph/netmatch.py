@@ -281,6 +281,11 @@ class RemoteWakes:
     def __len__(self) -> int:
         return len(self.wake)
 
+    @classmethod
+    def none(cls) -> "RemoteWakes":
+        e = np.zeros(0, np.int64)
+        return cls(e, e.astype(np.int16), e.astype(np.int32), e)
+
     def as_dict(self) -> dict:
         return {int(w): (int(h), int(d), int(t)) for w, h, d, t in zip(self.wake, self.host, self.tid, self.t)}
 
@@ -308,8 +313,7 @@ def match(log: PacketLog) -> Matches:
     # arrivals are matched like wake-ups, under negative numbers, and told apart at the end
     wake_ids = np.concatenate([wake_ids, -1 - arr_ids])
     wake_recv = np.concatenate([wake_recv, arr_recv])
-    e = np.zeros(0, np.int64)
-    none = RemoteWakes(e, e.astype(np.int16), e.astype(np.int32), e)
+    none = RemoteWakes.none()
     if len(s["key"]) == 0 or len(r["key"]) == 0:
         return Matches({}, none, 0, n_wakes, arrivals=none)
     # unambiguous pairs first (a key sent once and received once, on different hosts): the clocks
