@@ -163,7 +163,23 @@ class FeatureTable:
 def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progress=None,
                      compiled: bool = True) -> FeatureTable:
     """Critical-path features of every request (requests of hosts without a kernel trace get
-    zero features and a note).
+    zero features and a note)."""
+    return merge_batches([extract_batch(graphs, requests, progress, compiled)])
+
+
+@dataclass
+class FeatureBatch:
+    """The features of some of the requests, and what the notes about them count."""
+
+    table: FeatureTable
+    no_host: int  # requests of hosts without a kernel trace
+    missing_thread: int  # requests on threads the kernel trace never shows
+
+
+def extract_batch(graphs: dict[str, ExecGraph], requests: RequestTable, progress=None,
+                  compiled: bool = True) -> FeatureBatch:
+    """Critical-path features of ``requests`` (a batch of them or all; merge_batches joins
+    batches into the table extract_features would make of them all, notes included).
 
     Batched (critical_path.walk_many): every path is walked in C (``compiled``, when built)
     straight into per-request sums, or by the Python walk into one shared Path, clipped and merged
@@ -195,21 +211,38 @@ def extract_features(graphs: dict[str, ExecGraph], requests: RequestTable, progr
         seq_lens = seq_lens.copy()
         seq_lens[no_host] = 1
     sc_vals, sc_lens, vocab = _syscalls_in_windows(graphs, requests, own >= 0)
-    notes = []
-    if len(no_host):
-        notes.append(f"{len(no_host)} requests come from hosts without a kernel trace: no critical path")
-    if missing_thread:
-        notes.append(f"{missing_thread} requests run on threads the kernel trace never shows "
-                     "(a PID namespace? vtid differs from tid): their time is all BT")
-    return FeatureTable(
+    table = FeatureTable(
         id=requests.id, kind=requests.kind, host=requests.host, pid=requests.pid, tid=requests.tid,
         start=requests.start, end=requests.end, states=list(STATES), durations=dur, counts=cnt,
         total=requests.end - requests.start,
         syscalls=Ragged(sc_vals, np.r_[0, np.cumsum(sc_lens)].astype(np.int64), vocab),
         state_seq=Ragged(seq_vals, np.r_[0, np.cumsum(seq_lens)].astype(np.int64), list(STATES)),
-        fields={**requests.fields, **({"elsewhere_host": elsewhere_host, "elsewhere_ns": elsewhere_ns}
-                                      if elsewhere_ns.any() else {})}, notes=notes,
+        fields={**requests.fields, "elsewhere_host": elsewhere_host, "elsewhere_ns": elsewhere_ns},
     )
+    return FeatureBatch(table, len(no_host), missing_thread)
+
+
+def merge_batches(batches: list[FeatureBatch]) -> FeatureTable:
+    """The batches' rows in order, as one table (they share their vocabulary: the graphs'), with
+    the notes about all of them; the columns of paths that crossed to other hosts only when one
+    did."""
+    tables = [b.table for b in batches]
+    ft = tables[0] if len(tables) == 1 else concat(tables)
+    if len(tables) > 1:
+        ft.source = tables[0].source
+        ft.state_seq = Ragged(ft.state_seq.values.astype(tables[0].state_seq.values.dtype), ft.state_seq.offsets,
+                              ft.state_seq.vocab)
+    if "elsewhere_ns" in ft.fields and not ft.fields["elsewhere_ns"].any():
+        ft.fields = {k: v for k, v in ft.fields.items() if k not in ("elsewhere_host", "elsewhere_ns")}
+    no_host = sum(b.no_host for b in batches)
+    missing_thread = sum(b.missing_thread for b in batches)
+    ft.notes = []
+    if no_host:
+        ft.notes.append(f"{no_host} requests come from hosts without a kernel trace: no critical path")
+    if missing_thread:
+        ft.notes.append(f"{missing_thread} requests run on threads the kernel trace never shows "
+                        "(a PID namespace? vtid differs from tid): their time is all BT")
+    return ft
 
 
 def _elsewhere(sums, host_out, ns_out) -> None:
