@@ -270,17 +270,20 @@ def _syscalls_in_windows(graphs, requests: RequestTable, has_graph: np.ndarray):
     """The system calls each request's thread entered inside its window (entry in [start, end]),
     as vocabulary ids: per (host, thread), two searchsorted for all of its requests."""
     n = len(requests)
-    vocab: list[str] = []
-    vocab_index: dict[str, int] = {}
-    maps = {}
-    for h, g in graphs.items():  # graph syscall ids -> table vocabulary ids
-        mp = np.empty(len(g.syscall_names), np.int32)
-        for i, name in enumerate(g.syscall_names):
-            if name not in vocab_index:
-                vocab_index[name] = len(vocab)
-                vocab.append(name)
-            mp[i] = vocab_index[name]
-        maps[h] = mp
+    # the vocabulary: the system calls of every graph in the order of their first call (then by
+    # name); a graph's own order is the order its reader met the event classes, which depends on
+    # how the hosts were read (together or apart). N-grams of equal weight rank in this order.
+    first: dict[str, int] = {}
+    for g in graphs.values():
+        t = np.full(len(g.syscall_names), np.iinfo(np.int64).max, np.int64)
+        if len(g.sc_id):
+            np.minimum.at(t, g.sc_id.astype(np.intp), g.sc_entry)
+        for name, v in zip(g.syscall_names, t.tolist()):
+            first[name] = min(v, first.get(name, v))
+    vocab = sorted(first, key=lambda name: (first[name], name))
+    vocab_index = {name: i for i, name in enumerate(vocab)}
+    maps = {h: np.array([vocab_index[name] for name in g.syscall_names], np.int32).reshape(-1)
+            for h, g in graphs.items()}  # graph syscall ids -> table vocabulary ids
     first = np.zeros(n, np.int64)  # index of the first call in the graph's system call table
     lens = np.zeros(n, np.int64)
     hosts = np.asarray(requests.host, dtype=object)
