@@ -17,6 +17,9 @@ class InputError(PerftriageError):
         self.problem = " ".join(str(problem).split())
         super().__init__(f"{self.path}: {self.problem}" if self.path else self.problem)
 
+    def __reduce__(self):  # pickled whole: a worker process of a distributed read raises it to the client
+        return type(self), (self.path, self.problem)
+
 
 class TraceReadError(InputError):
     """Reading a trace failed part-way; what was read before the fault was delivered."""
@@ -24,6 +27,9 @@ class TraceReadError(InputError):
     def __init__(self, path, problem: str, events_read: int = 0):
         self.events_read = events_read
         super().__init__(path, problem)
+
+    def __reduce__(self):
+        return type(self), (self.path, self.problem, self.events_read)
 
 
 class MissingDependency(PerftriageError):

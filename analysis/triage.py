@@ -75,6 +75,7 @@ class Options:
     server_label: str = "instance"  # Prometheus label naming the server
     findings: bool = True  # False: read and extract only (the features export needs no outliers or findings)
     jobs: int | None = None  # cores to use (--jobs); None: those this process may run on
+    scheduler: str | None = None  # a Dask scheduler's address: traces read and paths walked on its workers
 
     def cores(self) -> int:
         return max(1, self.jobs) if self.jobs else available_cores()
@@ -367,17 +368,35 @@ def _run_feature_files(files, options: Options, result: TriageResult) -> None:
 
 
 def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: ProgressFn | None) -> None:
+    if options.scheduler:
+        from perftriage.analysis.distributed import Cluster  # noqa: PLC0415
+
+        with Cluster(options.scheduler) as cluster:
+            _run_ctf_on(cluster, inputs, options, result, progress)
+        return
+    _run_ctf_on(None, inputs, options, result, progress)
+
+
+def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult, progress: ProgressFn | None) -> None:
+    """The kernel and user-space traces: read here, or host by host on a Dask cluster."""
     def on_read(p: ReadProgress) -> None:
         if progress is not None:
             frac = p.bytes_done / p.bytes_total if p.bytes_total else None
             progress(Progress("reading trace", frac, f"{p.events:,} events"))
 
+    def on_hosts(done: int, hosts: int, events: int) -> None:
+        if progress is not None:
+            progress(Progress("reading traces on the cluster", done / hosts,
+                              f"{done} of {hosts} hosts read, {events:,} events"))
+
     unit, unit_arg = parse_unit(options.units)
-    consumers = [EventCounter(), GraphBuilder()]
-    if unit in ("markers", "auto"):
-        consumers.append(MarkerRequests(options.markers))
+    markers = options.markers if unit in ("markers", "auto") else None
     try:
-        passed = read_once(inputs.ctf, consumers, progress=on_read, threaded=options.cores() >= 2)
+        if cluster is not None:
+            passed = cluster.read(inputs.ctf, markers, progress=on_hosts)
+        else:
+            consumers = [EventCounter(), GraphBuilder()] + ([MarkerRequests(markers)] if markers is not None else [])
+            passed = read_once(inputs.ctf, consumers, progress=on_read, threaded=options.cores() >= 2)
     except MissingDependency as exc:
         result.report.notes.append(str(exc))
         return
@@ -416,7 +435,8 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
             if progress is not None:
                 progress(Progress("critical paths", i / max(1, n), f"{i:,}/{n:,} units"))
 
-        result.features = extract_features(graphs, requests, progress=on_feat)
+        result.features = (cluster.features(requests, progress=on_feat) if cluster is not None else
+                           extract_features(graphs, requests, progress=on_feat))
         report.notes.extend(result.features.notes)
     elif len(requests) and not graphs:
         report.notes.append("no kernel trace among the inputs: requests have no critical path")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .discover import find_traces
+from .metadata import env_value, read_metadata_text
+
 
 def distinct_hosts(paths: list, env: list) -> list[str | None]:
     """The host name of each trace: its metadata's hostname, except where several kernel traces
@@ -33,3 +36,18 @@ def distinct_hosts(paths: list, env: list) -> list[str | None]:
                 shared = [(len(os.path.commonprefix([mine, Path(os.path.abspath(paths[k])).parts])), k) for k in kern]
                 out[i] = names[max(shared)[1]]
     return out
+
+
+def host_groups(paths) -> dict[str, list[str]]:
+    """The trace folders under ``paths``, grouped by host and named as a reader of all of them
+    names the hosts (distinct_hosts; "?" for traces without a hostname), in the order found.
+    Reads only the metadata: a damaged one raises the InputError the reader would."""
+    tds = find_traces(paths)
+    env = []
+    for td in tds:
+        text = read_metadata_text(td.path / "metadata")
+        env.append((env_value(text, "hostname"), env_value(text, "domain")))
+    groups: dict[str, list[str]] = {}
+    for td, name in zip(tds, distinct_hosts([td.path for td in tds], env)):
+        groups.setdefault(name or "?", []).append(str(td.path))
+    return groups

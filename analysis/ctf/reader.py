@@ -56,6 +56,7 @@ class CtfReader:
         spec: ReadSpec | None = None,
         progress: ProgressFn | None = None,
         progress_every: float = 0.2,
+        host_names: dict[str, str] | None = None,
     ):
         self.bt2 = import_bt2()
         self.spec = spec or ReadSpec()
@@ -73,6 +74,8 @@ class CtfReader:
         self._env: list[tuple[str | None, str | None]] = []  # per trace: (hostname, domain) from its metadata
         self._read_paths = [self._check_trace(td, meta) for td, meta in zip(self.trace_dirs, self.traces)]
         self._host_names = distinct_hosts([td.path for td in self.trace_dirs], self._env)
+        if host_names:  # as named among more traces than these (hosts.host_groups)
+            self._host_names = [host_names.get(str(td.path), n) for td, n in zip(self.trace_dirs, self._host_names)]
         self._query_ranges()
         self.native, self.decoder_name = reader_choice()
         self.threaded = os.environ.get("PERFTRIAGE_READ_THREAD", "1") != "0"

@@ -79,3 +79,30 @@ def summarize(paths, progress: ProgressFn | None = None) -> TraceSummary:
     if result.error is not None:
         summary.error = str(result.error)
     return summary
+
+
+def merge_summaries(parts: list[TraceSummary], order: list[str] | None = None) -> TraceSummary:
+    """One summary of traces read apart (a distributed read: one reader per host); traces in
+    ``order`` (their paths) when given. Counts add up; the range spans them all."""
+    traces = [t for p in parts for t in p.traces]
+    if order is not None:
+        rank = {path: i for i, path in enumerate(order)}
+        traces.sort(key=lambda t: rank.get(t.path, len(rank)))
+    counts: dict[str, int] = {}
+    per_host: dict[str, int] = {}
+    hosts: list[str] = []
+    for p in parts:
+        for k, v in p.event_counts.items():
+            counts[k] = counts.get(k, 0) + v
+        for k, v in p.per_host_events.items():
+            per_host[k] = per_host.get(k, 0) + v
+        hosts.extend(h for h in p.hosts if h not in hosts)
+    begins = [p.begin_ns for p in parts if p.begin_ns is not None]
+    ends = [p.end_ns for p in parts if p.end_ns is not None]
+    errors = [p.error for p in parts if p.error]
+    return TraceSummary(
+        traces=traces, hosts=hosts, event_counts=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        events=sum(p.events for p in parts), begin_ns=min(begins) if begins else None,
+        end_ns=max(ends) if ends else None, error="; ".join(errors) or None, per_host_events=per_host,
+        decoder=parts[0].decoder if parts else "",
+    )

@@ -432,12 +432,22 @@ class Gathered:
     arrivals: list[tuple[int, int, int, int, int, int]]
     syscall_names: list[str]
 
-    def names(self) -> list[str]:
-        """The kernel-traced hosts, in the order their first events came."""
-        return [self.host_names[h] for h in self.hosts if h in self.kernel_hosts]
+    def packet_part(self) -> "PacketPart":
+        return PacketPart(self.host_names, self.packets, len(self.wake_ctx), len(self.arrivals), set(self.wake_cats))
 
     def first_ts(self) -> dict[str, int]:
         return {self.host_names[h]: hs.first_ts for h, hs in self.hosts.items() if h in self.kernel_hosts}
+
+
+@dataclass
+class PacketPart:
+    """What matching packets across parts needs of a part (small: it travels to the client)."""
+
+    host_names: list[str]
+    packets: PacketLog
+    n_wakes: int
+    n_arrivals: int
+    wake_cats: set[int]
 
 
 @dataclass
@@ -453,7 +463,7 @@ class Matched:
     family: str
 
 
-def match_parts(parts: list[Gathered]) -> tuple[Matches, list[Matched]]:
+def match_parts(parts: list[PacketPart]) -> tuple[Matches, list[Matched]]:
     """Packets of every part matched together (hosts coded by sorted name, so that the result
     does not depend on how the hosts were split), then cut back per part."""
     hosts = sorted({n for p in parts for n in p.host_names})
@@ -474,8 +484,8 @@ def match_parts(parts: list[Gathered]) -> tuple[Matches, list[Matched]]:
         log.add_arrivals(a + na, ar + recv_off)
         wake_off.append(nw)
         arr_off.append(na)
-        nw += len(p.wake_ctx)
-        na += len(p.arrivals)
+        nw += p.n_wakes
+        na += p.n_arrivals
         recv_off += p.packets.n_recv
     log.n_recv = recv_off
     matches = match(log)
@@ -484,8 +494,8 @@ def match_parts(parts: list[Gathered]) -> tuple[Matches, list[Matched]]:
     arrivals = matches.arrivals if matches.arrivals is not None else RemoteWakes.none()
     out = []
     for p, wo, ao in zip(parts, wake_off, arr_off):
-        out.append(Matched(hosts, matches.fits, _cut(matches.remote, wo, wo + len(p.wake_ctx)),
-                           _cut(arrivals, ao, ao + len(p.arrivals)), family))
+        out.append(Matched(hosts, matches.fits, _cut(matches.remote, wo, wo + p.n_wakes),
+                           _cut(arrivals, ao, ao + p.n_arrivals), family))
     return matches, out
 
 
@@ -498,7 +508,7 @@ def _cut(found: RemoteWakes, lo: int, hi: int) -> RemoteWakes:
 def finish_graphs(parts: list[Gathered]) -> tuple[dict[str, ExecGraph], Matches]:
     """Packets matched across the parts, then each part's graphs; hosts in the order their first
     events came (then by name)."""
-    matches, matched = match_parts(parts)
+    matches, matched = match_parts([p.packet_part() for p in parts])
     first = {n: t for p in parts for n, t in p.first_ts().items()}
     graphs = {}
     for p, m in zip(parts, matched):

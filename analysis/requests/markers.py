@@ -142,6 +142,30 @@ class MarkerRequests:
         ]
         return RequestTable.concat([t for t in tables if t is not None])
 
+    def merge(self, tables: list[RequestTable]) -> RequestTable:
+        """The table ``finish`` would make of all the traces, from the tables of readers that
+        read them apart (one per host): per marker, its rows of every table in start order
+        (requests numbered again where they are numbered by start)."""
+        tables = [t for t in tables if t is not None]
+        out = []
+        kinds = set()
+        for m in self.markers:
+            kind = m.kind or m.start
+            if kind in kinds:  # markers of one kind: their rows were taken with the first
+                continue
+            kinds.add(kind)
+            part = RequestTable.concat([t.take(np.flatnonzero(t.kind == kind)) for t in tables])
+            if not len(part):
+                continue
+            part = part.take(np.argsort(part.start, kind="stable"))
+            if m.keyed_by_thread:
+                part.id = np.arange(len(part), dtype=np.int64)
+            out.append(part)
+        merged = RequestTable.concat(out)
+        merged.unmatched_starts = sum(t.unmatched_starts for t in tables)
+        merged.unmatched_ends = sum(t.unmatched_ends for t in tables)
+        return merged
+
     def _pair(self, m: MarkerSpec, starts: dict, ends: dict) -> RequestTable | None:
         if not starts and not ends:
             return None

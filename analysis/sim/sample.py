@@ -28,7 +28,7 @@ from perftriage.analysis.atomic import new_folder
 from perftriage.analysis.ctf.writer import CtfWriter, TraceDef
 
 from .catalog import ALL_CLASSES, CODE, KERNEL_CLASSES, UST_CLASSES, UST_CONTEXT, UST_CONTEXT_SLOTS, unpack_tcp_header
-from .webserver import WebServerConfig, WebServerSim
+from .webserver import DEFAULT_MIX, WebServerConfig, WebServerSim
 
 
 @dataclass
@@ -103,6 +103,22 @@ def write_webserver_sample(out: str | os.PathLike, cfg: WebServerConfig, progres
     out = Path(out)
     with new_folder(out) as tmp:
         return _write(tmp, out, cfg, progress, keep_records)
+
+
+def write_host_pairs(out: str | os.PathLike, pairs: int, requests: int, seed: int = 40) -> list[SampleStats]:
+    """A fleet of ``2 * pairs`` traced hosts: pair i (1..pairs) is a web host web-0i and its
+    database host db-0i (OUT/pair-i/{web-0i,db-0i}, a ground_truth.json per pair), on a subnet
+    of its own, the database's clock off by 3i ms and 5i ppm, slow_db at 4%."""
+    out = Path(out)
+    with new_folder(out) as tmp:
+        stats = []
+        for i in range(1, pairs + 1):
+            cfg = WebServerConfig(requests=requests, seed=seed + i, hostname=f"web-{i:02d}", db_host=f"db-{i:02d}",
+                                  subnet=10 + i, db_clock_offset_ms=3.0 * i, db_clock_drift_ppm=5.0 * i,
+                                  mix={**DEFAULT_MIX, "slow_db": 0.04})
+            (tmp / f"pair-{i}").mkdir()
+            stats.append(_write(tmp / f"pair-{i}", out / f"pair-{i}", cfg, None, False))
+        return stats
 
 
 def _write(tmp: Path, out: Path, cfg: WebServerConfig, progress, keep_records: bool) -> SampleStats:

@@ -84,6 +84,8 @@ class WebServerConfig:
     db_clock_offset_ms: float = 0.0  # the database host's clock minus the web host's
     db_clock_drift_ppm: float = 0.0
     net_latency_us: float = 60.0  # median one-way latency between the two hosts
+    subnet: int = 10  # the two hosts' addresses: 10.0.SUBNET.21 (web) and .31 (database); pairs of hosts
+    # traced together (a fleet) need their own
 
     def validate(self) -> None:
         if self.requests < 1:
@@ -103,6 +105,8 @@ class WebServerConfig:
             raise ValueError("the database host needs its own name and 1..64 CPUs")
         if self.db_host and not 5 <= self.net_latency_us <= 100_000:
             raise ValueError("net latency must be in 5 us .. 100 ms")
+        if not 0 <= self.subnet <= 255:
+            raise ValueError("subnet must be in 0..255")
 
     @property
     def epoch_ns(self) -> int:
@@ -183,7 +187,7 @@ class WebServerSim:
         self.db_cpu_ids = tuple(range(cfg.cpus, cfg.cpus + n_db)) or self.web_cpus
         self.nic_irq_names += [s(f"eth0-TxRx-{i}") for i in range(n_db)]
         self.nvme_irq_names += [s(f"nvme0q{i + 1}") for i in range(n_db)]
-        self.web_ip, self.db_ip = 0x0A000A15, 0x0A000A1F  # 10.0.10.21, 10.0.10.31
+        self.web_ip, self.db_ip = 0x0A000015 | cfg.subnet << 8, 0x0A00001F | cfg.subnet << 8  # 10.0.10.21, 10.0.10.31
         self._skb_db = s64(0xFFFF9A2B40000000)  # the database host's send buffers
         self._skb_rx = s64(0xFFFF9A2B70000000)  # receive buffers of packets between the hosts
         self.requests: list[Request] = []

@@ -3,6 +3,8 @@ and their translation into the triage's :class:`Options`."""
 
 from __future__ import annotations
 
+import re
+
 from .numbers import number
 
 import argparse
@@ -35,6 +37,11 @@ def add_marker_options(p: argparse.ArgumentParser) -> None:
                    help="cores to use (default: those this process may run on). With 2 or more, the CTF trace is "
                         "decoded in a thread of its own beside the analysis, and the thread analysis's bootstrap "
                         "runs in that many processes; 1 keeps everything on one core")
+    g.add_argument("--scheduler", metavar="ADDRESS",
+                   help="read the kernel traces host by host and walk the critical paths on a Dask cluster "
+                        "(e.g. tcp://HOST:8786; pip install 'perftriage[dask]'): for a fleet's traces, one folder "
+                        "per host, that one machine reads too slowly. Every worker must see the traces under the "
+                        "same paths")
     g.add_argument("--background", action="store_true",
                    help="compare the system's background too (kernel threads, idle, the tracer's lttng-* threads): "
                         "by default it is shown but neither compared for outliers nor ranked among threads")
@@ -145,7 +152,10 @@ def triage_options(args):
     except PerftriageError as exc:
         raise Usage(str(exc)) from None
     opts = Options(markers=markers, units=args.units, background=getattr(args, "background", False),
-                   jobs=getattr(args, "jobs", None))
+                   jobs=getattr(args, "jobs", None), scheduler=getattr(args, "scheduler", None))
+    if getattr(args, "scheduler", None) is not None and "://" not in args.scheduler \
+            and not re.fullmatch(r"[\w.-]+:\d+", args.scheduler):
+        raise Usage(f"--scheduler: {args.scheduler!r} is not a scheduler address (tcp://HOST:PORT)")
     if hasattr(args, "representation"):
         from perftriage.analysis.requests.clusters import ClusterParams  # noqa: PLC0415
         from perftriage.analysis.requests.outliers import OutlierParams  # noqa: PLC0415
