@@ -45,7 +45,7 @@ def run(quick: bool = False) -> None:
         "import signal, sys\n"
         "from distributed import LocalCluster\n"
         "if __name__ == '__main__':\n"
-        "    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")\n"
+        "    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=':0')\n"
         "    print(c.scheduler_address, flush=True)\n"
         "    sys.stdin.read()\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
