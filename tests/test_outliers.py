@@ -10,7 +10,7 @@ from sklearn.cluster import DBSCAN
 from perftriage.analysis.requests.clusters import ClusterParams, cluster_outliers
 from perftriage.analysis.requests.features import Ragged, read_features
 from perftriage.analysis.requests.knee import kneedle
-from perftriage.analysis.requests.ngrams import distinctive_ngrams, ngram_counts
+from perftriage.analysis.requests.ngrams import decode, distinctive_ngrams, ngram_counts
 from perftriage.analysis.requests.outliers import OutlierParams, detect_outliers, explain, table3
 
 
@@ -135,3 +135,18 @@ def test_ngrams_are_counted_per_request_and_ranked_by_effect():
     assert top0["fcntl"].mean_group == 3.0
     assert "connect connect" in {g.ngram for g in ng[1]}
     assert not any("read write" == g.ngram for g in ng[0])  # common to everyone: not distinctive
+
+
+def test_ngrams_counted_in_blocks_of_rows_equal_one_pass():
+    rng = np.random.default_rng(3)
+    names = ["read", "write", "fcntl", "openat", "close"]
+    lists = [[names[i] for i in rng.integers(0, 5, int(rng.integers(0, 9)))] for _ in range(400)]  # empty and short rows
+    seqs = Ragged.from_lists(lists)
+    for n in (1, 2, 3):
+        whole = ngram_counts(seqs, n, block=1 << 40)
+        # by hand: each row's n-grams, counted
+        want = sorted((r, tuple(row[i:i + n])) for r, row in enumerate(lists) for i in range(len(row) - n + 1))
+        got = sorted((int(r), tuple(decode(int(c), n, seqs.vocab).split())) for r, c, k in zip(*whole) for _ in range(k))
+        assert got == want
+        for block in (1, 5, 37):  # blocks cut anywhere; a row is never split
+            assert all(np.array_equal(a, b) for a, b in zip(ngram_counts(seqs, n, block=block), whole))

@@ -34,15 +34,34 @@ class NgramRow:
         return (self.mean_group - self.mean_normal) / (self.mean_normal + 1.0)
 
 
-def ngram_counts(seqs: Ragged, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, n-gram code, count) triples of every n-gram occurring in each sequence."""
+def ngram_counts(seqs: Ragged, n: int, block: int = 1 << 18) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, n-gram code, count) triples of every n-gram occurring in each sequence, sorted by
+    (row, code). Counted a block of rows at a time (about ``block`` calls each): the temporaries
+    stay small beside the table, and an n-gram never crosses a row, so blocks are independent."""
     v = max(1, len(seqs.vocab))
-    vals = seqs.values.astype(np.int64)
-    total = len(vals)
-    if total < n:
+    lengths = seqs.lengths()
+    if len(seqs.values) < n:
         e = np.zeros(0, np.int64)
         return e, e, e
-    rows = np.repeat(np.arange(len(seqs)), seqs.lengths())
+    ends = np.asarray(seqs.offsets[1:], np.int64)
+    parts = []
+    lo_row = 0
+    while lo_row < len(lengths):
+        start = int(seqs.offsets[lo_row])
+        hi_row = max(lo_row + 1, int(np.searchsorted(ends, start + block, "right")))
+        parts.append(_block_counts(seqs, lengths, lo_row, hi_row, n, v))
+        lo_row = hi_row
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+
+def _block_counts(seqs: Ragged, lengths, lo_row: int, hi_row: int, n: int, v: int):
+    a, b = int(seqs.offsets[lo_row]), int(seqs.offsets[hi_row])
+    vals = seqs.values[a:b].astype(np.int64)
+    total = len(vals)
+    e = np.zeros(0, np.int64)
+    if total < n:
+        return e, e, e
+    rows = np.repeat(np.arange(lo_row, hi_row), lengths[lo_row:hi_row])
     m = total - n + 1
     code = np.zeros(m, np.int64)
     ok = np.ones(m, bool)
@@ -50,10 +69,12 @@ def ngram_counts(seqs: Ragged, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
         code = code * v + vals[j: j + m]
         if j:
             ok &= rows[j: j + m] == rows[:m]
-    code, r = code[ok], rows[:m][ok]
+    code, r = code[ok], rows[:m][ok] - lo_row
+    del rows, vals, ok
     key = r * (v ** n) + code
+    del code, r
     uniq, counts = np.unique(key, return_counts=True)
-    return uniq // (v ** n), uniq % (v ** n), counts
+    return uniq // (v ** n) + lo_row, uniq % (v ** n), counts
 
 
 def decode(code: int, n: int, vocab: list[str]) -> str:
