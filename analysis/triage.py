@@ -100,6 +100,11 @@ class Progress:
 
 ProgressFn = Callable[[Progress], None]
 
+#: the parts of a result that are published as they are ready (``run_triage(publish=...)``), in
+#: the order they come: the requests with their critical paths, then their outliers and
+#: clusters; the thread pools; the call trees of spans; the counters
+PARTS = ("requests", "clusters", "threads", "calltrees", "counters")
+
 
 @dataclass
 class TriageResult:
@@ -122,6 +127,12 @@ class TriageResult:
     threads: TopDown | None = None
     counters: CounterAnalysis | None = None
     report: Report = field(default_factory=lambda: Report(inputs=[]))
+    # told each time a part of the result is ready (PARTS), while the rest is still analysed
+    publish: Callable[[str, "TriageResult"], None] | None = field(default=None, repr=False, compare=False)
+
+    def ready(self, part: str) -> None:
+        if self.publish is not None:
+            self.publish(part, self)
 
     @cached_property
     def compared_features(self) -> FeatureTable | None:
@@ -188,11 +199,14 @@ def _sniff_features(path, head: bytes) -> bool:
 register_file_kind("features", _sniff_features)
 
 
-def run_triage(paths, options: Options | None = None, progress: ProgressFn | None = None) -> TriageResult:
+def run_triage(paths, options: Options | None = None, progress: ProgressFn | None = None,
+               publish: Callable[[str, TriageResult], None] | None = None) -> TriageResult:
+    """Every analysis that applies to ``paths``. ``publish(part, result)`` is told each time a
+    part of the result (PARTS) is ready, while the rest goes on (the app shows it at once)."""
     options = options or Options()
     parse_unit(options.units)
     inputs = classify(paths)
-    result = TriageResult(inputs=inputs, options=options)
+    result = TriageResult(inputs=inputs, options=options, publish=publish)
     report = result.report = Report(inputs=inputs.all_paths, created=_now(), tool=f"perftriage {__version__}")
     if inputs.ctf:
         _run_ctf(inputs, options, result, progress)
@@ -209,6 +223,7 @@ def run_triage(paths, options: Options | None = None, progress: ProgressFn | Non
     for kind, files in inputs.files.items():
         if kind not in ("features", "spans", "threads", "counters"):
             report.notes.append(f"{len(files)} {kind} file(s) given; this version does not analyse them yet")
+    result.publish = None
     return result
 
 
@@ -240,6 +255,7 @@ def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: Tr
     td = top_down(ts, options.threads, progress=on_level)
     result.threads = td
     result.report.findings.extend(topdown_findings(td))
+    result.ready("threads")
 
 
 def _run_counters(files, options: Options, result: TriageResult, progress: ProgressFn | None) -> None:
@@ -271,6 +287,7 @@ def _run_counters(files, options: Options, result: TriageResult, progress: Progr
     result.counters = ca
     result.report.notes.extend(ca.notes)
     result.report.findings.extend(counter_findings(ca))
+    result.ready("counters")
 
 
 def _span_files(paths) -> list:
@@ -322,6 +339,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
         _split_change(spans, options, result)
     if result.change is not None:
         report.findings.extend(change_findings(result.change))
+    result.ready("calltrees")
     say("done", 1.0, f"{len(spans):,} spans, {len(trees.categories)} categories")
 
 
@@ -364,7 +382,9 @@ def _run_feature_files(files, options: Options, result: TriageResult) -> None:
     result.features = ft if result.features is None else concat([result.features, ft])
     result.report.notes.extend(ft.notes)
     result.report.findings.extend(feature_findings(ft, top=options.top))
+    result.ready("requests")
     _run_request_analysis(result.features, options, result, None)
+    result.ready("clusters")
 
 
 def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: ProgressFn | None) -> None:
@@ -440,7 +460,9 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
         report.notes.extend(result.features.notes)
     elif len(requests) and not graphs:
         report.notes.append("no kernel trace among the inputs: requests have no critical path")
-    if options.findings:
+    if not options.findings:
+        result.ready("requests")
+    else:
         mask = comparable(requests, options.background)
         if not mask.all() and result.features is not None:
             result.compared = np.flatnonzero(mask)
@@ -453,6 +475,7 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
             report.findings.extend(request_findings(requests, top=options.top, markers=options.markers
                                                     if kind == "markers" else (), features=result.features,
                                                     unit=kind))
+        result.ready("requests")
         if result.features is not None:
             if result.compared is not None:
                 left = not_compared_summary(requests, mask, options.background)
@@ -460,6 +483,7 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
                                     f"not compared: {left}" + ("" if options.background else
                                                                " (--background compares the background too)"))
             _run_request_analysis(result.compared_features, options, result, progress, what=kind)
+            result.ready("clusters")
     want_threads = options.thread_metrics
     if want_threads is None:
         want_threads = options.thread_windows is not None or (bool(graphs) and kind != "markers" and options.findings)

@@ -1,13 +1,18 @@
 """The perftriage app: one tab per analysis, a status line, help on ?, export on e.
 
-The app only shows results and asks for new ones: the analyses run in a worker thread
-(:func:`perftriage.analysis.triage.run_triage`), reporting progress to the status line.
+The app only shows results and asks for new ones: the analyses run in a child process
+(:class:`perftriage.analysis.triage_process.TriageProcess`, the same ``run_triage`` as the
+report), read by a worker thread. Each part of the result is shown the moment it is published
+(the requests, then their clusters...); panes whose part is still coming say "analysing ...";
+the status line moves every half second (stage, progress, elapsed time). q and Ctrl-C kill the
+child and quit at once; escape while it runs cancels it and keeps what is shown.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import time
 from typing import Callable
 
 from textual.app import App, ComposeResult
@@ -21,7 +26,8 @@ from perftriage.analysis.errors import PerftriageError
 from perftriage.analysis.findings import render
 from perftriage.analysis.requests.features import requests_of_features
 from perftriage.analysis.requests.findings import unit_noun
-from perftriage.analysis.triage import Options, Progress, TriageResult, run_triage
+from perftriage.analysis.triage import PARTS, Options, Progress, TriageResult, run_triage
+from perftriage.analysis.triage_process import AnalysisStopped, TriageProcess, raise_error
 from perftriage.tui.panes.calltrees import CallTreesPane
 from perftriage.tui.panes.clusters import ClustersPane
 from perftriage.tui.panes.counters import CountersPane
@@ -61,6 +67,8 @@ class PerftriageApp(App):
 
     BINDINGS = [
         Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("escape", "cancel", "cancel analysis", priority=True),
         Binding("question_mark", "help", "help"),
         Binding("e", "export", "export"),
         Binding("1", "tab('requests')", "requests", show=False),
@@ -80,6 +88,13 @@ class PerftriageApp(App):
         self.result: TriageResult | None = None
         self.load_error: str | None = None
         self.last_export: str | None = None
+        self.process: TriageProcess | None = None
+        self.running = False
+        self.parts: set[str] = set()  # parts of the result shown so far
+        self.cancelled = False
+        self._started = time.monotonic()
+        self._progress: Progress | None = None
+        self._progress_at = self._started
 
     def compose(self) -> ComposeResult:
         with Vertical(id="main"):
@@ -107,7 +122,11 @@ class PerftriageApp(App):
         self._check_size(self.size.width, self.size.height)
         self.set_status(f"loading {', '.join(self.paths)}")
         self.query_one("#progress", ProgressBar).add_class("running")
+        self.running = True
+        self._started = self._progress_at = time.monotonic()
+        self._show_pending()
         self.run_worker(self._load, thread=True, exclusive=True, name="triage", exit_on_error=False)
+        self.set_interval(0.5, self._tick)
         self.query_one("#requests-pane", RequestsPane).row_table.focus()
 
     # -- loading ----------------------------------------------------------------------------
@@ -116,30 +135,129 @@ class PerftriageApp(App):
         def progress(p: Progress) -> None:
             self.call_from_thread(self._on_progress, p)
 
-        return self.analyse(self.paths, self.options, progress=progress)
+        if self.analyse is not run_triage:  # a stand-in analysis (tests): in this thread
+            return self.analyse(self.paths, self.options, progress=progress)
+        self.process = proc = TriageProcess(self.paths, self.options)
+        fields: dict = {}
+        try:
+            for msg in proc.messages():
+                if msg[0] == "progress":
+                    self.call_from_thread(self._on_progress, msg[1])
+                elif msg[0] == "part":
+                    fields.update(msg[2])
+                    self.call_from_thread(self._on_part, msg[1], TriageResult(**fields))
+                elif msg[0] == "done":
+                    fields.update(msg[1])
+                    return TriageResult(**fields)
+                else:
+                    raise_error(msg[1], msg[2])
+        except AnalysisStopped:
+            if not fields:
+                raise
+            result = TriageResult(**fields)  # what was published before the stop
+            result.report.notes.append("the analysis was cancelled: what is shown was done before")
+            return result
+        finally:
+            proc.reap()
+            proc.log.close()
+        raise AnalysisStopped("the analysis ended without a result")
 
     def _on_progress(self, p: Progress) -> None:
+        if self._progress is None or self._progress.stage != p.stage:
+            self._progress_at = time.monotonic()  # when this stage began
+        self._progress = p
         bar = self.query_one("#progress", ProgressBar)
         if p.fraction is not None:
             bar.update(total=100, progress=round(p.fraction * 100, 1))
+        else:
+            bar.update(total=None)
+        self._tick()
+
+    def _stage_text(self) -> str:
+        p = self._progress
+        now = time.monotonic()
+        if p is None:
+            return f"starting · {now - self._started:.0f} s"
         pct = f" {p.fraction * 100:.0f}%" if p.fraction is not None else ""
-        self.set_status(f"{p.stage}{pct} · {p.text}")
+        text = f" · {p.text}" if p.text else ""
+        return f"{p.stage}{pct}{text} · {now - self._progress_at:.0f} s in this stage, {now - self._started:.0f} s in all"
+
+    def _tick(self) -> None:
+        """The status line and the waiting panes move every half second while the analysis runs."""
+        if not self.running:
+            return
+        text = self._stage_text()
+        shown = f"{self.status_text()} · " if self.result is not None else ""
+        self.set_status(f"{shown}analysing: {text} · escape cancels")
+        self._show_pending(text)
+
+    def _pending_panes(self):
+        return [(part, pane) for part, pane in (
+            ("requests", self.query_one("#requests-pane", RequestsPane)),
+            ("clusters", self.query_one("#clusters-pane", ClustersPane)),
+            ("calltrees", self.query_one("#calltrees-pane", CallTreesPane)),
+            ("threads", self.query_one("#threads-pane", ThreadsPane)),
+            ("counters", self.query_one("#counters-pane", CountersPane)),
+        ) if part not in self.parts]
+
+    def _show_pending(self, text: str = "") -> None:
+        for _, pane in self._pending_panes():
+            pane.show_pending(text)
+        if self.result is None or not self.result.findings:
+            self.query_one("#findings-pane", FindingsPane).show_pending(text)
+
+    def _on_part(self, part: str, result: TriageResult) -> None:
+        self.parts.add(part)
+        if part == "clusters":  # the requests pane shows the clusters' column
+            self.parts.add("requests")
+        self.show_result(result, final=False)
+
+    def action_cancel(self) -> None:
+        if self.process is not None and self.running:
+            self.cancelled = True
+            self.process.stop()
+            self.notify("analysis cancelled: what is shown was done before", severity="warning")
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "cancel":
+            return self.running and self.process is not None  # escape is the panes' otherwise
+        return True
+
+    async def action_quit(self) -> None:
+        if self.process is not None:
+            self.process.stop()  # the worker thread sees the end of the child's messages and returns
+        self.exit(return_code=0 if self.load_error is None else 3)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name != "triage":
             return
+        if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            self.running = False
         if event.state == WorkerState.SUCCESS:
             self.query_one("#progress", ProgressBar).remove_class("running")
+            self._show_pending_ended()  # the panes whose part never came: what they would need
+            if not self.cancelled:
+                self.parts.update(PARTS)
             self.show_result(event.worker.result)
         elif event.state == WorkerState.ERROR:
             self.query_one("#progress", ProgressBar).remove_class("running")
+            if isinstance(event.worker.error, AnalysisStopped):
+                self.set_status("analysis stopped before any result")
+                self._show_pending_ended()
+                return
             err = event.worker.error
             self.load_error = str(err) if isinstance(err, PerftriageError) else f"{type(err).__name__}: {err}"
             self.set_status(f"error: {self.load_error}")
             self.query_one("#requests-pane", RequestsPane).show_requests(None, f"could not load: {self.load_error}")
             self.notify(self.load_error, title="cannot load", severity="error", timeout=10)
 
-    def show_result(self, result: TriageResult) -> None:
+    def _show_pending_ended(self) -> None:
+        for _, pane in self._pending_panes():
+            pane.show_pending(None, cancelled=self.cancelled)
+        self.query_one("#findings-pane", FindingsPane).show_pending(None)
+
+    def show_result(self, result: TriageResult, final: bool = True) -> None:
+        """Show ``result``: a part of it while the analysis runs (``final`` False), or all of it."""
         self.result = result
         requests = result.requests
         note = ""
@@ -151,12 +269,22 @@ class PerftriageApp(App):
         if requests is None and result.features is not None:
             requests = requests_of_features(result.features)
             note = ""
-        self.query_one("#requests-pane", RequestsPane).show_requests(requests, note, result)
-        self.query_one("#clusters-pane", ClustersPane).show_result(result)
-        self.query_one("#calltrees-pane", CallTreesPane).show_result(result)
-        self.query_one("#threads-pane", ThreadsPane).show_result(result)
-        self.query_one("#counters-pane", CountersPane).show_result(result)
-        self.query_one("#findings-pane", FindingsPane).show_findings(result.findings)
+        shown = PARTS if final and not self.cancelled else self.parts  # only the parts that came
+        if "requests" in shown:
+            self.query_one("#requests-pane", RequestsPane).show_requests(requests, note, result)
+        if "clusters" in shown:
+            self.query_one("#clusters-pane", ClustersPane).show_result(result)
+        if "calltrees" in shown:
+            self.query_one("#calltrees-pane", CallTreesPane).show_result(result)
+        if "threads" in shown:
+            self.query_one("#threads-pane", ThreadsPane).show_result(result)
+        if "counters" in shown:
+            self.query_one("#counters-pane", CountersPane).show_result(result)
+        if result.findings or final:
+            self.query_one("#findings-pane", FindingsPane).show_findings(result.findings)
+        if not final:
+            self._tick()
+            return
         self.set_status(self.status_text())
         if result.requests is None and result.features is None:
             # no trace: start where the results are

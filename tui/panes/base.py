@@ -11,7 +11,31 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 
-class ViewPane(Vertical):
+class Pending:
+    """A pane's title line while its analysis runs: "analysing ..." with the stage, then, when
+    everything ended without this pane's part, what it would need (IDLE)."""
+
+    TITLE_ID = ""  # the pane's title Static
+    IDLE = ""  # its text when the inputs hold nothing for it
+    TABLE_ID = ""  # its main RowTable (its empty text follows the title)
+
+    def show_pending(self, text: str | None, cancelled: bool = False) -> None:
+        """``text``: the analysis's stage while it runs; None: it ended without this pane's part
+        (``cancelled``: it was stopped before this part was ready)."""
+        shown = (f"analysing … {text}" if text is not None else
+                 "not analysed: the analysis was cancelled before this part was ready" if cancelled else self.IDLE)
+        self.query_one(self.TITLE_ID, Static).update(shown)
+        if self.TABLE_ID:
+            from perftriage.tui.widgets.row_table import RowTable  # noqa: PLC0415
+
+            table = self.query_one(self.TABLE_ID, RowTable)
+            table.empty_text = "analysing …" if text is not None else "cancelled" if cancelled else self.EMPTY
+            table.refresh()
+
+    EMPTY = "nothing"  # the table's text when it has no rows
+
+
+class ViewPane(Pending, Vertical):
     BINDINGS = [Binding("v", "next_view", "view")]
     VIEWS: tuple[str, ...] = ()
 

@@ -34,7 +34,12 @@ def _guide(depth: int) -> str:
     return "" if depth <= 0 else "│ " * (depth - 1) + "└ "
 
 
+IDLE = "no call-tree analysis: it needs request spans (OTLP / Jaeger / Zipkin JSON, span CSV, CloudDiag log)"
+
+
 class CallTreesPane(ViewPane):
+    TITLE_ID, IDLE, TABLE_ID, EMPTY = "#ct-title", IDLE, "#ct-pairs", "no (method, replica) pair is anomalous"
+
     VIEWS = VIEWS
     DEFAULT_CSS = """
     CallTreesPane #ct-title { height: 1; color: $text-muted; }
@@ -52,8 +57,7 @@ class CallTreesPane(ViewPane):
         self.subject = "pair"  # which table's row the view shows
 
     def compose_top(self) -> ComposeResult:
-        yield Static("no call-tree analysis: it needs request spans (OTLP / Jaeger / Zipkin JSON, span CSV, "
-                     "CloudDiag log)", id="ct-title")
+        yield Static(self.IDLE, id="ct-title")
         yield Static("", id="ct-changed")
         yield RowTable(id="ct-pairs", empty_text="no (method, replica) pair is anomalous")
         yield Static("request categories (call-tree shapes)", id="ct-cats-title")

@@ -28,7 +28,12 @@ from .base import ViewPane
 VIEWS = ("n-grams", "state counts", "map", "inertia")
 
 
+IDLE = "no outlier analysis: it needs requests with critical-path features"
+
+
 class ClustersPane(ViewPane):
+    TITLE_ID, IDLE, TABLE_ID, EMPTY = "#clusters-title", IDLE, "#clusters-table", "no clusters"
+
     VIEWS = VIEWS
     DEFAULT_CSS = """
     ClustersPane #clusters-title { height: 1; color: $text-muted; }
@@ -50,7 +55,7 @@ class ClustersPane(ViewPane):
         self._map_done = False
 
     def compose_top(self) -> ComposeResult:
-        yield Static("no outlier analysis: it needs requests with critical-path features", id="clusters-title")
+        yield Static(self.IDLE, id="clusters-title")
         yield RowTable(id="clusters-table", empty_text="no clusters")
 
     @property

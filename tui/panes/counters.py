@@ -29,7 +29,13 @@ VIEWS = ("server view", "time view", "detail", "sparklines", "statistics", "corr
 SHADES = " ░▒▓█"
 
 
+IDLE = ("no counter analysis: it needs per-server counter time series (CSV long or wide, Prometheus range-query "
+        "JSON)")
+
+
 class CountersPane(ViewPane):
+    TITLE_ID, IDLE, TABLE_ID, EMPTY = "#co-title", IDLE, "#co-table", "no counters"
+
     VIEWS = VIEWS
     BINDINGS = [Binding("c", "correlations", "correlations")]
 
@@ -46,8 +52,7 @@ class CountersPane(ViewPane):
         self.corr = None
 
     def compose_top(self) -> ComposeResult:
-        yield Static("no counter analysis: it needs per-server counter time series (CSV long or wide, Prometheus "
-                     "range-query JSON)", id="co-title")
+        yield Static(self.IDLE, id="co-title")
         yield RowTable(id="co-table", empty_text="no counters")
 
     @property

@@ -8,12 +8,16 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from perftriage.analysis.findings import Finding, finding_markdown
+from perftriage.analysis.requests.findings import count_of
 from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
+
+from .base import Pending
 
 _SEVERITY_STYLE = {"critical": "alert", "warning": "alert", "info": None}
 
 
-class FindingsPane(Vertical):
+class FindingsPane(Pending, Vertical):
+    TITLE_ID, IDLE, TABLE_ID, EMPTY = "#findings-title", "no findings", "#findings-table", "no findings"
     DEFAULT_CSS = """
     FindingsPane #findings-title { height: 1; color: $text-muted; }
     FindingsPane #findings-table { height: 8; }
@@ -38,7 +42,7 @@ class FindingsPane(Vertical):
                 Column("finding", "left", 10, 40), Column("subject", "left", 10, 80, flex=True)]
         self.query_one("#findings-table", RowTable).set_rows(cols, ListSource(rows, styles))
         self.query_one("#findings-title", Static).update(
-            f"{len(findings)} findings, most severe first · e exports them all to Markdown"
+            f"{count_of(len(findings), 'findings')}, most severe first · e exports them all to Markdown"
         )
         self._show(0)
 

@@ -23,6 +23,8 @@ from perftriage.analysis.units import fmt_clock, fmt_duration
 from perftriage.tui.widgets.path_breakdown import PathBreakdown
 from perftriage.tui.widgets.row_table import Column, RowTable
 
+from .base import Pending
+
 LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")
 
 
@@ -63,7 +65,9 @@ class RequestRows:
         return "alert" if self.notable[self.index[row]] else None
 
 
-class RequestsPane(Vertical):
+class RequestsPane(Pending, Vertical):
+    TITLE_ID, IDLE, TABLE_ID, EMPTY = ("#requests-title", "no requests in the loaded inputs", "#requests-table",
+                                       "no requests in the loaded inputs")
     BINDINGS = [
         Binding("slash", "filter", "filter"),
         Binding("s", "sort", "sort"),

@@ -31,6 +31,7 @@ NO_THREADS = ("no thread analysis: it needs per-thread resource time series (a C
 
 
 class ThreadsPane(ViewPane):
+    TITLE_ID, IDLE, TABLE_ID, EMPTY = "#th-title", NO_THREADS, "#th-table", "no abstractions"
     VIEWS = VIEWS
     BINDINGS = [Binding("escape", "up", "up a level", show=False)]
 

@@ -1,0 +1,110 @@
+"""The app analyses in a child process (analysis/triage_process.py): parts shown as they come,
+a status line that keeps moving, q that quits at once whatever runs, escape that cancels and
+keeps what is shown. Driven with Pilot on real inputs, as a user would."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from conftest import ROOT, needs_bt2, real_trace
+from textual.widgets import Static
+
+from perftriage.analysis.triage import PARTS, Options, run_triage
+from perftriage.tui.app import PerftriageApp
+from perftriage.tui.panes.requests import RequestsPane
+
+pytestmark = needs_bt2
+WEBSERVER = ROOT / "sample_traces" / "webserver"
+
+
+def text(app, selector: str) -> str:
+    return str(app.query_one(selector, Static).render())
+
+
+async def wait_for(pilot, cond, timeout: float = 60.0) -> float:
+    t0 = time.monotonic()
+    while not cond():
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError("timed out")
+        await pilot.pause(0.05)
+    return time.monotonic() - t0
+
+
+def test_run_triage_publishes_each_part_when_it_is_ready():
+    seen = []
+
+    def publish(part, result):
+        seen.append((part, result.requests is not None, result.analysis is not None, len(result.findings)))
+
+    result = run_triage([WEBSERVER], Options(), publish=publish)
+    assert [p for p, *_ in seen] == ["requests", "clusters"]
+    assert seen[0][1] and not seen[0][2] and seen[0][3] >= 1  # the requests and their slowest, no clusters yet
+    assert seen[1][2]
+    assert result.publish is None and all(p in PARTS for p, *_ in seen)
+
+
+async def test_parts_show_as_they_come_and_the_status_keeps_moving(monkeypatch):
+    monkeypatch.setenv("PERFTRIAGE_PART_DELAY", "1.5")  # the child holds after each part
+    app = PerftriageApp([str(WEBSERVER)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert text(app, "#requests-title").startswith("analysing …")
+        await wait_for(pilot, lambda: "requests" in app.parts)
+        pane = app.query_one(RequestsPane)
+        assert pane.table is not None and len(pane.table) == 2500  # the requests, while the clusters are analysed
+        assert text(app, "#clusters-title").startswith("analysing …")
+        assert app.running
+        before = text(app, "#status")
+        await pilot.pause(1.1)
+        assert app.running and text(app, "#status") != before  # elapsed time moves while the child waits
+        await wait_for(pilot, lambda: not app.running)
+        assert not text(app, "#clusters-title").startswith("analysing") and "outliers" in text(app, "#clusters-title")
+        assert app.result.analysis is not None and app.process is not None and not app.process.running
+
+
+async def test_q_quits_within_a_second_while_the_analysis_runs():
+    app = PerftriageApp([str(real_trace("tracevizlab-apt"))], Options(thread_metrics=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app._progress is not None)  # the child is reading
+        assert app.running
+        proc = app.process
+        t0 = time.monotonic()
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=5)
+    assert time.monotonic() - t0 < 1.0
+    assert proc.proc.poll() is not None  # the child is gone too
+    assert live_in_group(proc.proc.pid) == []  # and the processes it started (the decoding child...)
+
+
+def live_in_group(pgid: int) -> list[int]:
+    """Processes of a process group that are not zombies (waiting to be reaped is not running)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                fields = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                out.append(int(d))
+    return out
+
+
+async def test_escape_cancels_and_keeps_what_is_shown(monkeypatch):
+    monkeypatch.setenv("PERFTRIAGE_PART_DELAY", "30")
+    app = PerftriageApp([str(WEBSERVER)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: "requests" in app.parts)
+        assert cancel_keys(app) == {"escape"}  # the footer shows it while the analysis runs
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.running, timeout=2)
+        assert not app.process.running
+        assert len(app.result.requests) == 2500 and app.result.analysis is None
+        assert len(app.query_one(RequestsPane).table) == 2500
+        assert "cancelled" in text(app, "#clusters-title")
+        assert any("cancelled" in n for n in app.result.report.notes)
+        assert cancel_keys(app) == set()  # escape is the panes' again, and the footer no longer shows it
+
+
+def cancel_keys(app) -> set[str]:
+    return {k for k, b in app.active_bindings.items() if b.binding.action == "cancel" and b.enabled}
