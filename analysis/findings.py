@@ -35,6 +35,10 @@ class Finding:
     evidence: list[str] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     parameters: dict[str, Any] = field(default_factory=dict)
+    # what the finding is about, for a viewer to open: {"kind": "cluster", "cluster": 3} (0-based),
+    # "request" (id, host), "pair" (method, replica; no replica: every replica), "threads" (level,
+    # names), "server" (server, counter), "clusters" (the outlier summary); {} when nothing to open
+    target: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.severity not in SEVERITIES:

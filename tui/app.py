@@ -69,6 +69,7 @@ class PerftriageApp(App):
         Binding("q", "quit", "quit"),
         Binding("ctrl+c", "quit", "quit", show=False, priority=True),
         Binding("escape", "cancel", "cancel analysis", priority=True),
+        Binding("escape", "back", "back"),
         Binding("question_mark", "help", "help"),
         Binding("e", "export", "export"),
         Binding("1", "tab('requests')", "requests", show=False),
@@ -95,6 +96,7 @@ class PerftriageApp(App):
         self._started = time.monotonic()
         self._progress: Progress | None = None
         self._progress_at = self._started
+        self.history: list[tuple[str, str | None, int, int | None]] = []  # (tab, table id, cursor, cluster filter)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="main"):
@@ -221,6 +223,8 @@ class PerftriageApp(App):
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "cancel":
             return self.running and self.process is not None  # escape is the panes' otherwise
+        if action == "back":
+            return bool(self.history)
         return True
 
     async def action_quit(self) -> None:
@@ -336,9 +340,80 @@ class PerftriageApp(App):
 
     # -- actions ----------------------------------------------------------------------------
 
+    # -- links between views: one keystroke from a finding to its evidence, escape goes back ----
+
+    def _remember(self) -> None:
+        """Where the user is (tab, highlighted row, the requests' cluster filter): ``back`` returns here."""
+        tab = self.query_one("#tabs", TabbedContent).active
+        focused = self.focused if isinstance(self.focused, RowTable) else None
+        req = self.query_one("#requests-pane", RequestsPane)
+        self.history.append((tab, focused.id if focused is not None else None,
+                             focused.cursor if focused is not None else 0, req.cluster_filter))
+        del self.history[:-50]
+
+    def action_back(self) -> None:
+        if not self.history:
+            return
+        tab, table_id, cursor, cluster_filter = self.history.pop()
+        req = self.query_one("#requests-pane", RequestsPane)
+        if req.cluster_filter != cluster_filter:
+            req.show_cluster(cluster_filter)
+        self.action_tab(tab)
+        if table_id is not None:
+            table = self.query_one(f"#{table_id}", RowTable)
+            table.cursor = min(cursor, max(len(table.source) - 1, 0))
+            self.call_after_refresh(table.focus)
+
     def on_clusters_pane_show_cluster(self, message: ClustersPane.ShowCluster) -> None:
+        self._remember()
         self.action_tab("requests")
         self.query_one("#requests-pane", RequestsPane).show_cluster(message.cluster)
+
+    def on_requests_pane_open_cluster(self, message: RequestsPane.OpenCluster) -> None:
+        self._remember()
+        self.action_tab("clusters")
+        pane = self.query_one("#clusters-pane", ClustersPane)
+        self.call_after_refresh(pane.select_cluster, message.cluster)
+
+    def on_findings_pane_open(self, message: FindingsPane.Open) -> None:
+        self.open_target(message.finding.target)
+
+    def open_target(self, target: dict) -> bool:
+        """Go to what a finding is about; False (and a word why) when it is not there to open."""
+        kind = target.get("kind")
+        if kind is None:
+            self.notify("this finding has nothing to open: its evidence is all shown here", timeout=3)
+            return False
+        self._remember()
+        if kind == "cluster":
+            self.action_tab("requests")
+            self.query_one("#requests-pane", RequestsPane).show_cluster(int(target["cluster"]))
+            return True
+        if kind == "clusters":
+            self.action_tab("clusters")
+            return True
+        if kind == "request":
+            self.action_tab("requests")
+            pane = self.query_one("#requests-pane", RequestsPane)
+            self.call_after_refresh(pane.select_request, int(target["id"]), target.get("host"))
+            return True
+        if kind == "pair":
+            self.action_tab("calltrees")
+            pane = self.query_one("#calltrees-pane", CallTreesPane)
+            self.call_after_refresh(pane.select_pair, target["method"], target.get("replica"))
+            return True
+        if kind == "threads":
+            self.action_tab("threads")
+            pane = self.query_one("#threads-pane", ThreadsPane)
+            self.call_after_refresh(pane.select_names, target["level"], list(target["names"]))
+            return True
+        if kind == "server":
+            self.action_tab("counters")
+            pane = self.query_one("#counters-pane", CountersPane)
+            self.call_after_refresh(pane.select_server, target["server"], target.get("counter"))
+            return True
+        self.history.pop()
+        return False
 
     def action_tab(self, tab_id: str) -> None:
         # drop the focus first: a focused widget left in the old pane would switch back to it

@@ -110,6 +110,7 @@ def diagnosis_findings(diag: Diagnosis, top: int = 10) -> list[Finding]:
         out.append(Finding(
             analysis="calltrees",
             title=f"{first.method_name} is slow on every replica" + (f" since {fmt_timestamp(onset)}" if onset else ""),
+            target={"kind": "pair", "method": first.method_name, "replica": None},
             subject=f"method {first.method_name}, all {len(ps)} replicas (rank {diag.ranking.index(first) + 1} "
                     f"of {n_flag})",
             score=float(first.categories * 1e6 + sum(p.error_ms for p in ps)) / 1e3,
@@ -130,6 +131,7 @@ def diagnosis_findings(diag: Diagnosis, top: int = 10) -> list[Finding]:
         out.append(Finding(
             analysis="calltrees",
             title=f"{p.method_name} is slow on {p.replica_name}",
+            target={"kind": "pair", "method": p.method_name, "replica": p.replica_name},
             subject=f"method {p.method_name}, replica {p.replica_name} (rank {rank + 1} of {n_flag})",
             score=float(p.categories * 1e6 + p.error_ms) / 1e3,
             severity="critical" if severe and rank < 3 else "warning",

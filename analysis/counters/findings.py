@@ -207,6 +207,7 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
             analysis="counters", title=f"{cs.servers[s]} deviates from the fleet{since}: {cs.counters[c0]} and "
                                        f"{len(sd.counters) - 1} more counter(s)",
             subject=cs.servers[s], score=float(min(x0, 1e6)), severity="critical" if x0 >= 2 * p.server_x else "warning",
+            target={"kind": "server", "server": cs.servers[s], "counter": cs.counters[c0]},
             evidence=ev, tables=[Table(["counter", "X", "server median",
                                         "global median" if cp.paper_x else "others' median",
                                         "global std" if cp.paper_x else "others' std"], rows,

@@ -134,6 +134,7 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
             analysis="requests",
             title=title,
             subject=subject,
+            target={"kind": "request", "id": int(t.id[0]), "host": str(t.host[0])},
             score=float(min(dur[0] / max(med, 1000.0), 1000.0)),
             severity="info",
             evidence=evidence,

@@ -138,6 +138,7 @@ def cluster_findings(ft: FeatureTable, ra: RequestAnalysis, top_requests: int = 
             evidence=evidence,
             tables=tables,
             parameters=params,
+            target={"kind": "cluster", "cluster": c},
         ))
     return out
 
@@ -178,6 +179,7 @@ def outlier_summary_finding(ft: FeatureTable, ra: RequestAnalysis, what: str = "
         tables=[Table(["statistic", "value"], rows, caption="outliers and their durations (the paper's Table III)"),
                 table4(ra)],
         parameters={k: v for k, v in p.items() if not isinstance(v, (list, dict))},
+        target={"kind": "clusters"},
     )
 
 

@@ -103,6 +103,7 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
                    f"{'deviates' if len(names) == 1 else 'deviate'}" + (f" ({r.metrics[0][0]})" if r.metrics else "")
                    + _where(res)),
             subject=f"{what} {', '.join(names)}{_where(res)}",
+            target={"kind": "threads", "level": res.level, "names": list(names)},
             score=float(100 - rank + (r.separation if np.isfinite(r.separation) else r.score)),
             severity="warning",
             evidence=ev,

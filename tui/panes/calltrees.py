@@ -59,9 +59,9 @@ class CallTreesPane(ViewPane):
     def compose_top(self) -> ComposeResult:
         yield Static(self.IDLE, id="ct-title")
         yield Static("", id="ct-changed")
-        yield RowTable(id="ct-pairs", empty_text="no (method, replica) pair is anomalous")
+        yield RowTable(id="ct-pairs", empty_text="no (method, replica) pair is anomalous", open_label=None)
         yield Static("request categories (call-tree shapes)", id="ct-cats-title")
-        yield RowTable(id="ct-cats", empty_text="no categories")
+        yield RowTable(id="ct-cats", empty_text="no categories", open_label=None)
 
     @property
     def pairs(self) -> RowTable:
@@ -117,6 +117,18 @@ class CallTreesPane(ViewPane):
         self.pair_row = self.cat_row = 0
         self.subject = "pair" if d.ranking else "category"
         self.render_view()
+
+    def select_pair(self, method: str, replica: str | None) -> bool:
+        """Highlight the anomalous pair (method, replica); replica None: the method's first pair."""
+        d = self.diagnosis
+        if d is None:
+            return False
+        for i, p in enumerate(d.ranking):
+            if p.method_name == method and (replica is None or p.replica_name == replica):
+                self.pairs.cursor = i
+                self.pairs.focus()
+                return True
+        return False
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.pairs:

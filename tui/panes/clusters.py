@@ -98,6 +98,14 @@ class ClustersPane(ViewPane):
     def _cluster_of_row(self, row: int) -> int:
         return row - 1  # row 0 is the normal group
 
+    def select_cluster(self, cluster: int) -> bool:
+        """Highlight a cluster's row (-1: the normal requests)."""
+        if getattr(self.result, "analysis", None) is None or not 0 <= cluster + 1 < len(self.table.source):
+            return False
+        self.table.cursor = cluster + 1
+        self.table.focus()
+        return True
+
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:
             self.row = event.row

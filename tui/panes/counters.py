@@ -53,7 +53,7 @@ class CountersPane(ViewPane):
 
     def compose_top(self) -> ComposeResult:
         yield Static(self.IDLE, id="co-title")
-        yield RowTable(id="co-table", empty_text="no counters")
+        yield RowTable(id="co-table", empty_text="no counters", open_label=None)
 
     @property
     def table(self) -> RowTable:
@@ -112,6 +112,18 @@ class CountersPane(ViewPane):
         self.row = 0
         self.corr = None
         self.render_view()
+
+    def select_server(self, server: str, counter: str | None = None) -> bool:
+        """Highlight the row of ``server`` (and ``counter`` when given)."""
+        if self.ca is None:
+            return False
+        cs = self.ca.cs
+        for i, (s, c) in enumerate(self.items):
+            if s is not None and cs.servers[s] == server and (counter is None or cs.counters[c] == counter):
+                self.table.cursor = i
+                self.table.focus()
+                return True
+        return False
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:

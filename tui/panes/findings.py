@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.markdown import Markdown
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
 
 from perftriage.analysis.findings import Finding, finding_markdown
@@ -30,7 +31,7 @@ class FindingsPane(Pending, Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("no findings yet", id="findings-title")
-        yield RowTable(id="findings-table", empty_text="no findings")
+        yield RowTable(id="findings-table", empty_text="no findings", open_label="open its subject")
         with VerticalScroll(id="findings-detail-box"):
             yield Static("", id="findings-detail")
 
@@ -38,6 +39,7 @@ class FindingsPane(Pending, Vertical):
         self.findings = findings
         rows = [[str(i + 1), f.severity, f.analysis, f.title, f.subject] for i, f in enumerate(findings)]
         styles = [_SEVERITY_STYLE.get(f.severity) for f in findings]
+        self.query_one("#findings-table", RowTable).open_label = "open its subject"
         cols = [Column("#", "right", 2, 4), Column("severity", "left", 4, 8), Column("analysis", "left", 5, 10),
                 Column("finding", "left", 10, 40), Column("subject", "left", 10, 80, flex=True)]
         self.query_one("#findings-table", RowTable).set_rows(cols, ListSource(rows, styles))
@@ -52,6 +54,18 @@ class FindingsPane(Pending, Vertical):
             detail.update("")
             return
         detail.update(Markdown(finding_markdown(self.findings[row], row + 1)))
+
+    class Open(Message):
+        """Open what a finding is about (its ``target``)."""
+
+        def __init__(self, finding: Finding):
+            super().__init__()
+            self.finding = finding
+
+    def on_row_table_selected(self, event: RowTable.Selected) -> None:
+        if event.table.id == "findings-table" and self.findings:
+            event.stop()
+            self.post_message(self.Open(self.findings[event.row]))
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         self._show(event.row)

@@ -13,6 +13,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import Input, Static
 
 from perftriage.analysis.requests.critical_path import PathFinder, finders
@@ -74,6 +75,7 @@ class RequestsPane(Pending, Vertical):
         Binding("n", "next_notable", "next slow"),
         Binding("N", "prev_notable", "prev slow", show=False),
         Binding("escape", "clear_filter", "clear filter", show=False),
+        Binding("c", "its_cluster", "its cluster"),
     ]
 
     DEFAULT_CSS = """
@@ -281,6 +283,41 @@ class RequestsPane(Pending, Vertical):
         self._sort()
         self._apply_filter(self.filter_text)
 
+    def select_request(self, rid: int, host: str | None = None) -> bool:
+        """Highlight the request ``rid`` (of ``host``), showing all requests again if a filter hid it."""
+        if self.table is None:
+            return False
+        hit = self.table.id[self.index] == rid
+        if host is not None:
+            hit &= self.table.host[self.index] == host
+        if not hit.any():
+            self.cluster_filter = None
+            self._apply_filter("")
+            hit = self.table.id[self.index] == rid
+            if host is not None:
+                hit &= self.table.host[self.index] == host
+        if not hit.any():
+            return False
+        self.row_table.cursor = int(np.flatnonzero(hit)[0])
+        self.row_table.focus()
+        return True
+
+    class OpenCluster(Message):
+        def __init__(self, cluster: int):
+            super().__init__()
+            self.cluster = cluster
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "its_cluster":
+            return self.cluster is not None and self.selected_request() is not None
+        return True
+
+    def action_its_cluster(self) -> None:
+        i = self.selected_request()
+        if i is None or self.cluster is None:
+            return
+        self.post_message(self.OpenCluster(int(self.cluster[i])))
+
     def show_cluster(self, cluster: int | None) -> None:
         """Only the requests of one cluster (-1: the normal ones), or all again (None)."""
         self.cluster_filter = cluster
@@ -317,8 +354,13 @@ class RequestsPane(Pending, Vertical):
         box.focus()
 
     def action_clear_filter(self) -> None:
+        """escape: the text filter first; then back where a link came from (the app's history);
+        then the cluster filter."""
         box = self.query_one("#requests-filter", Input)
         box.remove_class("visible")
+        if not self.filter_text and getattr(self.app, "history", None):
+            self.app.action_back()
+            return
         if self.filter_text or self.cluster_filter is not None:
             self.cluster_filter = None
             self._apply_filter("")

@@ -106,6 +106,21 @@ class ThreadsPane(ViewPane):
         self.row = 0
         self.render_view()
 
+    def select_names(self, level: str, names: list[str]) -> bool:
+        """Highlight the first of ``names`` when the level shown is ``level`` (the top one first)."""
+        while len(self.stack) > 1 and self.current.level != level:
+            self.stack.pop()
+        res = self.current
+        if res is None or res.level != level:
+            return False
+        self._show_level()
+        for row, i in enumerate(self.order):
+            if res.names[i] in names:
+                self.table.cursor = row
+                self.table.focus()
+                return True
+        return False
+
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:
             self.row = event.row
@@ -143,9 +158,12 @@ class ThreadsPane(ViewPane):
         self._show_level()
 
     def action_up(self) -> None:
+        """escape: up a level; at the top, back where a link came from (the app's history)."""
         if len(self.stack) > 1:
             self.stack.pop()
             self._show_level()
+        elif getattr(self.app, "history", None):
+            self.app.action_back()
 
     def render_view(self) -> None:
         out = self.view_body

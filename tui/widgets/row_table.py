@@ -115,8 +115,10 @@ class RowTable(ScrollView, can_focus=True):
             return self.table
 
     def __init__(self, columns: list[Column] | None = None, source: RowSource | None = None,
-                 empty_text: str = "nothing to show", **kwargs):
+                 empty_text: str = "nothing to show", open_label: str | None = "open", **kwargs):
+        """``open_label``: what enter does to a row, in the footer (None: enter does nothing here)."""
         super().__init__(**kwargs)
+        self.open_label = open_label
         self.columns: list[Column] = columns or []
         self.source: RowSource = source or ListSource([])
         self.empty_text = empty_text
@@ -262,8 +264,13 @@ class RowTable(ScrollView, can_focus=True):
     def action_page_up(self) -> None:
         self.cursor -= self._page
 
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "select":
+            return self.open_label is not None and len(self.source) > 0
+        return True
+
     def action_select(self) -> None:
-        if len(self.source):
+        if self.open_label is not None and len(self.source):
             self.post_message(self.Selected(self, self.cursor))
 
     def on_click(self, event: events.Click) -> None:

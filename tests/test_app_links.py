@@ -1,0 +1,138 @@
+"""One keystroke from a finding to its evidence, and across views, with escape going back like a
+browser's history; enter shown in the footer only where it opens something. Pilot on real inputs."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from conftest import ROOT, needs_bt2
+from textual.widgets import TabbedContent
+
+from perftriage.tui.app import PerftriageApp
+from perftriage.tui.panes.calltrees import CallTreesPane
+from perftriage.tui.panes.clusters import ClustersPane
+from perftriage.tui.panes.counters import CountersPane
+from perftriage.tui.panes.findings import FindingsPane
+from perftriage.tui.panes.requests import RequestsPane
+from perftriage.tui.widgets.row_table import RowTable
+
+SAMPLES = ROOT / "sample_traces"
+
+
+async def loaded(app, pilot, timeout: float = 120.0) -> None:
+    t0 = time.monotonic()
+    while app.running or app.result is None:
+        assert time.monotonic() - t0 < timeout
+        await pilot.pause(0.05)
+    await pilot.pause(0.1)
+
+
+def tab(app) -> str:
+    return app.query_one("#tabs", TabbedContent).active
+
+
+async def open_finding(app, pilot, kind: str):
+    """Enter on the first finding whose target is ``kind``, from the Findings tab."""
+    await pilot.press("6")
+    await pilot.pause()
+    findings = app.query_one(FindingsPane).findings
+    row = next(i for i, f in enumerate(findings) if f.target.get("kind") == kind)
+    table = app.query_one("#findings-table", RowTable)
+    table.focus()
+    table.cursor = row
+    await pilot.press("enter")
+    await pilot.pause(0.2)
+    return findings[row], row
+
+
+async def back_to_findings(app, pilot, row: int) -> None:
+    await pilot.press("escape")
+    await pilot.pause(0.2)
+    assert tab(app) == "findings"
+    assert app.query_one("#findings-table", RowTable).cursor == row
+
+
+def enter_enabled(app, table_id: str) -> bool:
+    table = app.query_one(f"#{table_id}", RowTable)
+    return table.check_action("select", ()) is True
+
+
+@needs_bt2
+async def test_findings_open_their_cluster_and_request_and_a_request_its_cluster():
+    app = PerftriageApp([str(SAMPLES / "webserver")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        # a cluster finding: the requests of that cluster
+        f, row = await open_finding(app, pilot, "cluster")
+        pane = app.query_one(RequestsPane)
+        c = f.target["cluster"]
+        assert tab(app) == "requests" and pane.cluster_filter == c
+        assert len(pane.index) == int((app.result.cluster_labels == c).sum()) > 0
+        await back_to_findings(app, pilot, row)
+        assert pane.cluster_filter is None  # back restores what was shown before
+        # the slowest-requests finding: its request highlighted, with its path below
+        f, row = await open_finding(app, pilot, "request")
+        assert tab(app) == "requests"
+        i = pane.selected_request()
+        assert pane.table.id[i] == f.target["id"] and pane.table.host[i] == f.target["host"]
+        assert i == int(np.argmax(pane.table.duration))
+        # from that request, c: its cluster highlighted in the Clusters tab
+        want = int(app.result.cluster_labels[i])
+        await pilot.press("c")
+        await pilot.pause(0.2)
+        assert tab(app) == "clusters"
+        assert app.query_one("#clusters-table", RowTable).cursor == want + 1
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert tab(app) == "requests" and pane.selected_request() == i
+        await back_to_findings(app, pilot, row)
+        assert not app.history
+
+
+async def test_a_call_tree_finding_opens_its_method_and_replica():
+    app = PerftriageApp([str(SAMPLES / "microservices")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        f, row = await open_finding(app, pilot, "pair")
+        assert tab(app) == "calltrees"
+        pane = app.query_one(CallTreesPane)
+        pair = pane.diagnosis.ranking[pane.pairs.cursor]
+        assert pair.method_name == f.target["method"]
+        assert f.target["replica"] is None or pair.replica_name == f.target["replica"]
+        assert not enter_enabled(app, "ct-pairs")  # nothing opens there: the footer does not offer enter
+        await back_to_findings(app, pilot, row)
+
+
+async def test_a_counter_finding_opens_its_server():
+    app = PerftriageApp([str(SAMPLES / "fleet")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        f, row = await open_finding(app, pilot, "server")
+        assert tab(app) == "counters"
+        pane = app.query_one(CountersPane)
+        s, c = pane.items[pane.table.cursor]
+        assert pane.ca.cs.servers[s] == f.target["server"] and pane.ca.cs.counters[c] == f.target["counter"]
+        assert not enter_enabled(app, "co-table")
+        await back_to_findings(app, pilot, row)
+        assert enter_enabled(app, "findings-table")
+
+
+@needs_bt2
+async def test_enter_on_a_cluster_lists_its_requests_and_escape_comes_back():
+    app = PerftriageApp([str(SAMPLES / "webserver")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        table = app.query_one("#clusters-table", RowTable)
+        table.focus()
+        table.cursor = 2
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        pane = app.query_one(RequestsPane)
+        assert tab(app) == "requests" and pane.cluster_filter == 1
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert tab(app) == "clusters" and table.cursor == 2 and pane.cluster_filter is None
+        assert isinstance(app.query_one(ClustersPane), ClustersPane)
