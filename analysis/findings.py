@@ -12,6 +12,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from perftriage.analysis.units import fmt_score
+
 SEVERITIES = ("info", "warning", "critical")
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-_]")
@@ -94,7 +96,7 @@ def finding_markdown(f: Finding, number: int | None = None) -> str:
     out = [f"### {head}{_md_escape_inline(f.title)}", ""]
     out.append(
         f"**Subject:** {_md_escape_inline(f.subject)} · **Severity:** {f.severity} · "
-        f"**Score:** {f.score:.3g} · **Analysis:** {f.analysis}"
+        f"**Analysis:** {f.analysis} · rank score {fmt_score(f.score)}"
     )
     out.append("")
     for line in f.evidence:

@@ -36,3 +36,36 @@ def fmt_timestamp(ns: int, utc: bool = True) -> str:
 def fmt_clock(ns: int) -> str:
     """Epoch ns -> '19:05:50.157218983' (time of day, UTC)."""
     return fmt_timestamp(ns)[11:]
+
+
+#: nouns whose singular is not the plural less its final "s"
+_SINGULAR = {"processes": "process", "categories": "category", "replicas": "replica", "analyses": "analysis",
+             "matches": "match", "classes": "class", "series": "series"}
+
+
+def singular(noun: str) -> str:
+    """'requests' -> 'request', 'processes' -> 'process', 'read calls' -> 'read call'."""
+    head, _, last = noun.rpartition(" ")
+    one = _SINGULAR.get(last, last[:-1] if last.endswith("s") and not last.endswith("ss") else last)
+    return f"{head} {one}" if head else one
+
+
+def count_of(n: int, noun: str, adjective: str = "") -> str:
+    """'1 outlying process', '7 outlying processes', '1,200 requests' (``noun`` in the plural)."""
+    return f"{n:,} {adjective + ' ' if adjective else ''}{singular(noun) if n == 1 else noun}"
+
+
+def fmt_ratio(x: float) -> str:
+    """How many times: '1.4x', '24x', '2,389x' (no decimals where they would not be read)."""
+    if x >= 100:
+        return f"{x:,.0f}x"
+    if x >= 10:
+        return f"{x:.0f}x"
+    return f"{x:.1f}x"
+
+
+def fmt_score(x: float) -> str:
+    """A finding's ranking score for people: '69,300', '12.5', '0.84' (never 6.93e+04)."""
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"

@@ -136,3 +136,46 @@ async def test_enter_on_a_cluster_lists_its_requests_and_escape_comes_back():
         await pilot.pause(0.2)
         assert tab(app) == "clusters" and table.cursor == 2 and pane.cluster_filter is None
         assert isinstance(app.query_one(ClustersPane), ClustersPane)
+
+
+def screen_text(app) -> str:
+    return "\n".join("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
+
+
+def footer_keys(app) -> list[str]:
+    """The keys the footer offers now (shown and enabled), but quit."""
+    return [k for k, b in app.active_bindings.items()
+            if b.binding.show and b.enabled and b.binding.action not in ("quit",)]
+
+
+async def test_every_key_the_footer_shows_changes_something():
+    """On every tab of three inputs (requests and clusters, call trees, counters), each key the
+    footer offers changes the screen; a key offered where it does nothing fails."""
+    for sample in ("webserver", "microservices", "fleet"):
+        app = PerftriageApp([str(SAMPLES / sample)])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await loaded(app, pilot)
+            for number in "123456":
+                await pilot.press(number)
+                await pilot.pause(0.1)
+                for key in footer_keys(app):
+                    await pilot.press(number)  # from the tab, as the footer offered it
+                    await pilot.pause(0.1)
+                    if key not in footer_keys(app):
+                        continue  # an earlier key changed what this tab offers
+                    app.clear_notifications()  # a toast fading away is no change the key made
+                    await pilot.pause(0.1)
+                    before, screens, tab_before = screen_text(app), len(app.screen_stack), tab(app)
+                    await pilot.press(key)
+                    await pilot.pause(0.1)
+                    app.clear_notifications()
+                    await pilot.pause(0.05)
+                    changed = (screen_text(app) != before or len(app.screen_stack) != screens
+                               or tab(app) != tab_before)
+                    assert changed, f"{sample}, tab {number}: {key} is in the footer but changes nothing"
+                    while len(app.screen_stack) > 1:
+                        await pilot.press("escape")
+                        await pilot.pause(0.1)
+                    if key == "slash":
+                        await pilot.press("escape")
+                    app.history.clear()

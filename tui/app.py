@@ -237,6 +237,7 @@ class PerftriageApp(App):
             return
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             self.running = False
+            self.refresh_bindings()  # escape no longer cancels: the footer stops offering it
         if event.state == WorkerState.SUCCESS:
             self.query_one("#progress", ProgressBar).remove_class("running")
             self._show_pending_ended()  # the panes whose part never came: what they would need
@@ -263,6 +264,7 @@ class PerftriageApp(App):
     def show_result(self, result: TriageResult, final: bool = True) -> None:
         """Show ``result``: a part of it while the analysis runs (``final`` False), or all of it."""
         self.result = result
+        self.call_after_refresh(self.refresh_bindings)  # keys that act on the new rows
         requests = result.requests
         note = ""
         if requests is None:
@@ -343,6 +345,7 @@ class PerftriageApp(App):
     # -- links between views: one keystroke from a finding to its evidence, escape goes back ----
 
     def _remember(self) -> None:
+        self.call_after_refresh(self.refresh_bindings)  # escape now goes back
         """Where the user is (tab, highlighted row, the requests' cluster filter): ``back`` returns here."""
         tab = self.query_one("#tabs", TabbedContent).active
         focused = self.focused if isinstance(self.focused, RowTable) else None
@@ -355,6 +358,7 @@ class PerftriageApp(App):
         if not self.history:
             return
         tab, table_id, cursor, cluster_filter = self.history.pop()
+        self.call_after_refresh(self.refresh_bindings)
         req = self.query_one("#requests-pane", RequestsPane)
         if req.cluster_filter != cluster_filter:
             req.show_cluster(cluster_filter)
@@ -416,9 +420,16 @@ class PerftriageApp(App):
         return False
 
     def action_tab(self, tab_id: str) -> None:
+        tabs = self.query_one("#tabs", TabbedContent)
+        if tabs.active == tab_id:  # already there: its table takes the keys (no TabActivated comes)
+            if not isinstance(self.focused, RowTable):
+                tables = tabs.get_pane(tab_id).query(RowTable)
+                if tables:
+                    tables.first().focus()
+            return
         # drop the focus first: a focused widget left in the old pane would switch back to it
         self.set_focus(None)
-        self.query_one("#tabs", TabbedContent).active = tab_id
+        tabs.active = tab_id
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """The table of the pane shown takes the keys."""

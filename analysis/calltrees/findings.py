@@ -8,7 +8,7 @@ from dataclasses import asdict
 import numpy as np
 from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.spans.table import SpanTable
-from perftriage.analysis.units import fmt_timestamp
+from perftriage.analysis.units import count_of, fmt_ratio, fmt_timestamp
 
 from .clouddiag import Diagnosis, RankedPair
 from .compare import Change, Comparison
@@ -56,15 +56,14 @@ def pair_evidence(diag: Diagnosis, p: RankedPair) -> list[str]:
                           for c in cats[:3])
     more = f" and {len(cats) - 3} more" if len(cats) > 3 else ""
     kind = "self" if diag.params.times == "self" else "total"
-    ev = [f"flagged in {p.categories} of {analysed} analysed categories: {cat_names}{more}",
-          f"beta = {p.min_beta:.3f} (threshold {diag.params.beta:g}): the method's column is far from the low-rank "
-          f"part L of the call-time matrix (Robust PCA, {first.iterations} iterations)"]
+    ev = []
     if p.peers:
         ratio = p.ratio
         ev.append(f"{kind} time median {_ms(p.replica_median_ms)} on {p.replica_name} against {_ms(p.peers_median_ms)} "
-                  f"on its {p.peers} other replica(s)" + (f" ({ratio:.1f}x)" if np.isfinite(ratio) else ""))
+                  f"on its {count_of(p.peers, 'other replicas')}" + (f" ({fmt_ratio(ratio)})" if np.isfinite(ratio) else ""))
     else:
         ev.append(f"{kind} time median {_ms(p.replica_median_ms)} on {p.replica_name} (the only replica running it)")
+    ev.append(f"slow in {p.categories} of {count_of(analysed, 'categories', 'analysed')} of requests: {cat_names}{more}")
     ev.append(f"{p.flagged:,} of its {p.calls:,} calls in those categories have a large error E "
               f"(> {diag.params.e_z:g} robust sd of the column); summed positive error {_ms(p.error_ms)}")
     hows = {e.how for e in p.evidence}
@@ -77,6 +76,8 @@ def pair_evidence(diag: Diagnosis, p: RankedPair) -> list[str]:
     if p.onset_ns is not None and np.isfinite(p.before_share) and p.before_share < 0.5 * p.after_share:
         ev.append(f"it started at {fmt_timestamp(p.onset_ns)}: since then {p.after_share:.0%} of its calls there have "
                   f"a large error, before {p.before_share:.0%}")
+    ev.append(f"details: beta {p.min_beta:.3f} (threshold {diag.params.beta:g}), the distance of the method's column "
+              f"from the low-rank part of the call-time matrix (Robust PCA, {first.iterations} iterations)")
     return ev
 
 

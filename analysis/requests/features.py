@@ -32,6 +32,7 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.execgraph.graph import ExecGraph
 from perftriage.analysis.inputs import read_text
+from perftriage.analysis.units import count_of
 
 from .critical_path import STATES, finders, walk_many
 from .table import RequestTable
@@ -238,9 +239,9 @@ def merge_batches(batches: list[FeatureBatch]) -> FeatureTable:
     missing_thread = sum(b.missing_thread for b in batches)
     ft.notes = []
     if no_host:
-        ft.notes.append(f"{no_host} requests come from hosts without a kernel trace: no critical path")
+        ft.notes.append(f"{count_of(no_host, 'requests')} from hosts without a kernel trace: no critical path")
     if missing_thread:
-        ft.notes.append(f"{missing_thread} requests run on threads the kernel trace never shows "
+        ft.notes.append(f"{count_of(missing_thread, 'requests')} on threads the kernel trace never shows "
                         "(a PID namespace? vtid differs from tid): their time is all BT")
     return ft
 

@@ -6,13 +6,12 @@ import numpy as np
 
 from perftriage.analysis.ctf.summary import TraceSummary
 from perftriage.analysis.findings import Finding, Table
-from perftriage.analysis.units import fmt_duration, fmt_timestamp
+from perftriage.analysis.units import count_of, fmt_duration, fmt_timestamp, singular
 
 from .features import FeatureTable
 from .table import RequestTable
 
 LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")
-SINGULAR = {"processes": "process", "threads": "thread", "requests": "request"}
 
 
 def unit_noun(what: str) -> str:
@@ -22,15 +21,6 @@ def unit_noun(what: str) -> str:
     if what.startswith("syscall:"):
         return what.split(":", 1)[1] + " calls"
     return what
-
-
-def singular(noun: str) -> str:
-    return SINGULAR.get(noun, noun[:-1] if noun.endswith("s") else noun)
-
-
-def count_of(n: int, noun: str, adjective: str = "") -> str:
-    """'1 outlying process', '7 outlying processes'."""
-    return f"{n:,} {adjective + ' ' if adjective else ''}{singular(noun) if n == 1 else noun}"
 
 
 def trace_findings(summary: TraceSummary) -> list[Finding]:
@@ -111,7 +101,7 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
         rows.append(row + [t.fields[f][i] for f in fields])
     what = unit_noun(unit)
     evidence = [
-        f"{len(table):,} {what}; median {fmt_duration(med)}, p95 {fmt_duration(np.percentile(dur_all, 95))}, "
+        f"{count_of(len(table), what)}; median {fmt_duration(med)}, p95 {fmt_duration(np.percentile(dur_all, 95))}, "
         f"max {fmt_duration(dur[0])}"
     ]
     if len(table) > 1 and med >= 1000 and dur[0] / med <= 1000:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perftriage.analysis.findings import Finding, Table
-from perftriage.analysis.units import fmt_duration
+from perftriage.analysis.units import fmt_duration, fmt_ratio
 
 from .clusters import ClusterParams, ClusterResult, cluster_outliers
 from .critical_path import STATE_WORDS
@@ -71,7 +71,7 @@ def compare_durations(med: float, base: float, how: str = "") -> str:
     baseline is large enough for it to mean something (at least 1 us, and the ratio at most 1000)."""
     text = f"{fmt_duration(med)}{how}, against {fmt_duration(base)} for the others"
     if base >= 1000 and 1.1 <= med / base <= 1000:
-        text += f" ({med / base:.1f}x)"
+        text += f" ({fmt_ratio(med / base)})"
     return text
 
 
@@ -176,7 +176,7 @@ def outlier_summary_finding(ft: FeatureTable, ra: RequestAnalysis, what: str = "
         score=float(t3["outliers"]),
         severity="info",
         evidence=evidence,
-        tables=[Table(["statistic", "value"], rows, caption="outliers and their durations (the paper's Table III)"),
+        tables=[Table(["statistic", "value"], rows, caption="outliers and their durations"),
                 table4(ra)],
         parameters={k: v for k, v in p.items() if not isinstance(v, (list, dict))},
         target={"kind": "clusters"},
@@ -187,4 +187,4 @@ def table4(ra: RequestAnalysis) -> Table:
     rows = [[g.name, f"{g.size:,}", f"{g.mean_ms:.4g}", f"{g.median_ms:.4g}", f"{g.mean_syscalls:.1f}",
              f"{g.mean_distinct_syscalls:.1f}"] for g in ra.clusters.groups]
     return Table(["group", "requests", "mean ms", "median ms", "syscalls", "distinct syscalls"], rows,
-                 caption="each group's size and durations (the paper's Table IV)")
+                 caption="each group's size and durations")

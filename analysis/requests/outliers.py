@@ -138,7 +138,9 @@ def detect_outliers(ft: FeatureTable, params: OutlierParams | None = None) -> Ou
         outlier, score, group, extra, curve, knee = _dbscan(X, ft, params)
     used.update(extra)
     why, why_cols = explain(X, outlier, columns, unit)
-    res = OutlierResult(outlier, score, group, columns, used, why, why_cols, short_why(X, why_cols, columns, unit),
+    normal = np.median(X[~outlier], axis=0) if (~outlier).any() else np.zeros(X.shape[1])
+    res = OutlierResult(outlier, score, group, columns, used, why, why_cols,
+                        short_why(X, why_cols, columns, unit, normal),
                         curve, knee)
     res.table3 = table3(ft.total, outlier, params.thresholds_ms)
     return res
@@ -317,10 +319,14 @@ def explain(X: np.ndarray, outlier: np.ndarray, columns: list[str], unit: str) -
     return why, cols
 
 
-def short_why(X: np.ndarray, cols: np.ndarray, columns: list[str], unit: str) -> list[str]:
+def short_why(X: np.ndarray, cols: np.ndarray, columns: list[str], unit: str,
+              normal: np.ndarray | None = None) -> list[str]:
+    """The why column: 'BN 23 s (normal 1.2 ms), RU 400 ms (normal 3 ms)', the normal value being
+    the median of the requests that are not outliers."""
     out = []
     for i in range(len(X)):
-        parts = [f"{columns[k]} {_fmt(X[i, k], unit)}" for k in cols[i] if k >= 0]
+        parts = [f"{columns[k]} {_fmt(X[i, k], unit)}" + (f" (normal {_fmt(normal[k], unit)})" if normal is not None
+                                                          else "") for k in cols[i] if k >= 0]
         out.append(", ".join(parts))
     return out
 

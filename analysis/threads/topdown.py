@@ -83,10 +83,10 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
             if np.isfinite(r.separation):
                 ev.append(f"its median distance to the others is {r.separation:.1f}x the typical one")
         elif r.how == "window":
-            ev.append(f"a short deviation found by the moving-window check (beyond the paper), after the "
+            ev.append(f"a short deviation found by the moving-window check, after the "
                       f"{sum(1 for x in res.ranking if x.how == 'dendrogram')} ranked by the dendrogram")
         else:
-            ev.append(f"a long departure from the other {plural(res.level)} (beyond the paper: a leak late in the run "
+            ev.append(f"a long departure from the other {plural(res.level)} (a leak late in the run "
                       f"hardly moves a covariance), after the {sum(1 for x in res.ranking if x.how != 'departure')} "
                       "ranked by the dendrogram and the window check")
         for metric, text in r.metrics:

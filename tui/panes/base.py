@@ -86,6 +86,15 @@ class ViewPane(Pending, Vertical):
         self.view_title.update("")
         self.view_body.update("")
 
+    def has_view(self) -> bool:
+        """Whether there is something to view (v is offered only then)."""
+        return True
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "next_view":
+            return self.has_view()
+        return True
+
     def action_next_view(self) -> None:
         self.view = (self.view + 1) % len(self.VIEWS)
         self.render_view()

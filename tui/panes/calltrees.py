@@ -118,6 +118,9 @@ class CallTreesPane(ViewPane):
         self.subject = "pair" if d.ranking else "category"
         self.render_view()
 
+    def has_view(self) -> bool:
+        return self.diagnosis is not None
+
     def select_pair(self, method: str, replica: str | None) -> bool:
         """Highlight the anomalous pair (method, replica); replica None: the method's first pair."""
         d = self.diagnosis

@@ -98,6 +98,9 @@ class ClustersPane(ViewPane):
     def _cluster_of_row(self, row: int) -> int:
         return row - 1  # row 0 is the normal group
 
+    def has_view(self) -> bool:
+        return getattr(self.result, "analysis", None) is not None
+
     def select_cluster(self, cluster: int) -> bool:
         """Highlight a cluster's row (-1: the normal requests)."""
         if getattr(self.result, "analysis", None) is None or not 0 <= cluster + 1 < len(self.table.source):

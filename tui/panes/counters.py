@@ -113,6 +113,14 @@ class CountersPane(ViewPane):
         self.corr = None
         self.render_view()
 
+    def has_view(self) -> bool:
+        return self.ca is not None
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "correlations":
+            return self.ca is not None and bool(self.items)
+        return super().check_action(action, parameters)
+
     def select_server(self, server: str, counter: str | None = None) -> bool:
         """Highlight the row of ``server`` (and ``counter`` when given)."""
         if self.ca is None:

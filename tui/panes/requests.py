@@ -310,6 +310,8 @@ class RequestsPane(Pending, Vertical):
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "its_cluster":
             return self.cluster is not None and self.selected_request() is not None
+        if action in ("filter", "sort", "next_notable", "prev_notable"):
+            return self.table is not None
         return True
 
     def action_its_cluster(self) -> None:

@@ -106,6 +106,9 @@ class ThreadsPane(ViewPane):
         self.row = 0
         self.render_view()
 
+    def has_view(self) -> bool:
+        return self.current is not None
+
     def select_names(self, level: str, names: list[str]) -> bool:
         """Highlight the first of ``names`` when the level shown is ``level`` (the top one first)."""
         while len(self.stack) > 1 and self.current.level != level:

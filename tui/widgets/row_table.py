@@ -129,6 +129,7 @@ class RowTable(ScrollView, can_focus=True):
     def set_rows(self, columns: list[Column], source: RowSource, keep_cursor: bool = False) -> None:
         self.columns = columns
         self.source = source
+        self.refresh_bindings()  # enter opens something only when there are rows
         self._widths = []
         n = len(source)
         self.virtual_size = Size(self.size.width or 80, n + 1)
