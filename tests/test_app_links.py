@@ -179,3 +179,45 @@ async def test_every_key_the_footer_shows_changes_something():
                     if key == "slash":
                         await pilot.press("escape")
                     app.history.clear()
+
+
+def test_the_help_lists_every_key_of_every_pane():
+    from textual.binding import Binding
+
+    from perftriage.tui.screens.help import help_text, key_names, pane_sections
+    from perftriage.tui.widgets.row_table import RowTable
+
+    text = help_text()
+    sections = {title: binds for title, binds in pane_sections()}
+    assert list(sections) == ["Requests", "Clusters", "Call trees", "Threads", "Counters", "Findings"]
+    for title, binds in sections.items():
+        block = text.split(f"\n{title}\n", 1)[1].split("\n\n", 1)[0]
+        for b in binds:
+            assert f"  {key_names(b)} " in block, f"{title}: {b.key} ({b.action}) missing from the help"
+    for b in [*RowTable.BINDINGS, *PerftriageApp.BINDINGS]:
+        b = b if isinstance(b, Binding) else Binding(*b)
+        if not b.action.startswith("tab("):
+            assert f"  {key_names(b)} " in text, f"{b.key} ({b.action}) missing from the help"
+    assert help_text("Threads").startswith("This pane: Threads")
+
+
+async def test_the_help_opens_on_the_pane_shown_fills_the_terminal_and_scrolls_with_j():
+    from textual.containers import VerticalScroll
+
+    app = PerftriageApp([str(SAMPLES / "fleet")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("5", "question_mark")
+        await pilot.pause(0.2)
+        assert "This pane: Counters" in screen_text(app).split("\n")[3]
+        box = app.screen.query_one(VerticalScroll)
+        assert box.size.width >= 96 and box.outer_size.height == 30
+        await pilot.press("j", "j", "j")
+        await pilot.pause(0.1)
+        assert box.scroll_y == 3
+        await pilot.press("k")
+        await pilot.pause(0.1)
+        assert box.scroll_y == 2
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert len(app.screen_stack) == 1

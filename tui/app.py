@@ -441,7 +441,9 @@ class PerftriageApp(App):
             tables.first().focus()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        titles = dict(TABS)
+        tab = self.query_one("#tabs", TabbedContent).active
+        self.push_screen(HelpScreen(titles.get(tab, "").split(" ", 1)[-1]))
 
     def action_export(self) -> None:
         if self.result is None:
