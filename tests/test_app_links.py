@@ -221,3 +221,36 @@ async def test_the_help_opens_on_the_pane_shown_fills_the_terminal_and_scrolls_w
         await pilot.press("escape")
         await pilot.pause(0.1)
         assert len(app.screen_stack) == 1
+
+
+def table_lines(app, table_id: str, rows: int = 6) -> list[str]:
+    table = app.query_one(f"#{table_id}", RowTable)
+    return ["".join(seg.text for seg in table.render_line(y)) for y in range(min(rows, table.row_count + 1))]
+
+
+async def test_at_80x24_identity_columns_are_never_cut():
+    """The id, cluster, host and method of a request, a cluster's name, a call tree's method and
+    replica, a server and its counter: whole at 80 columns, free text cut or left out instead."""
+    checks = {
+        "webserver": [("1", "requests-table", lambda app: [str(x) for x in app.result.requests.host[:1]] + ["POST"]),
+                      ("2", "clusters-table", lambda app: ["normal", "cluster 1"])],
+        "microservices": [("3", "ct-pairs", lambda app: [app.result.diagnosis.ranking[0].method_name,
+                                                         app.result.diagnosis.ranking[0].replica_name])],
+        "fleet": [("5", "co-table", lambda app: [app.query_one(CountersPane).ca.cs.servers[
+            app.query_one(CountersPane).items[0][0]]])],
+    }
+    for sample, tabs in checks.items():
+        app = PerftriageApp([str(SAMPLES / sample)])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await loaded(app, pilot)
+            for number, table_id, words in tabs:
+                await pilot.press(number)
+                await pilot.pause(0.1)
+                lines = table_lines(app, table_id)
+                text = "\n".join(lines)
+                assert all(len(line.rstrip()) <= 80 for line in lines)
+                for w in words(app):
+                    assert w in text, f"{sample}: {w!r} cut in {table_id}:\n{text}"
+                header = lines[0].split()
+                assert not any(h.endswith("…") for h in header if h in ("id", "cl", "host", "method", "group", "where",
+                                                                        "replica", "counter"))

@@ -325,8 +325,9 @@ def short_why(X: np.ndarray, cols: np.ndarray, columns: list[str], unit: str,
     the median of the requests that are not outliers."""
     out = []
     for i in range(len(X)):
-        parts = [f"{columns[k]} {_fmt(X[i, k], unit)}" + (f" (normal {_fmt(normal[k], unit)})" if normal is not None
-                                                          else "") for k in cols[i] if k >= 0]
+        parts = [f"{columns[k]} {_fmt(X[i, k], unit)}" + ("" if normal is None else " (normally none)"
+                                                          if normal[k] == 0 else f" (normal {_fmt(normal[k], unit)})")
+                 for k in cols[i] if k >= 0]
         out.append(", ".join(parts))
     return out
 

@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from perftriage.analysis.calltrees.findings import category_name, pair_evidence
 from perftriage.analysis.calltrees.view import example_request, method_replicas
-from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
+from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
 from perftriage.tui.widgets.sparkline import sparkline
 
 from .base import ViewPane
@@ -95,8 +95,8 @@ class CallTreesPane(ViewPane):
             rows.append([str(i + 1), pr.method_name, pr.replica_name, str(pr.categories), f"{pr.min_beta:.3f}",
                          _ms(pr.replica_median_ms), _ms(pr.peers_median_ms),
                          f"{pr.ratio:.1f}x" if np.isfinite(pr.ratio) else "-", f"{pr.flagged:,}/{pr.calls:,}"])
-        cols = [Column("#", "right", 2, 4), Column("method", "left", 10, 40, flex=True),
-                Column("replica", "left", 6, 24), Column("categories", "right", 4, 10), Column("beta", "right", 5, 6),
+        cols = [Column("#", "right", 2, 4), Column("method", "left", 10, 40, flex=True, priority=IDENTITY),
+                Column("replica", "left", 6, 24, priority=IDENTITY), Column("categories", "right", 4, 10), Column("beta", "right", 5, 6),
                 Column("median", "right", 6, 9), Column("peers", "right", 6, 9), Column("ratio", "right", 5, 7),
                 Column("anomalous calls", "right", 6, 15)]
         self.pairs.set_rows(cols, ListSource(rows, ["alert"] * min(3, len(rows)) + [None] * max(0, len(rows) - 3)))
@@ -109,10 +109,10 @@ class CallTreesPane(ViewPane):
                           _ms(r.p99_ms), f"{r.cv:.3f}", "yes" if r.analysed else "no",
                           f"{float(r.beta.min()):.3f}" if r.beta is not None else "-", anomalous or "-"])
             styles.append("alert" if r.anomalous else (None if r.analysed else "muted"))
-        ccols = [Column("#", "right", 2, 4), Column("root method", "left", 8, 30), Column("requests", "right", 4, 9),
+        ccols = [Column("#", "right", 2, 4), Column("root method", "left", 8, 30, priority=IDENTITY), Column("requests", "right", 4, 9),
                  Column("calls", "right", 3, 5), Column("p50", "right", 6, 9), Column("p99", "right", 6, 9),
                  Column("CV", "right", 5, 6), Column("analysed", "left", 3, 8), Column("min beta", "right", 5, 8),
-                 Column("anomalous methods", "left", 8, 40, flex=True)]
+                 Column("anomalous methods", "left", 8, 40, flex=True, priority=TEXT)]
         self.cats.set_rows(ccols, ListSource(crows, styles))
         self.pair_row = self.cat_row = 0
         self.subject = "pair" if d.ranking else "category"

@@ -21,7 +21,7 @@ from perftriage.analysis.requests.findings import unit_noun
 from perftriage.analysis.requests.outlier_analysis import dominant_states
 from perftriage.analysis.units import fmt_duration
 from perftriage.tui.widgets.plots import bars, line, scatter
-from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
+from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
 
 from .base import ViewPane
 
@@ -88,9 +88,9 @@ class ClustersPane(ViewPane):
                          f"{dom[0][0]} {dom[0][1] * 100:.0f}%" if dom else "",
                          grams[0].ngram if grams else ""])
         styles = [None] + ["alert"] * (len(rows) - 1)
-        cols = [Column("group", "left", 6, 10), Column("requests", "right", 4, 8), Column("median", "right", 6, 9),
+        cols = [Column("group", "left", 6, 10, priority=IDENTITY), Column("requests", "right", 4, 8), Column("median", "right", 6, 9),
                 Column("mean", "right", 6, 9), Column("syscalls", "right", 4, 8), Column("distinct", "right", 4, 8),
-                Column("dominant", "left", 6, 9), Column("distinctive n-gram", "left", 10, 40, flex=True)]
+                Column("dominant", "left", 6, 9), Column("distinctive n-gram", "left", 10, 40, flex=True, priority=TEXT)]
         self.table.set_rows(cols, ListSource(rows, styles))
         self.row = 0
         self.render_view()

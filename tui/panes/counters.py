@@ -20,7 +20,7 @@ from textual.widgets import Static
 from perftriage.analysis.counters.correlation import correlate
 from perftriage.analysis.counters.views import STATS, server_view, time_view
 from perftriage.tui.widgets.plots import line_series
-from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
+from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
 from perftriage.tui.widgets.sparkline import sparkline
 
 from .base import ViewPane
@@ -97,9 +97,10 @@ class CountersPane(ViewPane):
                          f"{' ' + cs.time_label(t) if t >= 0 else ''}"])
             styles.append("alert")
             items.append((s if s >= 0 else None, v.counter))
-        cols = [Column("#", "right", 2, 3), Column("where", "left", 8, 13), Column("counter", "left", 24, 38),
+        cols = [Column("#", "right", 2, 3), Column("where", "left", 8, 13, priority=IDENTITY),
+                Column("counter", "left", 12, 38, priority=IDENTITY),
                 Column("X", "right", 4, 8), Column("since", "right", 8, 9),
-                Column("evidence", "left", 10, 90, flex=True)]
+                Column("evidence", "left", 10, 90, flex=True, priority=TEXT)]
         self.items = items
         self.table.set_rows(cols, ListSource(rows, styles))
         self.query_one("#co-title", Static).update(

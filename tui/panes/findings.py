@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from perftriage.analysis.findings import Finding, finding_markdown
 from perftriage.analysis.requests.findings import count_of
-from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
+from perftriage.tui.widgets.row_table import IDENTITY, OPTIONAL, TEXT, Column, ListSource, RowTable
 
 from .base import Pending
 
@@ -40,8 +40,10 @@ class FindingsPane(Pending, Vertical):
         rows = [[str(i + 1), f.severity, f.analysis, f.title, f.subject] for i, f in enumerate(findings)]
         styles = [_SEVERITY_STYLE.get(f.severity) for f in findings]
         self.query_one("#findings-table", RowTable).open_label = "open its subject"
-        cols = [Column("#", "right", 2, 4), Column("severity", "left", 4, 8), Column("analysis", "left", 5, 10),
-                Column("finding", "left", 10, 40), Column("subject", "left", 10, 80, flex=True)]
+        cols = [Column("#", "right", 2, 4), Column("severity", "left", 4, 8, priority=IDENTITY),
+                Column("analysis", "left", 5, 10, priority=OPTIONAL),
+                Column("finding", "left", 10, 60, flex=True, priority=TEXT),
+                Column("subject", "left", 10, 80, priority=TEXT)]
         self.query_one("#findings-table", RowTable).set_rows(cols, ListSource(rows, styles))
         self.query_one("#findings-title", Static).update(
             f"{count_of(len(findings), 'findings')}, most severe first · e exports them all to Markdown"

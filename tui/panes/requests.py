@@ -20,9 +20,9 @@ from perftriage.analysis.requests.critical_path import PathFinder, finders
 from perftriage.analysis.requests.path_view import path_view
 from perftriage.analysis.requests.table import RequestTable, notable_mask
 from perftriage.analysis.requests.findings import unit_noun
-from perftriage.analysis.units import fmt_clock, fmt_duration
+from perftriage.analysis.units import count_of, fmt_clock, fmt_duration
 from perftriage.tui.widgets.path_breakdown import PathBreakdown
-from perftriage.tui.widgets.row_table import Column, RowTable
+from perftriage.tui.widgets.row_table import IDENTITY, OPTIONAL, TEXT, Column, RowTable
 
 from .base import Pending
 
@@ -48,16 +48,15 @@ class RequestRows:
     def cells(self, row: int) -> list[str]:
         t = self.table
         i = self.index[row]
-        out = [fmt_duration(self.duration[i])]
+        out = [str(t.id[i]), fmt_duration(self.duration[i])]
         if self.cluster is not None:
             c = int(self.cluster[i])
             out += [f"c{c + 1}" if c >= 0 else "", self.why[i] if self.why is not None else ""]
         out += [
-            fmt_clock(t.start[i])[:15] if t.start[i] >= 0 else "",
-            str(t.kind[i]),
             str(t.host[i]),
             f"{t.tid[i]}",
-            str(t.id[i]),
+            fmt_clock(t.start[i])[:15] if t.start[i] >= 0 else "",
+            str(t.kind[i]),
         ]
         out += [str(t.fields[f][i]) for f in self.extra]
         return out
@@ -157,20 +156,28 @@ class RequestsPane(Pending, Vertical):
             self.order = np.argsort(t.start, kind="stable")
 
     def _columns(self, extra: list[str]) -> list[Column]:
-        cols = [Column("duration", "right", 8, 10)]
+        # at 80 columns: the identity (id, cluster, host, method) is never cut, the uri takes what
+        # is left, the other free text is left out (the detail below shows it whole)
+        cols = [Column("id", "right", 2, 8, priority=IDENTITY), Column("duration", "right", 6, 10)]
         if self.cluster is not None:
-            cols += [Column("cl", "left", 2, 3), Column("why", "left", 8, 24)]
+            cols += [Column("cl", "left", 2, 3, priority=IDENTITY), Column("why", "left", 12, 24)]
         cols += [
-            Column("start", "left", 8, 15),
-            Column("kind", "left", 3, 8),
-            Column("host", "left", 4, 16),
+            Column("host", "left", 4, 16, priority=IDENTITY),
             Column("tid", "right", 3, 8),
-            Column("id", "right", 2, 8),
+            Column("start", "left", 8, 15, priority=OPTIONAL),
+            Column("kind", "left", 3, 8, priority=OPTIONAL),
         ]
-        flex = next((f for f in ("uri", "path") if f in extra), extra[-1] if extra else None)
+        said = [f for f in ("uri", "path") if f in extra and self._has_values(f)]
+        flex = said[0] if said else next((f for f in ("uri", "path") if f in extra), extra[-1] if extra else None)
         for f in extra:
-            cols.append(Column(f, "left", 3, 60, flex=(f == flex), keep_end=f in ("uri", "path", "url")))
+            cols.append(Column(f, "left", 12 if f == flex else 3, 60, flex=(f == flex), keep_end=f in ("uri", "path", "url"),
+                               priority=IDENTITY if f in ("method", "status") else TEXT if f == flex else OPTIONAL))
         return cols
+
+    def _has_values(self, field: str) -> bool:
+        """Whether a field says something in some of the first rows (not only '-' or nothing)."""
+        col = self.table.fields.get(field) if self.table is not None else None
+        return col is not None and any(str(v) not in ("", "-", "None") for v in col[:200])
 
     def _search_text(self) -> np.ndarray:
         if self._search is None:
@@ -207,7 +214,7 @@ class RequestsPane(Pending, Vertical):
         order = {"outliers": "outliers first", "duration": "slowest first", "start": "by start time"}[self.sort_by]
         what = "outliers" if self.cluster is not None else "slower than p95"
         noun = unit_noun(getattr(self.result, "units", "markers"))
-        parts = [f"{n:,} {noun} · median {med} · {order} · {int(self.notable.sum()):,} {what} (n/N)"]
+        parts = [f"{count_of(n, noun)} · median {med} · {order} · {int(self.notable.sum()):,} {what} (n/N)"]
         compared = getattr(self.result, "compared", None)
         if compared is not None:
             parts.append(f"{len(compared):,} compared (whole, not background)")

@@ -18,7 +18,7 @@ from perftriage.analysis.threads.series import plural
 from perftriage.analysis.threads.topdown import next_level
 from perftriage.analysis.threads.view import dendrogram_lines, item_series
 from perftriage.tui.widgets.plots import line_series
-from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
+from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
 from perftriage.tui.widgets.sparkline import sparkline
 
 from .base import ViewPane
@@ -92,8 +92,8 @@ class ThreadsPane(ViewPane):
             what = (r.headline or r.metrics[0][0] + ": " + r.metrics[0][1]) if r is not None and r.metrics else ""
             rows.append([str(n + 1) if n is not None else "-", res.names[i], str(len(res.members[i])), how, sep, what])
             styles.append("alert" if r is not None else None)
-        cols = [Column("#", "right", 2, 3), Column(res.level, "left", 6, 24), Column("threads", "right", 3, 7),
-                Column("by", "left", 4, 6), Column("apart", "right", 5, 7), Column("what deviates", "left", 10, 90,
+        cols = [Column("#", "right", 2, 3), Column(res.level, "left", 6, 24, priority=IDENTITY), Column("threads", "right", 3, 7),
+                Column("by", "left", 4, 6), Column("apart", "right", 5, 7), Column("what deviates", "left", 10, 90, priority=TEXT,
                                                                                     flex=True)]
         self.table.set_rows(cols, ListSource(rows, styles))
         where = " in " + ", ".join(f"{k} {v}" for k, v in res.within.items()) if res.within else ""

@@ -28,6 +28,13 @@ class Column:
     max_width: int = 60
     flex: bool = False  # takes the remaining width
     keep_end: bool = False  # truncate on the left ("…/dir/script.php"), for paths and uris
+    # when the terminal is narrow: IDENTITY columns (id, cluster, method, server, rule) are never
+    # cut while others can be; TEXT (free text: uri, query, why) is cut first; OPTIONAL columns are
+    # left out (the detail view shows them whole)
+    priority: int = 1
+
+
+IDENTITY, NORMAL, TEXT, OPTIONAL = 0, 1, 2, 3
 
 
 class RowSource(Protocol):
@@ -155,17 +162,28 @@ class RowTable(ScrollView, can_focus=True):
                 if c_i < len(r):
                     w = max(w, len(r[c_i]))
             widths.append(max(col.min_width, min(col.max_width, w)))
-        # fit: shrink the widest flexible columns first, then give spare width to the flex column
-        sep = max(0, len(widths) - 1)
-        avail = max(10, total - sep)
-        while sum(widths) > avail:
-            shrinkable = [k for k in range(len(widths)) if widths[k] > self.columns[k].min_width]
-            if not shrinkable:
-                break
-            i = max(shrinkable, key=lambda k: (not self.columns[k].flex, widths[k]))
-            widths[i] -= 1
-        spare = avail - sum(widths)
-        flex = [i for i, c in enumerate(self.columns) if c.flex]
+        # fit: cut free text first (other than the flex column), then the other columns, identity
+        # ones last of all (each time the widest of the kind); then leave out optional columns cut
+        # below a useful width; the flex column takes what is left
+        natural = list(widths)
+
+        def used() -> int:
+            shown = [w for w in widths if w > 0]
+            return sum(shown) + max(0, len(shown) - 1)
+
+        for tier in (TEXT, NORMAL, IDENTITY):
+            while used() > total:
+                cut = [k for k in range(len(widths))
+                       if min(self.columns[k].priority, TEXT) == tier and widths[k] > self.columns[k].min_width]
+                if not cut:
+                    break
+                widths[max(cut, key=lambda k: (not self.columns[k].flex, widths[k]))] -= 1
+            if tier == TEXT:  # optional columns cut below a useful width are left out before the others shrink
+                for k, col in enumerate(self.columns):
+                    if col.priority == OPTIONAL and widths[k] < min(natural[k], 12):
+                        widths[k] = 0
+        spare = total - used()
+        flex = [i for i, c in enumerate(self.columns) if c.flex and widths[i] > 0]
         if spare > 0 and flex:
             widths[flex[-1]] += spare
         return widths
@@ -179,6 +197,8 @@ class RowTable(ScrollView, can_focus=True):
     def _format(self, cells: list[str], widths: list[int]) -> str:
         parts = []
         for i, w in enumerate(widths):
+            if w <= 0:
+                continue  # left out: no room
             text = cells[i] if i < len(cells) else ""
             text = text.replace("\n", " ")
             if len(text) > w:
