@@ -254,3 +254,17 @@ async def test_at_80x24_identity_columns_are_never_cut():
                 header = lines[0].split()
                 assert not any(h.endswith("…") for h in header if h in ("id", "cl", "host", "method", "group", "where",
                                                                         "replica", "counter"))
+
+
+def test_plots_tell_their_series_apart_without_colour(monkeypatch):
+    from perftriage.tui.widgets.plots import bars, line_series, scatter
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    b = bars(["RU", "BN", "BD"], {"normal": [3, 1, 0], "cluster 1": [1, 5, 2]}, 60, 12).plain
+    assert "█" in b and "░" in b and b.rstrip().splitlines()[-1].split() == ["██", "normal", "░░", "cluster", "1"]
+    s = scatter({"normal": ([1, 2, 3], [1, 2, 3]), "c1": ([2, 4], [3, 1]), "c2": ([5], [5])}, 60, 12, log=False).plain
+    plot_area = "\n".join(s.splitlines()[:-2])
+    assert all(m in plot_area for m in "•xo") and s.splitlines()[-1].split()[::2] == ["••", "xx", "oo"]
+    line = line_series([1, 2, 3], {"min": [1, 1, 1], "mean": [2, 2, 2], "max": [3, 3, 3]}, 60, 10).plain
+    assert all(m * 3 in line for m in "•xo")
+    assert "\x1b" not in b + s + line  # no colour codes at all

@@ -12,6 +12,11 @@ from rich.text import Text
 
 _LOCK = threading.Lock()
 SERIES_COLORS = ["blue", "red", "green", "orange", "magenta", "cyan", "yellow", "gray", "white", "violet"]
+RICH_COLORS = ["blue", "red", "green", "dark_orange", "magenta", "cyan", "yellow", "grey50", "white", "violet"]  # the same, for rich
+# each series also has a marker of its own, so that the plot reads without colour (NO_COLOR, a
+# ticket pasted as text): points and lines, and bar fills
+POINT_MARKERS = ["•", "x", "o", "+", "*", "#", "@", "%", "=", "~"]
+BAR_MARKERS = ["█", "░", "▒", "#", "=", "+", "x", "o", "*", "~"]
 
 
 def _start(width: int, height: int, title: str = "") -> None:
@@ -25,10 +30,22 @@ def _start(width: int, height: int, title: str = "") -> None:
         plt.title(title)
 
 
-def _finish() -> Text:
+def _finish(legend: list[tuple[str, str]] | None = None) -> Text:
+    """The chart, then its legend on a line of its own below the plot area (marker, name), so
+    that it never hides a series."""
     out = plt.build()
     plt.clear_figure()
-    return Text.from_ansi(out) if not os.environ.get("NO_COLOR") else Text(plt.uncolorize(out))
+    text = Text.from_ansi(out) if not os.environ.get("NO_COLOR") else Text(plt.uncolorize(out))
+    if legend:
+        key = Text("\n")
+        for i, (marker, name) in enumerate(legend):
+            if i:
+                key.append("   ")
+            style = None if os.environ.get("NO_COLOR") else RICH_COLORS[i % len(RICH_COLORS)]
+            key.append(f"{marker * 2} ", style=style)
+            key.append(name)
+        text.append_text(key)
+    return text
 
 
 def bars(labels: list[str], series: dict[str, list[float]], width: int, height: int, title: str = "",
@@ -38,24 +55,27 @@ def bars(labels: list[str], series: dict[str, list[float]], width: int, height: 
         names = list(series)
         if len(names) == 1:
             plt.bar(labels, series[names[0]], orientation="horizontal" if horizontal else "vertical",
-                    color=SERIES_COLORS[0], width=0.6)
-        else:
-            plt.multiple_bar(labels, [series[n] for n in names], labels=names,
-                             color=SERIES_COLORS[: len(names)], orientation="horizontal" if horizontal else "vertical")
-        return _finish()
+                    color=SERIES_COLORS[0], width=0.6, marker=BAR_MARKERS[0])
+            return _finish()
+        plt.multiple_bar(labels, [series[n] for n in names], color=SERIES_COLORS[: len(names)],
+                         marker=BAR_MARKERS[: len(names)], orientation="horizontal" if horizontal else "vertical")
+        return _finish([(BAR_MARKERS[i % len(BAR_MARKERS)], n) for i, n in enumerate(names)])
 
 
 def scatter(groups: dict[str, tuple[list[float], list[float]]], width: int, height: int, title: str = "",
             log: bool = True) -> Text:
     with _LOCK:
         _start(width, height, title)
+        legend = []
         for i, (name, (x, y)) in enumerate(groups.items()):
             if len(x):
-                plt.scatter(list(x), list(y), label=name, color=SERIES_COLORS[i % len(SERIES_COLORS)], marker="dot")
+                marker = POINT_MARKERS[i % len(POINT_MARKERS)]
+                plt.scatter(list(x), list(y), color=SERIES_COLORS[i % len(SERIES_COLORS)], marker=marker)
+                legend.append((marker, name))
         if log:
             plt.xscale("log")
             plt.yscale("log")
-        return _finish()
+        return _finish(legend if len(legend) > 1 else None)
 
 
 def line(x: list[float], y: list[float], width: int, height: int, title: str = "", mark: float | None = None) -> Text:
@@ -73,9 +93,12 @@ def line_series(x: list[float], series: dict[str, list[float]], width: int, heig
 
     with _LOCK:
         _start(width, height, title)
+        legend = []
         for i, (name, y) in enumerate(series.items()):
             pts = [(a, b) for a, b in zip(x, y) if b is not None and not math.isnan(b)]
             if pts:
-                plt.plot([p[0] for p in pts], [p[1] for p in pts], label=name,
-                         color=SERIES_COLORS[(i + 1) % len(SERIES_COLORS)] if i == 0 else SERIES_COLORS[0])
-        return _finish()
+                marker = POINT_MARKERS[i % len(POINT_MARKERS)]
+                plt.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker,
+                         color=SERIES_COLORS[i % len(SERIES_COLORS)])
+                legend.append((marker, name))
+        return _finish(legend if len(legend) > 1 else None)
