@@ -1,0 +1,67 @@
+"""Every pane and every view at 80x24 with NO_COLOR (SVG snapshots): the request list, the four
+cluster views, the call trees' three, the threads' three, the counters' six, the findings and the
+help. One analysis of the samples together (a web server's kernel trace with its thread metrics,
+microservice spans, a fleet's counters) serves them all."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT, needs_bt2
+
+from perftriage.analysis.triage import Options, run_triage
+from perftriage.tui.app import PerftriageApp
+
+pytestmark = needs_bt2
+SAMPLES = ROOT / "sample_traces"
+PATHS = [str(SAMPLES / "webserver"), str(SAMPLES / "microservices"), str(SAMPLES / "fleet")]
+
+VIEWS = [("requests", "1", 0), ("clusters", "2", 4), ("calltrees", "3", 3), ("threads", "4", 3),
+         ("counters", "5", 6), ("findings", "6", 0)]
+CASES = [(name, key, view) for name, key, n in VIEWS for view in range(max(n, 1))]
+
+
+@pytest.fixture(scope="module")
+def analysed():
+    result = run_triage(PATHS, Options(thread_metrics=True))
+    assert result.analysis is not None and result.diagnosis is not None and result.counters is not None
+    assert result.threads is not None
+    return result
+
+
+def app_on(result) -> PerftriageApp:
+    return PerftriageApp(PATHS, result.options, analyse=lambda paths, options=None, progress=None: result)
+
+
+@pytest.mark.parametrize("pane,key,view", CASES, ids=[f"{p}-{v}" for p, _, v in CASES])
+def test_snapshot_at_80x24_without_colour(pane, key, view, analysed, snap_compare, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = app_on(analysed)
+
+    async def run_before(pilot):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press(key)
+        await pilot.pause()
+        for _ in range(view):
+            await pilot.press("v")
+            await pilot.pause()
+        await pilot.app.workers.wait_for_complete()  # views drawn in workers (the map)
+        await pilot.pause(0.3)
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_snapshot_of_the_help_at_80x24_without_colour(analysed, snap_compare, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = app_on(analysed)
+
+    async def run_before(pilot):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.press("2", "question_mark")
+        await pilot.pause()
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
