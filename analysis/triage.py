@@ -248,9 +248,9 @@ def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: Tr
         result.report.notes.append(f"{source}: {ts.n_threads} thread(s): at least 3 are needed to compare them")
         return
 
-    def on_level(what, i):
+    def on_level(text: str, fraction: float) -> None:
         if progress is not None:
-            progress(Progress("thread pools", None, f"{what} (level {i + 1})"))
+            progress(Progress("thread pools", fraction, text))
 
     td = top_down(ts, options.threads, progress=on_level)
     result.threads = td

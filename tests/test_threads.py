@@ -419,3 +419,17 @@ def test_covariances_no_ridge_mends_still_give_factors():
     L = safe_cholesky(np.stack([good, wild, nan]))
     assert np.allclose(L[0] @ L[0].T, good)
     assert np.isfinite(L).all() and (np.diagonal(L, axis1=1, axis2=2) > 0).all()
+
+
+def test_progress_says_which_analysis_of_how_many_and_which_bootstrap_scale(pool):
+    ts = read_csv(pool[0] / "threads.csv")
+    said = []
+    top_down(ts, ThreadParams(replicates=50, workers=2), progress=lambda text, frac: said.append((text, frac)))
+    assert said[0][0].startswith("analysis 1 of 1+: waves")
+    scales = [t for t, _ in said if "scale " in t]
+    assert scales and "scale 10 of 10 done (2 processes, 50 replicates each)" in scales[-1]
+    n = max(int(t.split(" of ")[1].split(":")[0].rstrip("+")) for t, _ in said)
+    assert n >= 2 and f"analysis {n} of {n}:" in said[-1][0]  # the drill-down's analyses are counted
+    for i in range(1, n + 1):  # within an analysis the fraction only grows, from 0 to at most 0.9
+        fr = [f for t, f in said if t.startswith(f"analysis {i} of ")]
+        assert fr == sorted(fr) and 0 <= fr[0] and fr[-1] <= 0.9

@@ -226,13 +226,21 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
     res.Z = Z
     t3 = time.perf_counter()
     if progress:
-        progress("bootstrap", 0.0)
+        progress(f"bootstrap of {k} {plural(level)}: {len(SCALES)} scales x {params.replicates:,} replicates", 0.0)
+
+    def on_scale(done: int, total: int, workers: int) -> None:
+        if progress:
+            progress(f"bootstrap of {k} {plural(level)}: scale {done} of {total} done "
+                     f"({workers} process{'es' if workers != 1 else ''}, {params.replicates:,} replicates each)",
+                     0.9 * done / total)
+
     eps = np.einsum("kii->k", cov.cov) / cov.cov.shape[1] * params.ridge * 10
     moments = block_moments(groups, scale, min(params.blocks, max(4, min(len(x) for x in pooled) // 2)))
-    res.boot = multiscale_bootstrap(Z, moments, eps, params.replicates, SCALES, params.seed, workers=params.workers)
+    res.boot = multiscale_bootstrap(Z, moments, eps, params.replicates, SCALES, params.seed, workers=params.workers,
+                                    progress=on_scale)
     t4 = time.perf_counter()
     if progress:
-        progress("ranking", 0.9)
+        progress(f"ranking the {k} {plural(level)}", 0.9)
     ranking = rank_dendrogram(Z, res.boot.au * 100, params.au * 100, _tie_scores(means, scale))
     # beyond the paper: the descent always splits the root, so on a healthy pool it still ranks
     # something; keep a ranked cluster only when it sits well apart from the rest

@@ -106,7 +106,9 @@ def _scale_counts(args) -> np.ndarray:
 
 
 def multiscale_bootstrap(Z: np.ndarray, moments, ridge_eps: np.ndarray, replicates: int = 1000,
-                         scales=SCALES, seed: int = 0, workers: int | None = None) -> BootstrapResult:
+                         scales=SCALES, seed: int = 0, workers: int | None = None,
+                         progress=None) -> BootstrapResult:
+    """``progress(scales done, scales, processes)`` as each scale's replicates are counted."""
     n, s1, s2 = moments
     k, blocks, p = s1.shape
     targets = clusters_of(Z, k)
@@ -116,7 +118,7 @@ def multiscale_bootstrap(Z: np.ndarray, moments, ridge_eps: np.ndarray, replicat
     workers = min(len(scales), workers or os.cpu_count() or 1)
     tasks = [(si, r, replicates, seed, blocks, k, p, flat_n, flat_s1, flat_s2, ridge_eps, targets)
              for si, r in enumerate(scales)]
-    bp_rs = np.array(_run_scales(tasks, workers))  # (scales, clusters)
+    bp_rs = np.array(_run_scales(tasks, workers, progress))  # (scales, clusters)
     actual_r = np.array([max(2, int(round(blocks * r))) / blocks for r in scales])
     au, bp, se = _fit(bp_rs, actual_r, replicates)
     return BootstrapResult(au, bp, se, replicates, tuple(scales), blocks)
@@ -137,7 +139,7 @@ def _one_blas_thread() -> None:
         pass
 
 
-def _run_scales(tasks, workers: int) -> list:
+def _run_scales(tasks, workers: int, progress=None) -> list:
     """The scales in worker processes when there is more than one core: numpy's small
     eigen-decompositions hold the GIL, so threads give 1.3x on 2 cores, processes 2x. The
     processes come from a fork server (a clean single-threaded process started once), never
@@ -151,12 +153,26 @@ def _run_scales(tasks, workers: int) -> list:
                     _POOL = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("forkserver"),
                                                 initializer=_one_blas_thread)
                 pool = _POOL
-            return list(pool.map(_scale_counts, tasks))
+            return _in_order(pool, tasks, progress, workers)
         except (OSError, BrokenProcessPool, ValueError, RuntimeError):
             with _POOL_LOCK:
                 _POOL = None
     with ThreadPoolExecutor(max_workers=max(1, workers)) as ex:
-        return list(ex.map(_scale_counts, tasks))
+        return _in_order(ex, tasks, progress, workers)
+
+
+def _in_order(ex, tasks, progress, workers: int) -> list:
+    """The tasks' results in order, saying each one done as it comes."""
+    from concurrent.futures import as_completed  # noqa: PLC0415
+
+    futures = [ex.submit(_scale_counts, t) for t in tasks]
+    if progress is not None:
+        done = 0
+        for f in as_completed(futures):
+            if f.exception() is None:  # a broken pool's failures are not progress (the caller retries)
+                done += 1
+                progress(done, len(futures), workers)
+    return [f.result() for f in futures]
 
 
 def _fit(bp_rs: np.ndarray, r: np.ndarray, B: int):

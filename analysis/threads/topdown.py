@@ -41,9 +41,16 @@ def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: in
     done = 0
     while queue:
         level, within = queue.pop(0)
-        if progress:
-            progress(plural(level) + (" in " + ", ".join(within.values()) if within else ""), done)
-        res = analyse_level(ts, level, within, params)
+        what = plural(level) + (" in " + ", ".join(within.values()) if within else "")
+        total = done + 1 + len(queue)  # the analyses known so far (more may come from this one)
+
+        def on_level(text: str, frac: float, what=what, done=done, total=total) -> None:
+            if progress:
+                progress(f"analysis {done + 1} of {total}{'+' if done == 0 else ''}: {what} · {text}",
+                         frac)  # this analysis's own progress: the text says which of how many
+
+        on_level("distances", 0.0)
+        res = analyse_level(ts, level, within, params, progress=on_level)
         td.results.append(res)
         done += 1
         lower = next_level(ts, level)
