@@ -269,3 +269,36 @@ def test_plots_tell_their_series_apart_without_colour(monkeypatch):
     line = line_series([1, 2, 3], {"min": [1, 1, 1], "mean": [2, 2, 2], "max": [3, 3, 3]}, 60, 10).plain
     assert all(m * 3 in line for m in "•xo")
     assert "\x1b" not in b + s + line  # no colour codes at all
+
+
+async def test_the_palette_holds_the_apps_commands_and_a_rerun_analyses_again():
+    from perftriage.analysis.triage import Options
+
+    app = PerftriageApp([str(SAMPLES / "webserver")], Options(thread_metrics=False))  # no thread pools: quicker
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for want in ("Go to Clusters", "Next outlier", "Filter requests", "Sort requests", "Export findings",
+                     "Re-run: requests are processes", "Re-run: thread metrics every 5 s"):
+            assert want in titles
+        assert "Cancel the analysis" not in titles  # nothing runs
+        # from the palette, as a user types it
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"requests are processes")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.running or app.result.units == "processes"
+        await loaded(app, pilot)
+        assert app.options.units == "processes" and app.result.units == "processes"
+        pane = app.query_one(RequestsPane)
+        assert "process" in str(pane.query_one("#requests-title").render())
+        # go to a pane from the palette
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"go to findings")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert tab(app) == "findings"

@@ -10,12 +10,14 @@ child and quit at once; escape while it runs cancels it and keeps what is shown.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import time
-from typing import Callable
+from functools import partial
+from typing import Callable, Iterable
 
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
@@ -97,6 +99,8 @@ class PerftriageApp(App):
         self._progress: Progress | None = None
         self._progress_at = self._started
         self.history: list[tuple[str, str | None, int, int | None]] = []  # (tab, table id, cursor, cluster filter)
+        self._run = 0  # which analysis is current (a re-run makes the messages of the one before stale)
+        self._worker: Worker | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="main"):
@@ -127,15 +131,16 @@ class PerftriageApp(App):
         self.running = True
         self._started = self._progress_at = time.monotonic()
         self._show_pending()
-        self.run_worker(self._load, thread=True, exclusive=True, name="triage", exit_on_error=False)
+        self._worker = self.run_worker(partial(self._load, self._run), thread=True, exclusive=True, name="triage",
+                                       exit_on_error=False)
         self.set_interval(0.5, self._tick)
         self.query_one("#requests-pane", RequestsPane).row_table.focus()
 
     # -- loading ----------------------------------------------------------------------------
 
-    def _load(self) -> TriageResult:
+    def _load(self, run: int = 0) -> TriageResult:
         def progress(p: Progress) -> None:
-            self.call_from_thread(self._on_progress, p)
+            self.call_from_thread(self._on_progress, p, run)
 
         if self.analyse is not run_triage:  # a stand-in analysis (tests): in this thread
             return self.analyse(self.paths, self.options, progress=progress)
@@ -144,10 +149,10 @@ class PerftriageApp(App):
         try:
             for msg in proc.messages():
                 if msg[0] == "progress":
-                    self.call_from_thread(self._on_progress, msg[1])
+                    self.call_from_thread(self._on_progress, msg[1], run)
                 elif msg[0] == "part":
                     fields.update(msg[2])
-                    self.call_from_thread(self._on_part, msg[1], TriageResult(**fields))
+                    self.call_from_thread(self._on_part, msg[1], TriageResult(**fields), run)
                 elif msg[0] == "done":
                     fields.update(msg[1])
                     return TriageResult(**fields)
@@ -164,7 +169,9 @@ class PerftriageApp(App):
             proc.log.close()
         raise AnalysisStopped("the analysis ended without a result")
 
-    def _on_progress(self, p: Progress) -> None:
+    def _on_progress(self, p: Progress, run: int = 0) -> None:
+        if run != self._run:
+            return  # an analysis replaced by a re-run
         if self._progress is None or self._progress.stage != p.stage:
             self._progress_at = time.monotonic()  # when this stage began
         self._progress = p
@@ -208,7 +215,9 @@ class PerftriageApp(App):
         if self.result is None or not self.result.findings:
             self.query_one("#findings-pane", FindingsPane).show_pending(text)
 
-    def _on_part(self, part: str, result: TriageResult) -> None:
+    def _on_part(self, part: str, result: TriageResult, run: int = 0) -> None:
+        if run != self._run:
+            return
         self.parts.add(part)
         if part == "clusters":  # the requests pane shows the clusters' column
             self.parts.add("requests")
@@ -233,7 +242,7 @@ class PerftriageApp(App):
         self.exit(return_code=0 if self.load_error is None else 3)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.name != "triage":
+        if event.worker.name != "triage" or event.worker is not self._worker:
             return
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             self.running = False
@@ -341,6 +350,60 @@ class PerftriageApp(App):
             )
 
     # -- actions ----------------------------------------------------------------------------
+
+    # -- the command palette (^p): the app's commands beside Textual's ----------------------------
+
+    def get_system_commands(self, screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for tab_id, title in TABS:
+            name = title.split(" ", 1)[1]
+            yield SystemCommand(f"Go to {name}", f"show the {name} pane (key {title[0]})", partial(self.action_tab, tab_id))
+        req = self.query_one("#requests-pane", RequestsPane)
+        if req.table is not None:
+            yield SystemCommand("Next outlier", "the next notable request (n in the Requests pane)",
+                                partial(self._in_requests, req.action_next_notable))
+            yield SystemCommand("Previous outlier", "the previous notable request (N)",
+                                partial(self._in_requests, req.action_prev_notable))
+            yield SystemCommand("Filter requests", "keep the requests containing a text (/)",
+                                partial(self._in_requests, req.action_filter))
+            yield SystemCommand("Sort requests", "outliers first / slowest first / by start time (s)",
+                                partial(self._in_requests, req.action_sort))
+        if self.result is not None:
+            yield SystemCommand("Export findings", "all findings to a Markdown file (e)", self.action_export)
+        if self.running:
+            yield SystemCommand("Cancel the analysis", "stop it and keep what is shown (escape)", self.action_cancel)
+        if self.analyse is run_triage and self.result is not None and self.result.inputs.ctf:
+            for units, what in (("markers", "between request markers"), ("processes", "each process's life"),
+                                ("threads", "each thread's life")):
+                if units != self.options.units:
+                    yield SystemCommand(f"Re-run: requests are {units}", f"analyse again, a request being {what}",
+                                        partial(self.rerun, units=units))
+            for window in (1.0, 5.0, 10.0, 30.0):
+                yield SystemCommand(f"Re-run: thread metrics every {window:g} s",
+                                    "analyse again with per-thread metrics from the kernel trace in windows of "
+                                    f"{window:g} s", partial(self.rerun, thread_metrics=True, thread_windows=window))
+
+    def _in_requests(self, action: Callable[[], None]) -> None:
+        self.action_tab("requests")
+        self.call_after_refresh(action)
+
+    def rerun(self, **changes) -> None:
+        """Analyse the inputs again with other options (stopping an analysis that runs)."""
+        if self.process is not None and self.running:
+            self.process.stop()
+        self.options = dataclasses.replace(self.options, **changes)
+        self.parts, self.history, self.cancelled = set(), [], False
+        self.result, self.load_error, self._progress = None, None, None
+        self.running = True
+        self._started = self._progress_at = time.monotonic()
+        self.query_one("#progress", ProgressBar).add_class("running")
+        self._show_pending()
+        self.refresh_bindings()
+        said = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in changes.items())
+        self.notify(f"analysing again: {said}", timeout=4)
+        self._run += 1
+        self._worker = self.run_worker(partial(self._load, self._run), thread=True, exclusive=True, name="triage",
+                                       exit_on_error=False)
 
     # -- links between views: one keystroke from a finding to its evidence, escape goes back ----
 
