@@ -28,6 +28,16 @@ def analysed():
     return result
 
 
+async def settled(pilot) -> None:
+    """The analysis shown and the workers that draw views done (a cancelled one is no failure)."""
+    app = pilot.app
+    while app.running or app.result is None:
+        await pilot.pause(0.05)
+    while any(w.is_running for w in app.workers):
+        await pilot.pause(0.05)
+    await pilot.pause(0.3)
+
+
 def app_on(result) -> PerftriageApp:
     return PerftriageApp(PATHS, result.options, analyse=lambda paths, options=None, progress=None: result)
 
@@ -38,15 +48,13 @@ def test_snapshot_at_80x24_without_colour(pane, key, view, analysed, snap_compar
     app = app_on(analysed)
 
     async def run_before(pilot):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        await settled(pilot)
         await pilot.press(key)
         await pilot.pause()
         for _ in range(view):
             await pilot.press("v")
             await pilot.pause()
-        await pilot.app.workers.wait_for_complete()  # views drawn in workers (the map)
-        await pilot.pause(0.3)
+        await settled(pilot)  # views drawn in workers (the map)
         pilot.app.clear_notifications()
         await pilot.pause()
 
@@ -58,10 +66,40 @@ def test_snapshot_of_the_help_at_80x24_without_colour(analysed, snap_compare, mo
     app = app_on(analysed)
 
     async def run_before(pilot):
-        await pilot.app.workers.wait_for_complete()
+        await settled(pilot)
         await pilot.press("2", "question_mark")
         await pilot.pause()
         pilot.app.clear_notifications()
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+async def test_from_a_request_to_its_threads_and_back(analysed):
+    from perftriage.tui.panes.requests import RequestsPane
+    from perftriage.tui.panes.threads import ThreadsPane
+
+    app = app_on(analysed)
+    async with app.run_test(size=(80, 24)) as pilot:
+        while app.running or app.result is None:
+            await pilot.pause(0.05)
+        await pilot.pause(0.2)
+        pane = app.query_one(RequestsPane)
+        ts = analysed.thread_series
+        row = next(r for r in range(len(pane.index)) if str(pane.table.tid[pane.index[r]]) in ts.ids)
+        pane.row_table.cursor = row
+        await pilot.pause()
+        i = pane.selected_request()
+        assert pane.check_action("its_threads", ()) is True
+        assert pane.check_action("its_host", ()) is False  # the fleet's counters hold no web-01
+        await pilot.press("t")
+        await pilot.pause(0.2)
+        assert app.query_one("#tabs").active == "threads"
+        threads = app.query_one(ThreadsPane)
+        res = threads.current
+        k = threads.order[threads.table.cursor]
+        thread = ts.ids.index(str(pane.table.tid[i]))
+        assert thread in res.members[k]
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert app.query_one("#tabs").active == "requests" and pane.selected_request() == i

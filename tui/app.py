@@ -442,6 +442,18 @@ class PerftriageApp(App):
         pane = self.query_one("#clusters-pane", ClustersPane)
         self.call_after_refresh(pane.select_cluster, message.cluster)
 
+    def on_requests_pane_open_threads(self, message: RequestsPane.OpenThreads) -> None:
+        self._remember()
+        self.action_tab("threads")
+        pane = self.query_one("#threads-pane", ThreadsPane)
+        self.call_after_refresh(pane.select_thread, message.host, message.tid)
+
+    def on_requests_pane_open_host(self, message: RequestsPane.OpenHost) -> None:
+        self._remember()
+        self.action_tab("counters")
+        pane = self.query_one("#counters-pane", CountersPane)
+        self.call_after_refresh(pane.select_server, message.host, None)
+
     def on_findings_pane_open(self, message: FindingsPane.Open) -> None:
         self.open_target(message.finding.target)
 

@@ -71,10 +71,12 @@ class RequestsPane(Pending, Vertical):
     BINDINGS = [
         Binding("slash", "filter", "filter"),
         Binding("s", "sort", "sort"),
-        Binding("n", "next_notable", "next slow"),
+        Binding("n", "next_notable", "next"),
         Binding("N", "prev_notable", "prev slow", show=False),
         Binding("escape", "clear_filter", "clear filter", show=False),
-        Binding("c", "its_cluster", "its cluster"),
+        Binding("c", "its_cluster", "cluster"),
+        Binding("t", "its_threads", "threads"),
+        Binding("h", "its_host", "host"),
     ]
 
     DEFAULT_CSS = """
@@ -314,11 +316,44 @@ class RequestsPane(Pending, Vertical):
             super().__init__()
             self.cluster = cluster
 
+    class OpenThreads(Message):
+        """The highlighted request's thread in the Threads pane."""
+
+        def __init__(self, host: str, tid: int):
+            super().__init__()
+            self.host, self.tid = host, tid
+
+    class OpenHost(Message):
+        """The counters of the highlighted request's host, around its time."""
+
+        def __init__(self, host: str, start: int, end: int):
+            super().__init__()
+            self.host, self.start, self.end = host, start, end
+
+    def action_its_threads(self) -> None:
+        i = self.selected_request()
+        if i is not None:
+            self.post_message(self.OpenThreads(str(self.table.host[i]), int(self.table.tid[i])))
+
+    def action_its_host(self) -> None:
+        i = self.selected_request()
+        if i is not None:
+            self.post_message(self.OpenHost(str(self.table.host[i]), int(self.table.start[i]), int(self.table.end[i])))
+
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "its_cluster":
             return self.cluster is not None and self.selected_request() is not None
         if action in ("filter", "sort", "next_notable", "prev_notable"):
             return self.table is not None
+        if action == "its_threads":  # only with thread metrics that hold the request's thread
+            i = self.selected_request()
+            ts = getattr(self.result, "thread_series", None)
+            return i is not None and getattr(self.result, "threads", None) is not None and ts is not None \
+                and str(self.table.tid[i]) in ts.ids
+        if action == "its_host":  # only with counters of the request's host
+            i = self.selected_request()
+            ca = getattr(self.result, "counters", None)
+            return i is not None and ca is not None and str(self.table.host[i]) in ca.cs.servers
         return True
 
     def action_its_cluster(self) -> None:

@@ -109,6 +109,25 @@ class ThreadsPane(ViewPane):
     def has_view(self) -> bool:
         return self.current is not None
 
+    def select_thread(self, host: str, tid: int) -> bool:
+        """Highlight, at the top level, the abstraction that holds thread ``tid`` of ``host``."""
+        ts = getattr(self.result, "thread_series", None)
+        if ts is None or not self.stack:
+            return False
+        machines = ts.groups.get("machine")
+        idx = [i for i, t in enumerate(ts.ids) if t == str(tid) and (machines is None or machines[i] in ("", host))]
+        if not idx:
+            return False
+        del self.stack[1:]
+        self._show_level()
+        res = self.current
+        for row, a in enumerate(self.order):
+            if idx[0] in res.members[a]:
+                self.table.cursor = row
+                self.table.focus()
+                return True
+        return False
+
     def select_names(self, level: str, names: list[str]) -> bool:
         """Highlight the first of ``names`` when the level shown is ``level`` (the top one first)."""
         while len(self.stack) > 1 and self.current.level != level:

@@ -26,6 +26,8 @@ LONG = {
     "next_notable": "next notable request (outlier, else slower than p95)",
     "prev_notable": "previous notable request",
     "its_cluster": "the highlighted request's cluster, in the Clusters pane",
+    "its_threads": "the highlighted request's thread, in the Threads pane (with thread metrics)",
+    "its_host": "the counters of the highlighted request's host, in the Counters pane (with counters of it)",
     "next_view": "next view of the highlighted row",
     "up": "up a level; at the top, back where a link came from",
     "correlations": "the counters that move with the highlighted one",
