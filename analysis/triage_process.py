@@ -12,7 +12,7 @@ pickled messages on its stdout, flushed one by one:
 - ``("progress", Progress)``
 - ``("part", name, fields)``: the TriageResult fields that changed since the last message (the
   report every time: findings are added as analyses end)
-- ``("done", fields)``
+- ``("done", fields, facts)``: facts = {"peak_rss": the child's peak resident memory, bytes}
 - ``("error", kind, text)``: kind "input" (a PerftriageError: one line for the user), "missing"
   (a missing dependency) or "internal" (a bug: the traceback's last line)
 
@@ -49,6 +49,7 @@ class TriageProcess:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                      env=env, start_new_session=True)  # Ctrl-C in the terminal is the app's
         self.stopped = False
+        self.peak_rss = 0  # the child's peak resident memory, told with its result
         self._lock = threading.Lock()
         try:
             pickle.dump(([os.fspath(p) for p in paths], options), self.proc.stdin, protocol=5)
@@ -65,6 +66,8 @@ class TriageProcess:
                 msg = pickle.load(out)
             except (EOFError, pickle.UnpicklingError, OSError, ValueError):
                 break
+            if msg[0] == "done" and len(msg) > 2:
+                self.peak_rss = int(msg[2].get("peak_rss", 0))
             yield msg
             if msg[0] in ("done", "error"):
                 self.proc.wait()
@@ -118,6 +121,18 @@ def raise_error(kind: str, text: str):
     raise PerftriageError(f"internal error in the analysis (a bug in perftriage; please report it): {text}")
 
 
+def _peak_rss() -> int:
+    """This process's peak resident memory (VmHWM), bytes; 0 where /proc does not say."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def _child() -> int:
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints (libraries, C code) go to the log, not into the channel
@@ -153,7 +168,7 @@ def _child() -> int:
 
     try:
         result = run_triage(paths, options, progress=progress, publish=publish)
-        send(("done", changed(result)))
+        send(("done", changed(result), {"peak_rss": _peak_rss()}))
     except MissingDependency as exc:
         send(("error", "missing", str(exc)))
     except PerftriageError as exc:

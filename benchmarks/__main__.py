@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-BENCHES = ["ctf_write", "ctf_read", "request_pipeline", "pipeline_scale", "fleet_cluster", "real_first_open", "request_outliers", "calltrees", "spans_real", "threads", "counters", "tui_rows"]
+BENCHES = ["ctf_write", "ctf_read", "request_pipeline", "pipeline_scale", "fleet_cluster", "app_vs_report", "real_first_open", "request_outliers", "calltrees", "spans_real", "threads", "counters", "tui_rows"]
 
 
 def main(argv=None) -> int:

@@ -108,3 +108,22 @@ async def test_escape_cancels_and_keeps_what_is_shown(monkeypatch):
 
 def cancel_keys(app) -> set[str]:
     return {k for k, b in app.active_bindings.items() if b.binding.action == "cancel" and b.enabled}
+
+
+async def test_an_analysis_started_before_the_app_is_the_one_it_shows():
+    app = PerftriageApp([str(WEBSERVER)])
+    app.start_early()  # as perftriage open does, before the app is drawn
+    early = app._early
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: not app.running and app.result is not None)
+        assert app.process is early and app._early is None
+        assert len(app.result.requests) == 2500 and early.peak_rss > 50 << 20  # the child told its peak
+
+
+def test_an_early_analysis_dies_with_the_app_that_never_ran():
+    app = PerftriageApp([str(WEBSERVER)])
+    app.start_early()
+    proc = app._early
+    app.stop_analysis()
+    proc.proc.wait(timeout=5)
+    assert not proc.running

@@ -100,6 +100,7 @@ class PerftriageApp(App):
         self._progress_at = self._started
         self.history: list[tuple[str, str | None, int, int | None]] = []  # (tab, table id, cursor, cluster filter)
         self._run = 0  # which analysis is current (a re-run makes the messages of the one before stale)
+        self._early: TriageProcess | None = None  # started before the app draws (start_early)
         self._worker: Worker | None = None
 
     def compose(self) -> ComposeResult:
@@ -144,7 +145,9 @@ class PerftriageApp(App):
 
         if self.analyse is not run_triage:  # a stand-in analysis (tests): in this thread
             return self.analyse(self.paths, self.options, progress=progress)
-        self.process = proc = TriageProcess(self.paths, self.options)
+        proc, self._early = (self._early, None) if run == 0 and self._early is not None else \
+            (TriageProcess(self.paths, self.options), None)
+        self.process = proc
         fields: dict = {}
         try:
             for msg in proc.messages():
@@ -168,6 +171,12 @@ class PerftriageApp(App):
             proc.reap()
             proc.log.close()
         raise AnalysisStopped("the analysis ended without a result")
+
+    def start_early(self) -> None:
+        """Start the analysing child now, before the app is drawn: its imports and reading overlap
+        the app's start instead of following it."""
+        if self.analyse is run_triage and self._early is None:
+            self._early = TriageProcess(self.paths, self.options)
 
     def _on_progress(self, p: Progress, run: int = 0) -> None:
         if run != self._run:
@@ -237,9 +246,13 @@ class PerftriageApp(App):
         return True
 
     async def action_quit(self) -> None:
-        if self.process is not None:
-            self.process.stop()  # the worker thread sees the end of the child's messages and returns
+        self.stop_analysis()
         self.exit(return_code=0 if self.load_error is None else 3)
+
+    def stop_analysis(self) -> None:
+        for proc in (self.process, self._early):
+            if proc is not None:
+                proc.stop()  # the worker thread sees the end of the child's messages and returns
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name != "triage" or event.worker is not self._worker:
@@ -542,12 +555,19 @@ class PerftriageApp(App):
         self.set_status(f"exported to {path} · " + self.status_text())
 
 
-def run_app(paths: list[str], options: Options | None = None) -> int:
+def run_app(paths: list[str], options: Options | None = None, early: TriageProcess | None = None) -> int:
+    """The app on ``paths``; ``early``: the analysis, already started on them with ``options``."""
     import warnings  # noqa: PLC0415
 
     app = PerftriageApp(paths, options)
+    if early is not None:
+        app._early = early
+    app.start_early()
     with warnings.catch_warnings():
         # the app draws on stderr: a library warning printed there would tear the screen
         warnings.simplefilter("ignore")
-        app.run()
+        try:
+            app.run()
+        finally:
+            app.stop_analysis()  # whatever ended the app, no analysis outlives it
     return 0 if app.load_error is None else 3

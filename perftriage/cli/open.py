@@ -32,8 +32,14 @@ def run(args) -> int:
     for p in args.paths:
         if not Path(p).exists():
             raise InputError(p, "no such file or folder")
+    # the analysis starts before the app is imported: its child's imports and reading overlap the
+    # app's (textual, the panes)
+    from perftriage.analysis.triage_process import TriageProcess  # noqa: PLC0415
+
+    early = TriageProcess(args.paths, opts)
     try:
         from perftriage.tui.app import run_app  # noqa: PLC0415
     except ImportError as exc:
+        early.close()
         raise MissingDependency(f"the app needs textual, which is not importable here ({exc}): run `make run`")
-    return run_app(args.paths, opts)
+    return run_app(args.paths, opts, early=early)
