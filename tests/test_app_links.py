@@ -302,3 +302,32 @@ async def test_the_palette_holds_the_apps_commands_and_a_rerun_analyses_again():
         await pilot.press("enter")
         await pilot.pause(0.3)
         assert tab(app) == "findings"
+
+
+async def test_slash_filters_every_list_with_a_match_count():
+    app = PerftriageApp([str(SAMPLES / "fleet")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("5")
+        await pilot.pause(0.1)
+        pane = app.query_one(CountersPane)
+        table = pane.table
+        total = len(table.source)
+        server = pane.ca.cs.servers[pane.items[0][0]]
+        await pilot.press("slash", *server, "enter")
+        await pilot.pause(0.2)
+        want = sum(1 for i in range(total) if server.lower() in "\t".join(table.base_source.cells(i)).lower())
+        assert 0 < len(table.source) == want < total
+        assert f"/{server}: {want:,} of {total:,} rows" in table_lines(app, "co-table", 1)[0]
+        await pilot.press("j", "j")
+        await pilot.pause(0.1)
+        s, c = pane.items[pane.row]  # the pane follows the data row under the cursor
+        assert pane.ca.cs.servers[s] == server and pane.row == table.source_row(table.cursor)
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert len(table.source) == total and table.source_row(table.cursor) == pane.row  # same row, all shown
+        # the findings list too
+        await pilot.press("6", "slash", *"fleet", "enter")
+        await pilot.pause(0.2)
+        ft = app.query_one("#findings-table", RowTable)
+        assert 0 < len(ft.source) < len(ft.base_source) and "fleet" in table_lines(app, "findings-table", 1)[0]

@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Input, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from perftriage.analysis.atomic import atomic_write
@@ -42,6 +42,18 @@ from .screens import ExportScreen, HelpScreen
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 
+
+class ListFilter(Input):
+    """The text / asks for, for the list that asked (escape: leave it as it was)."""
+
+    target: RowTable | None = None
+
+    def key_escape(self, event) -> None:
+        event.stop()
+        self.remove_class("visible")
+        if self.target is not None:
+            self.target.focus()
+
 TABS = [
     ("requests", "1 Requests"),
     ("clusters", "2 Clusters"),
@@ -62,6 +74,8 @@ class PerftriageApp(App):
     Screen.too-small #too-small { display: block; }
     #status { height: 1; background: $panel; color: $text; padding: 0 1; }
     #progress { height: 1; display: none; }
+    #list-filter { display: none; height: 3; }
+    #list-filter.visible { display: block; }
     #progress.running { display: block; }
     TabbedContent { height: 1fr; }
     TabPane { padding: 0; }
@@ -120,6 +134,8 @@ class PerftriageApp(App):
                             yield ThreadsPane(id="threads-pane")
                         elif tab_id == "counters":
                             yield CountersPane(id="counters-pane")
+            yield ListFilter(placeholder="filter this list: rows containing the text; enter applies, escape cancels",
+                             id="list-filter")
             yield ProgressBar(id="progress", show_eta=False)
         yield Static("", id="too-small")
         yield Static("starting", id="status")
@@ -364,6 +380,27 @@ class PerftriageApp(App):
 
     # -- actions ----------------------------------------------------------------------------
 
+    # -- / on a list (the Requests pane filters its own) --------------------------------------------
+
+    def on_row_table_filter_asked(self, message: RowTable.FilterAsked) -> None:
+        box = self.query_one("#list-filter", ListFilter)
+        box.target = message.table
+        box.value = message.table.filter_text
+        box.add_class("visible")
+        box.focus()
+
+    def on_input_submitted(self, event) -> None:
+        if event.input.id != "list-filter":
+            return
+        event.stop()
+        box = event.input
+        box.remove_class("visible")
+        if box.target is not None:
+            box.target.set_filter(event.value)
+            box.target.focus()
+            if event.value.strip():
+                self.notify(box.target.filter_note() + " (escape shows them all)", timeout=3)
+
     # -- the command palette (^p): the app's commands beside Textual's ----------------------------
 
     def get_system_commands(self, screen) -> Iterable[SystemCommand]:
@@ -427,7 +464,7 @@ class PerftriageApp(App):
         focused = self.focused if isinstance(self.focused, RowTable) else None
         req = self.query_one("#requests-pane", RequestsPane)
         self.history.append((tab, focused.id if focused is not None else None,
-                             focused.cursor if focused is not None else 0, req.cluster_filter))
+                             focused.source_row(focused.cursor) if focused is not None else 0, req.cluster_filter))
         del self.history[:-50]
 
     def action_back(self) -> None:
@@ -441,7 +478,7 @@ class PerftriageApp(App):
         self.action_tab(tab)
         if table_id is not None:
             table = self.query_one(f"#{table_id}", RowTable)
-            table.cursor = min(cursor, max(len(table.source) - 1, 0))
+            table.select_source(min(cursor, max(len(table.base_source) - 1, 0)))
             self.call_after_refresh(table.focus)
 
     def on_clusters_pane_show_cluster(self, message: ClustersPane.ShowCluster) -> None:

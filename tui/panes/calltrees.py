@@ -128,7 +128,7 @@ class CallTreesPane(ViewPane):
             return False
         for i, p in enumerate(d.ranking):
             if p.method_name == method and (replica is None or p.replica_name == replica):
-                self.pairs.cursor = i
+                self.pairs.select_source(i)
                 self.pairs.focus()
                 return True
         return False

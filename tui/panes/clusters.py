@@ -105,7 +105,7 @@ class ClustersPane(ViewPane):
         """Highlight a cluster's row (-1: the normal requests)."""
         if getattr(self.result, "analysis", None) is None or not 0 <= cluster + 1 < len(self.table.source):
             return False
-        self.table.cursor = cluster + 1
+        self.table.select_source(cluster + 1)
         self.table.focus()
         return True
 

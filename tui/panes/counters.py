@@ -129,7 +129,7 @@ class CountersPane(ViewPane):
         cs = self.ca.cs
         for i, (s, c) in enumerate(self.items):
             if s is not None and cs.servers[s] == server and (counter is None or cs.counters[c] == counter):
-                self.table.cursor = i
+                self.table.select_source(i)
                 self.table.focus()
                 return True
         return False

@@ -105,7 +105,7 @@ class RequestsPane(Pending, Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("no requests loaded", id="requests-title")
-        yield RowTable(id="requests-table", empty_text="no requests in the loaded inputs")
+        yield RowTable(id="requests-table", empty_text="no requests in the loaded inputs", filterable=False)
         yield Input(placeholder="filter (text in uri, method, host, kind, tid, id); enter applies, escape clears",
                     id="requests-filter")
         yield Static("", id="requests-detail")
@@ -224,7 +224,7 @@ class RequestsPane(Pending, Vertical):
             name = "normal requests" if self.cluster_filter < 0 else f"cluster {self.cluster_filter + 1}"
             parts.append(f"{name}: {shown:,} shown (escape: all)")
         if self.filter_text:
-            parts.append(f"filter '{self.filter_text}': {shown:,} shown")
+            parts.append(f"/{self.filter_text}: {shown:,} of {len(self.table):,} match")
         if t.unmatched_starts or t.unmatched_ends:
             parts.append(f"{t.unmatched_starts} unfinished, {t.unmatched_ends} begun before the trace")
         self.query_one("#requests-title", Static).update(" · ".join(parts))

@@ -123,7 +123,7 @@ class ThreadsPane(ViewPane):
         res = self.current
         for row, a in enumerate(self.order):
             if idx[0] in res.members[a]:
-                self.table.cursor = row
+                self.table.select_source(row)
                 self.table.focus()
                 return True
         return False
@@ -138,7 +138,7 @@ class ThreadsPane(ViewPane):
         self._show_level()
         for row, i in enumerate(self.order):
             if res.names[i] in names:
-                self.table.cursor = row
+                self.table.select_source(row)
                 self.table.focus()
                 return True
         return False

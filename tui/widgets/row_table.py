@@ -43,6 +43,25 @@ class RowSource(Protocol):
     def cells(self, row: int) -> list[str]: ...
 
 
+class FilteredSource:
+    """The rows of ``base`` whose cells contain a text (case-insensitive), in order."""
+
+    def __init__(self, base: RowSource, text: str):
+        self.base = base
+        needle = text.lower()
+        self.rows = [i for i in range(len(base)) if needle in "\t".join(base.cells(i)).lower()]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def cells(self, row: int) -> list[str]:
+        return self.base.cells(self.rows[row])
+
+    def row_style(self, row: int) -> str | None:
+        style = getattr(self.base, "row_style", None)
+        return style(self.rows[row]) if style else None
+
+
 class ListSource:
     """Rows given as a list of lists of strings (small tables)."""
 
@@ -97,6 +116,8 @@ class RowTable(ScrollView, can_focus=True):
         Binding("pagedown,ctrl+d,space", "page_down", "page down", show=False),
         Binding("pageup,ctrl+u", "page_up", "page up", show=False),
         Binding("enter", "select", "open", show=True),
+        Binding("slash", "filter_rows", "filter"),
+        Binding("escape", "clear_row_filter", "all rows", show=False),
     ]
 
     cursor = reactive(0, always_update=True)
@@ -123,9 +144,14 @@ class RowTable(ScrollView, can_focus=True):
 
     def __init__(self, columns: list[Column] | None = None, source: RowSource | None = None,
                  empty_text: str = "nothing to show", open_label: str | None = "open", **kwargs):
-        """``open_label``: what enter does to a row, in the footer (None: enter does nothing here)."""
+        """``open_label``: what enter does to a row, in the footer (None: enter does nothing here).
+        ``filterable``: / keeps the rows containing a text (the Requests pane filters its own)."""
+        filterable = kwargs.pop("filterable", True)
         super().__init__(**kwargs)
         self.open_label = open_label
+        self.filterable = filterable
+        self.filter_text = ""
+        self.base_source: RowSource = source or ListSource([])
         self.columns: list[Column] = columns or []
         self.source: RowSource = source or ListSource([])
         self.empty_text = empty_text
@@ -133,7 +159,17 @@ class RowTable(ScrollView, can_focus=True):
 
     # -- data -------------------------------------------------------------------------------
 
+    class FilterAsked(Message):
+        """/ on a list: the app asks for the text."""
+
+        def __init__(self, table: "RowTable"):
+            super().__init__()
+            self.table = table
+
     def set_rows(self, columns: list[Column], source: RowSource, keep_cursor: bool = False) -> None:
+        self.base_source = source
+        if self.filter_text:  # the user's filter holds across new data
+            source = FilteredSource(source, self.filter_text)
         self.columns = columns
         self.source = source
         self.refresh_bindings()  # enter opens something only when there are rows
@@ -150,6 +186,44 @@ class RowTable(ScrollView, can_focus=True):
     @property
     def row_count(self) -> int:
         return len(self.source)
+
+    # -- filter -----------------------------------------------------------------------------------
+
+    def set_filter(self, text: str) -> None:
+        """Show only the rows containing ``text`` ("" shows them all); the highlighted row stays
+        highlighted when it is among them."""
+        keep = self.source_row(self.cursor) if len(self.source) else None
+        self.filter_text = text.strip()
+        self.set_rows(self.columns, self.base_source)
+        if keep is not None:
+            self.select_source(keep, clear=False)
+
+    def source_row(self, row: int) -> int:
+        """The row of the data (``base_source``) shown at ``row``."""
+        return self.source.rows[row] if isinstance(self.source, FilteredSource) else row
+
+    def select_source(self, row: int, clear: bool = True) -> bool:
+        """Highlight data row ``row``, leaving the filter when it hides it (``clear``)."""
+        if isinstance(self.source, FilteredSource):
+            if row in self.source.rows:
+                self.cursor = self.source.rows.index(row)
+                return True
+            if not clear:
+                return False
+            self.filter_text = ""
+            self.set_rows(self.columns, self.base_source)
+        self.cursor = row
+        return True
+
+    def filter_note(self) -> str:
+        return (f"/{self.filter_text}: {len(self.source):,} of {len(self.base_source):,} rows"
+                if self.filter_text else "")
+
+    def action_filter_rows(self) -> None:
+        self.post_message(self.FilterAsked(self))
+
+    def action_clear_row_filter(self) -> None:
+        self.set_filter("")
 
     def _compute_widths(self, total: int) -> list[int]:
         n = len(self.source)
@@ -219,6 +293,10 @@ class RowTable(ScrollView, can_focus=True):
         if y == 0:
             style = self.get_component_rich_style("row-table--header")
             text = self._format([c.title for c in self.columns], widths)
+            note = self.filter_note()
+            if note:  # the match count, over the end of the header
+                note = f" {note} "
+                text = text.ljust(width)[: max(0, width - len(note))] + note
             return Strip([Segment(text.ljust(width)[:width], style)])
         scroll_y = round(self.scroll_offset.y)
         row = scroll_y + y - 1
@@ -259,7 +337,7 @@ class RowTable(ScrollView, can_focus=True):
             self.scroll_to(y=new - visible + 1, animate=False)
         self.refresh()
         if len(self.source):
-            self.post_message(self.Highlighted(self, new))
+            self.post_message(self.Highlighted(self, self.source_row(new)))
 
     def on_focus(self) -> None:
         self.refresh()
@@ -288,11 +366,15 @@ class RowTable(ScrollView, can_focus=True):
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "select":
             return self.open_label is not None and len(self.source) > 0
+        if action == "filter_rows":
+            return self.filterable and len(self.base_source) > 0
+        if action == "clear_row_filter":
+            return bool(self.filter_text)
         return True
 
     def action_select(self) -> None:
         if self.open_label is not None and len(self.source):
-            self.post_message(self.Selected(self, self.cursor))
+            self.post_message(self.Selected(self, self.source_row(self.cursor)))
 
     def on_click(self, event: events.Click) -> None:
         if event.y >= 1:
