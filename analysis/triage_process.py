@@ -42,7 +42,9 @@ class AnalysisStopped(PerftriageError):
 class TriageProcess:
     """One analysis in a child process; iterate ``messages()`` in one thread, ``stop()`` from any."""
 
-    def __init__(self, paths, options):
+    def __init__(self, paths=None, options=None):
+        """Starts the child at once; it imports the analyses while the caller prepares ``paths``
+        and ``options`` (given here, or later to ``send``)."""
         self.log = tempfile.TemporaryFile(prefix="perftriage-analysis-", suffix=".log")
         env = dict(os.environ)
         self.proc = subprocess.Popen([sys.executable, "-m", "perftriage.analysis.triage_process"],
@@ -51,6 +53,11 @@ class TriageProcess:
         self.stopped = False
         self.peak_rss = 0  # the child's peak resident memory, told with its result
         self._lock = threading.Lock()
+        if paths is not None:
+            self.send(paths, options)
+
+    def send(self, paths, options) -> None:
+        """What to analyse (once)."""
         try:
             pickle.dump(([os.fspath(p) for p in paths], options), self.proc.stdin, protocol=5)
             self.proc.stdin.close()
@@ -137,8 +144,13 @@ def _child() -> int:
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints (libraries, C code) go to the log, not into the channel
     sys.stdout = sys.stderr
-    paths, options = pickle.load(sys.stdin.buffer)
+    # the analyses are imported first: the parent is still preparing what to analyse
     from perftriage.analysis.triage import Progress, TriageResult, run_triage  # noqa: PLC0415
+
+    try:
+        paths, options = pickle.load(sys.stdin.buffer)
+    except EOFError:
+        return 0  # the parent gave nothing to analyse (it stopped first)
 
     names = [f.name for f in dc_fields(TriageResult) if f.name != "publish"]
     sent: dict[str, object] = {}  # the values sent (kept: an id could be reused by a new value)

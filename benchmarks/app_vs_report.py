@@ -25,12 +25,13 @@ print(json.dumps({{"wall": time.perf_counter() - t0, "peak": _peak_rss()}}))
 APP = PEAK_SNIPPET + """
 import asyncio, json, time
 t0 = time.perf_counter()
+from perftriage.analysis.triage_process import TriageProcess
+early = TriageProcess()  # as perftriage open does: first of all
 from perftriage.cli.options import triage_options
 from perftriage.cli.main import build_parser
-from perftriage.analysis.triage_process import TriageProcess
 args = build_parser().parse_args(["open", *{args!r}])
 opts = triage_options(args)
-early = TriageProcess(args.paths, opts)  # as perftriage open does: before the app is imported
+early.send(args.paths, opts)
 from perftriage.tui.app import PerftriageApp
 first = None
 

@@ -28,15 +28,19 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    opts = triage_options(args)
-    for p in args.paths:
-        if not Path(p).exists():
-            raise InputError(p, "no such file or folder")
-    # the analysis starts before the app is imported: its child's imports and reading overlap the
-    # app's (textual, the panes)
+    # the analysing child starts first: its imports overlap ours (the options, textual, the panes)
     from perftriage.analysis.triage_process import TriageProcess  # noqa: PLC0415
 
-    early = TriageProcess(args.paths, opts)
+    early = TriageProcess()
+    try:
+        opts = triage_options(args)
+        for p in args.paths:
+            if not Path(p).exists():
+                raise InputError(p, "no such file or folder")
+    except BaseException:
+        early.close()
+        raise
+    early.send(args.paths, opts)
     try:
         from perftriage.tui.app import run_app  # noqa: PLC0415
     except ImportError as exc:
