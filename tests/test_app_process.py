@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from conftest import ROOT, needs_bt2, real_trace
 from textual.widgets import Static
 
@@ -62,14 +64,15 @@ async def test_parts_show_as_they_come_and_the_status_keeps_moving(monkeypatch):
         assert app.result.analysis is not None and app.process is not None and not app.process.running
 
 
-async def test_q_quits_within_a_second_while_the_analysis_runs():
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
+async def test_q_quits_within_a_second_while_the_analysis_runs(key):
     app = PerftriageApp([str(real_trace("tracevizlab-apt"))], Options(thread_metrics=True))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app._progress is not None)  # the child is reading
         assert app.running
         proc = app.process
         t0 = time.monotonic()
-        await pilot.press("q")
+        await pilot.press(key)
         await wait_for(pilot, lambda: not app.is_running, timeout=5)
     assert time.monotonic() - t0 < 1.0
     assert proc.proc.poll() is not None  # the child is gone too

@@ -189,16 +189,16 @@ def comparison_findings(cmp: Comparison, top: int = 10) -> list[Finding]:
     for c in cmp.slower("methods")[:top]:
         reps = [r for r in cmp.slower("replicas") if r.name.startswith(c.name + " @ ") and r.ratio >= cmp.params.min_ratio]
         allr = [r for r in cmp.replicas if r.name.startswith(c.name + " @ ")]
-        ev = [f"median {_ms(c.median_ms)} against {_ms(c.ref_median_ms)} in the reference ({c.ratio:.2f}x), "
-              f"p95 {_ms(c.p95_ms)} against {_ms(c.ref_p95_ms)} ({c.p95_ratio:.2f}x); {c.n:,} calls against {c.ref_n:,}; "
+        ev = [f"median {_ms(c.median_ms)} against {_ms(c.ref_median_ms)} in the reference ({fmt_ratio(c.ratio)}), "
+              f"p95 {_ms(c.p95_ms)} against {_ms(c.ref_p95_ms)} ({fmt_ratio(c.p95_ratio)}); {c.n:,} calls against {c.ref_n:,}; "
               f"Mann-Whitney p = {c.p:.2g}"]
         if allr:
             ev.append(f"slower on {len(reps)} of its {len(allr)} replicas" +
-                      (": " + ", ".join(r.name.split(' @ ')[1] + f" (median {r.ratio:.1f}x)" for r in reps[:6])
+                      (": " + ", ".join(r.name.split(' @ ')[1] + f" (median {fmt_ratio(r.ratio)})" for r in reps[:6])
                        if reps else ""))
         which = "median" if c.ratio >= c.p95_ratio else "p95"
         out.append(Finding(analysis="calltrees",
-                           title=f"{c.name} got slower than in the reference ({which} {c.change:.1f}x)",
+                           title=f"{c.name} got slower than in the reference ({which} {fmt_ratio(c.change)})",
                            subject=f"method {c.name}", score=float(c.change), severity="warning", evidence=ev,
                            tables=[Table(CHANGE_COLUMNS, [_change_row(r) for r in allr[:20]],
                                          caption="Per replica, reference beside incident")] if allr else [],

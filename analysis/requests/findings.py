@@ -6,7 +6,7 @@ import numpy as np
 
 from perftriage.analysis.ctf.summary import TraceSummary
 from perftriage.analysis.findings import Finding, Table
-from perftriage.analysis.units import count_of, fmt_duration, fmt_timestamp, singular
+from perftriage.analysis.units import count_of, fmt_duration, fmt_ratio, fmt_timestamp, singular
 
 from .features import FeatureTable
 from .table import RequestTable
@@ -105,7 +105,7 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
         f"max {fmt_duration(dur[0])}"
     ]
     if len(table) > 1 and med >= 1000 and dur[0] / med <= 1000:
-        evidence.append(f"the slowest took {dur[0] / med:.1f}x the median")
+        evidence.append(f"the slowest took {fmt_ratio(dur[0] / med)} the median")
     if ft is not None:
         evidence.append(f"where the time goes, all {what} together (critical path): {time_shares(whole)}")
         evidence.append(f"the slowest: {breakdown_text(ft.states, ft.durations[0], float(ft.total[0]), 3)}")
