@@ -331,3 +331,36 @@ async def test_slash_filters_every_list_with_a_match_count():
         await pilot.pause(0.2)
         ft = app.query_one("#findings-table", RowTable)
         assert 0 < len(ft.source) < len(ft.base_source) and "fleet" in table_lines(app, "findings-table", 1)[0]
+
+
+async def test_n_follows_the_filter_when_there_is_one_and_the_outliers_otherwise():
+    app = PerftriageApp([str(SAMPLES / "webserver")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        pane = app.query_one(RequestsPane)
+        table = pane.row_table
+        table.focus()
+        await pilot.press("g", "n")
+        await pilot.pause(0.1)
+        notable = np.flatnonzero(pane.notable[pane.index])
+        assert table.cursor == notable[notable > 0][0]  # no filter: the next outlier
+        await pilot.press("slash", *"cart.php", "enter")
+        await pilot.pause(0.2)
+        shown = len(pane.index)
+        assert 0 < shown < len(pane.table)
+        await pilot.press("g", "n", "n")
+        await pilot.pause(0.1)
+        assert table.cursor == 2  # with a filter: the next matches
+        await pilot.press("N", "N", "N")
+        await pilot.pause(0.1)
+        assert table.cursor == shown - 1  # round from the first to the last, as less does
+        # on another list: n / N only with a filter
+        await pilot.press("6")
+        await pilot.pause(0.1)
+        ft = app.query_one("#findings-table", RowTable)
+        assert ft.check_action("next_match", (1,)) is False
+        await pilot.press("slash", *"cluster", "enter")
+        await pilot.pause(0.2)
+        await pilot.press("n")
+        await pilot.pause(0.1)
+        assert ft.cursor == 1 and "cluster" in " ".join(ft.source.cells(1)).lower()

@@ -369,7 +369,12 @@ class RequestsPane(Pending, Vertical):
         self.row_table.focus()
 
     def _jump(self, step: int) -> None:
+        """n / N: with a filter, the next / previous match (the list holds only matches: the row
+        after, round to the first at the end, like less); without, the next / previous outlier."""
         if self.table is None or not len(self.index):
+            return
+        if self.filter_text:
+            self.row_table.cursor = (self.row_table.cursor + step) % len(self.index)
             return
         flags = self.notable[self.index]
         cur = self.row_table.cursor

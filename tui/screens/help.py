@@ -24,7 +24,10 @@ LONG = {
     "clear_filter": "clear the filter; with nothing to clear, back where a link came from",
     "sort": "sort: outliers first / slowest first / by start time",
     "next_notable": "next notable request (outlier, else slower than p95)",
-    "prev_notable": "previous notable request",
+    "prev_notable": "previous notable request; with a filter, n / N go to the next / previous match",
+    "next_match": "with a filter: the next / previous match, round at the ends (as in less)",
+    "filter_rows": "keep the rows containing a text, with a match count in the header",
+    "clear_row_filter": "all the rows again (after /)",
     "its_cluster": "the highlighted request's cluster, in the Clusters pane",
     "its_threads": "the highlighted request's thread, in the Threads pane (with thread metrics)",
     "its_host": "the counters of the highlighted request's host, in the Counters pane (with counters of it)",
@@ -54,6 +57,11 @@ LETTERS = [
     ("D N T", "blocked on disk (BD) / network (BN) / a timer (BS)"),
     ("I F ?", "blocked on an interrupt (BI) / in futex (BF) / on a task not followed (BT)"),
 ]
+
+
+def what(binding: Binding) -> str:
+    """What a key does: the long text for its action (arguments aside), else its description."""
+    return LONG.get(binding.action.split("(", 1)[0], binding.description)
 
 
 def key_names(binding: Binding) -> str:
@@ -91,7 +99,7 @@ def help_sections(current: str | None = None) -> list[tuple[str, list[tuple[str,
 
     panes = []
     for title, binds in pane_sections():
-        keys = [(key_names(b), LONG.get(b.action, b.description)) for b in binds]
+        keys = [(key_names(b), what(b)) for b in binds]
         if title in ENTER:
             keys.append(("enter", ENTER[title]))
         if title in VIEWS:
@@ -103,10 +111,10 @@ def help_sections(current: str | None = None) -> list[tuple[str, list[tuple[str,
     for b in PerftriageApp.BINDINGS:
         if b.action.startswith("tab("):
             continue
-        everywhere.append((key_names(b), LONG.get(b.action, b.description)))
+        everywhere.append((key_names(b), what(b)))
     everywhere.insert(2, ("1 .. 6", "Requests, Clusters, Call trees, Threads, Counters, Findings"))
     everywhere.append(("^p", "the command palette: go to a pane, export, quit..."))
-    lists = [(key_names(b), LONG.get(b.action, b.description)) for b in RowTable.BINDINGS]
+    lists = [(key_names(b), what(b)) for b in RowTable.BINDINGS]
     out = [(f"This pane: {title}", keys) for title, keys in panes if title == current]
     out += [("Everywhere", everywhere), ("Lists", lists)]
     out += [(title, keys) for title, keys in panes if title != current]

@@ -118,6 +118,8 @@ class RowTable(ScrollView, can_focus=True):
         Binding("enter", "select", "open", show=True),
         Binding("slash", "filter_rows", "filter"),
         Binding("escape", "clear_row_filter", "all rows", show=False),
+        Binding("n", "next_match(1)", "next match", show=False),
+        Binding("N", "next_match(-1)", "previous match", show=False),
     ]
 
     cursor = reactive(0, always_update=True)
@@ -224,6 +226,11 @@ class RowTable(ScrollView, can_focus=True):
 
     def action_clear_row_filter(self) -> None:
         self.set_filter("")
+
+    def action_next_match(self, step: int) -> None:
+        """n / N with a filter: the next / previous match, round at the ends (as less does)."""
+        if len(self.source):
+            self.cursor = (self.cursor + step) % len(self.source)
 
     def _compute_widths(self, total: int) -> list[int]:
         n = len(self.source)
@@ -368,8 +375,8 @@ class RowTable(ScrollView, can_focus=True):
             return self.open_label is not None and len(self.source) > 0
         if action == "filter_rows":
             return self.filterable and len(self.base_source) > 0
-        if action == "clear_row_filter":
-            return bool(self.filter_text)
+        if action in ("clear_row_filter", "next_match"):
+            return bool(self.filter_text) and self.filterable
         return True
 
     def action_select(self) -> None:
