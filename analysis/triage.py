@@ -252,7 +252,11 @@ def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: Tr
         if progress is not None:
             progress(Progress("thread pools", fraction, text))
 
-    td = top_down(ts, options.threads, progress=on_level)
+    def on_top(top) -> None:  # the top level at once (the app shows it while the walk goes down)
+        result.threads = top
+        result.ready("threads")
+
+    td = top_down(ts, options.threads, progress=on_level, on_top=on_top)
     result.threads = td
     result.report.findings.extend(topdown_findings(td))
     result.ready("threads")

@@ -433,3 +433,18 @@ def test_progress_says_which_analysis_of_how_many_and_which_bootstrap_scale(pool
     for i in range(1, n + 1):  # within an analysis the fraction only grows, from 0 to at most 0.9
         fr = [f for t, f in said if t.startswith(f"analysis {i} of ")]
         assert fr == sorted(fr) and 0 <= fr[0] and fr[-1] <= 0.9
+
+
+def test_the_top_level_is_published_before_the_walk_goes_down(pool):
+    from perftriage.analysis.triage import Options, run_triage
+
+    seen = []
+
+    def publish(part, result):
+        if part == "threads":
+            seen.append((len(result.threads.results), len(result.report.findings)))
+
+    result = run_triage([pool[0] / "threads.csv"], Options(), publish=publish)
+    assert len(seen) == 2
+    assert seen[0][0] == 1 and seen[1][0] == len(result.threads.results) > 1  # the top level first, then all
+    assert seen[1][1] > seen[0][1]  # the findings come with the whole walk
