@@ -310,7 +310,9 @@ def test_an_extreme_server_cannot_hide_in_the_spread_it_inflates():
     ca = analyse_counters(cs)
     assert [cs.servers[sd.server] for sd in ca.servers] == ["s3"]
     f = counter_findings(ca)[0]
-    assert "the other servers' std" in f.evidence[0] and f.tables[0].columns[3] == "others' median"
+    assert f.evidence[0] == "x: median 10 on s3 against 1 on the other servers (X = 11.0)"  # plain words first
+    assert "the other servers' std" in f.evidence[-1] and f.evidence[-1].startswith("details: ")
+    assert f.tables[0].columns[3] == "others' median"
 
 
 def _fleet_with(days: int, event=None, per_day: int = 96, servers: int = 8, counters: int = 5, seed: int = 4):

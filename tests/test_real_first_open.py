@@ -56,7 +56,7 @@ def test_no_options_names_the_recorded_process_and_where_its_time_went(name):
     assert state in first[0].title.split(",")[0]
     assert first[0].severity == "warning"
     # the plain words come first, the method's terms after
-    assert first[0].evidence[-1].startswith("critical-path states")
+    assert first[0].evidence[-1].startswith("details: critical-path states")
 
 
 @needs_bt2

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from perftriage.analysis.findings import Finding, Table
+from perftriage.analysis.units import count_of
 
 from .comparative import Between, Comparative, between, fleet_onset, server_onset, within
 from .correlation import Correlation, CorrelationParams, correlate
@@ -180,12 +181,15 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
         s = sd.server
         c0, x0 = sd.counters[0]
         if cp.paper_x:
-            ev = [f"comparative analysis (server view, the paper's X): X = |global median - {cs.servers[s]}'s median| "
-                  "/ global std"]
+            how = [f"details: comparative analysis (server view, the paper's X): X = |global median - "
+                   f"{cs.servers[s]}'s median| / global std"]
         else:
-            ev = [f"comparative analysis (server view): X = |{cs.servers[s]}'s median - the other servers' median| / "
-                  "the other servers' std (the server is left out of the spread it is measured against; --paper-x: "
-                  "the paper's global std)"]
+            how = [f"details: comparative analysis (server view): X = |{cs.servers[s]}'s median - the other servers' "
+                   "median| / the other servers' std (the server is left out of the spread it is measured against; "
+                   "--paper-x: the paper's global std)"]
+        ev = [f"{cs.counters[c0]}: median {_num(cp.server_median[s, c0])} on {cs.servers[s]} against "
+              f"{_num(cp.global_median[c0] if cp.paper_x else cp.others_median[s, c0])} on the "
+              f"{'fleet' if cp.paper_x else 'other servers'} (X = {x0:.1f})"]
         rows = []
         for c, x in sd.counters:
             ref_m = cp.global_median[c] if cp.paper_x else cp.others_median[s, c]
@@ -202,10 +206,11 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
                 ev.append(f"no reliable date: the best fit puts a start at about {_t(cs, o.index)} (weak fit: {fit}; "
                           f"a date needs {p.min_gain * 100:.0f}%)")
         ev += _moves_with(cs, corr_of.get((s, c0)), f"moves with {cs.counters[c0]} on {cs.servers[s]}")
+        ev += how
         since = f" since {cs.time_label(sd.onset.index)}" if dated else ""
         out.append(Finding(
             analysis="counters", title=f"{cs.servers[s]} deviates from the fleet{since}: {cs.counters[c0]} and "
-                                       f"{len(sd.counters) - 1} more counter(s)",
+                                       f"{count_of(len(sd.counters) - 1, 'more counters')}",
             subject=cs.servers[s], score=float(min(x0, 1e6)), severity="critical" if x0 >= 2 * p.server_x else "warning",
             target={"kind": "server", "server": cs.servers[s], "counter": cs.counters[c0]},
             evidence=ev, tables=[Table(["counter", "X", "server median",

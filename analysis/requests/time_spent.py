@@ -157,7 +157,7 @@ def time_spent_finding(pt: ProcessTime, rank: int = 0) -> Finding:
     evidence.append(f"its own threads ran {fmt_duration(p.run_ns)} on a CPU ("
                     + (f"{busy:.1f} CPUs on average over its life" if busy > 1.05 else
                        f"{busy * 100:.0f}% of its life") + " in the trace)")
-    evidence.append("critical-path states (paper 001): " + ", ".join(f"{s} {sh * 100:.0f}%" for s, sh, _ in shares))
+    evidence.append("details: critical-path states: " + ", ".join(f"{s} {sh * 100:.0f}%" for s, sh, _ in shares))
     return Finding(
         analysis="requests",
         title=title,

@@ -86,23 +86,23 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
     for rank, r in enumerate(res.ranking):
         names = [res.names[i] for i in r.items]
         what = res.level if len(names) == 1 else plural(res.level)
-        ev = []
+        # what deviates, in the metrics' own units, first; how it was found last, as details
+        ev = [f"{metric}: {text}" for metric, text in r.metrics]
         if r.how == "dendrogram":
-            ev.append(f"ranked {rank + 1} of {len(res.ranking)} by the recursive descent of the Ward dendrogram of "
-                      f"{res.k} {plural(res.level)} (Förstner–Moonen distances of covariance matrices)")
             if np.isfinite(r.separation):
-                ev.append(f"its median distance to the others is {r.separation:.1f}x the typical one")
+                ev.append(f"its metrics move together unlike the other {plural(res.level)}' ({r.separation:.1f}x "
+                          "as far from them as they are from each other)")
+            ev.append(f"details: ranked {rank + 1} of {len(res.ranking)} by the recursive descent of the Ward "
+                      f"dendrogram of {res.k} {plural(res.level)} (Förstner–Moonen distances of covariance matrices)")
         elif r.how == "window":
-            ev.append(f"a short deviation found by the moving-window check, after the "
+            ev.append(f"details: a short deviation found by the moving-window check, after the "
                       f"{sum(1 for x in res.ranking if x.how == 'dendrogram')} ranked by the dendrogram")
         else:
-            ev.append(f"a long departure from the other {plural(res.level)} (a leak late in the run "
+            ev.append(f"details: a long departure from the other {plural(res.level)} (a leak late in the run "
                       f"hardly moves a covariance), after the {sum(1 for x in res.ranking if x.how != 'departure')} "
                       "ranked by the dendrogram and the window check")
-        for metric, text in r.metrics:
-            ev.append(f"{metric}: {text}")
         if res.boot is not None:
-            ev.append(f"AU p-values from {res.boot.replicates:,} bootstrap replicates per scale, "
+            ev.append(f"details: AU p-values from {res.boot.replicates:,} bootstrap replicates per scale, "
                       f"{len(res.boot.scales)} scales, {res.boot.blocks} time blocks")
         rows = [[m, t] for m, t in r.metrics]
         out.append(Finding(
@@ -141,7 +141,7 @@ def topdown_findings(td: TopDown) -> list[Finding]:
             for n in res.notes:
                 seen[n] = seen.get(n, 0) + 1
         ev.extend(n if c == 1 else f"{n} (x{c})" for n, c in seen.items())
-        out.append(Finding(analysis="threads", title="Thread pools, top down (paper 003)",
+        out.append(Finding(analysis="threads", title="Thread pools, top down",
                            subject=td.series.source or "thread time series", score=0.0,
                            severity="warning" if any(r.ranking for r in td.results) else "info", evidence=ev,
                            tables=[Table(["level", "abstractions", "ranked"], rows)],
