@@ -448,3 +448,18 @@ def test_the_top_level_is_published_before_the_walk_goes_down(pool):
     assert len(seen) == 2
     assert seen[0][0] == 1 and seen[1][0] == len(result.threads.results) > 1  # the top level first, then all
     assert seen[1][1] > seen[0][1]  # the findings come with the whole walk
+
+
+def test_a_metric_one_thread_never_reports_raises_no_warning():
+    """Found by the fuzz suite: numpy's 'Mean of empty slice' reached the user's terminal."""
+    import warnings
+
+    from perftriage.analysis.threads.deviation import departure_scores
+
+    rng = np.random.default_rng(0)
+    groups = [[rng.normal(size=(200, 2))] for _ in range(4)]
+    groups[1][0][:, 0] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scores = departure_scores(groups, ThreadParams())
+    assert len(scores) == 4 and scores[0] is not None

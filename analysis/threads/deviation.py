@@ -556,6 +556,14 @@ class Departure:
 
 
 def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Departure | None]:
+    """See _departure_scores; a metric no abstraction reported in a window is NaN there, not told
+    (numpy's warnings about empty means would reach the user's terminal)."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _departure_scores(groups, params)
+
+
+def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Departure | None]:
     """Long departures (beyond the paper): the mean of every abstraction (its threads averaged
     sample by sample) over consecutive windows of ``params.window`` samples, against the median
     of all abstractions in the same window, in units of how much abstractions usually differ
