@@ -38,7 +38,7 @@ first = None
 async def go():
     global first
     app = PerftriageApp(args.paths, opts)
-    app._early = early  # as run_app does
+    app.start_early(early)  # as run_app does
     async with app.run_test(size=(80, 24)) as pilot:
         first = time.perf_counter() - t0  # the first screen is composed and mounted
         while app.running or app.result is None:

@@ -115,8 +115,7 @@ def cancel_keys(app) -> set[str]:
 
 async def test_an_analysis_started_before_the_app_is_the_one_it_shows():
     app = PerftriageApp([str(WEBSERVER)])
-    app.start_early()  # as perftriage open does, before the app is drawn
-    early = app._early
+    early = app.start_early()  # as perftriage open does, before the app is drawn
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: not app.running and app.result is not None)
         assert app.process is early and app._early is None
@@ -125,8 +124,7 @@ async def test_an_analysis_started_before_the_app_is_the_one_it_shows():
 
 def test_an_early_analysis_dies_with_the_app_that_never_ran():
     app = PerftriageApp([str(WEBSERVER)])
-    app.start_early()
-    proc = app._early
+    proc = app.start_early()
     app.stop_analysis()
     proc.proc.wait(timeout=5)
     assert not proc.running

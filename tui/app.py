@@ -188,11 +188,13 @@ class PerftriageApp(App):
             proc.log.close()
         raise AnalysisStopped("the analysis ended without a result")
 
-    def start_early(self) -> None:
-        """Start the analysing child now, before the app is drawn: its imports and reading overlap
-        the app's start instead of following it."""
+    def start_early(self, started: TriageProcess | None = None) -> TriageProcess | None:
+        """Start the analysing child now, before the app is drawn, so that its imports and reading
+        overlap the app's start (``started``: one the caller started already on these paths and
+        options). Returns it; the app's first analysis is this one."""
         if self.analyse is run_triage and self._early is None:
-            self._early = TriageProcess(self.paths, self.options)
+            self._early = started if started is not None else TriageProcess(self.paths, self.options)
+        return self._early
 
     def _on_progress(self, p: Progress, run: int = 0) -> None:
         if run != self._run:
@@ -597,9 +599,7 @@ def run_app(paths: list[str], options: Options | None = None, early: TriageProce
     import warnings  # noqa: PLC0415
 
     app = PerftriageApp(paths, options)
-    if early is not None:
-        app._early = early
-    app.start_early()
+    app.start_early(early)
     with warnings.catch_warnings():
         # the app draws on stderr: a library warning printed there would tear the screen
         warnings.simplefilter("ignore")
