@@ -27,7 +27,6 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.cluster.hierarchy import linkage
 
 from perftriage.analysis.stats import norm_cdf, norm_pdf, norm_ppf
 
@@ -79,6 +78,8 @@ def clusters_of(Z: np.ndarray, k: int) -> list[int]:
 
 def _scale_counts(args) -> np.ndarray:
     """BP of every target cluster at one scale (a module-level function: runs in a worker process)."""
+    from scipy.cluster.hierarchy import linkage  # noqa: PLC0415 (imported where used: not at the app's start)
+
     si, r, replicates, seed, blocks, k, p, flat_n, flat_s1, flat_s2, ridge_eps, targets = args
     target = {m: i for i, m in enumerate(targets)}
     nb = max(2, int(round(blocks * r)))
