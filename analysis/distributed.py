@@ -35,7 +35,8 @@ from perftriage.analysis.ctf.hosts import host_groups
 from perftriage.analysis.ctf.pipeline import PassResult, read_once
 from perftriage.analysis.ctf.summary import EventCounter, TraceSummary, merge_summaries
 from perftriage.analysis.errors import MissingDependency, PerftriageError, TraceReadError
-from perftriage.analysis.execgraph.builder import Gathered, GraphBuilder, Matched, PacketPart, finish_part, match_parts
+from perftriage.analysis.execgraph.builder import (Gathered, GraphBuilder, Matched, PacketPart, finish_part,
+                                                   in_time_order, match_parts)
 from perftriage.analysis.execgraph.graph import ExecGraph
 from perftriage.analysis.requests.features import FeatureBatch, FeatureTable, extract_batch, merge_batches
 from perftriage.analysis.requests.markers import MarkerRequests
@@ -173,13 +174,9 @@ class Cluster:
         graph_futures = [self.client.submit(_finish, f, m, pure=False) for f, m in zip(futures, matched)]
         del futures
         graph_parts = [self._result(g) for g in graph_futures]
-        graphs_all = {n: g for part in graph_parts for n, g in part.items()}
-        first = {n: g.begin for n, g in graphs_all.items()}
-        graphs = {n: graphs_all[n] for n in sorted(graphs_all, key=lambda n: (first[n], n))}
-        rank = {n: i for i, n in enumerate(graphs)}  # each part holds its host's graph, or none
-        self._graph_futures = [f for _, f in sorted(((min((rank[n] for n in part), default=-1), f)
-                                                     for part, f in zip(graph_parts, graph_futures) if part),
-                                                    key=lambda kv: kv[0])]
+        graphs = in_time_order({n: g for part in graph_parts for n, g in part.items()})
+        holder = {n: f for part, f in zip(graph_parts, graph_futures) for n in part}
+        self._graph_futures = list({id(holder[n]): holder[n] for n in graphs}.values())  # in the graphs' order
         summary = merge_summaries([r.summary for r in done], order)
         results: list = [summary, graphs]
         if markers is not None:

@@ -435,9 +435,6 @@ class Gathered:
     def packet_part(self) -> "PacketPart":
         return PacketPart(self.host_names, self.packets, len(self.wake_ctx), len(self.arrivals), set(self.wake_cats))
 
-    def first_ts(self) -> dict[str, int]:
-        return {self.host_names[h]: hs.first_ts for h, hs in self.hosts.items() if h in self.kernel_hosts}
-
 
 @dataclass
 class PacketPart:
@@ -509,12 +506,17 @@ def finish_graphs(parts: list[Gathered]) -> tuple[dict[str, ExecGraph], Matches]
     """Packets matched across the parts, then each part's graphs; hosts in the order their first
     events came (then by name)."""
     matches, matched = match_parts([p.packet_part() for p in parts])
-    first = {n: t for p in parts for n, t in p.first_ts().items()}
     graphs = {}
     for p, m in zip(parts, matched):
         graphs.update(finish_part(p, m))
         release_freed_memory()
-    return {n: graphs[n] for n in sorted(graphs, key=lambda n: (first[n], n))}, matches
+    return in_time_order(graphs), matches
+
+
+def in_time_order(graphs: dict[str, ExecGraph]) -> dict[str, ExecGraph]:
+    """The graphs by their hosts' first event, then by name: the same order however the hosts
+    were read (together, or apart on a cluster)."""
+    return {n: graphs[n] for n in sorted(graphs, key=lambda n: (graphs[n].begin, n))}
 
 
 def finish_part(part: Gathered, matched: Matched) -> dict[str, ExecGraph]:
