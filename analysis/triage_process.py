@@ -46,10 +46,9 @@ class TriageProcess:
         """Starts the child at once; it imports the analyses while the caller prepares ``paths``
         and ``options`` (given here, or later to ``send``)."""
         self.log = tempfile.TemporaryFile(prefix="perftriage-analysis-", suffix=".log")
-        env = dict(os.environ)
         self.proc = subprocess.Popen([sys.executable, "-m", "perftriage.analysis.triage_process"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     env=env, start_new_session=True)  # Ctrl-C in the terminal is the app's
+                                     start_new_session=True)  # Ctrl-C in the terminal is the app's
         self.stopped = False
         self.peak_rss = 0  # the child's peak resident memory, told with its result
         self._lock = threading.Lock()
@@ -128,23 +127,12 @@ def raise_error(kind: str, text: str):
     raise PerftriageError(f"internal error in the analysis (a bug in perftriage; please report it): {text}")
 
 
-def _peak_rss() -> int:
-    """This process's peak resident memory (VmHWM), bytes; 0 where /proc does not say."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def _child() -> int:
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints (libraries, C code) go to the log, not into the channel
     sys.stdout = sys.stderr
     # the analyses are imported first: the parent is still preparing what to analyse
+    from perftriage.analysis.ctf.isolated import status_bytes  # noqa: PLC0415
     from perftriage.analysis.triage import Progress, TriageResult, run_triage  # noqa: PLC0415
 
     try:
@@ -180,7 +168,7 @@ def _child() -> int:
 
     try:
         result = run_triage(paths, options, progress=progress, publish=publish)
-        send(("done", changed(result), {"peak_rss": _peak_rss()}))
+        send(("done", changed(result), {"peak_rss": status_bytes("VmHWM")}))
     except MissingDependency as exc:
         send(("error", "missing", str(exc)))
     except PerftriageError as exc:

@@ -72,11 +72,13 @@ def _receive(fd: int):
     return pickle.loads(data, buffers=buffers)
 
 
-def _vm_size() -> int:
+def status_bytes(field: str) -> int:
+    """A memory figure of this process from /proc/self/status ("VmSize", "VmHWM"...), in bytes;
+    0 where /proc does not say."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmSize:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
@@ -115,7 +117,7 @@ def _child(reader, state, graph, w: int, go: int | None) -> None:
         try:
             import resource  # noqa: PLC0415
 
-            cap = _vm_size() + CAP_EXTRA
+            cap = status_bytes("VmSize") + CAP_EXTRA
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         except (ImportError, ValueError, OSError):
             pass
