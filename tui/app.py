@@ -161,8 +161,8 @@ class PerftriageApp(App):
 
         if self.analyse is not run_triage:  # a stand-in analysis (tests): in this thread
             return self.analyse(self.paths, self.options, progress=progress)
-        proc, self._early = (self._early, None) if run == 0 and self._early is not None else \
-            (TriageProcess(self.paths, self.options), None)
+        early, self._early = self._early, None
+        proc = early if run == 0 and early is not None else TriageProcess(self.paths, self.options)
         self.process = proc
         fields: dict = {}
         try:
@@ -523,28 +523,18 @@ class PerftriageApp(App):
         if kind == "clusters":
             self.action_tab("clusters")
             return True
-        if kind == "request":
-            self.action_tab("requests")
-            pane = self.query_one("#requests-pane", RequestsPane)
-            self.call_after_refresh(pane.select_request, int(target["id"]), target.get("host"))
-            return True
-        if kind == "pair":
-            self.action_tab("calltrees")
-            pane = self.query_one("#calltrees-pane", CallTreesPane)
-            self.call_after_refresh(pane.select_pair, target["method"], target.get("replica"))
-            return True
-        if kind == "threads":
-            self.action_tab("threads")
-            pane = self.query_one("#threads-pane", ThreadsPane)
-            self.call_after_refresh(pane.select_names, target["level"], list(target["names"]))
-            return True
-        if kind == "server":
-            self.action_tab("counters")
-            pane = self.query_one("#counters-pane", CountersPane)
-            self.call_after_refresh(pane.select_server, target["server"], target.get("counter"))
-            return True
-        self.history.pop()
-        return False
+        # the row of a pane: its tab, and the pane's method that highlights it, with the target's keys
+        rows = {"request": ("requests", "select_request", lambda t: (int(t["id"]), t.get("host"))),
+                "pair": ("calltrees", "select_pair", lambda t: (t["method"], t.get("replica"))),
+                "threads": ("threads", "select_names", lambda t: (t["level"], list(t["names"]))),
+                "server": ("counters", "select_server", lambda t: (t["server"], t.get("counter")))}
+        if kind not in rows:
+            self.history.pop()
+            return False
+        tab, method, args = rows[kind]
+        self.action_tab(tab)
+        self.call_after_refresh(getattr(self.query_one(f"#{tab}-pane"), method), *args(target))
+        return True
 
     def action_tab(self, tab_id: str) -> None:
         tabs = self.query_one("#tabs", TabbedContent)

@@ -10,6 +10,8 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
+from perftriage.tui.widgets.row_table import RowTable
+
 
 class Pending:
     """A pane's title line while its analysis runs: "analysing ..." with the stage, then, when
@@ -26,8 +28,6 @@ class Pending:
                  "not analysed: the analysis was cancelled before this part was ready" if cancelled else self.IDLE)
         self.query_one(self.TITLE_ID, Static).update(shown)
         if self.TABLE_ID:
-            from perftriage.tui.widgets.row_table import RowTable  # noqa: PLC0415
-
             table = self.query_one(self.TABLE_ID, RowTable)
             table.empty_text = "analysing …" if text is not None else "cancelled" if cancelled else self.EMPTY
             table.refresh()

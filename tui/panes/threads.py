@@ -120,13 +120,7 @@ class ThreadsPane(ViewPane):
             return False
         del self.stack[1:]
         self._show_level()
-        res = self.current
-        for row, a in enumerate(self.order):
-            if idx[0] in res.members[a]:
-                self.table.select_source(row)
-                self.table.focus()
-                return True
-        return False
+        return self._highlight(lambda a: idx[0] in self.current.members[a])
 
     def select_names(self, level: str, names: list[str]) -> bool:
         """Highlight the first of ``names`` when the level shown is ``level`` (the top one first)."""
@@ -136,8 +130,12 @@ class ThreadsPane(ViewPane):
         if res is None or res.level != level:
             return False
         self._show_level()
-        for row, i in enumerate(self.order):
-            if res.names[i] in names:
+        return self._highlight(lambda a: res.names[a] in names)
+
+    def _highlight(self, wanted) -> bool:
+        """Highlight the first row whose abstraction is ``wanted``."""
+        for row, a in enumerate(self.order):
+            if wanted(a):
                 self.table.select_source(row)
                 self.table.focus()
                 return True

@@ -145,10 +145,10 @@ class RowTable(ScrollView, can_focus=True):
             return self.table
 
     def __init__(self, columns: list[Column] | None = None, source: RowSource | None = None,
-                 empty_text: str = "nothing to show", open_label: str | None = "open", **kwargs):
+                 empty_text: str = "nothing to show", open_label: str | None = "open", filterable: bool = True,
+                 **kwargs):
         """``open_label``: what enter does to a row, in the footer (None: enter does nothing here).
         ``filterable``: / keeps the rows containing a text (the Requests pane filters its own)."""
-        filterable = kwargs.pop("filterable", True)
         super().__init__(**kwargs)
         self.open_label = open_label
         self.filterable = filterable
