@@ -144,12 +144,7 @@ class PerftriageApp(App):
     def on_mount(self) -> None:
         self._check_size(self.size.width, self.size.height)
         self.set_status(f"loading {', '.join(self.paths)}")
-        self.query_one("#progress", ProgressBar).add_class("running")
-        self.running = True
-        self._started = self._progress_at = time.monotonic()
-        self._show_pending()
-        self._worker = self.run_worker(partial(self._load, self._run), thread=True, exclusive=True, name="triage",
-                                       exit_on_error=False)
+        self._start_analysis()
         self.set_interval(0.5, self._tick)
         self.query_one("#requests-pane", RequestsPane).row_table.focus()
 
@@ -227,17 +222,12 @@ class PerftriageApp(App):
         self.set_status(f"{shown}analysing: {text} · escape cancels")
         self._show_pending(text)
 
-    def _pending_panes(self):
-        return [(part, pane) for part, pane in (
-            ("requests", self.query_one("#requests-pane", RequestsPane)),
-            ("clusters", self.query_one("#clusters-pane", ClustersPane)),
-            ("calltrees", self.query_one("#calltrees-pane", CallTreesPane)),
-            ("threads", self.query_one("#threads-pane", ThreadsPane)),
-            ("counters", self.query_one("#counters-pane", CountersPane)),
-        ) if part not in self.parts]
+    def _pending_panes(self) -> list:
+        """The panes whose part has not come yet (a part's pane is #PART-pane)."""
+        return [self.query_one(f"#{part}-pane") for part in PARTS if part not in self.parts]
 
     def _show_pending(self, text: str = "") -> None:
-        for _, pane in self._pending_panes():
+        for pane in self._pending_panes():
             pane.show_pending(text)
         if self.result is None or not self.result.findings:
             self.query_one("#findings-pane", FindingsPane).show_pending(text)
@@ -297,7 +287,7 @@ class PerftriageApp(App):
             self.notify(self.load_error, title="cannot load", severity="error", timeout=10)
 
     def _show_pending_ended(self) -> None:
-        for _, pane in self._pending_panes():
+        for pane in self._pending_panes():
             pane.show_pending(None, cancelled=self.cancelled)
         self.query_one("#findings-pane", FindingsPane).show_pending(None)
 
@@ -318,14 +308,9 @@ class PerftriageApp(App):
         shown = PARTS if final and not self.cancelled else self.parts  # only the parts that came
         if "requests" in shown:
             self.query_one("#requests-pane", RequestsPane).show_requests(requests, note, result)
-        if "clusters" in shown:
-            self.query_one("#clusters-pane", ClustersPane).show_result(result)
-        if "calltrees" in shown:
-            self.query_one("#calltrees-pane", CallTreesPane).show_result(result)
-        if "threads" in shown:
-            self.query_one("#threads-pane", ThreadsPane).show_result(result)
-        if "counters" in shown:
-            self.query_one("#counters-pane", CountersPane).show_result(result)
+        for part in ("clusters", "calltrees", "threads", "counters"):
+            if part in shown:
+                self.query_one(f"#{part}-pane").show_result(result)
         if result.findings or final:
             self.query_one("#findings-pane", FindingsPane).show_findings(result.findings)
         if not final:
@@ -446,14 +431,18 @@ class PerftriageApp(App):
         self.options = dataclasses.replace(self.options, **changes)
         self.parts, self.history, self.cancelled = set(), [], False
         self.result, self.load_error, self._progress = None, None, None
-        self.running = True
-        self._started = self._progress_at = time.monotonic()
-        self.query_one("#progress", ProgressBar).add_class("running")
-        self._show_pending()
-        self.refresh_bindings()
         said = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in changes.items())
         self.notify(f"analysing again: {said}", timeout=4)
         self._run += 1
+        self._start_analysis()
+        self.refresh_bindings()
+
+    def _start_analysis(self) -> None:
+        """Run analysis number ``self._run`` in a worker thread that reads its child process."""
+        self.query_one("#progress", ProgressBar).add_class("running")
+        self.running = True
+        self._started = self._progress_at = time.monotonic()
+        self._show_pending()
         self._worker = self.run_worker(partial(self._load, self._run), thread=True, exclusive=True, name="triage",
                                        exit_on_error=False)
 
