@@ -11,6 +11,7 @@ run: setup
 	$(PY) -m perftriage open $(SAMPLE)
 
 test: setup
+	@tools/setup-system.sh --test
 	$(PY) -m pytest -q
 
 setup: system $(STAMP)

@@ -20,6 +20,7 @@ class Inputs:
     paths: list[str]
     ctf: list[Path] = field(default_factory=list)  # trace folders (or session folders holding traces)
     files: dict[str, list[Path]] = field(default_factory=dict)  # kind -> data files
+    servers: list[str] = field(default_factory=list)  # running servers to query (prometheus+http://HOST:PORT)
 
     @property
     def all_paths(self) -> list[str]:
@@ -39,6 +40,8 @@ def register_file_kind(kind: str, sniffer) -> None:
 
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: inputs that are running servers, not files: Prometheus's HTTP API
+SERVER_SCHEMES = ("prometheus+http://", "prometheus+https://")
 
 
 def _gunzip(path, raw: bytes, limit: int | None = None) -> bytes:
@@ -131,6 +134,11 @@ def classify(paths) -> Inputs:
     if not paths:
         raise InputError(None, "no input given: name a trace folder or a data file")
     for raw in paths:
+        if isinstance(raw, str) and raw.startswith(SERVER_SCHEMES):
+            inputs.servers.append(raw)
+            continue
+        if isinstance(raw, str) and "://" in raw:
+            raise InputError(raw, "not an input perftriage reads: a server is given as prometheus+http://HOST:PORT")
         p = Path(raw)
         if not p.exists():
             raise InputError(p, "no such file or folder")

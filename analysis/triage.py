@@ -18,6 +18,7 @@ from perftriage.analysis.calltrees.findings import (change_findings, comparison_
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
 from perftriage.analysis.calltrees.what_changed import ChangeDiagnosis, diagnose_change, find_split, split_spans
 from perftriage.analysis.counters.findings import CounterAnalysis, CounterParams, analyse_counters, counter_findings
+from perftriage.analysis.counters.prometheus_api import PromRange
 from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.counters.rules import read_rules
 from perftriage.analysis.ctf.pipeline import read_once
@@ -73,6 +74,7 @@ class Options:
     counters: CounterParams = field(default_factory=CounterParams)
     rules: str | None = None  # threshold rules file (TOML or PAD's XML); default: rules.toml beside the counters
     server_label: str = "instance"  # Prometheus label naming the server
+    prometheus: PromRange | None = None  # what to ask a Prometheus server among the inputs (--match, --since...)
     findings: bool = True  # False: read and extract only (the features export needs no outliers or findings)
     jobs: int | None = None  # cores to use (--jobs); None: those this process may run on
     scheduler: str | None = None  # a Dask scheduler's address: traces read and paths walked on its workers
@@ -218,8 +220,8 @@ def run_triage(paths, options: Options | None = None, progress: ProgressFn | Non
         report.notes.append("--reference compares span or counter files: none among the inputs")
     if "threads" in inputs.files:
         _run_threads(inputs.files["threads"], options, result, progress)
-    if "counters" in inputs.files:
-        _run_counters(inputs.files["counters"], options, result, progress)
+    if "counters" in inputs.files or inputs.servers:
+        _run_counters(inputs.files.get("counters", []), options, result, progress, inputs.servers)
     for kind, files in inputs.files.items():
         if kind not in ("features", "spans", "threads", "counters"):
             report.notes.append(f"{len(files)} {kind} file(s) given; this version does not analyse them yet")
@@ -262,13 +264,18 @@ def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: Tr
     result.ready("threads")
 
 
-def _run_counters(files, options: Options, result: TriageResult, progress: ProgressFn | None) -> None:
-    if progress is not None:
+def _run_counters(files, options: Options, result: TriageResult, progress: ProgressFn | None,
+                  servers=()) -> None:
+    if progress is not None and files:
         progress(Progress("reading counters", None, f"{len(files)} file(s)"))
-    cs = load_counters(files, options.server_label)
+    cs = load_counters(files, options.server_label, servers=_server_counters(servers, options, progress))
     result.report.notes.extend(cs.notes)
     ref = None
-    if options.reference:
+    if servers and options.prometheus is not None and options.prometheus.reference_since:
+        ref = load_counters([], options.server_label,
+                            servers=_server_counters(servers, options, progress, reference=True))
+        result.report.notes.extend(f"reference: {n}" for n in ref.notes)
+    elif options.reference:
         ref_inputs = classify(list(options.reference))
         ref_files = ref_inputs.files.get("counters", [])
         if ref_files:
@@ -292,6 +299,25 @@ def _run_counters(files, options: Options, result: TriageResult, progress: Progr
     result.report.notes.extend(ca.notes)
     result.report.findings.extend(counter_findings(ca))
     result.ready("counters")
+
+
+def _server_counters(servers, options: Options, progress: ProgressFn | None, reference: bool = False) -> list:
+    """The counters of the running servers among the inputs (Prometheus), as readers' pieces."""
+    if not servers:
+        return []
+    from perftriage.analysis.counters.prometheus_api import fetch_counters  # noqa: PLC0415 (urllib: only when used)
+
+    if options.prometheus is None or not options.prometheus.matches:
+        raise InputError(servers[0], "which series? --match SELECTOR (e.g. --match '{job=\"node\"}')")
+    out = []
+    for url in servers:
+        def say(text, url=url):
+            if progress is not None:
+                progress(Progress("reference counters from Prometheus" if reference else "counters from Prometheus",
+                                  None, text))
+        out.append(fetch_counters(url, options.prometheus, options.server_label, reference=reference,
+                                  progress=say).raw)
+    return out
 
 
 def _span_files(paths) -> list:

@@ -96,10 +96,28 @@ def test_prometheus_server_label_and_bad_json(tmp_path):
     with pytest.raises(InputError, match="instance"):
         load_counters([p])
     cs = load_counters([p], server_label="pod")
-    assert cs.servers == ["p1", "p2"] and cs.counters == ['up{job="node"}'] and cs.n_points == 3
+    assert cs.servers == ["p1", "p2"] and cs.counters == ["up"] and cs.n_points == 3  # job: one value
     bad = _write(tmp_path / "bad.json", '{"data": {"resultType": "matrix", "result": [')
     with pytest.raises(InputError, match="not valid JSON"):
         load_counters([bad])
+
+
+def test_prometheus_names_keep_the_labels_that_tell_series_apart_and_counters_become_rates(tmp_path):
+    def series(name, inst, values, **labels):
+        return {"metric": {"__name__": name, "instance": inst, "job": "node", **labels},
+                "values": [[t, str(v)] for t, v in values]}
+    result = [series("node_cpu_seconds_total", i, [(0, 100), (10, 105), (20, 115), (30, 4)], mode=m)
+              for i in ("a:9100", "b:9100") for m in ("idle", "user")]
+    result += [series("node_load1", i, [(0, 1), (10, 2), (20, 3), (30, 4)]) for i in ("a:9100", "b:9100")]
+    p = _write(tmp_path / "q.json", json.dumps({"data": {"resultType": "matrix", "result": result}}))
+    cs = load_counters([p])
+    assert cs.counters == ['rate(node_cpu_seconds_total{mode="idle"})', 'rate(node_cpu_seconds_total{mode="user"})',
+                           "node_load1"]
+    rate = cs.values[0, 0]
+    # 5 then 10 per 10 s; at 30 s the counter restarted: 4 counted from zero
+    assert cs.n_points == 4 and np.isnan(rate[0]) and np.allclose(rate[1:], [0.5, 1.0, 0.4])
+    assert np.allclose(cs.values[0, 2], [1, 2, 3, 4])
+    assert any("rates per second" in n and "node_cpu_seconds_total" in n for n in cs.notes)
 
 
 def test_comparative_x_by_hand():

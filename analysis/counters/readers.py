@@ -267,6 +267,87 @@ def sniff_prometheus(path: Path, head: bytes) -> bool:
     return h[:1] in (b"{", b"[") and b'"resultType"' in head and b'"matrix"' in head
 
 
+#: metric-name endings of cumulative series (OpenMetrics counters, histogram and summary parts):
+#: their samples only grow (until a restart), so they are turned into rates per second
+CUMULATIVE_ENDINGS = ("_total", "_count", "_sum", "_bucket")
+
+
+def is_cumulative(name: str, types: dict | None = None) -> bool:
+    """Whether metric ``name`` is a cumulative counter: its type in ``types`` (the server's
+    metadata) when known, else its name's ending."""
+    kind = (types or {}).get(name)
+    if kind in ("counter", "histogram", "summary"):
+        return kind == "counter" or name.endswith(("_count", "_sum", "_bucket"))
+    if kind is not None:
+        return False
+    return name.endswith(CUMULATIVE_ENDINGS)
+
+
+def per_second(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A cumulative series' rate per second between consecutive samples, at the later one; a
+    value that drops is a restart (counted from zero, as Prometheus's rate() does)."""
+    o = np.argsort(t, kind="stable")
+    t, v = t[o], v[o]
+    dv = np.diff(v)
+    dv = np.where(dv < 0, v[1:], dv)
+    dt = np.diff(t)
+    ok = dt > 0
+    return t[1:][ok], dv[ok] / dt[ok]
+
+
+def matrix_pieces(results: list, source, server_label: str, names_: "_Names",
+                  types: dict | None = None) -> tuple[list[Piece], list[str]]:
+    """Pieces of a Prometheus matrix (``data.result``: ``{"metric": {...}, "values": [[t, "v"],
+    ...]}`` per series). The server is the ``server_label`` label; the counter the metric name
+    with the labels that tell its series apart (``node_cpu_seconds_total{cpu="0",mode="idle"}``):
+    a label with one value over every series of a name (``job``) is left out of it. A
+    cumulative counter (``types``, else its name's ending) becomes ``rate(NAME)`` per second."""
+    series, unlabelled = [], 0
+    for r in results:
+        labels = dict(r.get("metric") or {})
+        server = labels.pop(server_label, None)
+        if server is None:
+            unlabelled += 1
+            continue
+        series.append((str(server), str(labels.pop("__name__", "") or "value"), labels, r.get("values") or []))
+    values_of: dict[str, dict[str, set]] = {}  # name -> label -> its values over the name's series
+    having: dict[tuple[str, str], int] = {}  # (name, label) -> how many of the name's series have it
+    counts: dict[str, int] = {}
+    for _, name, labels, _ in series:
+        counts[name] = counts.get(name, 0) + 1
+        seen = values_of.setdefault(name, {})
+        for k, v in labels.items():
+            seen.setdefault(k, set()).add(v)
+            having[name, k] = having.get((name, k), 0) + 1
+    pieces, rated = [], set()
+    for server, name, labels, vals in series:
+        if not vals:
+            continue
+        keep = {k: v for k, v in labels.items() if len(values_of[name][k]) > 1 or having[name, k] < counts[name]}
+        label = name + ("{" + ",".join(f'{k}="{v}"' for k, v in sorted(keep.items())) + "}" if keep else "")
+        try:
+            arr = np.array([(float(t), float(v)) for t, v in vals], np.float64)
+        except (TypeError, ValueError):
+            raise InputError(source, f"series {label} of {server}: values must be [time, \"number\"] pairs") from None
+        t, v = arr[:, 0], arr[:, 1]
+        if is_cumulative(name, types):
+            t, v = per_second(t, v)
+            label = f"rate({label})"
+            rated.add(name)
+            if not len(t):
+                continue
+        pieces.append(Piece(np.full(len(t), names_.server(server), np.int32), t,
+                            np.array([names_.counter(label)], np.int32), v[:, None]))
+    notes = []
+    if unlabelled:
+        notes.append(f"{source}: {unlabelled} series without the {server_label!r} label were left out "
+                     "(--server-label names another)")
+    if rated:
+        notes.append(f"{source}: cumulative counters read as rates per second (rate(NAME)): "
+                     + ", ".join(sorted(rated)[:6]) + (", ..." if len(rated) > 6 else ""))
+    return pieces, notes
+
+
 def read_prometheus(path, server_label: str = "instance", interner: "_Names | None" = None) -> RawCounters:
     path = Path(path)
     names_ = interner or _Names()
@@ -285,28 +366,7 @@ def read_prometheus(path, server_label: str = "instance", interner: "_Names | No
             if not isinstance(data, dict) or data.get("resultType") != "matrix":
                 raise InputError(path, 'not a Prometheus range-query result (expected data.resultType "matrix")')
             results += data.get("result") or []
-    pieces, notes, unlabelled = [], [], 0
-    for r in results:
-        labels = dict(r.get("metric") or {})
-        server = labels.pop(server_label, None)
-        if server is None:
-            unlabelled += 1
-            continue
-        name = labels.pop("__name__", "") or "value"
-        if labels:
-            name += "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
-        vals = r.get("values") or []
-        if not vals:
-            continue
-        try:
-            arr = np.array([(float(t), float(v)) for t, v in vals], np.float64)
-        except (TypeError, ValueError):
-            raise InputError(path, f"series {name} of {server}: values must be [time, \"number\"] pairs") from None
-        pieces.append(Piece(np.full(len(arr), names_.server(server), np.int32), arr[:, 0],
-                            np.array([names_.counter(name)], np.int32), arr[:, 1:2]))
-    if unlabelled:
-        notes.append(f"{path.name}: {unlabelled} series without the {server_label!r} label were left out "
-                     "(--server-label names another)")
+    pieces, notes = matrix_pieces(results, path.name, server_label, names_)
     if not pieces:
         raise InputError(path, f"no series with samples and a {server_label!r} label")
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes)
@@ -314,13 +374,21 @@ def read_prometheus(path, server_label: str = "instance", interner: "_Names | No
 
 # -- several files -------------------------------------------------------------------------------
 
-def load_counters(paths, server_label: str = "instance", interval: float | None = None) -> CounterSet:
-    """Read the files of one dataset (CSV and Prometheus JSON mixed) and align them."""
+def load_counters(paths, server_label: str = "instance", interval: float | None = None,
+                  servers: list[RawCounters] = ()) -> CounterSet:
+    """Read the files of one dataset (CSV and Prometheus JSON mixed) and align them, with the
+    counters already fetched from ``servers`` (a running Prometheus's)."""
     paths = [Path(p) for p in paths]
-    if not paths:
+    if not paths and not servers:
         raise InputError(None, "no counter file given")
     names_ = _Names()
     pieces, notes = [], []
+    for raw in servers:  # renumbered into this dataset's names
+        for piece in raw.pieces:
+            srv = np.array([names_.server(n) for n in raw.servers], np.int32)
+            cnt = np.array([names_.counter(n) for n in raw.counters], np.int32)
+            pieces.append(Piece(srv[piece.server], piece.time, cnt[piece.counters], piece.values))
+        notes += raw.notes
     for p in paths:
         head = read_head(p)
         prom = sniff_prometheus(p, head)
@@ -328,7 +396,9 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
             raw = read_prometheus(p, server_label, names_) if prom else read_csv(p, names_)
         pieces += raw.pieces
         notes += raw.notes
-    source = str(paths[0]) if len(paths) == 1 else f"{paths[0].parent} ({len(paths)} files)"
+    sources = [str(p) for p in paths] + [raw.source for raw in servers]
+    source = sources[0] if len(sources) == 1 else \
+        f"{paths[0].parent} ({len(paths)} files)" if not servers else f"{', '.join(sources[:3])}"
     raw = RawCounters(names_.server_list, names_.counter_list, pieces, source, notes)
     with reading(source, "set of counters that can be aligned"):
         return align(raw, interval)

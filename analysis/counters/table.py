@@ -164,8 +164,8 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
         finite = np.isfinite(p.time)
         inside = (k >= 0) & (k <= n) & finite
         # cut at the common period: samples more than d/2 outside it
-        before += int(((k < 0) & finite).sum()) * p.values.shape[1]
-        after += int(((k > n) & finite).sum()) * p.values.shape[1]
+        before += int(np.isfinite(p.values[(k < 0) & finite]).sum())  # samples: a wide row's empty cells are none
+        after += int(np.isfinite(p.values[(k > n) & finite]).sum())
         if not inside.any():
             continue
         frac = np.abs(pos[inside] - k[inside])

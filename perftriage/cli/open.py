@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
         description="Open the terminal app on traces, data files or folders. Keys: ? in the app.",
         epilog=EXIT_CODES_HELP,
     )
-    p_open.add_argument("paths", nargs="+", metavar="PATH")
+    p_open.add_argument("paths", nargs="*", metavar="PATH")
     add_marker_options(p_open)
     add_outlier_options(p_open)
     add_span_options(p_open)
@@ -31,11 +31,13 @@ def run(args) -> int:
     # the analysing child starts first: its imports overlap ours (the options, textual, the panes)
     from perftriage.analysis.triage_process import TriageProcess  # noqa: PLC0415
 
+    from perftriage.analysis.counters.prometheus_api import is_prometheus_url  # noqa: PLC0415
+
     early = TriageProcess()
     try:
         opts = triage_options(args)
         for p in args.paths:
-            if not Path(p).exists():
+            if not is_prometheus_url(p) and not Path(p).exists():
                 raise InputError(p, "no such file or folder")
     except BaseException:
         early.close()

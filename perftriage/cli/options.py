@@ -92,6 +92,25 @@ def add_counter_options(p: argparse.ArgumentParser) -> None:
                    help="report a counter's fleet-wide median from this X at >= 3 time points (default 2.5)")
     g.add_argument("--correlate", action="append", default=[], metavar="COUNTER[@SERVER]",
                    help="also list what moves with this counter, over the fleet or on one server (repeatable)")
+    g.add_argument("--prometheus", action="append", default=[], metavar="URL",
+                   help="a running Prometheus server to take the counters from (http://HOST:9090), like a "
+                        "prometheus+http://HOST:9090 PATH; the series are named by --match")
+    g.add_argument("--match", action="append", default=[], metavar="SELECTOR",
+                   help="Prometheus series to analyse, e.g. '{job=\"node\"}' or 'node_load1' (repeatable)")
+    g.add_argument("--since", default="6h", metavar="WHEN",
+                   help="start of the Prometheus window: a duration before --until (6h, 30m, 2d; default 6h) or "
+                        "a time (ISO 8601, epoch seconds)")
+    g.add_argument("--until", metavar="WHEN", help="end of the Prometheus window: a time, or a duration ago "
+                   "(default: now)")
+    g.add_argument("--step", metavar="DURATION",
+                   help="read Prometheus's values every DURATION (query_range, e.g. 30s) instead of the raw samples "
+                        "(the default, as an export to a file would hold them)")
+    g.add_argument("--reference-since", metavar="WHEN",
+                   help="a baseline window from the same Prometheus (with --reference-until): which servers and "
+                        "counters changed against it")
+    g.add_argument("--reference-until", metavar="WHEN", help="end of the baseline window (default: now)")
+    g.add_argument("--timeout", type=number(0.1, 86400), default=60.0, metavar="SECONDS",
+                   help="how long to wait for each answer of a Prometheus server (default 60)")
     g.add_argument("--min-correlation", type=number(0, 1, lo_open=True), default=0.9, metavar="R",
                    help="|Pearson| or |Spearman| from which counters are said to move together (default 0.9)")
 
@@ -114,6 +133,44 @@ def add_span_options(p: argparse.ArgumentParser) -> None:
                    help="categories with fewer requests are not analysed (default 20)")
     g.add_argument("--method-times", choices=("self", "total"), default="self",
                    help="matrix of self times (default; callee time excluded) or the paper's total times")
+
+
+def prometheus_range(args):
+    """What to ask the Prometheus servers among the inputs (None when there are none); adds the
+    ``--prometheus`` servers to ``args.paths``."""
+    from perftriage.analysis.counters.prometheus_api import SCHEME, PromRange, is_prometheus_url  # noqa: PLC0415
+
+    for url in args.prometheus:
+        if "://" not in url and re.fullmatch(r"[\w.-]+:\d+(/.*)?", url):
+            url = "http://" + url  # HOST:PORT
+        url = url if url.startswith(SCHEME) else SCHEME + url
+        if not is_prometheus_url(url):
+            raise Usage(f"--prometheus: {url[len(SCHEME):]!r} is not an http(s) address (http://HOST:9090)")
+        args.paths.append(url)
+    for p in args.paths:
+        if p.startswith(("http://", "https://")):
+            raise Usage(f"{p}: a Prometheus server is named prometheus+{p} (or --prometheus {p})")
+    servers = [p for p in args.paths if is_prometheus_url(p)]
+    if not servers:
+        for name in ("match", "step", "until", "reference_since", "reference_until"):
+            if getattr(args, name):
+                raise Usage(f"--{name.replace('_', '-')} asks a Prometheus server: name one (--prometheus URL)")
+        return None
+    if not args.match:
+        raise Usage("which series of the Prometheus server? --match SELECTOR (e.g. --match '{job=\"node\"}')")
+    if args.reference_until and not args.reference_since:
+        raise Usage("--reference-until goes with --reference-since")
+    rng = PromRange(matches=tuple(args.match), since=args.since, until=args.until, step=args.step,
+                    timeout=args.timeout, reference_since=args.reference_since,
+                    reference_until=args.reference_until)
+    try:
+        rng.window()
+        rng.step_seconds()
+        if rng.reference_since:
+            rng.window(reference=True)
+    except PerftriageError as exc:
+        raise Usage(str(exc)) from None
+    return rng
 
 
 def parse_columns(spec: str | None) -> dict | None:
@@ -220,6 +277,9 @@ def triage_options(args):
             raise InputError(args.rules, "no such file (--rules)")
         opts.rules = args.rules
         opts.server_label = args.server_label
+        opts.prometheus = prometheus_range(args)
+    if not args.paths:
+        raise Usage("nothing to analyse: name a trace folder, a data file or a server (--prometheus URL)")
     if getattr(args, "top", None) is not None:
         if args.top < 1:
             raise Usage("--top must be at least 1")

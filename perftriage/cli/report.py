@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
         description="Run every analysis that applies to the inputs and write the ranked findings.",
         epilog=EXIT_CODES_HELP,
     )
-    p_report.add_argument("paths", nargs="+", metavar="PATH")
+    p_report.add_argument("paths", nargs="*", metavar="PATH")
     p_report.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
     p_report.add_argument("--format", choices=("md", "json"), default=None, help="md (default) or json; "
                           "by default taken from the -o file's extension")
