@@ -62,12 +62,6 @@ class _Shapes:
         self.method: list[int] = []  # per label: its method
         self.kids: list[tuple] = []  # per label: its children's labels
         self.sortkey: list[tuple] = []  # per label: (method name, 64-bit hash of the shape): the canonical order
-        self.cat_of_shape: dict[int, int] = {}
-        self.meta: list[tuple] = []  # per category: shape text, methods, depths, parents
-        self.rows: list[list[np.ndarray]] = []  # per category: blocks of (requests, columns) span rows
-        self.traces: list[list[np.ndarray]] = []
-        self._rows_blk: list[list[list[int]]] = []
-        self._traces_blk: list[list[int]] = []
 
     def label(self, method: int, kid_labels: tuple) -> int:
         key = (method, kid_labels)
@@ -107,73 +101,50 @@ class _Shapes:
                         stack.append(",")
         return "".join(out)
 
-    def add(self, shape: int, seq: list[int], methods: list[int], depths: list[int], parents: list[int],
-            trace: int) -> int:
-        c = self.cat_of_shape.get(shape)
-        if c is None:
-            c = self.cat_of_shape[shape] = len(self.meta)
-            self.meta.append((self.text(shape), methods, depths, parents))
-            self.rows.append([])
-            self.traces.append([])
-            self._rows_blk.append([])
-            self._traces_blk.append([])
-        self._rows_blk[c].append(seq)
-        self._traces_blk[c].append(trace)
-        return c
 
-    def flush(self) -> None:
-        """Python lists of a block of requests into arrays."""
-        for c in range(len(self.meta)):
-            if self._rows_blk[c]:
-                self.rows[c].append(np.array(self._rows_blk[c], np.int64))
-                self.traces[c].append(np.array(self._traces_blk[c], np.int64))
-                self._rows_blk[c] = []
-                self._traces_blk[c] = []
+_M1, _M2, _GOLD = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
+_SEED = np.uint64(0x632BE59BD9B4E019)  # methods' hashes start elsewhere than the children's sums
 
 
-def build_call_trees(spans: SpanTable, block: int = 20_000) -> CallTrees:
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, elementwise on uint64 (wrapping)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _M1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def build_call_trees(spans: SpanTable) -> CallTrees:
+    """Categories of the requests' call trees, vectorised over all spans at once: depths by
+    pointer doubling; per level, bottom-up, a structural 64-bit hash of each subtree (its method
+    and the multiset of its children's hashes: order-free, so no sort per node), its height and
+    size; the exact canonical label (:class:`_Shapes`) computed once per distinct subtree, not
+    per span; then, top-down, each span's column (its place in the depth-first order of the
+    canonical tree, siblings by shape then start)."""
     n = len(spans)
     n_req = len(spans.traces)
     request_root = np.full(n_req, -1, np.int64)
     request_category = np.full(n_req, -1, np.int64)
     if n == 0:
         return CallTrees(spans, [], request_root, request_category)
-    # spans grouped by request; within a request, by parent, then by method name and start
-    method_name_rank = np.argsort(np.argsort(np.array(spans.methods, dtype=object)))
-    order = np.lexsort((spans.start, method_name_rank[spans.method], spans.parent, spans.trace))
-    trace_sorted = spans.trace[order]
-    bounds = np.flatnonzero(np.r_[True, trace_sorted[1:] != trace_sorted[:-1], True])
-    shapes = _Shapes(spans.methods)
-    incomplete = 0
-    # Python lookups (parent, method, start of a span row) one block of requests at a time, so
-    # that the Python objects they need stay bounded whatever the number of spans
-    for blk in range(0, len(bounds) - 1, block):
-        bb = bounds[blk: blk + block + 1].tolist()
-        rows_blk = order[bb[0]: bb[-1]]
-        rows_l = rows_blk.tolist()
-        parent = dict(zip(rows_l, spans.parent[rows_blk].tolist()))
-        method = dict(zip(rows_l, spans.method[rows_blk].tolist()))
-        start = dict(zip(rows_l, spans.start[rows_blk].tolist()))
-        trace_l = spans.trace[rows_blk].tolist()
-        base = bb[0]
-        for b0, b1 in zip(bb[:-1], bb[1:]):
-            t = trace_l[b0 - base]
-            root, ok = _one_request(rows_l[b0 - base: b1 - base], t, parent, method, start, shapes, request_category)
-            request_root[t] = root
-            incomplete += not ok
-        shapes.flush()
-    categories = [
-        Category(i, meta[0], meta[1], meta[2], meta[3], np.concatenate(shapes.rows[i]),
-                 np.concatenate(shapes.traces[i]))
-        for i, meta in enumerate(shapes.meta)
-    ]
-    categories.sort(key=lambda c: -c.size)
-    remap = np.empty(len(categories), np.int64)
-    for new, c in enumerate(categories):
-        remap[c.index] = new
-        c.index = new
-    ok = request_category >= 0
-    request_category[ok] = remap[request_category[ok]]
+    par, tr, method = spans.parent, spans.trace.astype(np.int64), spans.method.astype(np.int64)
+    name_rank = np.argsort(np.argsort(np.array(spans.methods, dtype=object), kind="stable"), kind="stable")
+    # a request's root: its first root by (method name, start), as the walk met them
+    is_root = par == ROOT
+    roots = np.flatnonzero(is_root)
+    roots = roots[np.lexsort((spans.start[roots], name_rank[method[roots]], tr[roots]))]
+    first = np.r_[True, tr[roots][1:] != tr[roots][:-1]][:len(roots)]
+    request_root[tr[roots][first]] = roots[first]
+    n_roots = np.bincount(tr[is_root], minlength=n_req)
+    n_bad = np.bincount(tr[par < ROOT], minlength=n_req)
+    has_spans = np.bincount(tr, minlength=n_req) > 0
+    complete = (n_roots == 1) & (n_bad == 0)
+    incomplete = int((has_spans & ~complete).sum())
+    keep = np.flatnonzero(complete[tr])
+    categories: list[Category] = []
+    if len(keep):
+        categories = _categorise(spans, keep, name_rank, request_category)
     notes = []
     if incomplete:
         notes.append(f"{incomplete:,} requests do not form one call tree (orphan spans, no or several roots): "
@@ -181,44 +152,114 @@ def build_call_trees(spans: SpanTable, block: int = 20_000) -> CallTrees:
     return CallTrees(spans, categories, request_root, request_category, incomplete, notes)
 
 
-def _one_request(rows, t, parent, method, start, shapes: _Shapes, request_category) -> tuple[int, bool]:
-    """Label one request's tree and file it under its category. Returns (root row or -1, complete?)."""
-    children: dict[int, list[int]] = {}
-    roots = []
-    bad = False
-    for r in rows:
-        p = parent[r]
-        if p == ROOT:
-            roots.append(r)
-        elif p < 0:
-            bad = True
-        else:
-            children.setdefault(p, []).append(r)
-    if len(roots) != 1 or bad:
-        return (roots[0] if roots else -1), False
-    root = roots[0]
-    # labels bottom-up (post-order, iterative)
-    label: dict[int, int] = {}
-    stack = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        kids = children.get(node, ())
-        if not done:
-            stack.append((node, True))
-            stack.extend((k, False) for k in kids)
-            continue
-        label[node] = shapes.label(method[node], tuple(sorted(label[k] for k in kids)))
-    # depth-first order of the canonical tree: children by (shape, start)
-    sortkey = shapes.sortkey
-    seq, depths, parents = [], [], []
-    stack = [(root, 0, -1)]
-    while stack:
-        node, depth, pcol = stack.pop()
-        col = len(seq)
-        seq.append(node)
-        depths.append(depth)
-        parents.append(pcol)
-        kids = sorted(children.get(node, ()), key=lambda k: (sortkey[label[k]], start[k]))
-        stack.extend((k, depth + 1, col) for k in reversed(kids))
-    request_category[t] = shapes.add(label[root], seq, [method[r] for r in seq], depths, parents, t)
-    return root, True
+def _categorise(spans: SpanTable, keep: np.ndarray, name_rank: np.ndarray, request_category: np.ndarray
+                ) -> list[Category]:
+    """The categories of the complete requests, whose spans are the rows ``keep``."""
+    m = len(keep)
+    local = np.full(len(spans), -1, np.int64)
+    local[keep] = np.arange(m)
+    gpar = spans.parent[keep]
+    par = np.where(gpar >= 0, local[np.maximum(gpar, 0)], -1)  # parent as a local index, -1 at a root
+    method = spans.method[keep].astype(np.int64)
+    start = spans.start[keep]
+    tr = spans.trace[keep].astype(np.int64)
+    # depth: hops to the root, by pointer doubling (every chain ends at its request's root)
+    up = np.where(par >= 0, par, np.arange(m))
+    depth = (par >= 0).astype(np.int64)
+    while True:
+        nxt = up[up]
+        if np.array_equal(nxt, up):
+            break
+        depth = depth + depth[up]
+        up = nxt
+    by_depth = np.argsort(depth, kind="stable")
+    level_bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
+    # bottom-up: structural hash, height and subtree size
+    acc = np.zeros(m, np.uint64)
+    height = np.zeros(m, np.int64)
+    size = np.ones(m, np.int64)
+    h = np.zeros(m, np.uint64)
+    mhash = _mix(np.arange(len(spans.methods), dtype=np.uint64) + _SEED)
+    for d in range(len(level_bounds) - 2, -1, -1):
+        idx = by_depth[level_bounds[d]:level_bounds[d + 1]]
+        h[idx] = _mix(mhash[method[idx]] ^ _mix(acc[idx] + _GOLD))
+        sub = idx[par[idx] >= 0]
+        if len(sub):
+            p = par[sub]
+            np.add.at(acc, p, _mix(h[sub]))
+            np.maximum.at(height, p, height[sub] + 1)
+            np.add.at(size, p, size[sub])
+    # the exact canonical label of each distinct subtree, children before parents
+    uniq, rep, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    kids_order = np.argsort(par, kind="stable")
+    kids_sorted_par = par[kids_order]
+    shapes = _Shapes(spans.methods)
+    label_of = np.full(len(uniq), -1, np.int64)
+    for u in np.argsort(height[rep], kind="stable").tolist():
+        node = int(rep[u])
+        lo, hi = np.searchsorted(kids_sorted_par, [node, node + 1])
+        kid_labels = tuple(sorted(label_of[inv[kids_order[lo:hi]]].tolist()))
+        label_of[u] = shapes.label(int(method[node]), kid_labels)
+    label = label_of[inv]
+    n_labels = len(shapes.sortkey)
+    key_rank = np.empty(n_labels, np.int64)  # rank of each label's canonical sort key
+    key_rank[sorted(range(n_labels), key=lambda k: shapes.sortkey[k])] = np.arange(n_labels)
+    # top-down: columns; siblings in canonical order (shape, then start), each after the
+    # subtrees of the siblings before it
+    sib = np.lexsort((start, key_rank[label], par))
+    sib = sib[par[sib] >= 0]
+    sp = par[sib]
+    csum = np.cumsum(size[sib])
+    group_start = np.r_[True, sp[1:] != sp[:-1]]
+    base = np.maximum.accumulate(np.where(group_start, csum - size[sib], 0))
+    offset = np.zeros(m, np.int64)
+    offset[sib] = csum - size[sib] - base
+    col = np.zeros(m, np.int64)
+    for d in range(1, len(level_bounds) - 1):
+        idx = by_depth[level_bounds[d]:level_bounds[d + 1]]
+        col[idx] = col[par[idx]] + 1 + offset[idx]
+    # categories: the requests of one root label, in the order of their request codes
+    root_nodes = np.flatnonzero(par < 0)
+    root_nodes = root_nodes[np.argsort(tr[root_nodes], kind="stable")]
+    root_label = label[root_nodes]
+    first_seen = {}
+    for lab in root_label.tolist():
+        first_seen.setdefault(lab, len(first_seen))
+    cat_of_label = np.full(n_labels, -1, np.int64)
+    cat_of_label[list(first_seen)] = np.arange(len(first_seen))
+    req_cat = cat_of_label[root_label]
+    # each request's rank within its category, for its row in the category's matrix
+    o = np.argsort(req_cat, kind="stable")
+    counts = np.bincount(req_cat, minlength=len(first_seen))
+    pos_in_cat = np.empty(len(root_nodes), np.int64)
+    pos_in_cat[o] = np.arange(len(o)) - np.repeat(np.cumsum(counts) - counts, counts)
+    req_index = np.full(int(tr.max()) + 1, -1, np.int64)
+    req_index[tr[root_nodes]] = np.arange(len(root_nodes))
+    span_req = req_index[tr]
+    span_cat = req_cat[span_req]
+    cats = []
+    span_order = np.argsort(span_cat, kind="stable")
+    bounds = np.searchsorted(span_cat[span_order], np.arange(len(first_seen) + 1))
+    req_lo = np.cumsum(counts) - counts  # category c's requests: o[req_lo[c]:req_lo[c] + counts[c]]
+    for c, lab in enumerate(first_seen):
+        mine = o[req_lo[c]:req_lo[c] + counts[c]]
+        width = int(size[root_nodes[mine[0]]])
+        members = span_order[bounds[c]:bounds[c + 1]]
+        rows = np.empty((int(counts[c]), width), np.int64)
+        rows[pos_in_cat[span_req[members]], col[members]] = keep[members]
+        first_req = local[rows[0]]  # the category's first request, column by column
+        depths = depth[first_req].tolist()
+        parents = np.where(par[first_req] >= 0, col[np.maximum(par[first_req], 0)], -1).tolist()
+        traces = tr[root_nodes[mine]]
+        cats.append(Category(c, shapes.text(lab), method[first_req].tolist(), depths, parents, rows, traces))
+    request_category[tr[root_nodes]] = req_cat
+    order = sorted(range(len(cats)), key=lambda i: -cats[i].size)
+    remap = np.empty(len(cats), np.int64)
+    for new, i in enumerate(order):
+        remap[i] = new
+        cats[i].index = new
+    ok = request_category >= 0
+    request_category[ok] = remap[request_category[ok]]
+    return [cats[i] for i in order]
+
