@@ -28,6 +28,26 @@ def _shrink(X: np.ndarray, tau: float) -> np.ndarray:
     return np.sign(X) * np.maximum(np.abs(X) - tau, 0.0)
 
 
+def _svt(X: np.ndarray, tau: float) -> np.ndarray:
+    """Singular value thresholding: U shrink(S, tau) V' of X. A call-tree matrix is tall (many
+    requests, a few calls), so its right singular vectors come from the small n x n Gram matrix
+    (an eigendecomposition of n x n, then one m x n x n product) instead of an SVD of m x n."""
+    m, n = X.shape
+    if m < 4 * n:
+        U, S, Vt = np.linalg.svd(X, full_matrices=False)
+        S = np.maximum(S - tau, 0.0)
+        r = int((S > 0).sum())
+        return (U[:, :r] * S[:r]) @ Vt[:r]
+    w, V = np.linalg.eigh(X.T @ X)
+    s = np.sqrt(np.maximum(w, 0.0))
+    keep = s > tau
+    if not keep.any():
+        return np.zeros_like(X)
+    V = V[:, keep]
+    scale = (s[keep] - tau) / s[keep]
+    return X @ ((V * scale) @ V.T)
+
+
 def rpca(M: np.ndarray, lam: float | None = None, tol: float = 1e-7, max_iter: int = 1000) -> RPCAResult:
     M = np.asarray(M, dtype=np.float64)
     m, n = M.shape
@@ -48,10 +68,7 @@ def rpca(M: np.ndarray, lam: float | None = None, tol: float = 1e-7, max_iter: i
     it = 0
     for it in range(1, max_iter + 1):
         E = _shrink(M - L + Y / mu, lam / mu)
-        U, S, Vt = np.linalg.svd(M - E + Y / mu, full_matrices=False)
-        S = np.maximum(S - 1.0 / mu, 0.0)
-        r = int((S > 0).sum())
-        L = (U[:, :r] * S[:r]) @ Vt[:r]
+        L = _svt(M - E + Y / mu, 1.0 / mu)
         Z = M - L - E
         Y = Y + mu * Z
         mu = min(rho * mu, mu_bar)

@@ -84,10 +84,13 @@ class MicroConfig:
     rate: float = 200.0  # requests per second
     write_log: bool = True
     write_otlp: bool = True
+    otlp_batch: int = 1  # requests per line of the OTLP file (a collector's batch processor groups many)
 
     def validate(self) -> None:
         if self.requests < 1:
             raise ValueError("requests must be at least 1")
+        if self.otlp_batch < 1:
+            raise ValueError("otlp_batch must be at least 1")
         if self.scenario not in SCENARIOS:
             raise ValueError(f"scenario must be one of {', '.join(SCENARIOS)}")
         if self.slowdown <= 1 and self.scenario != "none":
@@ -201,10 +204,16 @@ def write_microservice_sample(out: str | os.PathLike, cfg: MicroConfig) -> dict:
         log = open(tmp / "clouddiag-log" / "calls.log", "w") if cfg.write_log else None
         if log:
             log.write("host,timestamp,request_id,mid,caller_mid,method,flag\n")
+        batch: list[tuple[str, dict]] = []  # the spans of the requests of one line
+        in_batch = 0
         for rid, _kind, spans in sim.run():
             n_spans += len(spans)
             if otlp:
-                otlp.write(json.dumps(_otlp_request(rid, spans, sim.drift), separators=(",", ":")) + "\n")
+                batch.extend((rid, s) for s in spans)
+                in_batch += 1
+                if in_batch == cfg.otlp_batch:
+                    otlp.write(json.dumps(_otlp_request(batch, sim.drift), separators=(",", ":")) + "\n")
+                    batch, in_batch = [], 0
             if log:
                 for s in sorted(spans, key=lambda s: s["start"]):
                     d = sim.drift[s["host"]]
@@ -212,6 +221,8 @@ def write_microservice_sample(out: str | os.PathLike, cfg: MicroConfig) -> dict:
                     caller = "" if s["parent"] is None else (s["parent"] if s["parent"] != spans[-1]["span"] else rid)
                     log.write(f"{s['host']},{s['start'] + d},{rid},{mid},{caller},{s['method']},invoke\n")
                     log.write(f"{s['host']},{s['end'] + d},{rid},{mid},{caller},{s['method']},return\n")
+        if otlp and batch:
+            otlp.write(json.dumps(_otlp_request(batch, sim.drift), separators=(",", ":")) + "\n")
         for f in (otlp, log):
             if f:
                 f.close()
@@ -233,10 +244,11 @@ def write_microservice_sample(out: str | os.PathLike, cfg: MicroConfig) -> dict:
         return truth
 
 
-def _otlp_request(rid: str, spans: list[dict], drift: dict) -> dict:
+def _otlp_request(spans: list[tuple[str, dict]], drift: dict) -> dict:
+    """One ExportTraceServiceRequest of (request id, span) pairs, spans grouped by resource."""
     by_res: dict[tuple, list] = {}
-    for s in spans:
-        by_res.setdefault((s["service"], s["replica"], s["host"]), []).append(s)
+    for rid, s in spans:
+        by_res.setdefault((s["service"], s["replica"], s["host"]), []).append((rid, s))
     resource_spans = []
     for (service, replica, host), group in by_res.items():
         d = drift[host]
@@ -254,6 +266,6 @@ def _otlp_request(rid: str, spans: list[dict], drift: dict) -> dict:
                 "kind": 2,
                 "startTimeUnixNano": str(s["start"] + d),
                 "endTimeUnixNano": str(s["end"] + d),
-            } for s in group]}],
+            } for rid, s in group]}],
         })
     return {"resourceSpans": resource_spans}

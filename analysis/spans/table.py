@@ -11,6 +11,7 @@ Python) and counts what is wrong instead of failing: duplicate span ids, missing
 
 from __future__ import annotations
 
+import itertools
 from array import array
 from dataclasses import dataclass, field
 
@@ -88,6 +89,35 @@ class SpanTable:
                                       self.start, self.end))
 
 
+class Labels:
+    """A column of strings as its distinct values and each row's index into them (a reader that
+    knows the distinct values, say one service per resource, gives them so; the others are
+    interned here)."""
+
+    def __init__(self, values: list, index: np.ndarray):
+        self.values = values
+        self.index = index
+
+    @classmethod
+    def of(cls, column, n: int) -> "Labels":
+        # each row: the position of the first row with its value (C-level map, no Python frame
+        # per row), then those positions numbered in order
+        seen: dict = {}
+        first = np.fromiter(map(seen.setdefault, column, itertools.count()), np.int64, n)
+        number = np.zeros(n, np.int64)
+        number[np.fromiter(seen.values(), np.int64, len(seen))] = np.arange(len(seen))
+        return cls(list(seen), number[first])
+
+    def codes(self, pool: "StringPool") -> np.ndarray:
+        """The rows' codes in ``pool``; distinct values new to it coded in the order they first
+        occur in the rows."""
+        table = np.full(max(1, len(self.values)), -1, np.int32)
+        used, first = np.unique(self.index, return_index=True)
+        for i in used[np.argsort(first, kind="stable")].tolist():
+            table[i] = pool.code(str(self.values[i]))
+        return table[self.index]
+
+
 class SpanBuilder:
     """Collects raw spans (ids as 64-bit ints, names as strings) from one or more readers."""
 
@@ -139,30 +169,28 @@ class SpanBuilder:
     def add_columns(self, trace, span: np.ndarray, parent: np.ndarray, has_parent: np.ndarray, service, operation,
                     replica, start: np.ndarray, end: np.ndarray) -> None:
         """Many spans at once: ``trace``, ``service``, ``operation``, ``replica`` are sequences of
-        strings (interned once per distinct value), the others arrays."""
+        strings (interned once per distinct value) or :class:`Labels`, the others arrays."""
         n = len(span)
         if n == 0:
             return
-
-        def local(values) -> tuple[dict, np.ndarray]:
-            seen: dict = {}
-            inv = np.fromiter((seen.setdefault(v, len(seen)) for v in values), np.int32, n)
-            return seen, inv
-
-        def codes(pool: StringPool, values) -> np.ndarray:
-            seen, inv = local(values)
-            return np.array([pool.code(str(u)) for u in seen], np.int32)[inv]
-
-        seen, inv = local(zip(service, operation))
-        mtable = np.array([self.methods.code(f"{s}:{o}" if s else o) for s, o in seen], np.int32)
-        svc = service
-        self._trace.frombytes(codes(self.traces, trace).astype(np.int32).tobytes())
+        trace, service, operation, replica = (x if isinstance(x, Labels) else Labels.of(x, n)
+                                              for x in (trace, service, operation, replica))
+        # methods: the distinct (service, operation) pairs of the batch
+        pair = service.index.astype(np.int64) * max(1, len(operation.values)) + operation.index
+        upair, pinv = np.unique(pair, return_inverse=True)
+        nop = max(1, len(operation.values))
+        names = []
+        for p in upair.tolist():
+            sv, op = str(service.values[p // nop]), str(operation.values[p % nop])
+            names.append(f"{sv}:{op}" if sv else op)
+        method = Labels(names, pinv.reshape(-1))
+        self._trace.frombytes(trace.codes(self.traces).tobytes())
         self._span.frombytes(np.asarray(span, np.int64).tobytes())
         self._parent.frombytes(np.where(has_parent, parent, 0).astype(np.int64).tobytes())
         self._has_parent.frombytes(np.asarray(has_parent, bool).astype(np.int8).tobytes())
-        self._method.frombytes(mtable[inv].astype(np.int32).tobytes())
-        self._service.frombytes(codes(self.services, svc).tobytes())
-        self._replica.frombytes(codes(self.replicas, replica).tobytes())
+        self._method.frombytes(method.codes(self.methods).tobytes())
+        self._service.frombytes(service.codes(self.services).tobytes())
+        self._replica.frombytes(replica.codes(self.replicas).tobytes())
         self._start.frombytes(np.asarray(start, np.int64).tobytes())
         self._end.frombytes(np.asarray(end, np.int64).tobytes())
 
@@ -181,17 +209,28 @@ class SpanBuilder:
         end = np.frombuffer(self._end, np.int64).copy() if len(self._end) else np.zeros(0, np.int64)
         n = len(span)
         probs = self.problems
+        # one sort for duplicates and parents: span ids (64-bit) are ranked with the parent ids,
+        # so that (request, rank) fits one int64 key
+        ids, inv = np.unique(np.concatenate([span, pid]), return_inverse=True)
+        inv = inv.reshape(-1)
+        u = np.int64(max(1, len(ids)))
+        key = trace.astype(np.int64) * u + inv[:n]
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
         # duplicates: the same (request, span id) twice; the later ones are dropped
-        order = np.lexsort((np.arange(n), span, trace))
         dup = np.zeros(n, bool)
         if n > 1:
-            a, b = order[:-1], order[1:]
-            same = (trace[b] == trace[a]) & (span[b] == span[a])
-            dup[b[same]] = True
-            identical = same & (start[b] == start[a]) & (end[b] == end[a])
+            same = sk[1:] == sk[:-1]
+            a, b = order[:-1][same], order[1:][same]
+            dup[b] = True
+            identical = (start[b] == start[a]) & (end[b] == end[a])
             probs.repeated += int(identical.sum())
-            probs.duplicates += int((same & ~identical).sum())
+            probs.duplicates += int((~identical).sum())
         keep = ~dup
+        qkey = (trace.astype(np.int64) * u + inv[n:])[keep]
+        kept_sorted = order[keep[order]]
+        sk = key[kept_sorted]
+        order = (np.cumsum(keep) - 1)[kept_sorted]  # positions among the kept rows, in key order
         cols = {k: v[keep] for k, v in dict(trace=trace, span=span, pid=pid, has_parent=has_parent, start=start,
                                              end=end, method=np.frombuffer(self._method, np.int32)[:n] if n else
                                              np.zeros(0, np.int32), service=np.frombuffer(self._service, np.int32)[:n]
@@ -201,14 +240,6 @@ class SpanBuilder:
         neg = cols["end"] < cols["start"]
         probs.negative += int(neg.sum())
         cols["end"] = np.where(neg, cols["start"], cols["end"])
-        # parents: find (request, parent id) among (request, span id) with one sort: span ids
-        # (64-bit) are ranked, so that (request, rank) fits one int64 key
-        ids, inv = np.unique(np.concatenate([cols["span"], cols["pid"]]), return_inverse=True)
-        u = np.int64(max(1, len(ids)))
-        key = cols["trace"].astype(np.int64) * u + inv[:n]
-        qkey = cols["trace"].astype(np.int64) * u + inv[n:]
-        order = np.argsort(key, kind="stable")
-        sk = key[order]
         pos = np.searchsorted(sk, qkey)
         found = (pos < n) & (sk[np.minimum(pos, max(n - 1, 0))] == qkey) if n else np.zeros(0, bool)
         parent = np.full(n, ROOT, np.int64)
