@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from itertools import chain
+from operator import attrgetter
 from pathlib import Path
 
 import msgspec
@@ -53,6 +54,7 @@ class _Request(msgspec.Struct, gc=False):
     resourceSpans: list[_ResourceSpans] = []
 
 
+_START, _END = attrgetter("startTimeUnixNano"), attrgetter("endTimeUnixNano")
 _DECODER = msgspec.json.Decoder(_Request, strict=False)  # strict=False: "123" for an int, as OTLP writes times
 _ANY = msgspec.json.Decoder()
 
@@ -115,14 +117,20 @@ class _Batches:
         if not self.n:
             return
         spans = list(chain.from_iterable(self.lists))
-        res = np.repeat(np.array(self.of, np.int64), [len(x) for x in self.lists])
+        # the batch's resources numbered in the order they first occur (so their names code in
+        # the file's order without a sort over the spans)
+        order = list(dict.fromkeys(self.of))
+        number = {r: i for i, r in enumerate(order)}
+        res_of_list = np.array([number[r] for r in self.of], np.int64)
+        res_local = np.repeat(res_of_list, [len(x) for x in self.lists])
+        res = np.array(order, np.int64)[res_local]
         self.lists, self.of, self.n = [], [], 0
-        service = Labels([s for s, _ in self.names], res)
-        replica = Labels([r for _, r in self.names], res)
+        service = Labels([self.names[r][0] for r in order], res_local, ordered=True)
+        replica = Labels([self.names[r][1] for r in order], res_local, ordered=True)
         try:
             trace = [s.traceId for s in spans]
-            start = np.array([s.startTimeUnixNano for s in spans], np.int64)
-            end = np.array([s.endTimeUnixNano for s in spans], np.int64)
+            start = np.fromiter(map(_START, spans), np.int64, len(spans))  # C-level: no list of ints
+            end = np.fromiter(map(_END, spans), np.int64, len(spans))
             if None in trace:
                 raise TypeError
             span = _ids([s.spanId for s in spans])

@@ -92,11 +92,13 @@ class SpanTable:
 class Labels:
     """A column of strings as its distinct values and each row's index into them (a reader that
     knows the distinct values, say one service per resource, gives them so; the others are
-    interned here)."""
+    interned here). ``ordered``: the values are numbered in the order they first occur in the
+    rows, every one of them used (no sort needed to code them in that order)."""
 
-    def __init__(self, values: list, index: np.ndarray):
+    def __init__(self, values: list, index: np.ndarray, ordered: bool = False):
         self.values = values
         self.index = index
+        self.ordered = ordered
 
     @classmethod
     def of(cls, column, n: int) -> "Labels":
@@ -106,11 +108,14 @@ class Labels:
         first = np.fromiter(map(seen.setdefault, column, itertools.count()), np.int64, n)
         number = np.zeros(n, np.int64)
         number[np.fromiter(seen.values(), np.int64, len(seen))] = np.arange(len(seen))
-        return cls(list(seen), number[first])
+        return cls(list(seen), number[first], ordered=True)
 
     def codes(self, pool: "StringPool") -> np.ndarray:
         """The rows' codes in ``pool``; distinct values new to it coded in the order they first
         occur in the rows."""
+        if self.ordered:
+            table = np.array([pool.code(str(v)) for v in self.values] or [-1], np.int32)
+            return table[self.index]
         table = np.full(max(1, len(self.values)), -1, np.int32)
         used, first = np.unique(self.index, return_index=True)
         for i in used[np.argsort(first, kind="stable")].tolist():
@@ -176,14 +181,17 @@ class SpanBuilder:
         trace, service, operation, replica = (x if isinstance(x, Labels) else Labels.of(x, n)
                                               for x in (trace, service, operation, replica))
         # methods: the distinct (service, operation) pairs of the batch
-        pair = service.index.astype(np.int64) * max(1, len(operation.values)) + operation.index
-        upair, pinv = np.unique(pair, return_inverse=True)
         nop = max(1, len(operation.values))
+        pair = service.index.astype(np.int64) * nop + operation.index
+        upair, first, pinv = np.unique(pair, return_index=True, return_inverse=True)
+        by_first = np.argsort(first, kind="stable")  # the pairs in the order they first occur
+        number = np.empty(len(upair), np.int64)
+        number[by_first] = np.arange(len(upair))
         names = []
-        for p in upair.tolist():
+        for p in upair[by_first].tolist():
             sv, op = str(service.values[p // nop]), str(operation.values[p % nop])
             names.append(f"{sv}:{op}" if sv else op)
-        method = Labels(names, pinv.reshape(-1))
+        method = Labels(names, number[pinv.reshape(-1)], ordered=True)
         self._trace.frombytes(trace.codes(self.traces).tobytes())
         self._span.frombytes(np.asarray(span, np.int64).tobytes())
         self._parent.frombytes(np.where(has_parent, parent, 0).astype(np.int64).tobytes())
