@@ -11,7 +11,8 @@
 
 #include <lttng/tracepoint.h>
 
-LTTNG_UST_TRACEPOINT_EVENT(ust_php, request_entry,
+/* one class, two events: a request's entry and exit carry the same fields */
+LTTNG_UST_TRACEPOINT_EVENT_CLASS(ust_php, request,
     LTTNG_UST_TP_ARGS(const char *, path, const char *, uri, const char *, method, const char *, querystring),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_string(path, path)
@@ -19,13 +20,10 @@ LTTNG_UST_TRACEPOINT_EVENT(ust_php, request_entry,
         lttng_ust_field_string(method, method)
         lttng_ust_field_string(querystring, querystring)))
 
-LTTNG_UST_TRACEPOINT_EVENT(ust_php, request_exit,
-    LTTNG_UST_TP_ARGS(const char *, path, const char *, uri, const char *, method, const char *, querystring),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_string(path, path)
-        lttng_ust_field_string(uri, uri)
-        lttng_ust_field_string(method, method)
-        lttng_ust_field_string(querystring, querystring)))
+#define UST_PHP_REQUEST_ARGS \
+    LTTNG_UST_TP_ARGS(const char *, path, const char *, uri, const char *, method, const char *, querystring)
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(ust_php, request, ust_php, request_entry, UST_PHP_REQUEST_ARGS)
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(ust_php, request, ust_php, request_exit, UST_PHP_REQUEST_ARGS)
 
 #endif
 
