@@ -230,3 +230,9 @@ def test_durations():
     assert parse_duration("6 hours") is None and parse_duration("") is None and parse_duration("h") is None
     with pytest.raises(InputError):
         prometheus_api.server_url("ftp://h:9090")
+
+
+def test_info_names_a_server_for_what_it_is(capsys):
+    assert main(["info", "prometheus+http://h:9090"]) == 3
+    err = capsys.readouterr().err
+    assert "prometheus+http://h:9090: a server, not a CTF trace folder" in err and err.count("\n") == 1

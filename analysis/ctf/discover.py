@@ -60,6 +60,9 @@ def find_traces(paths) -> list[TraceDir]:
     path when a path does not exist, is not a folder, or holds no usable trace."""
     found: dict[Path, TraceDir] = {}
     for raw in paths:
+        if isinstance(raw, str) and "://" in raw:
+            raise InputError(raw, "a server, not a CTF trace folder (a Prometheus server's counters are read by "
+                                  "perftriage report or open)")
         p = Path(raw)
         if not p.exists():
             raise InputError(p, "no such file or folder")
