@@ -3,6 +3,7 @@ browser's history; enter shown in the footer only where it opens something. Pilo
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -364,3 +365,45 @@ async def test_n_follows_the_filter_when_there_is_one_and_the_outliers_otherwise
         await pilot.press("n")
         await pilot.pause(0.1)
         assert ft.cursor == 1 and "cluster" in " ".join(ft.source.cells(1)).lower()
+
+
+@needs_bt2
+async def test_h_opens_the_counters_of_the_requests_host_with_its_time_marked(tmp_path):
+    # counters of the web server's host (web-01) and two peers, every second around the sample's
+    # 14:00 UTC start
+    t0 = 1772460000 - 30
+    rng = np.random.default_rng(3)
+    lines = ["time,server,cpu,queue"]
+    for t in range(t0, t0 + 180):
+        for srv in ("web-01", "web-02", "web-03"):
+            lines.append(f"{t},{srv},{rng.uniform(10, 20):.2f},{rng.integers(0, 5)}")
+    counters = tmp_path / "counters.csv"
+    counters.write_text("\n".join(lines) + "\n")
+    app = PerftriageApp([str(SAMPLES / "webserver"), str(counters)])
+    async with app.run_test(size=(100, 36)) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("1")
+        await pilot.pause(0.1)
+        pane = app.query_one(RequestsPane)
+        pane.query_one(RowTable).focus()
+        i = pane.selected_request()
+        start_s, end_s = int(pane.table.start[i]) / 1e9, int(pane.table.end[i]) / 1e9
+        await pilot.press("h")
+        await pilot.pause(0.3)
+        assert tab(app) == "counters"
+        co = app.query_one(CountersPane)
+        s, _ = co.items[co.table.cursor]
+        assert co.ca.cs.servers[s] == "web-01"
+        # the time view, the request's time marked on web-01's line at the nearest point
+        assert co.view_name == "time view"
+        # the first point within the request's time, or the nearest to it when it falls between two
+        a, b = ((t - co.ca.cs.start) / co.ca.cs.interval for t in (start_s, end_s))
+        k = math.ceil(a) if math.ceil(a) <= math.floor(b) else round((a + b) / 2)
+        text = screen_text(app)
+        assert f"the request at 14:00:{k - 30:02d} UTC ({co.ca.cs.time_label(k)})" in text
+        await pilot.press("v")  # the detail: a caret under the request's columns
+        await pilot.pause(0.2)
+        assert co.view_name == "detail" and "▲ the request at 14:00:" in screen_text(app)
+        await pilot.press("escape")  # back where h was pressed
+        await pilot.pause(0.2)
+        assert tab(app) == "requests"

@@ -493,7 +493,8 @@ class PerftriageApp(App):
         self._remember()
         self.action_tab("counters")
         pane = self.query_one("#counters-pane", CountersPane)
-        self.call_after_refresh(pane.select_server, message.host, None)
+        self.call_after_refresh(pane.select_server, message.host, None,
+                                (message.start / 1e9, message.end / 1e9, "the request"))
 
     def on_findings_pane_open(self, message: FindingsPane.Open) -> None:
         self.open_target(message.finding.target)

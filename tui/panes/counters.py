@@ -50,6 +50,7 @@ class CountersPane(ViewPane):
         self.items: list[tuple[int | None, int]] = []  # row -> (server or None, counter)
         self.row = 0
         self.corr = None
+        self.mark: tuple[float, float, str] | None = None  # (start s, end s, what): a request's time, marked
 
     def compose_top(self) -> ComposeResult:
         yield Static(self.IDLE, id="co-title")
@@ -122,11 +123,17 @@ class CountersPane(ViewPane):
             return self.ca is not None and bool(self.items)
         return super().check_action(action, parameters)
 
-    def select_server(self, server: str, counter: str | None = None) -> bool:
-        """Highlight the row of ``server`` (and ``counter`` when given)."""
+    def select_server(self, server: str, counter: str | None = None,
+                      window: tuple[float, float, str] | None = None) -> bool:
+        """Highlight the row of ``server`` (and ``counter`` when given); ``window`` (start and
+        end in seconds since the epoch, and what it is): a time to mark in the views, shown over
+        time (a request's, from the Requests pane)."""
         if self.ca is None:
             return False
         cs = self.ca.cs
+        self.mark = window
+        if window is not None and self.view_name not in ("time view", "detail", "sparklines"):
+            self.view = VIEWS.index("time view")
         for i, (s, c) in enumerate(self.items):
             if s is not None and cs.servers[s] == server and (counter is None or cs.counters[c] == counter):
                 self.table.select_source(i)
@@ -169,6 +176,10 @@ class CountersPane(ViewPane):
         self.show_view_title(name + (f" on {cs.servers[s]}" if s is not None else ""))
         width, height = self.view_size()
         view = self.view_name
+        marked = _marked_points(cs, self.mark)
+        mark_text = "" if self.mark is None else \
+            f"{self.mark[2]} at {_clock(cs, marked[0])}" if marked is not None else \
+            f"{self.mark[2]} is outside the counters' time"
         if view == "server view":
             sv = server_view(cs, c)
             x = list(range(1, len(cs.servers) + 1))
@@ -180,12 +191,22 @@ class CountersPane(ViewPane):
             series = {"median": tv.median.tolist(), "q95": tv.q95.tolist(), "q05": tv.q05.tolist()}
             if s is not None:
                 series = {cs.servers[s]: cs.values[s, c].tolist(), **series}
+            if marked is not None:  # the marked time, on the server's line (else the median's)
+                base = cs.values[s, c] if s is not None else tv.median
+                at = np.full(cs.n_points, np.nan)
+                at[marked[0]:marked[1] + 1] = base[marked[0]:marked[1] + 1]
+                series[self.mark[2]] = at.tolist()
+            # a title longer than the chart is dropped: with a mark, the mark takes the words
             out.update(line_series(x, series, width, height,
+                                   f"{name}: {mark_text}" if mark_text else
                                    f"{name} over time (points every {cs.interval:g} s): fleet median, q05-q95 band"))
         elif view == "detail":
-            out.update(_heatmap(cs, c, s, width, height))
+            label_w = max(len(n) for n in cs.servers) + 1
+            out.update(_with_mark(_heatmap(cs, c, s, width, height), cs, marked, mark_text, width - label_w - 2))
         elif view == "sparklines":
-            out.update(_sparklines(cs, c, s, width))
+            label_w = max(len(n) for n in cs.servers) + 1
+            out.update(_with_mark(_sparklines(cs, c, s, width), cs, marked, mark_text,
+                                  min(120, width - label_w - 24)))
         elif view == "statistics":
             out.update(_statistics(cs, c, s))
         else:
@@ -207,6 +228,41 @@ class CountersPane(ViewPane):
             t.append(f"{cs.counters[row.counter][:42]:<42} {row.pearson:>+8.2f} {row.spearman:>+9.2f}  {lag}\n",
                      style="bold" if id(row) in strong else "dim")
         return t
+
+
+def _marked_points(cs, mark) -> tuple[int, int] | None:
+    """The grid points (first, last) a marked time covers: those within it, else the nearest one;
+    None when it is more than an interval outside the counters' time."""
+    if mark is None:
+        return None
+    a, b = (mark[0] - cs.start) / cs.interval, (mark[1] - cs.start) / cs.interval
+    if b < -1 or a > cs.n_points:
+        return None
+    k0, k1 = int(np.ceil(a)), int(np.floor(b))
+    if k1 < k0:  # shorter than an interval: the nearest point
+        k0 = k1 = int(np.rint((a + b) / 2))
+    return max(0, k0), min(cs.n_points - 1, k1)
+
+
+def _clock(cs, k: int) -> str:
+    import time  # noqa: PLC0415
+
+    return time.strftime("%H:%M:%S", time.gmtime(cs.start + k * cs.interval)) + f" UTC ({cs.time_label(k)})"
+
+
+def _with_mark(t: Text, cs, marked, mark_text: str, bins: int) -> Text:
+    """Under a server x time drawing of ``bins`` columns after the servers' names, a caret
+    under the columns the marked time falls in, and what it is."""
+    if marked is None:
+        if mark_text:
+            t.append(mark_text + "\n", style="bold")
+        return t
+    label_w = max(len(n) for n in cs.servers) + 1
+    bins = max(1, min(bins, cs.n_points))
+    lo = int(marked[0] * bins / cs.n_points)
+    hi = max(lo, int(marked[1] * bins / cs.n_points))
+    t.append(" " * (label_w + 1 + lo) + "▲" * (hi - lo + 1) + f" {mark_text}\n", style="bold")
+    return t
 
 
 def _bins(x: np.ndarray, n: int) -> np.ndarray:
