@@ -73,9 +73,10 @@ class ViewPane(Pending, Vertical):
         return self.VIEWS[self.view]
 
     def view_size(self) -> tuple[int, int]:
-        """(width, height) in cells for a chart in the view."""
+        """(width, height) in cells for a chart in the view: as tall as the view's box, less a
+        line for the legend below the chart (at least 8: a short terminal scrolls the view)."""
         width = max(40, (self.size.width or 80) - 2)
-        height = max(8, (self.query_one(".view-box").size.height or 10) - 1)
+        height = max(8, (self.query_one(".view-box").size.height or 10) - 2)
         return width, height
 
     def show_view_title(self, what: str = "") -> None:
