@@ -43,6 +43,8 @@ READ_FROM_OLDER_RECORDINGS = {
 KERNEL_CONTEXTS = ("tid", "pid", "procname")
 #: user-space contexts: markers are paired by thread (vtid) within a process (vpid)
 USER_CONTEXTS = ("vpid", "vtid", "procname")
+#: the graph's system-call events, recorded with ``--syscall --all``
+SYSCALL_PREFIXES = ("syscall_entry_", "syscall_exit_")
 BYTES_PER_EVENT = 48  # a kernel event with its header and the contexts above, on average
 MIN_SUBBUF, MAX_SUBBUF = 256 * 1024, 64 * 1024 * 1024
 SUBBUFS = 8
@@ -52,7 +54,7 @@ def kernel_tracepoints() -> tuple[list[str], list[str], bool]:
     """(tracepoints by name, wildcards, all system calls) the graph needs recorded."""
     names, wildcards, syscalls = [], [], False
     for ev in GRAPH_EVENTS:
-        if ev.startswith(("syscall_entry_", "syscall_exit_")):
+        if ev.startswith(SYSCALL_PREFIXES):
             syscalls = True
             continue
         ev = READ_FROM_OLDER_RECORDINGS.get(ev, ev)
@@ -76,7 +78,7 @@ def user_events(markers=BUILTIN_MARKERS) -> list[str]:
 
 def recorded(plan: "Plan", event: str) -> bool:
     """Whether ``plan`` records ``event`` (as the reader names it)."""
-    if event.startswith(("syscall_entry_", "syscall_exit_")):
+    if event.startswith(SYSCALL_PREFIXES):
         return plan.kernel and plan.syscalls
     if ":" in event:
         return plan.user and any(_matches(p, event) for p in plan.user_events)

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 from conftest import ROOT
-from prometheus_server import PrometheusServer, have_prometheus, renamed_csv, renamed_rules
+from prometheus_server import PrometheusServer, free_port, have_prometheus, renamed_csv, renamed_rules
 
 from perftriage.analysis.counters import prometheus_api
 from perftriage.analysis.counters.prometheus_api import PromRange, fetch_counters, parse_duration
@@ -36,8 +36,8 @@ def prom(tmp_path_factory):
     work = tmp_path_factory.mktemp("prometheus")
     server = PrometheusServer(work, {"fleet": (FLEET / "counters.csv", 0), "baseline": (BASELINE / "counters.csv", -DAY)})
     server.csv = renamed_csv(FLEET / "counters.csv", work / "fleet.csv")
-    server.baseline_csv = renamed_csv(BASELINE / "counters.csv", work / "baseline" / "counters.csv", -DAY) \
-        if (work / "baseline").mkdir() is None else None
+    (work / "baseline").mkdir()
+    server.baseline_csv = renamed_csv(BASELINE / "counters.csv", work / "baseline" / "counters.csv", -DAY)
     server.rules = renamed_rules(FLEET / "rules.toml", work / "rules.toml")
     yield server
     server.close()
@@ -181,7 +181,7 @@ def test_each_failure_is_one_line_naming_the_server(prom, capsys):
         assert err.count("\n") == 0 and "Traceback" not in err
         return err
 
-    closed = f"http://127.0.0.1:{_free_closed_port()}"
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there once the probe socket closed
     assert "cannot reach Prometheus" in fails("--prometheus", closed, "--match", "up")
     err = fails("--prometheus", prom.url, "--match", '{job="fleet"', *WINDOW)
     assert "400" in err and "parse error" in err  # Prometheus's own words
@@ -202,12 +202,6 @@ def test_each_failure_is_one_line_naming_the_server(prom, capsys):
         assert "502 Bad Gateway" in err
     finally:
         gateway.close()
-
-
-def _free_closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("args, words", [

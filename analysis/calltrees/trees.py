@@ -232,8 +232,9 @@ def _categorise(spans: SpanTable, keep: np.ndarray, name_rank: np.ndarray, reque
     # each request's rank within its category, for its row in the category's matrix
     o = np.argsort(req_cat, kind="stable")
     counts = np.bincount(req_cat, minlength=len(first_seen))
+    req_lo = np.cumsum(counts) - counts  # category c's requests: o[req_lo[c]:req_lo[c] + counts[c]]
     pos_in_cat = np.empty(len(root_nodes), np.int64)
-    pos_in_cat[o] = np.arange(len(o)) - np.repeat(np.cumsum(counts) - counts, counts)
+    pos_in_cat[o] = np.arange(len(o)) - np.repeat(req_lo, counts)
     req_index = np.full(int(tr.max()) + 1, -1, np.int64)
     req_index[tr[root_nodes]] = np.arange(len(root_nodes))
     span_req = req_index[tr]
@@ -241,7 +242,6 @@ def _categorise(spans: SpanTable, keep: np.ndarray, name_rank: np.ndarray, reque
     cats = []
     span_order = np.argsort(span_cat, kind="stable")
     bounds = np.searchsorted(span_cat[span_order], np.arange(len(first_seen) + 1))
-    req_lo = np.cumsum(counts) - counts  # category c's requests: o[req_lo[c]:req_lo[c] + counts[c]]
     for c, lab in enumerate(first_seen):
         mine = o[req_lo[c]:req_lo[c] + counts[c]]
         width = int(size[root_nodes[mine[0]]])

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from perftriage.analysis.errors import InputError, PerftriageError
+from perftriage.analysis.inputs import SERVER_SCHEMES
 from perftriage.analysis.timeparse import user_time_ns
 
 from .readers import RawCounters, _Names, matrix_pieces
@@ -49,7 +50,7 @@ _PLAIN_SELECTOR = re.compile(r"\s*([A-Za-z_:][\w:]*)?\s*(\{.*\})?\s*", re.S)
 
 
 def is_prometheus_url(text) -> bool:
-    return isinstance(text, str) and text.startswith((SCHEME + "http://", SCHEME + "https://"))
+    return isinstance(text, str) and text.startswith(SERVER_SCHEMES)
 
 
 def server_url(text: str) -> str:
@@ -155,13 +156,11 @@ class Client:
             err.http_status = exc.code
             raise err from None
         except (TimeoutError, socket.timeout):
-            raise InputError(self.source, f"Prometheus did not answer {endpoint} within {self.timeout:g} s "
-                                          "(--timeout; a narrower --match or window asks less of it)") from None
+            raise self._timed_out(endpoint) from None
         except urllib.error.URLError as exc:
             why = exc.reason
             if isinstance(why, (TimeoutError, socket.timeout)):
-                raise InputError(self.source, f"Prometheus did not answer within {self.timeout:g} s (--timeout)") \
-                    from None
+                raise self._timed_out(endpoint) from None
             why = getattr(why, "strerror", None) or str(why)
             raise InputError(self.source, f"cannot reach Prometheus at {self.url} ({why})") from None
         except OSError as exc:
@@ -176,6 +175,10 @@ class Client:
             err = doc.get("error") if isinstance(doc, dict) else None
             raise InputError(self.source, f"Prometheus refused {endpoint}: {err or 'no success status'}")
         return doc.get("data")
+
+    def _timed_out(self, endpoint: str) -> InputError:
+        return InputError(self.source, f"Prometheus did not answer {endpoint} within {self.timeout:g} s "
+                                       "(--timeout; a narrower --match or window asks less of it)")
 
 
 def _error_text(exc) -> str:
@@ -234,12 +237,12 @@ def fetch_counters(url: str, rng: PromRange, server_label: str = "instance", ref
         if len(found) > MAX_SERIES:
             raise InputError(url, f"--match {match}: {len(found):,} series; at most {MAX_SERIES:,} are analysed "
                                   "at once (a narrower selector, e.g. with a job or a metric name)")
-        fresh = [s for s in found if _key(s) not in seen]
-        seen.update(_key(s) for s in found)
-        if not fresh:
+        fresh_keys = {_key(s) for s in found} - seen
+        seen |= fresh_keys
+        if not fresh_keys:
             notes.append(f"--match {match}: its series were all matched by an earlier selector")
             continue
-        n_series += len(fresh)
+        n_series += len(fresh_keys)
         mode_step, per_series = step, 0.0
         if mode_step is None and not is_plain_selector(match):
             mode_step = max(1.0, math.ceil((end - start) / 1000))
@@ -249,8 +252,8 @@ def fetch_counters(url: str, rng: PromRange, server_label: str = "instance", ref
                 mode_step = float(math.ceil((end - start) / MAX_STEPS))
                 notes.append(f"--match {match}: {per_series:,.0f} samples per series (one every {interval:g} s) "
                              f"are too many: read every {mode_step:g} s through query_range (--step to choose)")
-        results = _pages(client, match, start, end, mode_step, len(fresh), per_series)
-        results = [r for r in results if _key(r.get("metric") or {}) in {_key(s) for s in fresh}]
+        results = _pages(client, match, start, end, mode_step, len(fresh_keys), per_series)
+        results = [r for r in results if _key(r.get("metric") or {}) in fresh_keys]
         p, n = matrix_pieces(results, url, server_label, names_, types)
         pieces += p
         notes += n

@@ -384,9 +384,9 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
     names_ = _Names()
     pieces, notes = [], []
     for raw in servers:  # renumbered into this dataset's names
+        srv = np.array([names_.server(n) for n in raw.servers], np.int32)
+        cnt = np.array([names_.counter(n) for n in raw.counters], np.int32)
         for piece in raw.pieces:
-            srv = np.array([names_.server(n) for n in raw.servers], np.int32)
-            cnt = np.array([names_.counter(n) for n in raw.counters], np.int32)
             pieces.append(Piece(srv[piece.server], piece.time, cnt[piece.counters], piece.values))
         notes += raw.notes
     for p in paths:

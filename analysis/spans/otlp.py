@@ -12,7 +12,6 @@ for an id, a list for a name) is read by the per-span path, which counts what it
 from __future__ import annotations
 
 import json
-import sys
 from itertools import chain
 from operator import attrgetter
 from pathlib import Path
@@ -123,10 +122,9 @@ class _Batches:
         number = {r: i for i, r in enumerate(order)}
         res_of_list = np.array([number[r] for r in self.of], np.int64)
         res_local = np.repeat(res_of_list, [len(x) for x in self.lists])
-        res = np.array(order, np.int64)[res_local]
         self.lists, self.of, self.n = [], [], 0
-        service = Labels([self.names[r][0] for r in order], res_local, ordered=True)
-        replica = Labels([self.names[r][1] for r in order], res_local, ordered=True)
+        service = Labels([self.names[r][0] for r in order], res_local)
+        replica = Labels([self.names[r][1] for r in order], res_local)
         try:
             trace = [s.traceId for s in spans]
             start = np.fromiter(map(_START, spans), np.int64, len(spans))  # C-level: no list of ints
@@ -137,8 +135,8 @@ class _Batches:
             if span is None:
                 raise TypeError
         except (TypeError, OverflowError, ValueError):  # a span without an id or a time, a time beyond int64
-            for s, r in zip(spans, res.tolist()):
-                _add_one(self.b, s, *self.names[r])
+            for s, r in zip(spans, res_local.tolist()):
+                _add_one(self.b, s, *self.names[order[r]])
             return
         parent, has_parent = _parents([s.parentSpanId for s in spans])
         self.b.add_columns(trace, span, parent, has_parent, service, [s.name for s in spans], replica, start, end)
@@ -219,7 +217,7 @@ def read(path: Path, b: SpanBuilder) -> None:
             try:
                 _one(whole, batches, b, path, first_line=True)
             except msgspec.DecodeError as exc:
-                raise InputError(path, f"not valid JSON ({_where(exc)})") from None
+                raise InputError(path, f"not valid JSON ({exc})") from None
             lines = ()
         for line in lines:
             if not line.strip():
@@ -243,8 +241,10 @@ def _one(text: bytes, batches: _Batches, b: SpanBuilder, path: Path, first_line:
     except msgspec.DecodeError:
         try:
             doc = json.loads(text)
-        except (ValueError, RecursionError):
-            raise msgspec.DecodeError(str(sys.exc_info()[1])) from None
+        except json.JSONDecodeError as exc:  # json's words: what, and on which line
+            raise msgspec.DecodeError(f"{exc.msg} at line {exc.lineno}") from None
+        except (ValueError, RecursionError) as exc:
+            raise msgspec.DecodeError(str(exc)) from None
     if not isinstance(doc, dict):
         if first_line:
             raise InputError(path, "not OTLP JSON (expected an object with resourceSpans)")
@@ -252,12 +252,6 @@ def _one(text: bytes, batches: _Batches, b: SpanBuilder, path: Path, first_line:
         return
     batches.flush()  # the table keeps the order of the file
     _doc(doc, b)
-
-
-def _where(exc: Exception) -> str:
-    """Python's json's words for where a document breaks (msgspec's name a byte offset)."""
-    return str(exc).split(": line")[0] + (" at line" + str(exc).split(": line")[1].split(" column")[0]
-                                          if ": line" in str(exc) else "")
 
 
 def _doc(doc: dict, b: SpanBuilder) -> None:

@@ -92,13 +92,12 @@ class SpanTable:
 class Labels:
     """A column of strings as its distinct values and each row's index into them (a reader that
     knows the distinct values, say one service per resource, gives them so; the others are
-    interned here). ``ordered``: the values are numbered in the order they first occur in the
-    rows, every one of them used (no sort needed to code them in that order)."""
+    interned here). The values are numbered in the order they first occur in the rows, every one
+    of them used: so they are coded in that order without a sort."""
 
-    def __init__(self, values: list, index: np.ndarray, ordered: bool = False):
+    def __init__(self, values: list, index: np.ndarray):
         self.values = values
         self.index = index
-        self.ordered = ordered
 
     @classmethod
     def of(cls, column, n: int) -> "Labels":
@@ -108,18 +107,12 @@ class Labels:
         first = np.fromiter(map(seen.setdefault, column, itertools.count()), np.int64, n)
         number = np.zeros(n, np.int64)
         number[np.fromiter(seen.values(), np.int64, len(seen))] = np.arange(len(seen))
-        return cls(list(seen), number[first], ordered=True)
+        return cls(list(seen), number[first])
 
     def codes(self, pool: "StringPool") -> np.ndarray:
         """The rows' codes in ``pool``; distinct values new to it coded in the order they first
         occur in the rows."""
-        if self.ordered:
-            table = np.array([pool.code(str(v)) for v in self.values] or [-1], np.int32)
-            return table[self.index]
-        table = np.full(max(1, len(self.values)), -1, np.int32)
-        used, first = np.unique(self.index, return_index=True)
-        for i in used[np.argsort(first, kind="stable")].tolist():
-            table[i] = pool.code(str(self.values[i]))
+        table = np.array([pool.code(str(v)) for v in self.values] or [-1], np.int32)
         return table[self.index]
 
 
@@ -191,7 +184,7 @@ class SpanBuilder:
         for p in upair[by_first].tolist():
             sv, op = str(service.values[p // nop]), str(operation.values[p % nop])
             names.append(f"{sv}:{op}" if sv else op)
-        method = Labels(names, number[pinv.reshape(-1)], ordered=True)
+        method = Labels(names, number[pinv.reshape(-1)])
         self._trace.frombytes(trace.codes(self.traces).tobytes())
         self._span.frombytes(np.asarray(span, np.int64).tobytes())
         self._parent.frombytes(np.where(has_parent, parent, 0).astype(np.int64).tobytes())

@@ -201,12 +201,10 @@ class CountersPane(ViewPane):
                                    f"{name}: {mark_text}" if mark_text else
                                    f"{name} over time (points every {cs.interval:g} s): fleet median, q05-q95 band"))
         elif view == "detail":
-            label_w = max(len(n) for n in cs.servers) + 1
-            out.update(_with_mark(_heatmap(cs, c, s, width, height), cs, marked, mark_text, width - label_w - 2))
+            out.update(_with_mark(_heatmap(cs, c, s, width, height), cs, marked, mark_text,
+                                  _heatmap_columns(cs, width)))
         elif view == "sparklines":
-            label_w = max(len(n) for n in cs.servers) + 1
-            out.update(_with_mark(_sparklines(cs, c, s, width), cs, marked, mark_text,
-                                  min(120, width - label_w - 24)))
+            out.update(_with_mark(_sparklines(cs, c, s, width), cs, marked, mark_text, _sparkline_columns(cs, width)))
         elif view == "statistics":
             out.update(_statistics(cs, c, s))
         else:
@@ -257,12 +255,25 @@ def _with_mark(t: Text, cs, marked, mark_text: str, bins: int) -> Text:
         if mark_text:
             t.append(mark_text + "\n", style="bold")
         return t
-    label_w = max(len(n) for n in cs.servers) + 1
+    label_w = _label_width(cs)
     bins = max(1, min(bins, cs.n_points))
     lo = int(marked[0] * bins / cs.n_points)
     hi = max(lo, int(marked[1] * bins / cs.n_points))
     t.append(" " * (label_w + 1 + lo) + "▲" * (hi - lo + 1) + f" {mark_text}\n", style="bold")
     return t
+
+
+def _label_width(cs) -> int:
+    """Columns of the servers' names at the left of the per-server drawings."""
+    return max(len(n) for n in cs.servers) + 1
+
+
+def _heatmap_columns(cs, width: int) -> int:
+    return width - _label_width(cs) - 2
+
+
+def _sparkline_columns(cs, width: int) -> int:
+    return min(120, width - _label_width(cs) - 24)
 
 
 def _bins(x: np.ndarray, n: int) -> np.ndarray:
@@ -279,8 +290,8 @@ def _heatmap(cs, c: int, s: int | None, width: int, height: int) -> Text:
     """Server x time in shades of the value's rank among all the cells (one server far above the
     rest must not flatten everyone else to blank)."""
     x = cs.values[:, c, :]
-    label_w = max(len(n) for n in cs.servers) + 1
-    b = _bins(x, width - label_w - 2)
+    label_w = _label_width(cs)
+    b = _bins(x, _heatmap_columns(cs, width))
     finite = b[np.isfinite(b)]
     lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 0.0)
     cuts = np.quantile(finite, [0.2, 0.4, 0.6, 0.8]) if len(finite) else np.zeros(4)
@@ -297,8 +308,8 @@ def _heatmap(cs, c: int, s: int | None, width: int, height: int) -> Text:
 
 def _sparklines(cs, c: int, s: int | None, width: int) -> Text:
     x = cs.values[:, c, :]
-    label_w = max(len(n) for n in cs.servers) + 1
-    b = _bins(x, min(120, width - label_w - 24))
+    label_w = _label_width(cs)
+    b = _bins(x, _sparkline_columns(cs, width))
     lo, hi = float(np.nanmin(b)), float(np.nanmax(b))
     t = Text(f"{cs.counters[c]} per server over time, one scale ({_n(lo)} .. {_n(hi)})\n", style="bold")
     for i, name in enumerate(cs.servers):
@@ -311,7 +322,7 @@ def _statistics(cs, c: int, s: int | None) -> Text:
     """The server view's statistics, one row per server, and the time view's over all points."""
     sv = server_view(cs, c)
     tv = time_view(cs, c)
-    label_w = max(len(n) for n in cs.servers) + 1
+    label_w = _label_width(cs)
     t = Text(f"{cs.counters[c]}: per server over time (server view)\n", style="bold")
     t.append(f"{'server':<{label_w}}" + "".join(f"{k:>11}" for k in STATS) + f"{'samples':>9}\n", style="dim")
     for i, name in enumerate(cs.servers):
