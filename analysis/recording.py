@@ -259,6 +259,7 @@ def record(plan: Plan, duration: float | None = None, command: list[str] | None 
             except OSError as exc:
                 raise LttngError(f"{command[0]}: cannot run it ({exc.strerror or exc})") from None
         stopped = ""
+        next_tick = 0.0
         while not stopped:
             time.sleep(0.05 if not got else 0)
             elapsed = time.monotonic() - t0
@@ -268,8 +269,9 @@ def record(plan: Plan, duration: float | None = None, command: list[str] | None 
                 stopped = f"the command exited (status {proc.returncode})"
             elif duration is not None and elapsed >= duration:
                 stopped = f"{duration:g} s elapsed (--duration)"
-            elif on_tick is not None:
+            elif on_tick is not None and elapsed >= next_tick:
                 on_tick(elapsed)
+                next_tick = elapsed + 0.5
         seconds = time.monotonic() - t0
         if proc is not None and proc.poll() is None:
             proc.terminate()

@@ -199,8 +199,9 @@ def _error_text(exc) -> str:
     return f": {line}" if line else ""
 
 
-def _duration_text(seconds: float) -> str:
-    ms = max(1, int(round(seconds * 1000)))
+def _duration_text(seconds: float, up: bool = False) -> str:
+    """A duration in Prometheus's words, to the millisecond (``up``: never shorter)."""
+    ms = max(1, int(math.ceil(seconds * 1000 - 1e-6) if up else round(seconds * 1000)))
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
@@ -330,8 +331,11 @@ def _pages(client: Client, match: str, start: float, end: float, step: float | N
         if step is None:
             # SELECTOR[W] at b holds the samples of [b - W, b]: the first page from the window's
             # start, the others after the previous page's end
-            w = b - a
-            data = client.call("query", [("query", f"{match}[{_duration_text(w)}]"), ("time", f"{b:.3f}")])
+            # (from the time as sent, to the millisecond, and rounded up: a range cut short by
+            # rounding would miss a sample just after a)
+            at = f"{b:.3f}"
+            data = client.call("query", [("query", f"{match}[{_duration_text(float(at) - a, up=True)}]"),
+                                         ("time", at)])
         else:
             first = start + math.ceil(round((a - start) / step, 9)) * step
             data = client.call("query_range", [("query", match), ("start", f"{first:.3f}"),
