@@ -12,7 +12,6 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from perftriage.analysis.units import fmt_score
 
 SEVERITIES = ("info", "warning", "critical")
 
@@ -96,7 +95,7 @@ def finding_markdown(f: Finding, number: int | None = None) -> str:
     out = [f"### {head}{_md_escape_inline(f.title)}", ""]
     out.append(
         f"**Subject:** {_md_escape_inline(f.subject)} · **Severity:** {f.severity} · "
-        f"**Analysis:** {f.analysis} · rank score {fmt_score(f.score)}"
+        f"**Analysis:** {f.analysis}"
     )
     out.append("")
     for line in f.evidence:

@@ -62,10 +62,3 @@ def fmt_ratio(x: float) -> str:
     if x >= 10:
         return f"{x:.0f}x"
     return f"{x:.1f}x"
-
-
-def fmt_score(x: float) -> str:
-    """A finding's ranking score for people: '69,300', '12.5', '0.84' (never 6.93e+04)."""
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.3g}"

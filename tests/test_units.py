@@ -91,12 +91,11 @@ def test_markers_and_syscalls_are_always_comparable():
     assert units.comparable(t).all()
 
 
-def test_counts_ratios_and_scores_read_as_words():
-    from perftriage.analysis.units import count_of, fmt_ratio, fmt_score, singular
+def test_counts_and_ratios_read_as_words():
+    from perftriage.analysis.units import count_of, fmt_ratio, singular
 
     assert count_of(1, "requests") == "1 request" and count_of(2, "requests") == "2 requests"
     assert count_of(1, "processes", "outlying") == "1 outlying process"
     assert count_of(1, "categories") == "1 category" and count_of(1, "read calls") == "1 read call"
     assert count_of(1_200, "requests") == "1,200 requests" and singular("series") == "series"
     assert [fmt_ratio(x) for x in (1.44, 24.4, 2388.9)] == ["1.4x", "24x", "2,389x"]
-    assert fmt_score(69_312.0) == "69,312" and fmt_score(12.53) == "12.5" and "e+" not in fmt_score(1e9)

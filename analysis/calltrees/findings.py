@@ -64,20 +64,21 @@ def pair_evidence(diag: Diagnosis, p: RankedPair) -> list[str]:
     else:
         ev.append(f"{kind} time median {_ms(p.replica_median_ms)} on {p.replica_name} (the only replica running it)")
     ev.append(f"slow in {p.categories} of {count_of(analysed, 'categories', 'analysed')} of requests: {cat_names}{more}")
-    ev.append(f"{p.flagged:,} of its {p.calls:,} calls in those categories have a large error E "
-              f"(> {diag.params.e_z:g} robust sd of the column); summed positive error {_ms(p.error_ms)}")
+    ev.append(f"{p.flagged:,} of its {p.calls:,} calls there took longer than the other calls of the same "
+              f"requests predict, {_ms(p.error_ms)} more in all")
     hows = {e.how for e in p.evidence}
     if "peers" in hows:
-        ev.append("its share of large errors is well above its peer replicas' (one-sided binomial test, "
-                  f"p < {diag.params.p_value:g})")
+        ev.append(f"it has many more such slow calls than its other replicas (p < {diag.params.p_value:g})")
     if "onset" in hows:
-        ev.append("its share of large errors rose at a point in time, on this replica as on its peers: the method "
-                  f"got slow everywhere (one-sided binomial test against before, p < {diag.params.p_value:g})")
+        ev.append("its slow calls became more frequent at one point in time, on this replica as on the others: the "
+                  f"method got slow everywhere (p < {diag.params.p_value:g} against before)")
     if p.onset_ns is not None and np.isfinite(p.before_share) and p.before_share < 0.5 * p.after_share:
-        ev.append(f"it started at {fmt_timestamp(p.onset_ns)}: since then {p.after_share:.0%} of its calls there have "
-                  f"a large error, before {p.before_share:.0%}")
+        ev.append(f"it started at {fmt_timestamp(p.onset_ns)}: since then {p.after_share:.0%} of its calls there are "
+                  f"slow, before {p.before_share:.0%}")
     ev.append(f"details: beta {p.min_beta:.3f} (threshold {diag.params.beta:g}), the distance of the method's column "
-              f"from the low-rank part of the call-time matrix (Robust PCA, {first.iterations} iterations)")
+              f"from the low-rank part of the call-time matrix (Robust PCA, {first.iterations} iterations); a slow "
+              f"call has an error E above {diag.params.e_z:g} robust sd of its column; p from a one-sided binomial "
+              "test of the share of slow calls")
     return ev
 
 
@@ -190,12 +191,13 @@ def comparison_findings(cmp: Comparison, top: int = 10) -> list[Finding]:
         reps = [r for r in cmp.slower("replicas") if r.name.startswith(c.name + " @ ") and r.ratio >= cmp.params.min_ratio]
         allr = [r for r in cmp.replicas if r.name.startswith(c.name + " @ ")]
         ev = [f"median {_ms(c.median_ms)} against {_ms(c.ref_median_ms)} in the reference ({fmt_ratio(c.ratio)}), "
-              f"p95 {_ms(c.p95_ms)} against {_ms(c.ref_p95_ms)} ({fmt_ratio(c.p95_ratio)}); {c.n:,} calls against {c.ref_n:,}; "
-              f"Mann-Whitney p = {c.p:.2g}"]
+              f"p95 {_ms(c.p95_ms)} against {_ms(c.ref_p95_ms)} ({fmt_ratio(c.p95_ratio)}); {c.n:,} calls against {c.ref_n:,} "
+              f"(p = {c.p:.2g})"]
         if allr:
             ev.append(f"slower on {len(reps)} of its {len(allr)} replicas" +
                       (": " + ", ".join(r.name.split(' @ ')[1] + f" (median {fmt_ratio(r.ratio)})" for r in reps[:6])
                        if reps else ""))
+        ev.append("details: p from a two-sided Mann-Whitney U test of the calls' times, incident against reference")
         which = "median" if c.ratio >= c.p95_ratio else "p95"
         out.append(Finding(analysis="calltrees",
                            title=f"{c.name} got slower than in the reference ({which} {fmt_ratio(c.change)})",

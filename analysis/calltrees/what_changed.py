@@ -218,7 +218,7 @@ def find_split(sp: SpanTable, min_share: float = 0.15) -> tuple[int | None, str]
     p = mann_whitney_p(x[:k], x[k:], "two-sided")
     shift = abs(float(np.median(x[k:]) - np.median(x[:k])))
     if p >= 1e-4 or shift < np.log(1.5):
-        return None, f"no clear change in the requests' latency or size over the spans (p = {p:.2g})"
+        return None, f"no clear change over time in the requests' latency or size (p = {p:.2g})"
     return int(t[k]), what
 
 
