@@ -197,7 +197,7 @@ def test_many_threads_every_lifetime_gets_a_path():
 
 @needs_bt2
 def test_syscall_units(sample_result):
-    res = run_triage([SAMPLE], Options(units="syscall:connect"))
+    res = run_triage([SAMPLE], Options(units="syscall:connect", thread_metrics=False))  # threads: test_threads
     ft = res.features
     assert len(ft) > 50 and set(ft.kind) == {"syscall:connect"}
     # every refused connect blocks on the network for seconds
