@@ -64,6 +64,31 @@ async def test_parts_show_as_they_come_and_the_status_keeps_moving(monkeypatch):
         assert app.result.analysis is not None and app.process is not None and not app.process.running
 
 
+async def test_a_part_that_comes_later_leaves_the_panes_shown_before_as_the_user_left_them(tmp_path, monkeypatch):
+    """The counters come after the requests and their clusters: the user, already moving in the
+    request list, stays where they were when the counters (and the end) come."""
+    from perftriage.tui.widgets.row_table import RowTable
+
+    lines = ["time,server,cpu"] + [f"{t},{s},{10 + (t * 7 + i) % 5}" for t in range(1772460000, 1772460120)
+                                   for i, s in enumerate(("web-01", "web-02", "web-03"))]
+    (tmp_path / "counters.csv").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("PERFTRIAGE_PART_DELAY", "1.5")
+    app = PerftriageApp([str(WEBSERVER), str(tmp_path / "counters.csv")])
+    async with app.run_test(size=(100, 36)) as pilot:
+        await wait_for(pilot, lambda: "clusters" in app.parts)
+        assert "counters" not in app.parts
+        pane = app.query_one(RequestsPane)
+        table = pane.query_one(RowTable)
+        table.focus()
+        await pilot.press("j", "j", "j")
+        await pilot.pause(0.1)
+        where = (table.cursor, pane.sort_by, pane.selected_request())
+        assert where[0] == 3
+        await wait_for(pilot, lambda: not app.running)
+        assert "counters" in app.parts and app.result.counters is not None
+        assert (table.cursor, pane.sort_by, pane.selected_request()) == where
+
+
 @pytest.mark.parametrize("key", ["q", "ctrl+c"])
 async def test_q_quits_within_a_second_while_the_analysis_runs(key):
     app = PerftriageApp([str(real_trace("tracevizlab-apt"))], Options(thread_metrics=True))

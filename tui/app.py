@@ -54,6 +54,17 @@ class ListFilter(Input):
         if self.target is not None:
             self.target.focus()
 
+#: the result fields each pane draws: a pane is drawn again only when one of them is new, so that a
+#: part that comes later (a thread level, the counters) never resets what the user is doing in the
+#: panes that came before (their sort, filter, highlighted row, drill-down)
+PANE_FIELDS = {
+    "requests": ("requests", "features", "analysis", "compared", "graphs", "units"),
+    "clusters": ("analysis", "features", "compared"),
+    "threads": ("threads", "thread_series", "graphs"),
+    "calltrees": ("diagnosis", "change", "comparison"),
+    "counters": ("counters",),
+}
+
 TABS = [
     ("requests", "1 Requests"),
     ("clusters", "2 Clusters"),
@@ -108,6 +119,7 @@ class PerftriageApp(App):
         self.process: TriageProcess | None = None
         self.running = False
         self.parts: set[str] = set()  # parts of the result shown so far
+        self._drawn: dict[str, tuple] = {}  # per pane, the PANE_FIELDS it was drawn with
         self.cancelled = False
         self._started = time.monotonic()
         self._progress: Progress | None = None
@@ -291,6 +303,15 @@ class PerftriageApp(App):
             pane.show_pending(None, cancelled=self.cancelled)
         self.query_one("#findings-pane", FindingsPane).show_pending(None)
 
+    def _is_new(self, part: str, result: TriageResult) -> bool:
+        """Whether ``part``'s pane must be drawn for ``result`` (and note that it is)."""
+        key = tuple(getattr(result, name) for name in PANE_FIELDS[part])
+        old = self._drawn.get(part)
+        if old is not None and all(a is b for a, b in zip(old, key)):
+            return False
+        self._drawn[part] = key
+        return True
+
     def show_result(self, result: TriageResult, final: bool = True) -> None:
         """Show ``result``: a part of it while the analysis runs (``final`` False), or all of it."""
         self.result = result
@@ -307,9 +328,13 @@ class PerftriageApp(App):
             note = ""
         shown = PARTS if final and not self.cancelled else self.parts  # only the parts that came
         if "requests" in shown:
-            self.query_one("#requests-pane", RequestsPane).show_requests(requests, note, result)
+            pane = self.query_one("#requests-pane", RequestsPane)
+            if self._is_new("requests", result):
+                pane.show_requests(requests, note, result)
+            else:
+                pane.result = result  # its links (t, h) follow the parts that came since
         for part in ("clusters", "calltrees", "threads", "counters"):
-            if part in shown:
+            if part in shown and self._is_new(part, result):
                 self.query_one(f"#{part}-pane").show_result(result)
         if result.findings or final:
             self.query_one("#findings-pane", FindingsPane).show_findings(result.findings)
@@ -429,7 +454,7 @@ class PerftriageApp(App):
         if self.process is not None and self.running:
             self.process.stop()
         self.options = dataclasses.replace(self.options, **changes)
-        self.parts, self.history, self.cancelled = set(), [], False
+        self.parts, self.history, self.cancelled, self._drawn = set(), [], False, {}
         self.result, self.load_error, self._progress = None, None, None
         said = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in changes.items())
         self.notify(f"analysing again: {said}", timeout=4)
