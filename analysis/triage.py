@@ -254,11 +254,11 @@ def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: Tr
         if progress is not None:
             progress(Progress("thread pools", fraction, text))
 
-    def on_top(top) -> None:  # the top level at once (the app shows it while the walk goes down)
-        result.threads = top
+    def on_analysed(so_far) -> None:  # each level at once (the app shows it while the walk goes on)
+        result.threads = so_far
         result.ready("threads")
 
-    td = top_down(ts, options.threads, progress=on_level, on_top=on_top)
+    td = top_down(ts, options.threads, progress=on_level, on_analysed=on_analysed)
     result.threads = td
     result.report.findings.extend(topdown_findings(td))
     result.ready("threads")

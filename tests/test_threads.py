@@ -265,6 +265,42 @@ async def test_threads_pane_drill_down_and_views(pool):
         assert pane.current.level == "wave"
 
 
+async def test_the_walk_comes_level_by_level_and_keeps_the_level_the_user_went_into(pool, monkeypatch):
+    """While the walk goes down, each analysed level comes at once; the user who went into a
+    wave meanwhile stays there when the rest of the walk (and the end) comes."""
+    import time
+
+    from perftriage.analysis.triage import Options
+    from perftriage.tui.app import PerftriageApp
+    from perftriage.tui.panes.threads import ThreadsPane
+
+    async def wait_for(pilot, cond, timeout=60.0):
+        t0 = time.monotonic()
+        while not cond():
+            assert time.monotonic() - t0 < timeout, "timed out"
+            await pilot.pause(0.05)
+
+    out, _ = pool
+    monkeypatch.setenv("PERFTRIAGE_PART_DELAY", "0.7")  # the child holds after each level
+    app = PerftriageApp([str(out)], Options(threads=ThreadParams(replicates=50)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = app.query_one(ThreadsPane)
+        await wait_for(pilot, lambda: pane.current is not None)
+        assert app.running and len(app.result.threads.results) == 1  # the top level, the walk going on
+        await pilot.press("4")
+        pane.table.focus()
+        await pilot.press("enter")  # into W3, the first ranked wave
+        await wait_for(pilot, lambda: pane.current.level == "thread")
+        await pilot.press("j")
+        await pilot.pause(0.1)
+        row = pane.row
+        assert app.running and row == 1
+        await wait_for(pilot, lambda: not app.running)
+        assert len(app.result.threads.results) > 2  # the rest of the walk came
+        assert pane.current.level == "thread" and pane.current.within == {"wave": "W3"} and pane.row == row
+        assert pane.current in app.result.threads.results
+
+
 @needs_bt2
 @pytest.mark.parametrize("trace", ["sample", "tracevizlab-wget-k-20180802-115043"])
 def test_thread_metrics_from_a_kernel_trace(trace):
@@ -435,7 +471,7 @@ def test_progress_says_which_analysis_of_how_many_and_which_bootstrap_scale(pool
         assert fr == sorted(fr) and 0 <= fr[0] and fr[-1] <= 0.9
 
 
-def test_the_top_level_is_published_before_the_walk_goes_down(pool):
+def test_each_level_is_published_as_the_walk_goes_down(pool):
     from perftriage.analysis.triage import Options, run_triage
 
     seen = []
@@ -445,9 +481,11 @@ def test_the_top_level_is_published_before_the_walk_goes_down(pool):
             seen.append((len(result.threads.results), len(result.report.findings)))
 
     result = run_triage([pool[0] / "threads.csv"], Options(), publish=publish)
-    assert len(seen) == 2
-    assert seen[0][0] == 1 and seen[1][0] == len(result.threads.results) > 1  # the top level first, then all
-    assert seen[1][1] > seen[0][1]  # the findings come with the whole walk
+    n = len(result.threads.results)
+    assert n > 1
+    # the top level first, then one more analysis each time, then the same with the findings
+    assert [k for k, _ in seen] == [*range(1, n + 1), n]
+    assert seen[-1][1] > seen[-2][1] == seen[0][1]  # the findings come with the whole walk
 
 
 def test_a_metric_one_thread_never_reports_raises_no_warning():

@@ -27,14 +27,15 @@ def next_level(ts: ThreadSeries, level: str) -> str | None:
 
 
 def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: int = 8, progress=None,
-             drill_all: bool = False, on_top=None) -> TopDown:
+             drill_all: bool = False, on_analysed=None) -> TopDown:
     """The paper's walk: down into the ranked abstractions of each level (at most ``max_drill``
     analyses below the top), and, beyond the paper, into the top level's other abstractions
     where something could be ranked (a single deviating thread among forty rarely moves its
     wave): :func:`could_rank` screens them without a bootstrap, with the conditions every ranked
     abstraction meets, so the walk finds what drilling into all of them finds. ``drill_all``:
-    into all of them regardless (same findings, slower: for checking). ``on_top(td)``: told when
-    the top level is analysed, before the walk goes down (the app shows it at once)."""
+    into all of them regardless (same findings, slower: for checking). ``on_analysed(td)``: told
+    after each analysis of the walk, the top level first, with what is analysed so far (the app
+    shows each level as it comes; a long walk is browsable long before it ends)."""
     params = params or ThreadParams()
     levels = ts.levels()
     td = TopDown(ts, levels)
@@ -54,8 +55,8 @@ def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: in
         res = analyse_level(ts, level, within, params, progress=on_level)
         td.results.append(res)
         done += 1
-        if done == 1 and on_top is not None:
-            on_top(TopDown(ts, levels, list(td.results)))
+        if on_analysed is not None:
+            on_analysed(TopDown(ts, levels, list(td.results)))
         lower = next_level(ts, level)
         if lower is None:
             continue

@@ -61,9 +61,19 @@ class ThreadsPane(ViewPane):
         return self.stack[-1] if self.stack else None
 
     def show_result(self, result) -> None:
+        """Show the walk of ``result``; a walk that grew (its levels come one by one) keeps the
+        levels the user went down into and the highlighted row."""
+        same = (self.stack and getattr(result, "thread_series", None) is getattr(self.result, "thread_series", None)
+                and getattr(result, "threads", None) is not None)
+        before, row = (self.stack, self.row) if same else ([], 0)
         self.result = result
         td = getattr(result, "threads", None)
         self.stack = [td.results[0]] if td is not None and td.results else []
+        for res in before[1:]:  # found again in the walk, or one the user had analysed here: kept
+            found = next((r for r in td.results if r.level == res.level and r.within == res.within), None)
+            if found is None:
+                td.results.append(res)
+            self.stack.append(found or res)
         if td is None:
             ts = getattr(result, "thread_series", None)
             if ts is not None:  # analysed, but too few threads to compare
@@ -75,6 +85,8 @@ class ThreadsPane(ViewPane):
             else:
                 self.query_one("#th-title", Static).update(NO_THREADS)
         self._show_level()
+        if row:
+            self.table.select_source(row)
 
     def _show_level(self) -> None:
         res = self.current
