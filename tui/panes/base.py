@@ -100,7 +100,19 @@ class ViewPane(Pending, Vertical):
         self.view = (self.view + 1) % len(self.VIEWS)
         self.render_view()
 
+    #: the rows the table above the view shows at most (its CSS max-height); on a short terminal it
+    #: gives up rows, down to TABLE_MIN, so that the view keeps VIEW_MIN lines: a chart's 8 rows
+    #: and its legend on screen at 80x24, not below the fold
+    TABLE_ROWS = 12
+    TABLE_MIN = 4
+    VIEW_MIN = 10
+
     def on_resize(self, event) -> None:
+        tables = self.query(RowTable)
+        if tables and event.size.height:
+            # the pane's own lines: its title and the view's title
+            room = event.size.height - 2 - self.VIEW_MIN
+            tables.first().styles.max_height = max(self.TABLE_MIN, min(self.TABLE_ROWS, room))
         self.render_view()
 
     def render_view(self) -> None:  # subclasses draw the highlighted row's view

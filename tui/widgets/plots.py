@@ -26,8 +26,8 @@ def _start(width: int, height: int, title: str = "") -> None:
         plt.theme("clear")
     else:
         plt.theme("pro")
-    if title:
-        plt.title(title)
+    if title:  # plotext leaves out a title wider than the chart: cut it to fit instead
+        plt.title(title if len(title) <= width - 4 else title[:max(1, width - 5)] + "…")
 
 
 def _finish(legend: list[tuple[str, str]] | None = None) -> Text:
@@ -35,6 +35,10 @@ def _finish(legend: list[tuple[str, str]] | None = None) -> Text:
     that it never hides a series."""
     out = plt.build()
     plt.clear_figure()
+    lines = out.split("\n")
+    while len(lines) > 1 and not plt.uncolorize(lines[-1]).strip():  # the empty x-label line: a line for the legend
+        lines.pop()
+    out = "\n".join(lines)
     text = Text.from_ansi(out) if not os.environ.get("NO_COLOR") else Text(plt.uncolorize(out))
     if legend:
         key = Text("\n")
