@@ -12,7 +12,7 @@ run: setup
 
 test: setup
 	@tools/setup-system.sh --test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 setup: system $(STAMP)
 
