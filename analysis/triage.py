@@ -78,6 +78,7 @@ class Options:
     findings: bool = True  # False: read and extract only (the features export needs no outliers or findings)
     jobs: int | None = None  # cores to use (--jobs); None: those this process may run on
     scheduler: str | None = None  # a Dask scheduler's address: traces read and paths walked on its workers
+    scheduler_timeout: float = 10.0  # seconds to try to reach it
 
     def cores(self) -> int:
         return max(1, self.jobs) if self.jobs else available_cores()
@@ -421,7 +422,7 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
     if options.scheduler:
         from perftriage.analysis.distributed import Cluster  # noqa: PLC0415
 
-        with Cluster(options.scheduler) as cluster:
+        with Cluster(options.scheduler, options.scheduler_timeout) as cluster:
             _run_ctf_on(cluster, inputs, options, result, progress)
         return
     _run_ctf_on(None, inputs, options, result, progress)

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -145,9 +146,11 @@ def test_errors_from_workers_reach_the_client_whole():
 
 
 def test_unreachable_scheduler_and_bad_address_are_one_line():
-    rc, _, err = report("--scheduler", "tcp://127.0.0.1:9", TWO_HOSTS)
+    t0 = time.monotonic()
+    rc, _, err = report("--scheduler", "tcp://127.0.0.1:9", "--scheduler-timeout", "1.5", TWO_HOSTS)
     assert rc != 0 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err
     assert len(err.strip().splitlines()) == 1
+    assert time.monotonic() - t0 < 8  # gave up after 1.5 s (the default is 10)
     rc, _, err = report("--scheduler", "not an address", TWO_HOSTS)
     assert rc == 2 and "--scheduler" in err
 

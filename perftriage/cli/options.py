@@ -42,6 +42,8 @@ def add_marker_options(p: argparse.ArgumentParser) -> None:
                         "(e.g. tcp://HOST:8786; pip install 'perftriage[dask]'): for a fleet's traces, one folder "
                         "per host, that one machine reads too slowly. Every worker must see the traces under the "
                         "same paths")
+    g.add_argument("--scheduler-timeout", type=number(0.1, 3600), default=10.0, metavar="SECONDS",
+                   help="how long to try to reach the --scheduler before giving up (default 10)")
     g.add_argument("--background", action="store_true",
                    help="compare the system's background too (kernel threads, idle, the tracer's lttng-* threads): "
                         "by default it is shown but neither compared for outliers nor ranked among threads")
@@ -209,7 +211,8 @@ def triage_options(args):
     except PerftriageError as exc:
         raise Usage(str(exc)) from None
     opts = Options(markers=markers, units=args.units, background=getattr(args, "background", False),
-                   jobs=getattr(args, "jobs", None), scheduler=getattr(args, "scheduler", None))
+                   jobs=getattr(args, "jobs", None), scheduler=getattr(args, "scheduler", None),
+                   scheduler_timeout=getattr(args, "scheduler_timeout", 10.0))
     if getattr(args, "scheduler", None) is not None and "://" not in args.scheduler \
             and not re.fullmatch(r"[\w.-]+:\d+", args.scheduler):
         raise Usage(f"--scheduler: {args.scheduler!r} is not a scheduler address (tcp://HOST:PORT)")
