@@ -12,7 +12,16 @@ pickled messages on its stdout, flushed one by one:
 - ``("progress", Progress)``
 - ``("part", name, fields)``: the TriageResult fields that changed since the last message (the
   report every time: findings are added as analyses end)
-- ``("done", fields, facts)``: facts = {"peak_rss": the child's peak resident memory, bytes}
+- ``("done", fields, facts)``: facts = {"peak_rss": the child's peak resident memory, bytes,
+  "serves_paths": whether it stays to answer path questions}
+- ``("path", key, PathView or None, error text)``: the answer to a path question
+
+The execution graphs (the largest part of a kernel trace's result, about 30 bytes per event) stay
+in the child: the app gets a ``KeptGraph`` per host instead, and asks for the critical path of the
+request it shows, ``(key, host, tid, t0, t1)`` pickled on the child's stdin, answered by a thread of
+the child while it analyses and after. A child with graphs lives on after its result, holding only
+the graphs, until the app closes its stdin (or dies) or stops it: the app's memory and the time to
+send the graphs are those of the report's process, not twice.
 - ``("error", kind, text)``: kind "input" (a PerftriageError: one line for the user), "missing"
   (a missing dependency) or "internal" (a bug: the traceback's last line)
 
@@ -23,12 +32,16 @@ the app draws on; the log's last line explains a child that died without a word.
 from __future__ import annotations
 
 import os
+import gc
+import itertools
 import pickle
+import queue
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from dataclasses import fields as dc_fields
 from typing import Iterator
 
@@ -39,8 +52,18 @@ class AnalysisStopped(PerftriageError):
     """The analysis was stopped (quit or cancel) before it ended."""
 
 
+@dataclass(frozen=True)
+class KeptGraph:
+    """In the app, a host's execution graph that the analysing child keeps: the critical paths
+    over it come from ``TriageProcess.path_view``."""
+
+    host: str
+    n_intervals: int
+
+
 class TriageProcess:
-    """One analysis in a child process; iterate ``messages()`` in one thread, ``stop()`` from any."""
+    """One analysis in a child process; iterate ``messages()`` in one thread, ``stop()`` and
+    ``path_view()`` from any."""
 
     def __init__(self, paths=None, options=None):
         """Starts the child at once; it imports the analyses while the caller prepares ``paths``
@@ -51,34 +74,101 @@ class TriageProcess:
                                      start_new_session=True)  # Ctrl-C in the terminal is the app's
         self.stopped = False
         self.peak_rss = 0  # the child's peak resident memory, told with its result
+        self.serves_paths = False  # it lives on after its result, answering path questions
         self._lock = threading.Lock()
+        self._stdin = threading.Lock()  # what to analyse, then path questions, one writer at a time
+        self._queue: queue.Queue = queue.Queue()  # its messages but the answers, None at the end
+        self._answers: dict[int, list] = {}  # path question -> [event, (view, error)]
+        self._keys = itertools.count()
+        self._ended = False
+        self._broken = ""  # why its messages could not be read
+        threading.Thread(target=self._read, name="perftriage-analysis-reader", daemon=True).start()
         if paths is not None:
             self.send(paths, options)
 
-    def send(self, paths, options) -> None:
-        """What to analyse (once)."""
-        try:
-            pickle.dump(([os.fspath(p) for p in paths], options), self.proc.stdin, protocol=5)
-            self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass  # the child died at start: messages() says why from its log
-
-    def messages(self) -> Iterator[tuple]:
-        """The child's messages until it ends; then AnalysisStopped when it was stopped, or
-        PerftriageError with its log's last line when it died without saying why."""
+    def _read(self) -> None:
+        """Reads the child's messages: answers go to who asked, the rest to ``messages()``."""
         out = self.proc.stdout
         while True:
             try:
                 msg = pickle.load(out)
             except (EOFError, pickle.UnpicklingError, OSError, ValueError):
                 break
+            except Exception as exc:  # noqa: BLE001 - a message this side cannot rebuild (a bug)
+                self._broken = f"a message of the analysis process could not be read: {type(exc).__name__}: {exc}"
+                self.stop()
+                break
+            if msg[0] == "path":
+                with self._lock:
+                    slot = self._answers.pop(msg[1], None)
+                if slot is not None:
+                    slot[1] = (msg[2], msg[3])
+                    slot[0].set()
+                continue
+            self._queue.put(msg)
+        with self._lock:
+            self._ended = True
+            waiting, self._answers = list(self._answers.values()), {}
+        for slot in waiting:
+            slot[1] = (None, "the analysis process has ended")
+            slot[0].set()
+        self._queue.put(None)
+
+    def send(self, paths, options) -> None:
+        """What to analyse (once)."""
+        try:
+            with self._stdin:
+                pickle.dump(([os.fspath(p) for p in paths], options), self.proc.stdin, protocol=5)
+                self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # the child died at start: messages() says why from its log
+
+    def path_view(self, host: str, tid: int, t0: int, t1: int, timeout: float = 120.0):
+        """The critical path of ``tid`` of ``host`` over [t0, t1] (a PathView), from the graphs
+        the child keeps; PerftriageError when it cannot answer (ended, stopped, an error there)."""
+        event, slot = threading.Event(), [None, None]
+        with self._lock:
+            if self._ended or self.stopped:
+                raise PerftriageError("the analysis process has ended")
+            key = next(self._keys)
+            slot[0] = event
+            self._answers[key] = slot
+        try:
+            with self._stdin:
+                pickle.dump((key, host, int(tid), int(t0), int(t1)), self.proc.stdin, protocol=5)
+                self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            with self._lock:
+                self._answers.pop(key, None)
+            raise PerftriageError("the analysis process has ended") from None
+        if not event.wait(timeout):
+            with self._lock:
+                self._answers.pop(key, None)
+            raise PerftriageError(f"no answer from the analysis process within {timeout:g} s")
+        view, error = slot[1]
+        if error:
+            raise PerftriageError(error)
+        return view
+
+    def messages(self) -> Iterator[tuple]:
+        """The child's messages until it ends; then AnalysisStopped when it was stopped, or
+        PerftriageError with its log's last line when it died without saying why."""
+        while True:
+            msg = self._queue.get()
+            if msg is None:
+                break
             if msg[0] == "done" and len(msg) > 2:
                 self.peak_rss = int(msg[2].get("peak_rss", 0))
+                self.serves_paths = bool(msg[2].get("serves_paths"))
             yield msg
             if msg[0] in ("done", "error"):
-                self.proc.wait()
+                if not self.serves_paths:
+                    self.proc.wait()
                 return
         rc = self.proc.wait()
+        if self._broken:
+            raise PerftriageError(f"internal error in the analysis (a bug in perftriage; please report it): "
+                                  f"{self._broken}")
         if self.stopped:
             raise AnalysisStopped("the analysis was stopped")
         raise PerftriageError(f"the analysis process ended unexpectedly (exit {rc}): {self.last_log_line()}")
@@ -95,7 +185,10 @@ class TriageProcess:
                 self.proc.kill()
 
     def reap(self, timeout: float = 5.0) -> None:
-        """Wait for the child to exit after its last message (killed if it does not)."""
+        """Wait for the child to exit after its last message (killed if it does not); one that
+        serves paths is left to serve them."""
+        if self.serves_paths and not self.stopped:
+            return
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -117,6 +210,10 @@ class TriageProcess:
     def close(self) -> None:
         self.stop()
         self.log.close()
+        try:
+            self.proc.stdin.close()
+        except (OSError, ValueError):
+            pass
 
 
 def raise_error(kind: str, text: str):
@@ -140,20 +237,29 @@ def _child() -> int:
     except EOFError:
         return 0  # the parent gave nothing to analyse (it stopped first)
 
+    # this module runs as __main__ here: the app rebuilds the stand-ins of the importable module
+    from perftriage.analysis.triage_process import KeptGraph  # noqa: PLC0415
+
     names = [f.name for f in dc_fields(TriageResult) if f.name != "publish"]
     sent: dict[str, object] = {}  # the values sent (kept: an id could be reused by a new value)
+    kept: dict[str, dict] = {}  # the graphs, kept here for the app's path questions
+    lock = threading.Lock()  # the main thread's messages and the answers share the channel
 
     def send(msg) -> None:
-        pickle.dump(msg, channel, protocol=5)
-        channel.flush()
+        with lock:
+            pickle.dump(msg, channel, protocol=5)
+            channel.flush()
 
     def changed(result) -> dict:
         out = {}
         for name in names:
             value = getattr(result, name)
             if name == "report" or name not in sent or sent[name] is not value:
-                out[name] = value
                 sent[name] = value
+                if name == "graphs" and value:  # kept here: the app asks for the paths it shows
+                    kept["graphs"] = value
+                    value = {h: KeptGraph(h, g.n_intervals) for h, g in value.items()}
+                out[name] = value
         return out
 
     def progress(p: Progress) -> None:
@@ -166,9 +272,21 @@ def _child() -> int:
         if delay:
             time.sleep(delay)
 
+    server = threading.Thread(target=_answer_paths, args=(kept, send), name="perftriage-paths", daemon=True)
+    server.start()
     try:
         result = run_triage(paths, options, progress=progress, publish=publish)
-        send(("done", changed(result), {"peak_rss": status_bytes("VmHWM")}))
+        fields = changed(result)
+        serves = bool(kept.get("graphs"))
+        send(("done", fields, {"peak_rss": status_bytes("VmHWM"), "serves_paths": serves}))
+        if serves:  # only the graphs are kept while the app shows the requests
+            from perftriage.analysis.execgraph.store import release_freed_memory  # noqa: PLC0415
+
+            del result, fields
+            sent.clear()
+            gc.collect()
+            release_freed_memory()
+            server.join()  # until the app closes our stdin (it quit, or ran another analysis)
     except MissingDependency as exc:
         send(("error", "missing", str(exc)))
     except PerftriageError as exc:
@@ -181,6 +299,32 @@ def _child() -> int:
         traceback.print_exc()
         send(("error", "internal", f"{type(exc).__name__}: {exc}"))
     return 0
+
+
+def _answer_paths(kept: dict, send) -> None:
+    """The app's path questions, ``(key, host, tid, t0, t1)`` on stdin, answered from the kept
+    graphs, until stdin ends."""
+    finders = None
+    while True:
+        try:
+            key, host, tid, t0, t1 = pickle.load(sys.stdin.buffer)
+        except (EOFError, OSError, pickle.UnpicklingError, ValueError, TypeError):
+            return
+        try:
+            from perftriage.analysis.requests.critical_path import finders as make_finders  # noqa: PLC0415
+            from perftriage.analysis.requests.path_view import path_view  # noqa: PLC0415
+
+            graphs = kept.get("graphs") or {}
+            if host not in graphs:
+                send(("path", key, None, f"no kernel trace for host {host}"))
+                continue
+            if finders is None or finders.get(host) is None or finders[host].g is not graphs[host]:
+                finders = make_finders(graphs)
+            send(("path", key, path_view(graphs[host], tid, t0, t1, finders[host]), ""))
+        except BrokenPipeError:
+            return
+        except Exception as exc:  # noqa: BLE001 - said to the app, which shows it
+            send(("path", key, None, f"{type(exc).__name__}: {exc}"))
 
 
 if __name__ == "__main__":

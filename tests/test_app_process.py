@@ -4,6 +4,7 @@ keeps what is shown. Driven with Pilot on real inputs, as a user would."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
@@ -61,7 +62,8 @@ async def test_parts_show_as_they_come_and_the_status_keeps_moving(monkeypatch):
         assert app.running and text(app, "#status") != before  # elapsed time moves while the child waits
         await wait_for(pilot, lambda: not app.running)
         assert not text(app, "#clusters-title").startswith("analysing") and "outliers" in text(app, "#clusters-title")
-        assert app.result.analysis is not None and app.process is not None and not app.process.running
+        assert app.result.analysis is not None and app.process is not None
+        assert app.process.serves_paths  # the child keeps the graphs, for the paths the app shows
 
 
 async def test_a_part_that_comes_later_leaves_the_panes_shown_before_as_the_user_left_them(tmp_path, monkeypatch):
@@ -116,6 +118,47 @@ def live_in_group(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 out.append(int(d))
     return out
+
+
+async def test_the_graphs_stay_in_the_child_which_answers_the_paths_the_app_shows():
+    """The app never holds the execution graphs: the child keeps them after its result and
+    answers the path of the request shown, the same path as from the graphs themselves (here on
+    the two-host sample, a path that crosses to the database host); the child ends with the app."""
+    import numpy as np
+
+    from perftriage.analysis.requests.critical_path import finders
+    from perftriage.analysis.requests.path_view import path_view
+    from perftriage.analysis.triage_process import KeptGraph
+    from perftriage.tui.widgets.path_breakdown import PathBreakdown
+
+    two_hosts = ROOT / "sample_traces" / "two-hosts"
+    local = run_triage([two_hosts], Options())
+    app = PerftriageApp([str(two_hosts)])
+    async with app.run_test(size=(100, 36)) as pilot:
+        await wait_for(pilot, lambda: not app.running and app.result is not None)
+        proc = app.process
+        assert proc.serves_paths and proc.running  # done, and alive for the paths
+        assert sorted(app.result.graphs) == sorted(local.graphs)
+        assert all(isinstance(g, KeptGraph) for g in app.result.graphs.values())
+        pane = app.query_one(RequestsPane)
+        breakdown = app.query_one(PathBreakdown)
+        t = pane.table
+        crossed = 0
+        for _ in range(4):  # the highlighted request's path, then three more down the list
+            i = pane.selected_request()
+            await wait_for(pilot, lambda: breakdown.view is not None and breakdown.view.t0 == int(t.start[i]))
+            host = str(t.host[i])
+            want = path_view(local.graphs[host], int(t.tid[i]), int(t.start[i]), int(t.end[i]),
+                             finders(local.graphs)[host])
+            got = breakdown.view
+            for name in ("tid", "start", "end", "state", "via"):
+                assert np.array_equal(getattr(got.segments, name), getattr(want.segments, name)), name
+            assert got.thread_label == want.thread_label and np.array_equal(got.durations, want.durations)
+            crossed += len(got.segments.hosts) > 1
+            await pilot.press("j")
+        assert crossed  # a path that goes to the other host
+    await asyncio.sleep(0.5)
+    assert proc.proc.poll() is not None and live_in_group(proc.proc.pid) == []
 
 
 async def test_escape_cancels_and_keeps_what_is_shown(monkeypatch):

@@ -27,9 +27,11 @@ from perftriage.analysis.atomic import atomic_write
 from perftriage.analysis.errors import PerftriageError
 from perftriage.analysis.findings import render
 from perftriage.analysis.requests.features import requests_of_features
+from perftriage.analysis.requests.critical_path import finders
 from perftriage.analysis.requests.findings import unit_noun
+from perftriage.analysis.requests.path_view import PathView, path_view
 from perftriage.analysis.triage import PARTS, Options, Progress, TriageResult, run_triage
-from perftriage.analysis.triage_process import AnalysisStopped, TriageProcess, raise_error
+from perftriage.analysis.triage_process import AnalysisStopped, KeptGraph, TriageProcess, raise_error
 from perftriage.tui.panes.calltrees import CallTreesPane
 from perftriage.tui.panes.clusters import ClustersPane
 from perftriage.tui.panes.counters import CountersPane
@@ -128,6 +130,7 @@ class PerftriageApp(App):
         self._run = 0  # which analysis is current (a re-run makes the messages of the one before stale)
         self._early: TriageProcess | None = None  # started before the app draws (start_early)
         self._worker: Worker | None = None
+        self._finders: tuple = (None, {})  # (graphs, their path finders) of an analysis run here
 
     def compose(self) -> ComposeResult:
         with Vertical(id="main"):
@@ -191,8 +194,9 @@ class PerftriageApp(App):
             result.report.notes.append("the analysis was cancelled: what is shown was done before")
             return result
         finally:
-            proc.reap()
-            proc.log.close()
+            proc.reap()  # a child that keeps graphs lives on to answer path questions
+            if not proc.serves_paths:
+                proc.log.close()
         raise AnalysisStopped("the analysis ended without a result")
 
     def start_early(self, started: TriageProcess | None = None) -> TriageProcess | None:
@@ -273,6 +277,29 @@ class PerftriageApp(App):
         for proc in (self.process, self._early):
             if proc is not None:
                 proc.stop()  # the worker thread sees the end of the child's messages and returns
+
+    def on_unmount(self) -> None:
+        self.stop_analysis()  # a child that kept the graphs for the paths ends with the app
+
+    def request_path(self, host: str, tid: int, t0: int, t1: int) -> tuple[PathView | None, str]:
+        """The critical path of a request (its thread ``tid`` of ``host`` over [t0, t1]) and, when
+        there is none, why. From the analysing child, which keeps the graphs, or from graphs
+        here (an analysis run in this process). Called from a worker thread: it may wait."""
+        graphs = getattr(self.result, "graphs", None) or {}
+        g = graphs.get(host)
+        if g is None:
+            return None, "no kernel trace for this host: no critical path"
+        try:
+            if isinstance(g, KeptGraph):
+                proc = self.process
+                if proc is None:
+                    return None, "no critical path: the analysis process has ended"
+                return proc.path_view(host, tid, t0, t1), ""
+            if self._finders[0] is not graphs:  # one finder per host, crossing hosts through packets
+                self._finders = (graphs, finders(graphs))
+            return path_view(g, tid, t0, t1, self._finders[1][host]), ""
+        except PerftriageError as exc:
+            return None, f"no critical path: {exc}"
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name != "triage" or event.worker is not self._worker:
@@ -451,8 +478,8 @@ class PerftriageApp(App):
 
     def rerun(self, **changes) -> None:
         """Analyse the inputs again with other options (stopping an analysis that runs)."""
-        if self.process is not None and self.running:
-            self.process.stop()
+        if self.process is not None:
+            self.process.close()  # running, or done and keeping the graphs of the run before
         self.options = dataclasses.replace(self.options, **changes)
         self.parts, self.history, self.cancelled, self._drawn = set(), [], False, {}
         self.result, self.load_error, self._progress = None, None, None

@@ -16,8 +16,6 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from perftriage.analysis.requests.critical_path import PathFinder, finders
-from perftriage.analysis.requests.path_view import path_view
 from perftriage.analysis.requests.table import RequestTable, notable_mask
 from perftriage.analysis.requests.findings import unit_noun
 from perftriage.analysis.units import count_of, fmt_clock, fmt_duration
@@ -101,7 +99,6 @@ class RequestsPane(Pending, Vertical):
         self.notable = np.zeros(0, bool)
         self._search: np.ndarray | None = None
         self._extra: list[str] = []
-        self._finders: dict[str, PathFinder] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("no requests loaded", id="requests-title")
@@ -117,7 +114,6 @@ class RequestsPane(Pending, Vertical):
 
     def show_requests(self, table: RequestTable | None, note: str = "", result=None) -> None:
         self.result = result
-        self._finders = {}
         if table is None or len(table) == 0:
             self.table = None
             self.index = np.empty(0, np.int64)
@@ -243,25 +239,11 @@ class RequestsPane(Pending, Vertical):
         )
         self._load_path(i)
 
-    def finder(self, host: str) -> PathFinder | None:
-        graphs = getattr(self.result, "graphs", None) or {}
-        g = graphs.get(host)
-        if g is None:
-            return None
-        if host not in self._finders:  # one finder per host, crossing to the others through packets
-            self._finders = finders(graphs)
-        return self._finders.get(host)
-
     @work(thread=True, exclusive=True, group="request-path")
     def _load_path(self, i: int) -> None:
         t = self.table
-        pf = self.finder(str(t.host[i]))
-        widget = self.query_one(PathBreakdown)
-        if pf is None:
-            self.app.call_from_thread(widget.show_view, None, "no kernel trace for this host: no critical path")
-            return
-        view = path_view(pf.g, int(t.tid[i]), int(t.start[i]), int(t.end[i]), pf)
-        self.app.call_from_thread(widget.show_view, view)
+        view, why = self.app.request_path(str(t.host[i]), int(t.tid[i]), int(t.start[i]), int(t.end[i]))
+        self.app.call_from_thread(self.query_one(PathBreakdown).show_view, view, why)
 
     def selected_request(self) -> int | None:
         """Row of the highlighted request in ``self.table``."""
@@ -282,7 +264,7 @@ class RequestsPane(Pending, Vertical):
         from perftriage.tui.screens import RequestDetailScreen  # noqa: PLC0415
 
         i = int(self.index[event.row])
-        self.app.push_screen(RequestDetailScreen(self.table, i, self.finder(str(self.table.host[i]))))
+        self.app.push_screen(RequestDetailScreen(self.table, i))
 
     def action_sort(self) -> None:
         if self.table is None:

@@ -11,8 +11,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from perftriage.analysis.requests.critical_path import STATES, PathFinder
-from perftriage.analysis.requests.path_view import PathView, path_view
+from perftriage.analysis.requests.critical_path import STATES
+from perftriage.analysis.requests.path_view import PathView
 from perftriage.analysis.requests.table import RequestTable
 from perftriage.analysis.units import fmt_duration, fmt_timestamp
 from perftriage.tui.widgets.path_breakdown import PathBreakdown, state_key
@@ -51,11 +51,10 @@ class RequestDetailScreen(ModalScreen):
     RequestDetailScreen #request-segments { height: 1fr; }
     """
 
-    def __init__(self, table: RequestTable, row: int, finder: PathFinder | None = None):
+    def __init__(self, table: RequestTable, row: int):
         super().__init__()
         self.table = table
         self.row = row
-        self.finder = finder
         self.view: PathView | None = None
 
     def compose(self) -> ComposeResult:
@@ -71,20 +70,19 @@ class RequestDetailScreen(ModalScreen):
             yield Static("[dim]escape closes · j/k move in the segment list[/dim]")
 
     def on_mount(self) -> None:
-        if self.finder is None:
-            self.query_one(PathBreakdown).show_view(None, "no kernel trace for this host: no critical path")
-            return
         self._load()
 
     @work(thread=True, exclusive=True)
     def _load(self) -> None:
         t, i = self.table, self.row
-        view = path_view(self.finder.g, int(t.tid[i]), int(t.start[i]), int(t.end[i]), self.finder)
-        self.app.call_from_thread(self._show, view)
+        view, why = self.app.request_path(str(t.host[i]), int(t.tid[i]), int(t.start[i]), int(t.end[i]))
+        self.app.call_from_thread(self._show, view, why)
 
-    def _show(self, view: PathView) -> None:
+    def _show(self, view: PathView | None, why: str = "") -> None:
         self.view = view
-        self.query_one(PathBreakdown).show_view(view)
+        self.query_one(PathBreakdown).show_view(view, why)
+        if view is None:
+            return
         cols = [Column("thread", "left", 6, 24), Column("at", "right", 6, 10), Column("for", "right", 6, 10),
                 Column("state", "left", 2, 5), Column("via", "left", 4, 30, flex=True)]
         table = self.query_one("#request-segments", RowTable)
