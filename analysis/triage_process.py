@@ -15,6 +15,8 @@ pickled messages on its stdout, flushed one by one:
 - ``("done", fields, facts)``: facts = {"peak_rss": the child's peak resident memory, bytes,
   "serves_paths": whether it stays to answer path questions}
 - ``("path", key, PathView or None, error text)``: the answer to a path question
+- ``("error", kind, text)``: kind "input" (a PerftriageError: one line for the user), "missing"
+  (a missing dependency) or "internal" (a bug: the traceback's last line)
 
 The execution graphs (the largest part of a kernel trace's result, about 30 bytes per event) stay
 in the child: the app gets a ``KeptGraph`` per host instead, and asks for the critical path of the
@@ -22,8 +24,6 @@ request it shows, ``(key, host, tid, t0, t1)`` pickled on the child's stdin, ans
 the child while it analyses and after. A child with graphs lives on after its result, holding only
 the graphs, until the app closes its stdin (or dies) or stops it: the app's memory and the time to
 send the graphs are those of the report's process, not twice.
-- ``("error", kind, text)``: kind "input" (a PerftriageError: one line for the user), "missing"
-  (a missing dependency) or "internal" (a bug: the traceback's last line)
 
 Anything the child or a library prints goes to its log (a temporary file), never to the terminal
 the app draws on; the log's last line explains a child that died without a word.
@@ -31,9 +31,9 @@ the app draws on; the log's last line explains a child that died without a word.
 
 from __future__ import annotations
 
-import os
 import gc
 import itertools
+import os
 import pickle
 import queue
 import subprocess

@@ -175,6 +175,12 @@ async def test_escape_cancels_and_keeps_what_is_shown(monkeypatch):
         assert "cancelled" in text(app, "#clusters-title")
         assert any("cancelled" in n for n in app.result.report.notes)
         assert cancel_keys(app) == set()  # escape is the panes' again, and the footer no longer shows it
+        # the graphs went with the child: a request's path says why it is missing
+        from perftriage.tui.widgets.path_breakdown import PathBreakdown
+
+        await pilot.press("j")
+        breakdown = app.query_one(PathBreakdown)
+        await wait_for(pilot, lambda: breakdown.view is None and "cancelled" in breakdown.message, timeout=5)
 
 
 def cancel_keys(app) -> set[str]:

@@ -26,8 +26,8 @@ from textual.worker import Worker, WorkerState
 from perftriage.analysis.atomic import atomic_write
 from perftriage.analysis.errors import PerftriageError
 from perftriage.analysis.findings import render
-from perftriage.analysis.requests.features import requests_of_features
 from perftriage.analysis.requests.critical_path import finders
+from perftriage.analysis.requests.features import requests_of_features
 from perftriage.analysis.requests.findings import unit_noun
 from perftriage.analysis.requests.path_view import PathView, path_view
 from perftriage.analysis.triage import PARTS, Options, Progress, TriageResult, run_triage
@@ -292,6 +292,8 @@ class PerftriageApp(App):
         try:
             if isinstance(g, KeptGraph):
                 proc = self.process
+                if self.cancelled:
+                    return None, "no critical path: the analysis was cancelled (its graphs went with it)"
                 if proc is None:
                     return None, "no critical path: the analysis process has ended"
                 return proc.path_view(host, tid, t0, t1), ""
