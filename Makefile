@@ -12,7 +12,7 @@ run: setup
 
 test: setup
 	@tools/setup-system.sh --test
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 setup: system $(STAMP)
 

@@ -18,10 +18,17 @@ from fuzzing.strategies import REPORT, counters_rows, csv_bytes
 EXAMPLES = int(os.environ.get("PERFTRIAGE_FUZZ_EXAMPLES", "60"))
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=needs_bt2) if n == "ctf" else n for n in CLASS_NAMES])
-def test_no_damaged_input_ends_badly(name, tmp_path):
-    res = run_class(name, EXAMPLES, tmp_path)
-    assert res.tried >= min(EXAMPLES, 10)
+#: the slowest class (a trace read per input) drawn in halves, which make test runs side by side
+SHARDS = {"ctf": 2}
+
+
+@pytest.mark.parametrize("name,shard", [
+    pytest.param(n, k, marks=[needs_bt2] if n == "ctf" else [], id=n if SHARDS.get(n, 1) == 1 else f"{n}-{k + 1}")
+    for n in CLASS_NAMES for k in range(SHARDS.get(n, 1))])
+def test_no_damaged_input_ends_badly(name, shard, tmp_path):
+    examples = -(-EXAMPLES // SHARDS.get(name, 1))  # independent random draws: the halves add up
+    res = run_class(name, examples, tmp_path)
+    assert res.tried >= min(examples, 10)
     detail = "\n".join(f"{p}: {d} | {' '.join(a)} | {e.strip()[-400:]}" for p, (d, a, e) in res.examples.items())
     assert res.failed == 0, f"{res.failed} of {res.tried} failed:\n{detail}"
     assert len(res.exits) >= 2 or name == "bytes"  # the inputs reach past the first check, some are read
