@@ -195,6 +195,16 @@ class TriageProcess:
             self.stop()
             self.proc.wait()
 
+    def reap_later(self) -> None:
+        """``reap()`` and close the log in a thread of their own: an interpreter with scipy and
+        scikit-learn loaded takes about a second to exit, which no one should wait for."""
+        def reap_and_close():
+            self.reap()
+            if not self.serves_paths or self.stopped:
+                self.log.close()
+
+        threading.Thread(target=reap_and_close, name="perftriage-analysis-reaper", daemon=True).start()
+
     @property
     def running(self) -> bool:
         return self.proc.poll() is None

@@ -194,9 +194,7 @@ class PerftriageApp(App):
             result.report.notes.append("the analysis was cancelled: what is shown was done before")
             return result
         finally:
-            proc.reap()  # a child that keeps graphs lives on to answer path questions
-            if not proc.serves_paths:
-                proc.log.close()
+            proc.reap_later()  # its exit takes a second; one that keeps graphs lives on for the paths
         raise AnalysisStopped("the analysis ended without a result")
 
     def start_early(self, started: TriageProcess | None = None) -> TriageProcess | None:
@@ -595,8 +593,11 @@ class PerftriageApp(App):
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """The table of the pane shown takes the keys."""
         pane = event.pane
-        if pane.id != self.query_one("#tabs", TabbedContent).active:
-            return  # a late event of a tab already left: focusing into it would switch back
+        tabs = self.query("#tabs")
+        if not tabs or pane.id != tabs.first(TabbedContent).active:
+            # a late event: of a tab already left (focusing into it would switch back), or of
+            # an app that is closing (the analysis ended as the user quit)
+            return
         tables = pane.query(RowTable)
         if tables:
             tables.first().focus()
