@@ -4,6 +4,7 @@ browser's history; enter shown in the footer only where it opens something. Pilo
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import numpy as np
@@ -423,4 +424,7 @@ async def test_plots_grow_with_the_terminal_and_keep_their_legend_in_view():
             assert legend, f"at {width}x{height} the legend is not on the screen"
             # the whole chart is on the screen, its x axis too (the table above gives up rows at 80x24)
             assert rows[height] >= 4 and any("└" in ln for ln in lines)
+            # its x axis in the table's 'since' words (time since the start), not point numbers
+            axis = [ln for ln in lines if "+0:00" in ln]
+            assert axis and re.search(r"\+\d+:\d\d:\d\d", axis[0]), f"at {width}x{height}: no time axis"
     assert rows[44] >= rows[30] + 10

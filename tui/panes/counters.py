@@ -199,7 +199,8 @@ class CountersPane(ViewPane):
             # a title longer than the chart is dropped: with a mark, the mark takes the words
             out.update(line_series(x, series, width, height,
                                    f"{name}: {mark_text}" if mark_text else
-                                   f"{name} over time (points every {cs.interval:g} s): fleet median, q05-q95 band"))
+                                   f"{name} over time (points every {cs.interval:g} s): fleet median, q05-q95 band",
+                                   xticks=_time_ticks(cs, width)))
         elif view == "detail":
             out.update(_with_mark(_heatmap(cs, c, s, width, height), cs, marked, mark_text,
                                   _heatmap_columns(cs, width)))
@@ -284,6 +285,14 @@ def _bins(x: np.ndarray, n: int) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing bin is NaN, drawn as '?'
         return np.stack([np.nanmean(x[:, a:b], axis=1) for a, b in zip(edges[:-1], edges[1:])], axis=1)
+
+
+def _time_ticks(cs, width: int) -> tuple[list[int], list[str]]:
+    """Ticks of a chart over the grid's points, labelled as the table's 'since' column is (time
+    since the start: +0:00, +5:58:20), one every 16 columns or so."""
+    n = max(2, min(cs.n_points, width // 16 + 1))
+    at = sorted({int(round(k)) for k in np.linspace(0, cs.n_points - 1, n)})
+    return at, [cs.time_label(k) for k in at]
 
 
 def _heatmap(cs, c: int, s: int | None, width: int, height: int) -> Text:

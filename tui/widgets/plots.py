@@ -91,12 +91,16 @@ def line(x: list[float], y: list[float], width: int, height: int, title: str = "
         return _finish()
 
 
-def line_series(x: list[float], series: dict[str, list[float]], width: int, height: int, title: str = "") -> Text:
-    """Several lines on shared axes (nan points skipped)."""
+def line_series(x: list[float], series: dict[str, list[float]], width: int, height: int, title: str = "",
+                xticks: tuple[list[float], list[str]] | None = None) -> Text:
+    """Several lines on shared axes (nan points skipped); ``xticks``: (positions, labels) of the
+    x axis instead of plotext's numbers (times, for a chart over time)."""
     import math  # noqa: PLC0415
 
     with _LOCK:
         _start(width, height, title)
+        if xticks is not None:
+            plt.xticks(list(xticks[0]), list(xticks[1]))
         legend = []
         for i, (name, y) in enumerate(series.items()):
             pts = [(a, b) for a, b in zip(x, y) if b is not None and not math.isnan(b)]
