@@ -501,3 +501,17 @@ def test_a_metric_one_thread_never_reports_raises_no_warning():
         warnings.simplefilter("error")
         scores = departure_scores(groups, ThreadParams())
     assert len(scores) == 4 and scores[0] is not None
+
+
+def test_a_spread_reads_as_steadier_constant_or_varying_more_in_the_metrics_units():
+    from perftriage.analysis.threads.deviation import explain
+
+    # five abstractions, two metrics: #0 is steady on CPU and constant on Handles, #1 varies more
+    means = np.array([[50.0, 3.0], [50.0, 3.0], [50.5, 3.1], [49.5, 2.9], [50.2, 3.0]])
+    stds = np.array([[0.1, 0.0], [20.0, 0.5], [5.0, 0.5], [5.2, 0.45], [4.8, 0.55]])
+    units = {"CPU": "%", "Handles": "open files"}
+    steady = dict(explain([0], [2, 3, 4], means, stds, ["CPU", "Handles"], units))
+    assert steady["CPU"] == ["steadier: std 0.1% against 5% for the others (50x less)"]
+    assert steady["Handles"] == ["constant, where the others vary (std 0.5 open files)"]
+    wild = dict(explain([1], [2, 3, 4], means, stds, ["CPU", "Handles"], units))
+    assert wild["CPU"] == ["varies more: std 20% against 5% for the others (4.0x)"]

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from perftriage.analysis.stats import median_above
-from perftriage.analysis.units import fmt_clock, fmt_duration
+from perftriage.analysis.units import fmt_clock, fmt_duration, fmt_ratio
 
 from .covariance import covariances, fm_matrix, scale_of
 from .pvclust import SCALES, BootstrapResult, block_moments, multiscale_bootstrap
@@ -632,10 +632,16 @@ def explain(items: list[int], majority: list[int], means, stds, metrics, units: 
             parts.append(f"mean {_num(mine_mean[j])}{u} against {_num(m_mean[j])}{u} for the others "
                          + (f"({zmean[j]:+.1f} sd)" if real else "(who hardly differ from one another)"))
         if (ratio[j] >= 1.5 or ratio[j] <= 1 / 1.5) and m_std[j] >= 0.01 * max(span[j], 1e-9):
-            times = f"{ratio[j]:.1f}x" if ratio[j] >= 1 else f"1/{1 / max(ratio[j], 1e-3):.0f}"
-            parts.append(f"varies by {_num(mine_std[j])}{u} (std) against {_num(m_std[j])}{u} ({times})")
+            if ratio[j] >= 1:
+                parts.append(f"varies more: std {_num(mine_std[j])}{u} against {_num(m_std[j])}{u} for the others "
+                             f"({fmt_ratio(ratio[j])})")
+            elif mine_std[j] > 0:
+                parts.append(f"steadier: std {_num(mine_std[j])}{u} against {_num(m_std[j])}{u} for the others "
+                             f"({fmt_ratio(1 / ratio[j])} less)")
+            else:
+                parts.append(f"constant, where the others vary (std {_num(m_std[j])}{u})")
         elif ratio[j] >= 1.5 and mine_std[j] > 0:
-            parts.append(f"varies by {_num(mine_std[j])}{u} (std) where the others hardly vary")
+            parts.append(f"varies (std {_num(mine_std[j])}{u}) where the others hardly vary")
         if parts:
             out.append((metrics[j], parts))
     return out
