@@ -135,6 +135,7 @@ def run_case(case: Case, base: Path, memory_mib: int = 2048) -> Outcome:
     before_in = _tree(inp)
     before_work = _tree(work)
     err_path = base / "stderr"
+    err_path.write_bytes(b"")  # a child killed before it opened its stderr (a hang at once) wrote nothing
     r = _server().run(argv, work, base, case.timeout_s, memory_mib)
     code, sig, timed_out = r["exit"], r["signal"], r["timed_out"]
     elapsed, peak, rss_at_fork = r["elapsed_s"], r["peak_mib"], r["rss_at_fork_mib"]
