@@ -271,6 +271,18 @@ async def test_counters_pane_views_and_correlations():
         pane = app.query_one(CountersPane)
         table = app.query_one("#co-table", RowTable)
         assert table.source.cells(0)[1] == "silo-07"
+        # 'since' is each counter's own onset: silo-07's GC time rose after its latency did
+        from perftriage.analysis.counters.comparative import server_onset
+
+        cs = pane.ca.cs
+        since = {}
+        for row in range(8):
+            cells = table.source.cells(row)
+            if cells[1] == "silo-07":
+                o = server_onset(cs, cs.servers.index("silo-07"), cs.counters.index(cells[2]))
+                assert cells[4] == (cs.time_label(o.index) if o is not None else "")
+                since[cells[2]] = cells[4]
+        assert since["Runtime.GC.PercentOfTimeInGC"] != since["Requests.Latency.P50ms"]
         await pilot.pause(0.2)
         assert "max&#160;per&#160;server" in app.export_screenshot() or "max per server" in app.export_screenshot()
         table.focus()

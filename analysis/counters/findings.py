@@ -43,8 +43,9 @@ class CounterParams:
 class ServerDeviation:
     server: int
     counters: list[tuple[int, float]]  # (counter, X), highest first
-    onset: Onset | None
+    onset: Onset | None  # when the server began to deviate (the consensus of its counters' onsets)
     onset_counter: int | None
+    counter_onsets: dict[int, Onset | None] = field(default_factory=dict)  # each counter's own
 
 
 @dataclass
@@ -111,7 +112,7 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
         cx = cx[: p.top]
         onsets = [(c, server_onset(cs, s, c)) for c, _ in cx]
         o, oc = _consensus(onsets, p.min_gain)
-        servers.append(ServerDeviation(s, cx, o, oc))
+        servers.append(ServerDeviation(s, cx, o, oc, dict(onsets)))
     # the fleet over time: counters whose median at some time points moves far from the usual
     by_time = [(c, x, n) for c, x, n in cp.counters_by_time(p.time_x) if x >= p.time_x and n >= 3]
     fleet = None

@@ -69,7 +69,8 @@ class CountersPane(ViewPane):
             return
         cs, cp, p = ca.cs, ca.comparative, ca.params
         rows, styles, items = [], [], []
-        onset_of = {(sd.server, c): sd.onset for sd in ca.servers for c, _ in sd.counters}
+        # each counter's own onset: a server's GC time may rise hours after its latency did
+        onset_of = {(sd.server, c): o for sd in ca.servers for c, o in sd.counter_onsets.items()}
         for s, c, x in cp.top_servers(40):
             o = onset_of.get((s, c))
             rows.append([str(len(rows) + 1), cs.servers[s], cs.counters[c], f"{x:.2f}",
