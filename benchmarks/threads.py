@@ -71,5 +71,31 @@ def run(quick: bool = False) -> None:
     row("every wave (more than the walk): distances + clustering + bootstrap + ranking", f"{core:.2f} s",
         f"{'under' if core < 20 else 'over'} 20 s (the target is the walk's, above); wall with windows and covariances "
         f"{wall_top + wall_threads:.1f} s")
+    distance_kernels(quick)
     row("  why", "", f"one {threads}-thread bootstrap: {threads * (threads - 1) // 2} distances (5x5 generalized "
         f"eigenvalues) x {params.replicates * 10:,} replicates, in {os.cpu_count()} worker processes")
+
+
+def distance_kernels(quick: bool = False) -> None:
+    """The bootstrap's distances per batch of 50 replicates, by the way :func:`fm_condensed`
+    picks for the shape against the component-wise series always, side by side: a few threads
+    of many metrics (a wide CSV) made the series 6x slower than LAPACK."""
+    import numpy as np  # noqa: PLC0415
+
+    from perftriage.analysis.threads.covariance import fm_condensed, fm_condensed_fast  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    for k, p in ((4, 21), (4, 5), (12, 5), (40, 5), (12, 12)):
+        base = rng.normal(size=(p, p))
+        X = rng.normal(size=(50, k, 30 * p, p)) @ base
+        cov = np.swapaxes(X, -1, -2) @ X / (30 * p)
+        times = []
+        for f in (fm_condensed, fm_condensed_fast):
+            best = float("inf")
+            for _ in range(2 if quick else 5):
+                t0 = time.perf_counter()
+                f(cov)
+                best = min(best, time.perf_counter() - t0)
+            times.append(best)
+        row(f"  distances of 50 replicates, {k} threads x {p} metrics", f"{times[0] * 1e3:.1f} ms",
+            f"series always {times[1] * 1e3:.1f} ms: {times[1] / times[0]:.2f}x")

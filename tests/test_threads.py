@@ -373,6 +373,45 @@ def test_fast_fm_distances_match_the_exact_ones():
     assert np.max(np.abs(got - ref) / ref) < 1e-3
 
 
+def test_fm_distances_of_many_metrics_and_few_threads_equal_the_exact_ones():
+    # the bootstrap's batches on both sides of the choice between the component-wise series and
+    # LAPACK (few threads of many metrics: LAPACK; many threads of few metrics: the series)
+    from perftriage.analysis.threads.covariance import fm_condensed, fm_pairs
+
+    rng = np.random.default_rng(5)
+    for B, k, p in ((50, 4, 21), (50, 12, 5), (3, 3, 2)):
+        base = rng.normal(size=(p, p))
+        X = rng.normal(size=(B, k, 20 * p, p)) @ base
+        cov = np.swapaxes(X, -1, -2) @ X / (20 * p)
+        i, j = np.triu_indices(k, 1)
+        ref = np.stack([fm_pairs(c, i, j) for c in cov])
+        got = fm_condensed(cov)
+        assert got.shape == ref.shape == (B, len(i))
+        assert np.max(np.abs(got - ref) / ref) < 1e-3
+
+
+def test_bootstrap_block_sums_keep_the_covariance_of_metrics_far_above_their_spread():
+    # a timestamp-like metric (1e9 moving by ~1) and a byte count: rebuilt from the block sums
+    # the bootstrap resamples, each thread's covariance must equal numpy's of its samples
+    # (raw sums lost it to cancellation: eigenvalues of -1e15 x the trace, 15x slower bootstraps)
+    from perftriage.analysis.threads.covariance import cov_from_moments
+    from perftriage.analysis.threads.pvclust import block_moments
+
+    rng = np.random.default_rng(6)
+    groups = []
+    for _ in range(3):
+        x = rng.normal(size=(40, 3)) @ rng.normal(size=(3, 3))
+        x[:, 0] += 1.7e9
+        x[:, 1] = x[:, 1] * 1e3 + 4e12
+        groups.append([x[:25], x[25:]])
+    scale = np.array([1.0, 1e3, 1.0])
+    n, s1, s2 = block_moments(groups, scale, blocks=10)
+    got = cov_from_moments(n.sum(axis=1), s1.sum(axis=1), s2.sum(axis=1))
+    for g, c in zip(groups, got):
+        ref = np.cov(np.concatenate(g) / scale, rowvar=False)
+        assert np.allclose(c, ref, rtol=1e-6, atol=1e-9 * np.abs(ref).max())
+
+
 def test_fast_fm_distances_of_nearly_equal_matrices_keep_their_relative_accuracy():
     # bootstrap replicates of similar threads: distances of 1e-4; the series must keep them to
     # 1e-6 relative (checked against LAPACK's generalized eigenvalues, pair by pair)

@@ -4,7 +4,7 @@ section IV.C).
 d(A, B) = sqrt(sum_i ln^2 lambda_i), lambda_i the generalized eigenvalues of (B, A): symmetric,
 and invariant to a change of units of the metrics. Computed for many pairs at once: with
 A = L L' (Cholesky), the lambda_i are the eigenvalues of L^-1 B L^-T, one batched ``eigvalsh``;
-the bootstrap's millions of small problems go through :func:`fm_condensed_fast`.
+the bootstrap's millions of small problems go through :func:`fm_condensed`.
 
 Singular matrices (a metric constant within an abstraction, or two metrics proportional) are
 regularised: eps * I is added with eps = ``ridge`` x the mean variance of the matrix (the metrics
@@ -138,6 +138,27 @@ def fm_matrix(cov: np.ndarray) -> np.ndarray:
         d[j, i] = v
     return d
 
+
+def fm_condensed(cov: np.ndarray) -> np.ndarray:
+    """Condensed distance vectors for a batch of abstraction sets, cov (B, k, p, p) -> (B, k(k-1)/2),
+    by whichever of the two ways is faster for the batch's shape. The component-wise
+    :func:`fm_condensed_fast` pays a Python-level cost of order p^3 per call whatever the number
+    of problems: it wins only when there are many (B k(k-1)/2) for the matrix size. Measured on
+    this machine (near matrices, one BLAS thread): even with LAPACK from 500 problems at p = 4,
+    1,400 at p = 8 and 10, 3,000 at p = 12; at p = 21 LAPACK is faster at every size (5x on
+    the bootstrap batches of 4 threads of 21 metrics: ``python -m benchmarks threads``)."""
+    B, k, p, _ = cov.shape
+    problems = B * (k * (k - 1) // 2)
+    if p <= FAST_MAX_METRICS and problems >= FAST_MIN_PROBLEMS_PER_P2 * p * p:
+        return fm_condensed_fast(cov)
+    i, j = np.triu_indices(k, 1)
+    base = (np.arange(B) * k)[:, None]
+    flat = cov.reshape(B * k, p, p)
+    return fm_pairs(flat, (base + i).ravel(), (base + j).ravel()).reshape(B, len(i))
+
+
+FAST_MAX_METRICS = 12
+FAST_MIN_PROBLEMS_PER_P2 = 20
 
 NEAR = 0.6  # spectral radius of Y (|y| = |lambda - 1| / (lambda + 1)) up to which the series is used
 # artanh^2(y) = sum_n a_n y^2n: a_n = sum over a + b = n - 1 of 1 / ((2a + 1)(2b + 1))

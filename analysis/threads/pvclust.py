@@ -30,7 +30,7 @@ import numpy as np
 
 from perftriage.analysis.stats import norm_cdf, norm_pdf, norm_ppf
 
-from .covariance import cov_from_moments, fm_condensed_fast
+from .covariance import cov_from_moments, fm_condensed
 
 SCALES = tuple(round(0.5 + 0.1 * i, 1) for i in range(10))
 
@@ -47,15 +47,23 @@ class BootstrapResult:
 
 def block_moments(groups: list[list[np.ndarray]], scale: np.ndarray, blocks: int):
     """Per abstraction and block: sample count, sum and sum of outer products of the scaled
-    metrics. ``groups``: per abstraction, the sample arrays of its members (each in time order)."""
+    metrics. ``groups``: per abstraction, the sample arrays of its members (each in time order).
+
+    Each abstraction's samples are first centred on their own mean (a shift within an
+    abstraction leaves every covariance rebuilt from its blocks unchanged): sums of raw values
+    lose the covariance to cancellation when a metric's level is far above its spread (a
+    timestamp, a byte count of 1e9 that moves by 1e3), and the bootstrap then clustered
+    matrices with eigenvalues of -1e15 x their trace."""
     k, p = len(groups), len(scale)
     n = np.zeros((k, blocks))
     s1 = np.zeros((k, blocks, p))
     s2 = np.zeros((k, blocks, p, p))
     for a, members in enumerate(groups):
-        for x in members:
-            z = x / scale
-            z = z[~np.isnan(z).any(axis=1)]
+        valid = [z[~np.isnan(z).any(axis=1)] for z in (x / scale for x in members)]
+        count = sum(len(z) for z in valid)
+        centre = sum(z.sum(axis=0) for z in valid) / count if count else np.zeros(p)
+        for z in valid:
+            z = z - centre
             m = len(z)
             if m == 0:
                 continue
@@ -96,7 +104,7 @@ def _scale_counts(args) -> np.ndarray:
         S1 = (C @ flat_s1).reshape(m, k, p)
         S2 = (C @ flat_s2).reshape(m, k, p, p)
         cov = cov_from_moments(N, S1, S2) + ridge_eps[None, :, None, None] * eye
-        d = fm_condensed_fast(cov)
+        d = fm_condensed(cov)
         for row in d:
             for mask in clusters_of(linkage(row, method="ward"), k):
                 i = target.get(mask)
