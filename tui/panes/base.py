@@ -100,19 +100,23 @@ class ViewPane(Pending, Vertical):
         self.view = (self.view + 1) % len(self.VIEWS)
         self.render_view()
 
-    #: the rows the table above the view shows at most (its CSS max-height); on a short terminal it
-    #: gives up rows, down to TABLE_MIN, so that the view keeps VIEW_MIN lines: a chart's 8 rows
-    #: and its legend on screen at 80x24, not below the fold
-    TABLE_ROWS = 12
+    #: on a short terminal the table above the view gives up rows, from its CSS max-height down
+    #: to TABLE_MIN, so that the view keeps VIEW_MIN lines: a chart's 8 rows and its legend on
+    #: screen at 80x24, not below the fold
     TABLE_MIN = 4
     VIEW_MIN = 10
+    _table_rows: int | None = None  # the table's CSS max-height, read before it is overridden
 
     def on_resize(self, event) -> None:
         tables = self.query(RowTable)
         if tables and event.size.height:
+            table = tables.first()
+            if self._table_rows is None:
+                css = table.styles.max_height
+                self._table_rows = int(css.value) if css is not None else 12
             # the pane's own lines: its title and the view's title
             room = event.size.height - 2 - self.VIEW_MIN
-            tables.first().styles.max_height = max(self.TABLE_MIN, min(self.TABLE_ROWS, room))
+            table.styles.max_height = max(self.TABLE_MIN, min(self._table_rows, room))
         self.render_view()
 
     def render_view(self) -> None:  # subclasses draw the highlighted row's view

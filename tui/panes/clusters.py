@@ -35,7 +35,6 @@ class ClustersPane(ViewPane):
     TITLE_ID, IDLE, TABLE_ID, EMPTY = "#clusters-title", IDLE, "#clusters-table", "no clusters"
 
     VIEWS = VIEWS
-    TABLE_ROWS = 9
     DEFAULT_CSS = """
     ClustersPane #clusters-title { height: 1; color: $text-muted; }
     ClustersPane #clusters-table { height: auto; max-height: 9; }
