@@ -136,9 +136,7 @@ def run_case(case: Case, base: Path, memory_mib: int = 2048) -> Outcome:
     before_work = _tree(work)
     err_path = base / "stderr"
     err_path.write_bytes(b"")  # a child killed before it opened its stderr (a hang at once) wrote nothing
-    # PERFTRIAGE_FUZZ_TIME_FACTOR: processes sharing the cores (make test's workers) stretch a run
-    limit = case.timeout_s * max(1.0, float(os.environ.get("PERFTRIAGE_FUZZ_TIME_FACTOR", "1") or 1))
-    r = _server().run(argv, work, base, limit, memory_mib)
+    r = _server().run(argv, work, base, case.timeout_s, memory_mib)
     code, sig, timed_out = r["exit"], r["signal"], r["timed_out"]
     elapsed, peak, rss_at_fork = r["elapsed_s"], r["peak_mib"], r["rss_at_fork_mib"]
     err = err_path.read_text("utf-8", "replace")
@@ -146,7 +144,7 @@ def run_case(case: Case, base: Path, memory_mib: int = 2048) -> Outcome:
     if sig is not None and not timed_out:
         problems.append(f"killed by {sig}")
     if timed_out:
-        problems.append(f"hang: still running after {limit:.0f} s")
+        problems.append(f"hang: still running after {case.timeout_s:.0f} s")
     if code is not None and code not in ALLOWED_EXITS:
         problems.append(f"exit {code}" + (" (internal error)" if code == 1 else ""))
     if "Traceback (most recent call last)" in err:

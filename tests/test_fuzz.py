@@ -16,9 +16,6 @@ from fuzzing.harness import SENTINEL, Case, run_case
 from fuzzing.strategies import REPORT, counters_rows, csv_bytes
 
 EXAMPLES = int(os.environ.get("PERFTRIAGE_FUZZ_EXAMPLES", "60"))
-# under make test's workers (pytest-xdist) the cores are shared: a run's time limit stretches by
-# their number (a thread analysis of a 40-row CSV took 30 s alone and over 60 s beside a worker)
-os.environ.setdefault("PERFTRIAGE_FUZZ_TIME_FACTOR", os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 
 
 #: the slowest class (a trace read per input) drawn in halves, which make test runs side by side
