@@ -314,23 +314,19 @@ def _child() -> int:
 def _answer_paths(kept: dict, send) -> None:
     """The app's path questions, ``(key, host, tid, t0, t1)`` on stdin, answered from the kept
     graphs, until stdin ends."""
-    finders = None
+    source = None
     while True:
         try:
             key, host, tid, t0, t1 = pickle.load(sys.stdin.buffer)
         except (EOFError, OSError, pickle.UnpicklingError, ValueError, TypeError):
             return
         try:
-            from perftriage.analysis.requests.critical_path import finders as make_finders  # noqa: PLC0415
-            from perftriage.analysis.requests.path_view import path_view  # noqa: PLC0415
+            from perftriage.analysis.requests.path_view import PathSource  # noqa: PLC0415
 
             graphs = kept.get("graphs") or {}
-            if host not in graphs:
-                send(("path", key, None, f"no kernel trace for host {host}"))
-                continue
-            if finders is None or finders.get(host) is None or finders[host].g is not graphs[host]:
-                finders = make_finders(graphs)
-            send(("path", key, path_view(graphs[host], tid, t0, t1, finders[host]), ""))
+            if source is None or source.graphs is not graphs:
+                source = PathSource(graphs)
+            send(("path", key, *source.path(host, tid, t0, t1)))
         except BrokenPipeError:
             return
         except Exception as exc:  # noqa: BLE001 - said to the app, which shows it

@@ -127,12 +127,14 @@ async def test_the_graphs_stay_in_the_child_which_answers_the_paths_the_app_show
     import numpy as np
 
     from perftriage.analysis.requests.critical_path import finders
-    from perftriage.analysis.requests.path_view import path_view
+    from perftriage.analysis.requests.path_view import PathSource, path_view
     from perftriage.analysis.triage_process import KeptGraph
     from perftriage.tui.widgets.path_breakdown import PathBreakdown
 
     two_hosts = ROOT / "sample_traces" / "two-hosts"
     local = run_triage([two_hosts], Options())
+    source = PathSource(local.graphs)
+    assert source.path("no-such-host", 1, 0, 1) == (None, "no kernel trace for host no-such-host: no critical path")
     app = PerftriageApp([str(two_hosts)])
     async with app.run_test(size=(100, 36)) as pilot:
         await wait_for(pilot, lambda: not app.running and app.result is not None)
@@ -151,8 +153,11 @@ async def test_the_graphs_stay_in_the_child_which_answers_the_paths_the_app_show
             want = path_view(local.graphs[host], int(t.tid[i]), int(t.start[i]), int(t.end[i]),
                              finders(local.graphs)[host])
             got = breakdown.view
+            here, why = source.path(host, int(t.tid[i]), int(t.start[i]), int(t.end[i]))  # as the app walks its own
+            assert why == ""
             for name in ("tid", "start", "end", "state", "via"):
                 assert np.array_equal(getattr(got.segments, name), getattr(want.segments, name)), name
+                assert np.array_equal(getattr(here.segments, name), getattr(want.segments, name)), name
             assert got.thread_label == want.thread_label and np.array_equal(got.durations, want.durations)
             crossed += len(got.segments.hosts) > 1
             await pilot.press("j")

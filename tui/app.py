@@ -26,10 +26,9 @@ from textual.worker import Worker, WorkerState
 from perftriage.analysis.atomic import atomic_write
 from perftriage.analysis.errors import PerftriageError
 from perftriage.analysis.findings import render
-from perftriage.analysis.requests.critical_path import finders
 from perftriage.analysis.requests.features import requests_of_features
 from perftriage.analysis.requests.findings import unit_noun
-from perftriage.analysis.requests.path_view import PathView, path_view
+from perftriage.analysis.requests.path_view import PathSource, PathView
 from perftriage.analysis.triage import PARTS, Options, Progress, TriageResult, run_triage
 from perftriage.analysis.triage_process import AnalysisStopped, KeptGraph, TriageProcess, raise_error
 from perftriage.tui.panes.calltrees import CallTreesPane
@@ -130,7 +129,7 @@ class PerftriageApp(App):
         self._run = 0  # which analysis is current (a re-run makes the messages of the one before stale)
         self._early: TriageProcess | None = None  # started before the app draws (start_early)
         self._worker: Worker | None = None
-        self._finders: tuple = (None, {})  # (graphs, their path finders) of an analysis run here
+        self._paths: PathSource | None = None  # the paths of an analysis run in this process
 
     def compose(self) -> ComposeResult:
         with Vertical(id="main"):
@@ -295,9 +294,9 @@ class PerftriageApp(App):
                 if proc is None:
                     return None, "no critical path: the analysis process has ended"
                 return proc.path_view(host, tid, t0, t1), ""
-            if self._finders[0] is not graphs:  # one finder per host, crossing hosts through packets
-                self._finders = (graphs, finders(graphs))
-            return path_view(g, tid, t0, t1, self._finders[1][host]), ""
+            if self._paths is None or self._paths.graphs is not graphs:
+                self._paths = PathSource(graphs)
+            return self._paths.path(host, tid, t0, t1)
         except PerftriageError as exc:
             return None, f"no critical path: {exc}"
 

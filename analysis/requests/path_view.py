@@ -9,7 +9,7 @@ import numpy as np
 
 from perftriage.analysis.execgraph.graph import ExecGraph
 
-from .critical_path import NSTATES, STATES, PathFinder, Segments
+from .critical_path import NSTATES, STATES, PathFinder, Segments, finders
 
 #: one character per state in text timelines: running in lower case, waits in upper case
 STATE_CHAR = {"RU": "u", "RS": "s", "BP": "p", "BD": "D", "BN": "N", "BS": "T", "BI": "I", "BF": "F", "BT": "?"}
@@ -106,3 +106,22 @@ def path_view(g: ExecGraph, tid: int, t0: int, t1: int, finder: PathFinder | Non
         gx = graphs.get(host, g)
         labels[(h, t)] = f"{gx.comm(t)} {t}" if h == 0 else f"{host}: {gx.comm(t)} {t}"
     return PathView(t0, t1, seg, order, labels, seg.durations())
+
+
+class PathSource:
+    """Request paths over the graphs of one analysis (host -> ExecGraph), one finder per host
+    built at the first question and shared by the next ones (their lookups are the cost): what
+    the analysing child answers the app from, and the app itself when it ran the analysis."""
+
+    def __init__(self, graphs: dict[str, ExecGraph]):
+        self.graphs = graphs
+        self._finders: dict[str, PathFinder] | None = None
+
+    def path(self, host: str, tid: int, t0: int, t1: int) -> tuple[PathView | None, str]:
+        """The path of ``tid`` of ``host`` over [t0, t1], or None and why there is none."""
+        g = self.graphs.get(host)
+        if g is None:
+            return None, f"no kernel trace for host {host}: no critical path"
+        if self._finders is None:  # paths cross hosts through packets: all hosts' finders at once
+            self._finders = finders(self.graphs)
+        return path_view(g, tid, t0, t1, self._finders[host]), ""
