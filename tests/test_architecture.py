@@ -156,3 +156,19 @@ def test_cli_report_path_does_not_import_textual():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_app_draws_its_first_screen_without_the_heavy_modules():
+    # what the app's process imports before its first screen: the analyses' libraries (in the
+    # analysing child) and the ones only a chart or a finding's text needs come later, if ever
+    code = (
+        "import sys\n"
+        "import perftriage.tui.app\n"
+        "from perftriage.cli.options import triage_options\n"
+        "from perftriage.cli.main import build_parser\n"
+        "triage_options(build_parser().parse_args(['open', 'sample_traces/webserver']))\n"
+        "heavy = ('sklearn', 'scipy', 'plotext', 'markdown_it', 'bt2')\n"
+        "print(','.join(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy})))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "", f"imported before the first screen: {out.stdout.strip()}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.markdown import Markdown
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
@@ -55,6 +54,8 @@ class FindingsPane(Pending, Vertical):
         if not self.findings:
             detail.update("")
             return
+        from rich.markdown import Markdown  # noqa: PLC0415 (markdown-it: 55 ms of the app's start otherwise)
+
         detail.update(Markdown(finding_markdown(self.findings[row], row + 1)))
 
     class Open(Message):

@@ -7,8 +7,20 @@ from __future__ import annotations
 import os
 import threading
 
-import plotext as plt
 from rich.text import Text
+
+
+class _Plotext:
+    """plotext, imported at the first chart: not among the imports before the app's first
+    screen (36 ms of them)."""
+
+    def __getattr__(self, name: str):
+        import plotext  # noqa: PLC0415
+
+        return getattr(plotext, name)
+
+
+plt = _Plotext()
 
 _LOCK = threading.Lock()
 SERIES_COLORS = ["blue", "red", "green", "orange", "magenta", "cyan", "yellow", "gray", "white", "violet"]
