@@ -227,3 +227,15 @@ def test_jobs_one_and_two_give_the_same_report():
     assert reports[0] == reports[1] and len(reports[0]) > 50
     r = cli("report", "--jobs", 0, ROOT / "sample_traces" / "webserver")
     assert r.returncode == 2 and "--jobs" in r.stderr
+
+
+def test_report_writes_to_a_text_stream_with_no_bytes_under_it():
+    # main() called from Python with stdout redirected to a StringIO (a notebook, a benchmark):
+    # the report is written there in full, not lost to "object has no attribute 'buffer'"
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = main(["report", "-q", str(ROOT / "sample_traces" / "microservices")])
+    assert code == 0
+    assert out.getvalue().startswith("# perftriage findings") and "## Findings" in out.getvalue()

@@ -51,6 +51,8 @@ def run(args) -> int:
         atomic_write(args.output, text, protect=[str(p) for p in result.inputs.ctf])
         n = len(result.report.findings)
         print(f"wrote {args.output} ({n} finding{'' if n == 1 else 's'})", file=sys.stderr)
+    elif getattr(sys.stdout, "buffer", None) is None:  # a text stream with no bytes under it (embedded, redirected)
+        sys.stdout.write(text)
     else:  # UTF-8 whatever the locale says (LANG=C, a strict PYTHONIOENCODING): the bytes, not the codec
         sys.stdout.flush()
         sys.stdout.buffer.write(text.encode("utf-8"))
