@@ -21,7 +21,7 @@ def progress(p):
         if cur[0] is not None:
             stages[cur[0]] = stages.get(cur[0], 0.0) + now - cur[1]
         cur[0], cur[1] = p.stage, now
-res = run_triage([{path!r}], Options(jobs={jobs}), progress=progress)
+res = run_triage([{path!r}], Options(jobs={jobs}, keep_graphs=False), progress=progress)  # as perftriage report
 now = time.perf_counter()
 if cur[0] is not None:
     stages[cur[0]] = stages.get(cur[0], 0.0) + now - cur[1]

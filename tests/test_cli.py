@@ -239,3 +239,25 @@ def test_report_writes_to_a_text_stream_with_no_bytes_under_it():
         code = main(["report", "-q", str(ROOT / "sample_traces" / "microservices")])
     assert code == 0
     assert out.getvalue().startswith("# perftriage findings") and "## Findings" in out.getvalue()
+
+
+@needs_bt2
+@pytest.mark.parametrize("thread_metrics", [None, True])
+def test_the_report_lets_the_graphs_go_and_finds_the_same(thread_metrics):
+    # perftriage report drops the execution graphs once the last analysis that reads them is
+    # done (the outliers' peak then holds them no more): the same report as keeping them, the
+    # thread walk over the graphs included
+    import re
+
+    from perftriage.analysis.findings import render
+    from perftriage.analysis.threads.deviation import ThreadParams
+    from perftriage.analysis.triage import Options, run_triage
+
+    texts = []
+    for keep in (True, False):
+        r = run_triage([ROOT / "sample_traces" / "webserver"], Options(keep_graphs=keep, thread_metrics=thread_metrics,
+                                                                        threads=ThreadParams(replicates=50)))
+        assert bool(r.graphs) == keep
+        texts.append(re.sub(r"Generated \S+", "", render(r.report, "md")))
+    assert texts[0] == texts[1]
+    assert ("Thread pools" in texts[0]) == bool(thread_metrics)

@@ -43,7 +43,9 @@ def run(args) -> int:
     if fmt is None:
         fmt = "json" if args.output and args.output.lower().endswith(".json") else "md"
     progress = None if args.quiet else stderr_progress()
-    result = run_triage(args.paths, triage_options(args), progress=progress)
+    options = triage_options(args)
+    options.keep_graphs = False  # no path is walked after the report: its biggest tables go early
+    result = run_triage(args.paths, options, progress=progress)
     if progress is not None:
         sys.stderr.write("\r" + " " * 79 + "\r")
     text = render(result.report, fmt)
