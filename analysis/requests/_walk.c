@@ -22,17 +22,17 @@ enum { FOLLOW = -1, FOLLOW_NET = -2, FOLLOW_REMOTE = -3 };
 
 /* One graph's arrays (critical_path._CompiledWalk.args gives them in this order). */
 enum {
-    IV_START, IV_END, IV_STATE, IV_BLOCK, IV_WAKER, NNP, TIDS, T_LO, T_HI, I_TID, I_PARENT, I_FORK, I_SEEN,
+    IV_START, IV_END, IV_STATE, IV_BLOCK, IV_WAKER, TIDS, T_LO, T_HI, I_TID, I_PARENT, I_FORK, I_SEEN,
     A_TID, A_T, A_T_SENT, A_SENDER, A_GRAPH, NL_K, NL_T, RL_K, RL_GRAPH, RL_T, NGARRAYS
 };
-static const Py_ssize_t GSIZES[NGARRAYS] = {8, 8, 1, 1, 4, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+static const Py_ssize_t GSIZES[NGARRAYS] = {8, 8, 1, 1, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
 
 typedef struct {
     Py_buffer v[NGARRAYS];
     int got;
     const int64_t *iv_start, *iv_end;
     const int8_t *iv_state, *iv_block;
-    const int32_t *iv_waker, *nnp;
+    const int32_t *iv_waker;
     const int64_t *tids, *t_lo, *t_hi, *i_tid, *i_parent, *i_fork, *i_seen;
     const int64_t *a_tid, *a_t, *a_t_sent, *a_sender, *a_graph, *nl_k, *nl_t, *rl_k, *rl_graph, *rl_t;
     Py_ssize_t ntids, ninfo, narr, nnl, nrl;
@@ -227,18 +227,20 @@ static int walk_one(Walk *w, int64_t r, int g0, int64_t tid0, int64_t t0, int64_
                 pos = e;
                 continue;
             }
-            int64_t j = G->nnp[k];
-            if (j > hi)
-                j = hi;
+            /* the run of running intervals from k (RU, RS, BP), up to the one that reaches b: read
+               here rather than from an index of next non-running intervals (4 bytes an interval
+               beside the graph's 37), since the run's intervals are visited below anyway */
+            int64_t j = k;
+            while (j < hi && G->iv_state[j] >= RU && G->iv_state[j] <= BP) {
+                j++;
+                if (G->iv_end[j - 1] >= b)
+                    break;
+            }
             if (j > k) {
                 int64_t run_end = G->iv_end[j - 1];
                 int last = run_end >= b;
-                if (last) {
-                    int64_t j2 = bisect_right(G->iv_end, b - 1, lo, hi) + 1;
-                    if (j2 < j)
-                        j = j2;
+                if (last)
                     run_end = b;
-                }
                 piece(w, r, gi);
                 for (int64_t q = k; q < j; q++) {  /* the range's intervals, clipped to [pos, run_end] */
                     int64_t qs = G->iv_start[q] > pos ? G->iv_start[q] : pos;
@@ -336,7 +338,7 @@ static int load_graph(PyObject *t, Graph *G) {
             return -1;
     Py_ssize_t n = G->v[IV_START].len / 8;
     if (G->v[IV_END].len / 8 != n || G->v[IV_STATE].len != n || G->v[IV_BLOCK].len != n || G->v[IV_WAKER].len / 4 != n
-        || G->v[NNP].len / 4 != n || G->v[T_LO].len != G->v[TIDS].len || G->v[T_HI].len != G->v[TIDS].len
+        || G->v[T_LO].len != G->v[TIDS].len || G->v[T_HI].len != G->v[TIDS].len
         || G->v[I_PARENT].len != G->v[I_TID].len || G->v[I_FORK].len != G->v[I_TID].len || G->v[I_SEEN].len != G->v[I_TID].len
         || G->v[A_T].len != G->v[A_TID].len || G->v[A_T_SENT].len != G->v[A_TID].len || G->v[A_SENDER].len != G->v[A_TID].len
         || G->v[A_GRAPH].len != G->v[A_TID].len || G->v[NL_T].len != G->v[NL_K].len || G->v[RL_GRAPH].len != G->v[RL_K].len
@@ -349,7 +351,6 @@ static int load_graph(PyObject *t, Graph *G) {
     G->iv_state = G->v[IV_STATE].buf;
     G->iv_block = G->v[IV_BLOCK].buf;
     G->iv_waker = G->v[IV_WAKER].buf;
-    G->nnp = G->v[NNP].buf;
     G->tids = G->v[TIDS].buf;
     G->t_lo = G->v[T_LO].buf;
     G->t_hi = G->v[T_HI].buf;
