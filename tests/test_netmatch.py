@@ -328,3 +328,22 @@ def test_a_message_from_another_host_received_by_a_running_thread_is_followed_ba
         ("db", 602, 60, 540, "RU"), ("web", 500, 540, 585, "BN"), ("web", 500, 585, 595, "BP"),
         ("web", 500, 595, 600, "RS"), ("web", 500, 600, 700, "RU"),
     ]
+
+
+def test_a_packet_a_thread_sent_itself_does_not_make_it_its_own_waker():
+    # loopback links on one host: a wait ended by a packet of another thread follows that thread
+    # (FOLLOW_NET); a wait ended by the thread's own packet stays a network wait. The owner of
+    # each interval comes from the thread row bounds (thread i owns rows hi[i-1]:hi[i])
+    from perftriage.analysis.execgraph.builder import _network_links
+    from perftriage.analysis.execgraph.graph import BLOCKED, FOLLOW_NET, RU, ST_BN
+
+    tids, hi = np.array([100, 200, 300]), np.array([2, 4, 5])
+    state = np.array([RU, BLOCKED, RU, BLOCKED, BLOCKED], np.int8)
+    iv_block = np.full(5, ST_BN, np.int8)
+    iv_waker = np.full(5, -1, np.int32)
+    wake = np.array([-1, 7, -1, 8, 9], np.int32)
+    links = {7: (100, 5), 8: (100, 9), 9: (200, 11)}  # wake-up -> (sending thread, time sent)
+    out = _network_links(tids, hi, state, iv_block, iv_waker, wake, links)
+    assert out == {3: 9, 4: 11}
+    assert iv_block.tolist()[1] == ST_BN and iv_waker[1] == -1  # its own packet
+    assert iv_block[3] == FOLLOW_NET and iv_waker[3] == 100 and iv_block[4] == FOLLOW_NET and iv_waker[4] == 200
