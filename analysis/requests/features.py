@@ -31,6 +31,7 @@ import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.execgraph.graph import ExecGraph
+from perftriage.analysis.execgraph.store import release_freed_memory
 from perftriage.analysis.inputs import read_text
 from perftriage.analysis.units import count_of
 
@@ -196,6 +197,7 @@ def extract_batch(graphs: dict[str, ExecGraph], requests: RequestTable, progress
     if progress is not None:
         progress(0, n)
     sums = walk_many(path_finders, requests.host, tids, starts, ends, compiled=compiled)
+    release_freed_memory()  # the walk's growing buffers, freed into the heap
     if progress is not None:
         progress(n, n)
     dur, cnt, own = sums.dur, sums.cnt, sums.own
@@ -277,8 +279,8 @@ def _syscalls_in_windows(graphs, requests: RequestTable, has_graph: np.ndarray):
     first: dict[str, int] = {}
     for g in graphs.values():
         t = np.full(len(g.syscall_names), np.iinfo(np.int64).max, np.int64)
-        if len(g.sc_id):
-            np.minimum.at(t, g.sc_id.astype(np.intp), g.sc_entry)
+        for lo in range(0, len(g.sc_id), 1 << 20):  # in blocks: an intp copy of every call's id is 20 MiB at 50k requests
+            np.minimum.at(t, g.sc_id[lo:lo + (1 << 20)].astype(np.intp), g.sc_entry[lo:lo + (1 << 20)])
         for name, v in zip(g.syscall_names, t.tolist()):
             first[name] = min(v, first.get(name, v))
     vocab = sorted(first, key=lambda name: (first[name], name))
