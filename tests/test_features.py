@@ -205,7 +205,7 @@ def test_syscall_units(sample_result):
 
 
 GRAPH_COLUMNS = ("tids", "thread_lo", "thread_hi", "iv_start", "iv_end", "iv_state", "iv_block", "iv_waker",
-                 "iv_ctx", "iv_syscall", "sc_tid", "sc_entry", "sc_exit", "sc_id")
+                 "iv_syscall", "sc_tid", "sc_entry", "sc_exit", "sc_id")
 
 
 def _graphs(path, chunk, monkeypatch=None):

@@ -560,6 +560,9 @@ def _arrivals_by_host(part: Gathered, matched: Matched) -> dict[str, Arrivals]:
 
 
 def _finish_host(part: Gathered, name: str, hs: _HostState, family: str, matched: Matched) -> ExecGraph:
+    # the reading's freed chunks (in the decoding thread's heap arena too) back to the system
+    # before the graph's columns are made: else they stay resident under the build's peak
+    release_freed_memory()
     wctx, wake_cur = part.wake_ctx, part.wake_cur
     end = hs.last_ts
     # close what is still open at the end of the trace
@@ -588,7 +591,7 @@ def _finish_host(part: Gathered, name: str, hs: _HostState, family: str, matched
     del cols  # and the per-interval tid with it (27 MiB at 50,000 requests): the rows lo:hi say it
     m = len(start)
     futex_id = part.syscall_names.index("futex") if "futex" in part.syscall_names else -99
-    iv_block, iv_waker, iv_ctx = _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id)
+    iv_block, iv_waker = _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id)
     net_links = _network_links(tids, hi, state, iv_block, iv_waker, wake, part.links)
     remote_links = _remote_waits(state, iv_block, iv_waker, wake, matched.remote, matched.hosts)
     del wake
@@ -604,7 +607,7 @@ def _finish_host(part: Gathered, name: str, hs: _HostState, family: str, matched
     return ExecGraph(
         host=name, begin=hs.first_ts, end=end,
         tids=tids, thread_lo=lo, thread_hi=hi, iv_start=start, iv_end=stop, iv_state=state,
-        iv_block=iv_block, iv_waker=iv_waker, iv_ctx=iv_ctx, iv_syscall=sc,
+        iv_block=iv_block, iv_waker=iv_waker, iv_syscall=sc,
         sc_tid=sc_parts["tid"], sc_entry=sc_parts["entry"], sc_exit=sc_parts["exit"], sc_id=sc_parts["id"],
         syscall_names=list(part.syscall_names), threads=hs.threads, wakeup_family=family, net_links=net_links,
         remote_links=remote_links,
@@ -613,12 +616,12 @@ def _finish_host(part: Gathered, name: str, hs: _HostState, family: str, matched
 
 def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, block: int = 1 << 20):
     """How each blocked interval ends: (path state when not followed, or FOLLOW; the waker's tid
-    to follow, -1 otherwise; the wake-up's context code, -1 when no wake-up was seen). Done a
-    block of intervals at a time so that the temporaries stay small beside the graph."""
+    to follow, -1 otherwise). The wake-up's context decides the state and is not kept (no
+    analysis read it: 27 MiB at 50,000 requests). Done a block of intervals at a time so that
+    the temporaries stay small beside the graph."""
     n = len(state)
     iv_block = np.full(n, ST_BT, np.int8)
     iv_waker = np.full(n, -1, np.int32)
-    iv_ctx = np.full(n, -1, np.int32)
     for lo in range(0, n, block):
         b = lo + np.flatnonzero(state[lo:lo + block] == BLOCKED)
         if len(b) == 0:
@@ -628,7 +631,6 @@ def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, block: int = 1 << 2
         wi = np.maximum(w, 0)
         ctx = np.where(has, wctx[wi] if len(wctx) else 0, -1)
         waker = np.where(has, wake_cur[wi] if len(wctx) else -1, -1)
-        iv_ctx[b] = ctx
         st = np.full(len(b), ST_BT, np.int8)
         proc = has & (ctx == CTX_NONE)
         follow = proc & (waker > 0)
@@ -639,7 +641,7 @@ def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, block: int = 1 << 2
         st[(~has) & (sc[b] == futex_id)] = ST_BF
         iv_block[b] = st
         iv_waker[b] = np.where(follow, waker, -1)
-    return iv_block, iv_waker, iv_ctx
+    return iv_block, iv_waker
 
 
 def _network_links(tids, hi, state, iv_block, iv_waker, wake, links) -> dict[int, int]:

@@ -119,7 +119,6 @@ class ExecGraph:
     iv_state: np.ndarray  # RU, RS, BP, BLOCKED, UNKNOWN, EXITED
     iv_block: np.ndarray  # for BLOCKED: path state when not followed (ST_*), or FOLLOW
     iv_waker: np.ndarray  # for FOLLOW: tid of the waker (-1 otherwise)
-    iv_ctx: np.ndarray  # for BLOCKED: context code of the wake-up (-1: no wake-up seen)
     iv_syscall: np.ndarray  # syscall id running during the interval (-1 none)
     sc_tid: np.ndarray  # system calls sorted by (tid, entry)
     sc_entry: np.ndarray
@@ -156,8 +155,7 @@ class ExecGraph:
     @property
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.iv_start, self.iv_end, self.iv_state, self.iv_block, self.iv_waker,
-                                      self.iv_ctx, self.iv_syscall, self.sc_tid, self.sc_entry, self.sc_exit,
-                                      self.sc_id))
+                                      self.iv_syscall, self.sc_tid, self.sc_entry, self.sc_exit, self.sc_id))
 
     def comm(self, tid: int) -> str:
         t = self.threads.get(tid)
