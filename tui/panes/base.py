@@ -26,11 +26,13 @@ class Pending:
         (``cancelled``: it was stopped before this part was ready)."""
         shown = (f"analysing … {text}" if text is not None else
                  "not analysed: the analysis was cancelled before this part was ready" if cancelled else self.IDLE)
-        self.query_one(self.TITLE_ID, Static).update(shown)
+        self.query_one(self.TITLE_ID, Static).update(shown, layout=False)  # one line whatever it says
         if self.TABLE_ID:
             table = self.query_one(self.TABLE_ID, RowTable)
-            table.empty_text = "analysing …" if text is not None else "cancelled" if cancelled else self.EMPTY
-            table.refresh()
+            empty = "analysing …" if text is not None else "cancelled" if cancelled else self.EMPTY
+            if table.empty_text != empty:
+                table.empty_text = empty
+                table.refresh()
 
     EMPTY = "nothing"  # the table's text when it has no rows
 
