@@ -375,3 +375,68 @@ async def test_call_trees_pane_says_what_changed_on_real_spans():
         text = str(app.query_one("#ct-changed").render())
         assert "what changed" in text and "1. currencyservice" in text and "between client and server" in text
         assert app.result.findings[0].title.startswith("currencyservice changed most")
+
+
+async def test_the_bar_of_a_stage_of_unknown_length_moves_a_few_times_a_second():
+    # Textual animates an indeterminate bar at 15 frames a second: each a repaint (over SSH,
+    # bytes sent) taken from the analysis; the app asks for a few, enough to show it moves
+    import threading
+    import time
+
+    from perftriage.analysis.triage import Progress
+
+    release = threading.Event()
+    fake = fake_analyse(10)
+
+    def analyse(paths, options=None, progress=None):
+        progress(Progress("outliers and clusters", None, "10 requests"))
+        release.wait(10)
+        return fake(paths, options)
+
+    app = PerftriageApp(["synthetic"], analyse=analyse)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app._progress is not None:
+                break
+        bar = app.query_one("#progress #bar")
+        frames = []
+        render = bar.render
+
+        def counting():
+            frames.append(time.monotonic())
+            return render()
+
+        bar.render = counting
+        await pilot.pause(2.0)
+        release.set()
+        assert 2 <= len(frames) <= 12, len(frames)  # 4 a second, 8 in 2 s (15 a second: about 30)
+
+
+async def test_an_analysis_that_ends_as_the_app_closes_changes_nothing():
+    # the analysis's last messages (its end, a progress, a path) reaching an app that has
+    # closed, its panes gone: no NoMatches at exit (seen when q came as an analysis ended)
+    import threading
+
+    from textual.worker import Worker, WorkerState
+
+    from perftriage.analysis.triage import Progress
+
+    release = threading.Event()
+    fake = fake_analyse(10)
+
+    def analyse(paths, options=None, progress=None):
+        release.wait(10)
+        return fake(paths, options)
+
+    app = PerftriageApp(["synthetic"], analyse=analyse)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        worker, pane = app._worker, app.query_one(RequestsPane)
+        assert app.running
+    release.set()
+    assert not app.is_running and not pane.query("#requests-title")
+    app.on_worker_state_changed(Worker.StateChanged(worker, WorkerState.SUCCESS))
+    app._on_progress(Progress("outliers and clusters", None, ""), app._run)
+    pane._show_path(None, "no critical path")
+    assert app.result is None  # nothing was shown

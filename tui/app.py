@@ -75,6 +75,9 @@ TABS = [
     ("findings", "6 Findings"),
 ]
 
+BAR_FRAMES_PER_S = 4  # the progress bar's animation while a stage's share done is unknown
+
+
 class PerftriageApp(App):
     TITLE = "perftriage"
 
@@ -206,8 +209,8 @@ class PerftriageApp(App):
         return self._early
 
     def _on_progress(self, p: Progress, run: int = 0) -> None:
-        if run != self._run:
-            return  # an analysis replaced by a re-run
+        if run != self._run or not self.is_running:
+            return  # an analysis replaced by a re-run, or an app closing
         if self._progress is None or self._progress.stage != p.stage:
             self._progress_at = time.monotonic()  # when this stage began
         self._progress = p
@@ -216,6 +219,11 @@ class PerftriageApp(App):
             bar.update(total=100, progress=round(p.fraction * 100, 1))
         else:
             bar.update(total=None)
+            # Textual animates an indeterminate bar at 15 frames a second, each a repaint (and,
+            # over SSH, bytes sent) taken from the analysing child; 4 show that it moves
+            for inner in bar.query("#bar"):
+                if inner.auto_refresh is not None:
+                    inner.auto_refresh = 1 / BAR_FRAMES_PER_S
         self._tick()
 
     def _stage_text(self) -> str:
@@ -247,7 +255,7 @@ class PerftriageApp(App):
             self.query_one("#findings-pane", FindingsPane).show_pending(text)
 
     def _on_part(self, part: str, result: TriageResult, run: int = 0) -> None:
-        if run != self._run:
+        if run != self._run or not self.is_running:
             return
         self.parts.add(part)
         if part == "clusters":  # the requests pane shows the clusters' column
@@ -303,6 +311,8 @@ class PerftriageApp(App):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name != "triage" or event.worker is not self._worker:
+            return
+        if not self.is_running:  # the analysis ended as the app closes: its panes may be gone
             return
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             self.running = False

@@ -243,7 +243,12 @@ class RequestsPane(Pending, Vertical):
     def _load_path(self, i: int) -> None:
         t = self.table
         view, why = self.app.request_path(str(t.host[i]), int(t.tid[i]), int(t.start[i]), int(t.end[i]))
-        self.app.call_from_thread(self.query_one(PathBreakdown).show_view, view, why)
+        if self.app.is_running:
+            self.app.call_from_thread(self._show_path, view, why)
+
+    def _show_path(self, view, why: str) -> None:
+        for breakdown in self.query(PathBreakdown):  # none when the app is closing
+            breakdown.show_view(view, why)
 
     def selected_request(self) -> int | None:
         """Row of the highlighted request in ``self.table``."""
