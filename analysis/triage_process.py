@@ -18,7 +18,7 @@ pickled messages on its stdout, flushed one by one:
 - ``("error", kind, text)``: kind "input" (a PerftriageError: one line for the user), "missing"
   (a missing dependency) or "internal" (a bug: the traceback's last line)
 
-The execution graphs (the largest part of a kernel trace's result, about 30 bytes per event) stay
+The execution graphs (the largest part of a kernel trace's result, about 25 bytes per event) stay
 in the child: the app gets a ``KeptGraph`` per host instead, and asks for the critical path of the
 request it shows, ``(key, host, tid, t0, t1)`` pickled on the child's stdin, answered by a thread of
 the child while it analyses and after. A child with graphs lives on after its result, holding only

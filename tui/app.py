@@ -133,7 +133,6 @@ class PerftriageApp(App):
         self._early: TriageProcess | None = None  # started before the app draws (start_early)
         self._worker: Worker | None = None
         self._paths: PathSource | None = None  # the paths of an analysis run in this process
-        self._status_text: str | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="main"):
@@ -417,8 +416,7 @@ class PerftriageApp(App):
         default, which re-laid and re-rendered the whole screen each time (1.2 s of the app's
         CPU while the 50,000-request trace was read, taken from the analysing child)."""
         status = self.query_one("#status", Static)
-        if text != self._status_text:
-            self._status_text = text
+        if status.content != text:
             status.update(text, layout=False)
 
     # -- layout -----------------------------------------------------------------------------
