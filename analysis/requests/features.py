@@ -279,8 +279,9 @@ def _syscalls_in_windows(graphs, requests: RequestTable, has_graph: np.ndarray):
     first: dict[str, int] = {}
     for g in graphs.values():
         t = np.full(len(g.syscall_names), np.iinfo(np.int64).max, np.int64)
-        for lo in range(0, len(g.sc_id), 1 << 20):  # in blocks: an intp copy of every call's id is 20 MiB at 50k requests
-            np.minimum.at(t, g.sc_id[lo:lo + (1 << 20)].astype(np.intp), g.sc_entry[lo:lo + (1 << 20)])
+        step = 1 << 20  # calls at a time: an intp copy of every call's id is 20 MiB at 50,000 requests
+        for lo in range(0, len(g.sc_id), step):
+            np.minimum.at(t, g.sc_id[lo:lo + step].astype(np.intp), g.sc_entry[lo:lo + step])
         for name, v in zip(g.syscall_names, t.tolist()):
             first[name] = min(v, first.get(name, v))
     vocab = sorted(first, key=lambda name: (first[name], name))
