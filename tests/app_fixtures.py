@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from perftriage.analysis.findings import Report
@@ -40,3 +42,18 @@ def fake_analyse(n: int):
         return TriageResult(inputs=Inputs(paths=list(paths)), options=options or Options(), requests=t, report=report)
 
     return analyse
+
+
+def held_analysis(n: int, first: Progress | None = None):
+    """A stand-in analysis of ``n`` requests that reports ``first`` (if any), then waits until the
+    returned event is set (10 s at most): (analyse, release)."""
+    release = threading.Event()
+    fake = fake_analyse(n)
+
+    def analyse(paths, options=None, progress=None):
+        if first is not None and progress:
+            progress(first)
+        release.wait(10)
+        return fake(paths, options)
+
+    return analyse, release

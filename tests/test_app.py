@@ -10,7 +10,7 @@ from perftriage.tui.app import PerftriageApp
 from perftriage.tui.panes.requests import RequestsPane
 from perftriage.tui.widgets.row_table import RowTable
 
-from app_fixtures import fake_analyse
+from app_fixtures import fake_analyse, held_analysis
 from conftest import needs_bt2, real_trace
 
 
@@ -380,19 +380,11 @@ async def test_call_trees_pane_says_what_changed_on_real_spans():
 async def test_the_bar_of_a_stage_of_unknown_length_moves_a_few_times_a_second():
     # Textual animates an indeterminate bar at 15 frames a second: each a repaint (over SSH,
     # bytes sent) taken from the analysis; the app asks for a few, enough to show it moves
-    import threading
     import time
 
     from perftriage.analysis.triage import Progress
 
-    release = threading.Event()
-    fake = fake_analyse(10)
-
-    def analyse(paths, options=None, progress=None):
-        progress(Progress("outliers and clusters", None, "10 requests"))
-        release.wait(10)
-        return fake(paths, options)
-
+    analyse, release = held_analysis(10, Progress("outliers and clusters", None, "10 requests"))
     app = PerftriageApp(["synthetic"], analyse=analyse)
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(100):
@@ -416,19 +408,11 @@ async def test_the_bar_of_a_stage_of_unknown_length_moves_a_few_times_a_second()
 async def test_an_analysis_that_ends_as_the_app_closes_changes_nothing():
     # the analysis's last messages (its end, a progress, a path) reaching an app that has
     # closed, its panes gone: no NoMatches at exit (seen when q came as an analysis ended)
-    import threading
-
     from textual.worker import Worker, WorkerState
 
     from perftriage.analysis.triage import Progress
 
-    release = threading.Event()
-    fake = fake_analyse(10)
-
-    def analyse(paths, options=None, progress=None):
-        release.wait(10)
-        return fake(paths, options)
-
+    analyse, release = held_analysis(10)
     app = PerftriageApp(["synthetic"], analyse=analyse)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.2)
