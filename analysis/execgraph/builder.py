@@ -22,6 +22,7 @@ Departures from the reference, on purpose:
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,7 @@ from .graph import (Arrivals, BLOCKED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU
 from .intervals import (K_CARRY, K_EXIT, K_FORK, K_IN, K_OUT, K_SC_IN, K_SC_OUT, K_WAKE, NOSTATE, RUN, WAIT_BLOCKED,
                         WAIT_CPU, WAIT_FORK, chunk_intervals, interval_state)
 from .tasks import KTHREADD
+from .loopback import ChunkRows, HostNet, match_chunk
 from .netmatch import Matches, PacketLog, RemoteWakes, match, packet_keys, tcp_segments
 from .store import IV_DTYPES, SC_DTYPES, Parts, ThreadOrderedStore, release_freed_memory
 
@@ -70,6 +72,15 @@ class _HostState:
         return t
 
 
+def _unique_pairs(a: np.ndarray, b: np.ndarray) -> list[tuple[int, int]]:
+    """The distinct (a, b) pairs of two non-negative columns, by a then b. One integer key
+    where both fit (a sort of 16-byte records was a tenth of the graph's building)."""
+    if len(a) and int(a.max()) < 1 << 31 and int(b.max()) < 1 << 32:
+        key = np.unique((a.astype(np.int64) << 32) | b.astype(np.int64))
+        return list(zip((key >> 32).tolist(), (key & 0xFFFFFFFF).tolist()))
+    return list(zip(*np.unique(np.stack([a, b]), axis=1).tolist()))
+
+
 class GraphBuilder:
     """Chunk consumer that builds one :class:`ExecGraph` per kernel-traced host.
 
@@ -90,8 +101,7 @@ class GraphBuilder:
         self.wake = Parts("ctx", "cur")
         self.links: dict[int, tuple[int, int]] = {}  # wake-up number -> (sender tid, send time); few
         # packets on one host: the latest send of each skb address, the latest receive per CPU
-        self.net_send: dict[tuple[int, int], tuple[int, int]] = {}
-        self.net_recv: dict[tuple[int, int], tuple[int, int, int]] = {}  # -> (ts, skb, receive number)
+        self.net: dict[int, HostNet] = {}  # per host: the latest send of each skb address, the latest receive per CPU
         # packets with headers, for packets between traced hosts (matched at the end)
         self.packets = PacketLog()
         self.matches = None
@@ -188,8 +198,9 @@ class GraphBuilder:
         m_sw = cat == C_SWITCH
         if m_sw.any():
             nxt, nxt_comm = col("next_tid", m_sw), col("next_comm", m_sw, -1)
-            for tid, c in zip(*np.unique(np.stack([nxt, nxt_comm]), axis=1).tolist()):
-                if c >= 0 and tid > 0 and not hs.info(tid).comm:
+            named = (nxt_comm >= 0) & (nxt > 0)
+            for tid, c in _unique_pairs(nxt[named], nxt_comm[named]):
+                if not hs.info(tid).comm:
                     hs.info(tid).comm = strings[c]
         # wake-ups: numbered globally; the interrupt context each ran in is resolved now, with
         # each CPU's interrupt stack carried from chunk to chunk
@@ -246,9 +257,10 @@ class GraphBuilder:
         (loopback: the same skb address is queued by the sender and received by the softirq that
         wakes the reader) go to ``self.links``: wake-up number -> (sender, send time). Packets
         with an IP header are logged for matching between hosts at the end, and a wake-up that
-        delivers one that is not loopback is noted with its receive. Packet rows are few: a
-        plain loop over them and the wake-ups in network contexts. The loopback table forgets
-        sends older than NET_FLIGHT_NS at the end of the chunk; the packet log keeps a few
+        delivers one that is not loopback is noted with its receive: the rules are loopback.py's,
+        applied to the whole chunk at once (a plain loop over the packet rows was a quarter of
+        the graph's building on a busy web server). The loopback table forgets sends older than
+        NET_FLIGHT_NS at the end of the chunk; the packet log keeps a few
         integers per packet with a header (~70 bytes) until the end, as the graph keeps its rows.
 
         A packet received in process context (no interrupt on its CPU) is the running task's: an
@@ -277,45 +289,22 @@ class GraphBuilder:
             receiver[recv_rows] = np.where((t == MISSING) | (rctx != CTX_NONE), -1, t)
             recv_no[recv_rows] = self.packets.add_receives(packet_keys(chunk.fields, recv_rows), ts[recv_rows], h,
                                                            tcp_segments(chunk.fields, recv_rows))
-        kinds = np.concatenate([np.zeros(len(send_rows), np.int8), np.ones(len(recv_rows), np.int8),
-                                np.full(int(net_wake.sum()), 2, np.int8)])
-        widx = np.concatenate([np.full(len(send_rows) + len(recv_rows), -1), np.flatnonzero(net_wake)])
-        o = np.argsort(seq[rows], kind="stable")
         skb_all = chunk.fields.get("skbaddr")
-        remote_w: list[int] = []  # wake-ups by a packet not sent on this host, and their receives
-        remote_r: list[int] = []
-        remote_a: list[int] = []  # arrivals of a packet not sent on this host, and their receives
-        remote_ar: list[int] = []
-        skb = (lambda r: int(skb_all[r])) if skb_all is not None else (lambda r: MISSING)
-        for r, kd, wi in zip(rows[o].tolist(), kinds[o].tolist(), widx[o].tolist()):
-            if kd == 0:
-                if skb_all is not None and sender[r] > 0:
-                    self.net_send[(h, skb(r))] = (int(ts[r]), int(sender[r]))
-            elif kd == 1:
-                self.net_recv[(h, int(cpu[r]))] = (int(ts[r]), skb(r), int(recv_no[r]))
-                if receiver[r] > 0:
-                    sent = self.net_send.get((h, skb(r))) if skb_all is not None else None
-                    if sent is not None and 0 <= int(ts[r]) - sent[0] <= self.NET_FLIGHT_NS and sent[1] != receiver[r]:
-                        self.arrivals.append((h, int(receiver[r]), int(ts[r]), h, sent[1], sent[0]))
-                    elif recv_no[r] >= 0:
-                        remote_a.append(len(self.arrivals))
-                        remote_ar.append(int(recv_no[r]))
-                        self.arrivals.append((h, int(receiver[r]), int(ts[r]), -1, -1, -1))
-            else:
-                got = self.net_recv.get((h, int(cpu[r])))
-                if got is None or int(ts[r]) - got[0] > self.NET_DELAY_NS:
-                    continue
-                sent = self.net_send.get((h, got[1])) if skb_all is not None else None
-                if sent is not None and 0 <= got[0] - sent[0] <= self.NET_FLIGHT_NS:
-                    self.links[int(wake_ids[wi])] = (sent[1], sent[0])
-                elif got[2] >= 0:
-                    remote_w.append(int(wake_ids[wi]))
-                    remote_r.append(got[2])
-        self.packets.add_wakes(remote_w, remote_r)
-        self.packets.add_arrivals(remote_a, remote_ar)
-        horizon = int(ts[-1]) - self.NET_FLIGHT_NS
-        if self.net_send and len(self.net_send) > 64:
-            self.net_send = {k: v for k, v in self.net_send.items() if k[0] != h or v[0] >= horizon}
+        skb = (lambda r: skb_all[r]) if skb_all is not None else (lambda r: np.full(len(r), MISSING, np.int64))
+        wk = wk_pos[net_wake]
+        got = match_chunk(self.net.setdefault(h, HostNet()), ChunkRows(
+            send_pos=send_rows, send_skb=skb(send_rows), send_ts=ts[send_rows], send_tid=sender[send_rows],
+            recv_pos=recv_rows, recv_cpu=cpu[recv_rows].astype(np.int64), recv_ts=ts[recv_rows],
+            recv_skb=skb(recv_rows), recv_no=recv_no[recv_rows], recv_tid=receiver[recv_rows],
+            wake_pos=wk, wake_cpu=cpu[wk].astype(np.int64), wake_ts=ts[wk], wake_id=wake_ids[net_wake]),
+            has_skb=skb_all is not None, delay_ns=self.NET_DELAY_NS, flight_ns=self.NET_FLIGHT_NS,
+            horizon=int(ts[-1]) - self.NET_FLIGHT_NS)
+        self.links.update(zip(got.link_wake.tolist(), zip(got.link_tid.tolist(), got.link_ts.tolist())))
+        remote = got.arr_recv_no >= 0
+        self.packets.add_wakes(got.remote_wake, got.remote_recv_no)
+        self.packets.add_arrivals(len(self.arrivals) + np.flatnonzero(remote), got.arr_recv_no[remote])
+        self.arrivals.extend(zip(itertools.repeat(h), got.arr_tid.tolist(), got.arr_ts.tolist(),
+                                 np.where(remote, -1, h).tolist(), got.arr_sender.tolist(), got.arr_send_ts.tolist()))
 
     def _advance(self, hs: _HostState, parts) -> None:
         tid = np.concatenate([np.asarray(p[0], np.int64) for p in parts])
