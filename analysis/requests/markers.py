@@ -69,19 +69,17 @@ class _Side:
     def __init__(self):
         self.parts: list[dict[str, np.ndarray]] = []
 
-    def add(self, chunk, mask, field_names):
-        if not mask.any():
-            return
+    def add(self, chunk, rows, field_names):
         part = {
-            "ts": chunk.ts[mask],
-            "host": chunk.host[mask],
-            "tid": chunk.tid[mask],
-            "pid": chunk.pid[mask],
+            "ts": chunk.ts[rows],
+            "host": chunk.host[rows],
+            "tid": chunk.tid[rows],
+            "pid": chunk.pid[rows],
         }
         for f in field_names:
             col = chunk.fields.get(f)
             if col is not None:
-                part["f:" + f] = col[mask]
+                part["f:" + f] = col[rows]
         self.parts.append(part)
 
     def collect(self) -> dict[str, np.ndarray]:
@@ -131,10 +129,14 @@ class MarkerRequests:
         self._codes = [(reader.event_code(m.start), reader.event_code(m.end)) for m in self.markers]
 
     def consume(self, chunk) -> None:
-        for (start_side, end_side), (cs, ce), _ in zip(self._sides, self._codes, self.markers):
-            names = list(chunk.fields)
-            start_side.add(chunk, chunk.event == cs, names)
-            end_side.add(chunk, chunk.event == ce, names)
+        # each side keeps its own event's fields (those decoded for it), not every column of
+        # the chunk: a web server's chunk has some 40 (0.7 s of the read at 50,000 requests)
+        decoded = self.reader.event_fields
+        for (start_side, end_side), (cs, ce), m in zip(self._sides, self._codes, self.markers):
+            for side, code, event in ((start_side, cs, m.start), (end_side, ce, m.end)):
+                rows = np.flatnonzero(chunk.event == code)
+                if len(rows):
+                    side.add(chunk, rows, decoded.get(event, ()))
 
     def finish(self) -> RequestTable:
         tables = [
