@@ -180,11 +180,12 @@ def test_ust_tid_and_pid_come_from_the_vtid_vpid_context():
     assert c.tid.tolist() == [int(t) for _, t in ctx]
 
 
-def test_current_task_tracking_within_and_across_chunks():
+@pytest.mark.parametrize("first_cpu", [0, 5000])  # 16-bit sort keys, and the wide ones beyond 4,095 CPUs
+def test_current_task_tracking_within_and_across_chunks(first_cpu):
     t = CurrentTask()
     # cpu 0: events before the first switch belong to the switch's prev_tid; cpu 1 interleaved
     host = np.zeros(6, np.int16)
-    cpu = np.array([0, 1, 0, 0, 1, 0], np.int32)
+    cpu = first_cpu + np.array([0, 1, 0, 0, 1, 0], np.int32)
     sw = np.array([False, False, True, False, True, False])
     prev = np.array([MISSING, MISSING, 10, MISSING, 20, MISSING])
     nxt = np.array([MISSING, MISSING, 11, MISSING, 21, MISSING])
@@ -194,7 +195,7 @@ def test_current_task_tracking_within_and_across_chunks():
     # next chunk carries on from the state left by the first
     tid2 = np.full(3, -1, np.int32)
     t.fill(tid2, np.ones(3, bool), np.array([False, True, False]), np.zeros(3, np.int16),
-           np.array([1, 0, 0], np.int32), np.array([MISSING, 11, MISSING]), np.array([MISSING, 12, MISSING]))
+           first_cpu + np.array([1, 0, 0], np.int32), np.array([MISSING, 11, MISSING]), np.array([MISSING, 12, MISSING]))
     assert tid2.tolist() == [21, 11, 12]
 
 

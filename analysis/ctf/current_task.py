@@ -19,7 +19,11 @@ class CurrentTask:
         rows = np.flatnonzero(need | is_switch)
         if len(rows) == 0:
             return
-        key = host[rows].astype(np.int64) * 65536 + cpu[rows].astype(np.int64)
+        h, c = host[rows].astype(np.int64), cpu[rows].astype(np.int64)
+        if len(rows) and 0 <= h.min() and h.max() < 16 and 0 <= c.min() and c.max() < 4096:
+            key = (h * 4096 + c).astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort: 2x faster
+        else:
+            key = h * 65536 + c
         order = np.argsort(key, kind="stable")
         rows = rows[order]
         key = key[order]
