@@ -150,3 +150,21 @@ def test_ngrams_counted_in_blocks_of_rows_equal_one_pass():
         assert got == want
         for block in (1, 5, 37):  # blocks cut anywhere; a row is never split
             assert all(np.array_equal(a, b) for a, b in zip(ngram_counts(seqs, n, block=block), whole))
+
+
+@pytest.mark.parametrize("block_cells", [1 << 22, 7])  # one block, and blocks of a row or two
+def test_distinct_system_calls_per_request_count_each_call_once(block_cells):
+    from perftriage.analysis.requests.clusters import _distinct_per_row
+
+    rng = np.random.default_rng(3)
+    rows = [rng.integers(0, 5, rng.integers(0, 12)).tolist() for _ in range(40)] + [[], [4, 4, 4]]
+    off = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
+    s = Ragged(np.array([v for r in rows for v in r], np.int32), off, ["a", "b", "c", "d", "e"])
+
+    class Table:  # what _distinct_per_row reads of a FeatureTable
+        syscalls = s
+
+        def __len__(self):
+            return len(rows)
+
+    assert _distinct_per_row(Table(), block_cells).tolist() == [len(set(r)) for r in rows]
