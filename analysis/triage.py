@@ -27,6 +27,7 @@ from perftriage.analysis.ctf.summary import EventCounter, TraceSummary
 from perftriage.analysis.execgraph.builder import GraphBuilder
 from perftriage.analysis.execgraph.graph import ExecGraph
 from perftriage.analysis.execgraph.netmatch import network_notes
+from perftriage.analysis.execgraph.on_disk import move_to_disk
 from perftriage.analysis.execgraph.store import release_freed_memory
 from perftriage.analysis.requests.clusters import ClusterParams
 from perftriage.analysis.requests.features import FeatureTable, concat, extract_features, read_features
@@ -84,6 +85,9 @@ class Options:
     # report): they go once the last analysis that reads them is done (227 MiB at 50,000 requests;
     # the outlier analysis after them held them at its peak: 556 MiB, now 348 with the rest)
     keep_graphs: bool = True
+    # kept graphs leave the heap for memory-mapped files where the report lets them go (the
+    # app's analysing child: execgraph/on_disk.py), so that it peaks where the report peaks
+    graphs_on_disk: bool = False
 
     def cores(self) -> int:
         return max(1, self.jobs) if self.jobs else available_cores()
@@ -518,9 +522,8 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
                                                     if kind == "markers" else (), features=result.features,
                                                     unit=kind))
         result.ready("requests")
-        if not options.keep_graphs and not (want_threads and graphs):  # nothing reads them from here on
-            graphs = result.graphs = {}
-            release_freed_memory()
+        if not (want_threads and graphs):  # nothing reads them from here on
+            graphs = _done_with_graphs(graphs, options, result)
         if result.features is not None:
             if result.compared is not None:
                 left = not_compared_summary(requests, mask, options.background)
@@ -532,14 +535,25 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
     if want_threads:
         if graphs:
             ts = thread_series_from_graphs(graphs, options.thread_windows or None, background=options.background)
-            if not options.keep_graphs:
-                graphs = result.graphs = {}
-                release_freed_memory()
+            graphs = _done_with_graphs(graphs, options, result)
             _analyse_threads(ts, "kernel trace", options, result, progress)
         elif options.thread_metrics or options.thread_windows is not None:
             report.notes.append("--thread-metrics needs a kernel trace: none among the inputs")
     if progress is not None:
         progress(Progress("done", 1.0, f"{summary.events:,} events, {len(requests):,} units"))
+
+
+def _done_with_graphs(graphs: dict[str, ExecGraph], options: Options, result: TriageResult) -> dict[str, ExecGraph]:
+    """The graphs once no analysis of the run reads them: gone (the report), moved to mapped
+    files (``graphs_on_disk``), or kept as they are."""
+    if not options.keep_graphs:
+        graphs = result.graphs = {}
+    elif options.graphs_on_disk:
+        move_to_disk(graphs)
+    else:
+        return graphs
+    release_freed_memory()
+    return graphs
 
 
 def _names(paths) -> str:

@@ -19,7 +19,7 @@ pickled messages on its stdout, flushed one by one:
   (a missing dependency) or "internal" (a bug: the traceback's last line)
 
 The execution graphs (the largest part of a kernel trace's result, about 25 bytes per event) stay
-in the child: the app gets a ``KeptGraph`` per host instead, and asks for the critical path of the
+in the child, in memory-mapped files once the analyses that read them are done (on_disk.py): the app gets a ``KeptGraph`` per host instead, and asks for the critical path of the
 request it shows, ``(key, host, tid, t0, t1)`` pickled on the child's stdin, answered by a thread of
 the child while it analyses and after. A child with graphs lives on after its result, holding only
 the graphs, until the app closes its stdin (or dies) or stops it: the app's memory and the time to
@@ -246,6 +246,9 @@ def _child() -> int:
         paths, options = pickle.load(sys.stdin.buffer)
     except EOFError:
         return 0  # the parent gave nothing to analyse (it stopped first)
+    # the graphs this child keeps for the paths leave the heap where the report lets them go:
+    # the child peaks where the report does, not 60% above (execgraph/on_disk.py)
+    options.graphs_on_disk = True
 
     # this module runs as __main__ here: the app rebuilds the stand-ins of the importable module
     from perftriage.analysis.triage_process import KeptGraph  # noqa: PLC0415

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -126,6 +127,9 @@ async def test_the_graphs_stay_in_the_child_which_answers_the_paths_the_app_show
     the two-host sample, a path that crosses to the database host); the child ends with the app."""
     import numpy as np
 
+    import tempfile
+
+    from perftriage.analysis.execgraph.on_disk import MEMORY_FILESYSTEMS, filesystem_of
     from perftriage.analysis.requests.critical_path import finders
     from perftriage.analysis.requests.path_view import PathSource, path_view
     from perftriage.analysis.triage_process import KeptGraph
@@ -140,6 +144,8 @@ async def test_the_graphs_stay_in_the_child_which_answers_the_paths_the_app_show
         await wait_for(pilot, lambda: not app.running and app.result is not None)
         proc = app.process
         assert proc.serves_paths and proc.running  # done, and alive for the paths
+        if filesystem_of(tempfile.gettempdir()) not in MEMORY_FILESYSTEMS:  # off its heap: mapped, unlinked files
+            assert "perftriage-graphs-" in Path(f"/proc/{proc.proc.pid}/maps").read_text()
         assert sorted(app.result.graphs) == sorted(local.graphs)
         assert all(isinstance(g, KeptGraph) for g in app.result.graphs.values())
         pane = app.query_one(RequestsPane)

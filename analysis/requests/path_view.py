@@ -116,12 +116,16 @@ class PathSource:
     def __init__(self, graphs: dict[str, ExecGraph]):
         self.graphs = graphs
         self._finders: dict[str, PathFinder] | None = None
+        self._arrays: tuple[int, ...] = ()  # the tables the finders read (ids: alive while they are)
 
     def path(self, host: str, tid: int, t0: int, t1: int) -> tuple[PathView | None, str]:
         """The path of ``tid`` of ``host`` over [t0, t1], or None and why there is none."""
         g = self.graphs.get(host)
         if g is None:
             return None, f"no kernel trace for host {host}: no critical path"
-        if self._finders is None:  # paths cross hosts through packets: all hosts' finders at once
-            self._finders = finders(self.graphs)
+        arrays = tuple(id(x.iv_start) for x in self.graphs.values())
+        if self._finders is None or arrays != self._arrays:  # new, or the graphs' tables moved (on_disk.py)
+            self._finders = None  # the old lookups let go of the tables they read before the new ones are made
+            self._finders = finders(self.graphs)  # paths cross hosts through packets: all hosts' finders at once
+            self._arrays = arrays
         return path_view(g, tid, t0, t1, self._finders[host]), ""
