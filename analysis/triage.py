@@ -521,9 +521,9 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
             report.findings.extend(request_findings(requests, top=options.top, markers=options.markers
                                                     if kind == "markers" else (), features=result.features,
                                                     unit=kind))
-        result.ready("requests")
-        if not (want_threads and graphs):  # nothing reads them from here on
+        if not (want_threads and graphs):  # nothing reads them from here on (moved before the app asks for a path)
             graphs = _done_with_graphs(graphs, options, result)
+        result.ready("requests")
         if result.features is not None:
             if result.compared is not None:
                 left = not_compared_summary(requests, mask, options.background)

@@ -255,7 +255,7 @@ def _child() -> int:
 
     names = [f.name for f in dc_fields(TriageResult) if f.name != "publish"]
     sent: dict[str, object] = {}  # the values sent (kept: an id could be reused by a new value)
-    kept: dict[str, dict] = {}  # the graphs, kept here for the app's path questions
+    kept: dict[str, object] = {}  # the graphs, kept here for the app's path questions, and their PathSource
     lock = threading.Lock()  # the main thread's messages and the answers share the channel
 
     def send(msg) -> None:
@@ -282,6 +282,9 @@ def _child() -> int:
 
     def publish(part: str, result) -> None:
         send(("part", part, changed(result)))
+        source = kept.get("source")
+        if source is not None:  # the graphs may have left the heap: the path lookups let go of it too
+            source.let_go_if_moved()
         if delay:
             time.sleep(delay)
 
@@ -328,7 +331,7 @@ def _answer_paths(kept: dict, send) -> None:
 
             graphs = kept.get("graphs") or {}
             if source is None or source.graphs is not graphs:
-                source = PathSource(graphs)
+                source = kept["source"] = PathSource(graphs)
             send(("path", key, *source.path(host, tid, t0, t1)))
         except BrokenPipeError:
             return

@@ -49,11 +49,16 @@ def test_graphs_moved_to_disk_give_the_same_paths_and_leave_no_file(tmp_path):
         assert isinstance(getattr(g, name), np.memmap)
         assert np.array_equal(getattr(g, name), before[name])
     assert os.listdir(tmp_path) == []  # the files are unlinked once mapped
-    # the source made before the move walks the mapped tables now, to the same paths
+    # the source made before the move lets go of the heap tables when told (the child does after
+    # each part it publishes), then walks the mapped tables, to the same paths
+    source.let_go_if_moved()
+    assert source._finders is None
     again = [source.path(str(reqs.host[i]), int(reqs.tid[i]), int(reqs.start[i]), int(reqs.end[i])) for i in picks]
     walked = source._finders[g.host]._graph(g.host)
     assert np.shares_memory(np.asarray(walked.start), g.iv_start)  # not the heap copy, which is let go
     assert [repr(p) for p in again] == [repr(p) for p in paths]
+    source.let_go_if_moved()  # nothing moved since: the lookups stay
+    assert source._finders is not None
 
 
 @needs_bt2

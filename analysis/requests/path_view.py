@@ -123,9 +123,19 @@ class PathSource:
         g = self.graphs.get(host)
         if g is None:
             return None, f"no kernel trace for host {host}: no critical path"
-        arrays = tuple(id(x.iv_start) for x in self.graphs.values())
-        if self._finders is None or arrays != self._arrays:  # new, or the graphs' tables moved (on_disk.py)
-            self._finders = None  # the old lookups let go of the tables they read before the new ones are made
-            self._finders = finders(self.graphs)  # paths cross hosts through packets: all hosts' finders at once
+        arrays = self._tables()
+        found = self._finders
+        if found is None or arrays != self._arrays:  # new, or the graphs' tables moved (on_disk.py)
+            self._finders = found = None  # the old lookups let go of the tables they read before the new ones are made
+            found = self._finders = finders(self.graphs)  # paths cross hosts through packets: all hosts' at once
             self._arrays = arrays
-        return path_view(g, tid, t0, t1, self._finders[host]), ""
+        return path_view(g, tid, t0, t1, found[host]), ""
+
+    def let_go_if_moved(self) -> None:
+        """Drop the lookups when the graphs' tables moved since they were made (they hold the
+        old ones); the next question makes new ones. Safe beside a question being answered."""
+        if self._finders is not None and self._arrays != self._tables():
+            self._finders = None
+
+    def _tables(self) -> tuple[int, ...]:
+        return tuple(id(x.iv_start) for x in self.graphs.values())
