@@ -349,11 +349,14 @@ class RequestsPane(Pending, Vertical):
             return
         self.post_message(self.OpenCluster(int(self.cluster[i])))
 
-    def show_cluster(self, cluster: int | None) -> None:
-        """Only the requests of one cluster (-1: the normal ones), or all again (None)."""
+    def show_cluster(self, cluster: int | None, focus: bool = True) -> None:
+        """Only the requests of one cluster (-1: the normal ones), or all again (None); the list
+        takes the keys unless ``focus`` is False (going back to another pane: a focus asked for
+        here lands after the switch, and would switch back to this pane)."""
         self.cluster_filter = cluster
         self._apply_filter(self.filter_text)
-        self.row_table.focus()
+        if focus:
+            self.row_table.focus()
 
     def _jump(self, step: int) -> None:
         """n / N: with a filter, the next / previous match (the list holds only matches: the row
