@@ -65,6 +65,34 @@ async def test_enter_opens_the_request_and_escape_closes_it():
         assert app.screen.query("#request-detail-text") == [] or not app.screen.query("#request-detail-text")
 
 
+async def test_the_footer_recomposes_only_when_the_keys_it_shows_change(monkeypatch):
+    from perftriage.tui.widgets.key_footer import KeyFooter
+
+    composed = []
+    recompose = KeyFooter.recompose
+
+    async def counted(self):
+        composed.append(self._shown)
+        await recompose(self)
+
+    monkeypatch.setattr(KeyFooter, "recompose", counted)
+    app = PerftriageApp(["synthetic"], analyse=fake_analyse(100))
+    async with app.run_test() as pilot:
+        await loaded(pilot)
+        await pilot.pause(0.2)
+        footer = app.query_one(KeyFooter)
+        before = len(composed)
+        for _ in range(5):  # as each list getting rows asks: nothing changes
+            app.refresh_bindings()
+        await pilot.pause(0.2)
+        assert len(composed) == before
+        keys = footer._shown
+        await pilot.press("5")  # another pane's list takes the keys: the footer shows its keys
+        await pilot.pause(0.2)
+        assert len(composed) == before + 1 and footer._shown != keys
+        assert {k.key for k in footer.query("FooterKey")} == {b[0] for b in footer._shown[0]} | {"ctrl+p"}
+
+
 async def test_export_writes_markdown_atomically(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     app = PerftriageApp(["synthetic"], analyse=fake_analyse(100))

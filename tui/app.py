@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Footer, Input, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import Input, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from perftriage.analysis.atomic import atomic_write
@@ -37,6 +37,7 @@ from perftriage.tui.panes.counters import CountersPane
 from perftriage.tui.panes.findings import FindingsPane
 from perftriage.tui.panes.requests import RequestsPane
 from perftriage.tui.panes.threads import ThreadsPane
+from perftriage.tui.widgets.key_footer import KeyFooter
 from perftriage.tui.widgets.row_table import RowTable
 
 from .screens import ExportScreen, HelpScreen
@@ -156,7 +157,7 @@ class PerftriageApp(App):
             yield ProgressBar(id="progress", show_eta=False)
         yield Static("", id="too-small")
         yield Static("starting", id="status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._check_size(self.size.width, self.size.height)
@@ -532,7 +533,7 @@ class PerftriageApp(App):
         self.call_after_refresh(self.refresh_bindings)
         req = self.query_one("#requests-pane", RequestsPane)
         if req.cluster_filter != cluster_filter:
-            req.show_cluster(cluster_filter)
+            req.show_cluster(cluster_filter, focus=tab == "requests")
         self.action_tab(tab)
         if table_id is not None:
             table = self.query_one(f"#{table_id}", RowTable)
