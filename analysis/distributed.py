@@ -13,21 +13,26 @@ machine: reading is most of the time and of the memory of a local run, and it sp
   matching told it (builder.finish_part).
 - The critical paths are walked on the workers in batches of requests, with the graphs they
   need (a path crosses hosts through packets), and merged (features.merge_batches).
-- The graphs then come to the client, which runs the rest (outliers, clusters, thread metrics,
-  findings) as a local run does: the findings are the same.
+- The client runs the rest (outliers, clusters, thread metrics, findings) as a local run does:
+  the findings are the same. The graphs stay on the workers (:class:`ClusterGraphs`: the client
+  has each one's first event and clock fits, for their order and the network notes) until
+  something on the client reads one: units other than request markers, the thread series, the
+  app's paths. Then all come to the client, which must hold them (about 25 bytes per event).
 
 Every worker must see the trace folders under the paths the client gives (a shared or
 replicated file system) and have the same perftriage installed (``pip install
 perftriage[dask]``). Worth it when the hosts' traces together take longer to read than the
-cluster's set-up (seconds) and the graphs of all hosts still fit in the client's memory (about
-30 bytes per event read); for one host's trace, a local run with ``--jobs`` is as fast.
+cluster's set-up (seconds); ``perftriage report`` on request markers never brings the graphs
+to the client, anything else needs them to fit in its memory. For one host's trace, a local run
+with ``--jobs`` is as fast.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -35,9 +40,8 @@ from perftriage.analysis.ctf.hosts import host_groups
 from perftriage.analysis.ctf.pipeline import PassResult, read_once
 from perftriage.analysis.ctf.summary import EventCounter, TraceSummary, merge_summaries
 from perftriage.analysis.errors import MissingDependency, PerftriageError, TraceReadError
-from perftriage.analysis.execgraph.builder import (Gathered, GraphBuilder, Matched, PacketPart, finish_part,
-                                                   in_time_order, match_parts)
-from perftriage.analysis.execgraph.graph import ExecGraph
+from perftriage.analysis.execgraph.builder import Gathered, GraphBuilder, Matched, PacketPart, finish_part, match_parts
+from perftriage.analysis.execgraph.graph import ClockFit, ExecGraph
 from perftriage.analysis.requests.features import FeatureBatch, FeatureTable, extract_batch, merge_batches
 from perftriage.analysis.requests.markers import MarkerRequests
 from perftriage.analysis.requests.table import RequestTable
@@ -65,6 +69,50 @@ class HostRead:
     gathered: Gathered | None = None
 
 
+@dataclass
+class GraphFacts:
+    """What the client knows of a graph left on its worker: when its host's events begin (the
+    graphs' order) and what the network notes say (clock fits, waits followed across hosts)."""
+
+    host: str
+    begin: int
+    clocks: dict[str, ClockFit]
+    n_remote_links: int
+
+
+class ClusterGraphs(Mapping):
+    """The graphs of a read on the cluster, by host in time order. Their names, their number and
+    their ``facts`` are here; the first item read brings all of them from the workers (once)."""
+
+    def __init__(self, facts: dict[str, GraphFacts], fetch: Callable[[], dict[str, ExecGraph]]):
+        self.facts = facts
+        self._fetch = fetch
+        self._graphs: dict[str, ExecGraph] | None = None
+
+    @property
+    def fetched(self) -> bool:
+        return self._graphs is not None
+
+    def graphs(self) -> dict[str, ExecGraph]:
+        if self._graphs is None:
+            got = self._fetch()
+            self._graphs = {n: got[n] for n in self.facts}
+            self._fetch = None
+        return self._graphs
+
+    def __getitem__(self, host: str) -> ExecGraph:
+        return self.graphs()[host]
+
+    def __contains__(self, host) -> bool:
+        return host in self.facts
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.facts)
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+
 # -- tasks run on the workers ----------------------------------------------------------------------
 
 
@@ -85,6 +133,10 @@ def _small(read: HostRead) -> HostRead:
 
 def _finish(read: HostRead, matched: Matched) -> dict[str, ExecGraph]:
     return finish_part(read.gathered, matched)
+
+
+def _facts(part: dict[str, ExecGraph]) -> dict[str, GraphFacts]:
+    return {n: GraphFacts(n, g.begin, g.clocks, g.n_remote_links) for n, g in part.items()}
 
 
 def _features(graph_items: list, requests: RequestTable) -> FeatureBatch:
@@ -173,12 +225,17 @@ class Cluster:
         _, matched = match_parts(parts)
         graph_futures = [self.client.submit(_finish, f, m, pure=False) for f, m in zip(futures, matched)]
         del futures
-        graph_parts = [self._result(g) for g in graph_futures]
-        graphs = in_time_order({n: g for part in graph_parts for n, g in part.items()})
-        holder = {n: f for part, f in zip(graph_parts, graph_futures) for n in part}
-        self._graph_futures = list({id(holder[n]): holder[n] for n in graphs}.values())  # in the graphs' order
+        fact_parts = [self._result(self.client.submit(_facts, g, pure=False)) for g in graph_futures]
+        facts = {n: fa for part in fact_parts for n, fa in part.items()}
+        facts = {n: facts[n] for n in sorted(facts, key=lambda n: (facts[n].begin, n))}  # as in_time_order
+        holder = {n: f for part, f in zip(fact_parts, graph_futures) for n in part}
+        self._graph_futures = list({id(holder[n]): holder[n] for n in facts}.values())  # in the graphs' order
+
+        def fetch() -> dict[str, ExecGraph]:
+            return {n: g for part in (self._result(f) for f in graph_futures) for n, g in part.items()}
+
         summary = merge_summaries([r.summary for r in done], order)
-        results: list = [summary, graphs]
+        results: list = [summary, ClusterGraphs(facts, fetch)]
         if markers is not None:
             results.append(MarkerRequests(markers).merge([r.requests for r in done]))
         error = next((r.error for r in done if r.error is not None), None)

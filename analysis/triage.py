@@ -433,6 +433,8 @@ def _run_ctf(inputs: Inputs, options: Options, result: TriageResult, progress: P
 
         with Cluster(options.scheduler, options.scheduler_timeout) as cluster:
             _run_ctf_on(cluster, inputs, options, result, progress)
+            if result.graphs:  # kept (the app's paths): here, before the cluster and its workers' graphs go
+                result.graphs = dict(result.graphs)
         return
     _run_ctf_on(None, inputs, options, result, progress)
 
@@ -491,7 +493,7 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
     result.requests = requests
     result.graphs = graphs
     result.units = kind
-    report.notes.extend(network_notes(graphs))
+    report.notes.extend(network_notes(getattr(graphs, "facts", graphs)))  # a cluster's graphs stay on its workers
     report.findings.extend(trace_findings(summary))
     if graphs and len(requests):
         def on_feat(i, n):

@@ -18,10 +18,10 @@ CODE = """
 import json, sys
 from perftriage.analysis.triage import Options, run_triage
 from perftriage.analysis.findings import render
-res = run_triage([{path!r}], Options(scheduler={scheduler!r}))
+res = run_triage([{path!r}], Options(scheduler={scheduler!r}, keep_graphs=False))  # as perftriage report
 doc = json.loads(render(res.report, "json"))
 doc.pop("created", None)
-print(json.dumps({{"events": res.summary.events, "requests": len(res.requests), "hosts": len(res.graphs),
+print(json.dumps({{"events": res.summary.events, "requests": len(res.requests), "hosts": len(res.summary.per_host_events),
                   "report": doc}}))
 """
 

@@ -84,6 +84,30 @@ def test_eight_host_fleet_on_the_cluster_equals_the_local_run(scheduler, eight_h
     assert any(f["analysis"] == "clusters" for f in remote["findings"])
 
 
+def test_a_report_on_request_markers_leaves_the_graphs_on_the_workers(scheduler, monkeypatch):
+    from perftriage.analysis.distributed import ClusterGraphs
+    from perftriage.analysis.execgraph.graph import ExecGraph
+    from perftriage.analysis.triage import Options, run_triage
+
+    fetched = []
+    real = ClusterGraphs.graphs
+
+    def counted(self):
+        if not self.fetched:  # brought from the workers now
+            fetched.append(sorted(self.facts))
+        return real(self)
+
+    monkeypatch.setattr(ClusterGraphs, "graphs", counted)
+    res = run_triage([TWO_HOSTS], Options(scheduler=scheduler, keep_graphs=False))  # as perftriage report
+    assert fetched == [] and res.graphs == {}
+    assert any("hosts web-01 and db-01" in n and "waits followed" in n for n in res.report.notes)
+    assert len(res.requests) == 600 and res.analysis is not None
+    kept = run_triage([TWO_HOSTS], Options(scheduler=scheduler))  # as the app, which walks paths later
+    assert fetched == [["db-01", "web-01"]]
+    assert type(kept.graphs) is dict and all(isinstance(g, ExecGraph) for g in kept.graphs.values())
+    assert list(kept.graphs) == list(run_triage([TWO_HOSTS], Options(findings=False)).graphs)  # in the same order
+
+
 def test_features_walked_in_batches_on_the_workers_equal_the_local_walk(scheduler, eight_hosts):
     graphs, requests = read_once([eight_hosts], [GraphBuilder(), MarkerRequests()]).results
     local = extract_features(graphs, requests)

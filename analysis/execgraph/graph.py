@@ -153,6 +153,11 @@ class ExecGraph:
         return len(self.iv_start)
 
     @property
+    def n_remote_links(self) -> int:
+        """Waits followed to another host (the network notes count them)."""
+        return len(self.remote_links)
+
+    @property
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.iv_start, self.iv_end, self.iv_state, self.iv_block, self.iv_waker,
                                       self.iv_syscall, self.sc_tid, self.sc_entry, self.sc_exit, self.sc_id))

@@ -415,7 +415,8 @@ def _nearest_send(s: dict, fits: dict, cand, h_r: int, t_r: int):
 
 def network_notes(graphs: dict) -> list[str]:
     """One line per pair of traced hosts that exchanged packets: the clock fit and how many
-    waits the critical paths can follow across (for the report's notes)."""
+    waits the critical paths can follow across (for the report's notes). Of each graph only
+    ``clocks`` and ``n_remote_links`` are read (a graph left on a Dask worker has its facts)."""
     out = []
     seen = set()
     for host, g in graphs.items():
@@ -423,7 +424,7 @@ def network_notes(graphs: dict) -> list[str]:
             if (other, host) in seen:
                 continue
             seen.add((host, other))
-            waits = len(g.remote_links) + len(getattr(graphs.get(other), "remote_links", {}))
+            waits = g.n_remote_links + (graphs[other].n_remote_links if other in graphs else 0)
             how = ("packets one way only: offset as if the fastest took no time" if fit.one_way else
                    f"consistent within {fit.margin_ns / 1e3:.1f} us" if fit.margin_ns >= 0 else
                    f"inconsistent by {-fit.margin_ns / 1e3:.1f} us (packets contradict any line)")
