@@ -315,3 +315,27 @@ def test_a_corrupted_byte_in_an_event_payload_ends_in_one_line(copy_trace, limit
     assert r.returncode == 4, r.stderr[-300:]
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "babeltrace2 stopped decoding" in lines[0] and "damaged" in lines[0]
+
+
+def test_a_corrupted_length_the_decoder_fills_stops_at_one_gib(copy_trace):
+    """Byte 72,790 of tracevizlab-cat-kern-ust's k_1 set to 127 (found by python -m fuzzing ctf):
+    libbabeltrace2 allocates and fills memory until it may not, then aborts. The decoding child
+    may grow 1 GiB beyond the reader (its real need is about 100 MiB): the processes peaked at
+    4.2 GiB when it was 4 GiB, 1.1 GiB now; a host under triage keeps its memory. One line, exit 4."""
+    import resource
+
+    from perftriage.analysis.ctf import native
+
+    if native._module()[0] is None:
+        pytest.skip("the C decoder (which decodes in a capped child process) is not built here")
+    t = copy_trace("tracevizlab-cat-kern-ust")
+    k1 = t / "cat-kernel" / "k_1"
+    k1.chmod(0o644)
+    with open(k1, "r+b") as f:
+        f.seek(72790)
+        f.write(bytes([127]))
+    r = subprocess.run([sys.executable, "-m", "perftriage", "info", str(t)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 4, r.stderr[-300:]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "babeltrace2 stopped decoding" in lines[0]
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 1536 * 1024  # KiB: the largest process so far

@@ -20,7 +20,7 @@ import traceback
 from perftriage.analysis.errors import TraceReadError
 
 _FRAME = struct.Struct("<Q")
-CAP_EXTRA = 4 << 30  # the child may grow by this much beyond the parent's size at the fork
+CAP_EXTRA = 1 << 30  # the child may grow by this much beyond the parent's size at the fork (it needs ~100 MiB)
 
 
 def _write_all(fd: int, data) -> None:
