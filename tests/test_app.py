@@ -93,6 +93,40 @@ async def test_the_footer_recomposes_only_when_the_keys_it_shows_change(monkeypa
         assert {k.key for k in footer.query("FooterKey")} == {b[0] for b in footer._shown[0]} | {"ctrl+p"}
 
 
+async def test_the_finding_detail_follows_the_cursor_and_is_not_rebuilt_for_the_same_finding(monkeypatch):
+    import dataclasses
+
+    import rich.markdown
+
+    from perftriage.tui.panes.findings import FindingsPane
+
+    built = []
+    real = rich.markdown.Markdown.__init__
+
+    def counted(self, markup, *a, **k):
+        built.append(markup)
+        real(self, markup, *a, **k)
+
+    monkeypatch.setattr(rich.markdown.Markdown, "__init__", counted)
+    app = PerftriageApp(["synthetic"], analyse=fake_analyse(100))
+    async with app.run_test() as pilot:
+        await loaded(pilot)
+        pane = app.query_one(FindingsPane)
+        first = pane.findings[0]
+        assert built and first.title in built[-1]
+        n = len(built)
+        pane.show_findings([first, dataclasses.replace(first, title="Another finding")])
+        await pilot.pause()
+        assert len(built) == n  # the detail shown is the first finding's still
+        pane.show_findings(pane.findings)  # the same list again, as each part of the results does
+        await pilot.pause()
+        assert len(built) == n
+        await pilot.press("6")
+        await pilot.press("j")
+        await pilot.pause()
+        assert len(built) == n + 1 and pane.findings[1].title in built[-1]
+
+
 async def test_export_writes_markdown_atomically(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     app = PerftriageApp(["synthetic"], analyse=fake_analyse(100))

@@ -27,6 +27,7 @@ class FindingsPane(Pending, Vertical):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.findings: list[Finding] = []
+        self._detail_text = ""  # the Markdown the detail shows
 
     def compose(self) -> ComposeResult:
         yield Static("no findings yet", id="findings-title")
@@ -52,11 +53,16 @@ class FindingsPane(Pending, Vertical):
     def _show(self, row: int) -> None:
         detail = self.query_one("#findings-detail", Static)
         if not self.findings:
+            self._detail_text = ""
             detail.update("")
             return
+        text = finding_markdown(self.findings[row], row + 1)
+        if text == self._detail_text:  # shown already (each part of the results shows the list again)
+            return
+        self._detail_text = text
         from rich.markdown import Markdown  # noqa: PLC0415 (markdown-it: 55 ms of the app's start otherwise)
 
-        detail.update(Markdown(finding_markdown(self.findings[row], row + 1)))
+        detail.update(Markdown(text))
 
     class Open(Message):
         """Open what a finding is about (its ``target``)."""
