@@ -30,6 +30,7 @@ with ``--jobs`` is as fast.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
@@ -88,17 +89,19 @@ class ClusterGraphs(Mapping):
         self.facts = facts
         self._fetch = fetch
         self._graphs: dict[str, ExecGraph] | None = None
+        self._lock = threading.Lock()  # one fetch, whichever thread (the app's path server, say) asks first
 
     @property
     def fetched(self) -> bool:
         return self._graphs is not None
 
     def graphs(self) -> dict[str, ExecGraph]:
-        if self._graphs is None:
-            got = self._fetch()
-            self._graphs = {n: got[n] for n in self.facts}
-            self._fetch = None
-        return self._graphs
+        with self._lock:
+            if self._graphs is None:
+                got = self._fetch()
+                self._graphs = {n: got[n] for n in self.facts}
+                self._fetch = None
+            return self._graphs
 
     def __getitem__(self, host: str) -> ExecGraph:
         return self.graphs()[host]
