@@ -20,7 +20,7 @@ class CurrentTask:
         if len(rows) == 0:
             return
         h, c = host[rows].astype(np.int64), cpu[rows].astype(np.int64)
-        if len(rows) and 0 <= h.min() and h.max() < 16 and 0 <= c.min() and c.max() < 4096:
+        if 0 <= h.min() and h.max() < 16 and 0 <= c.min() and c.max() < 4096:
             key = (h * 4096 + c).astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort: 2x faster
         else:
             key = h * 65536 + c

@@ -100,8 +100,8 @@ class GraphBuilder:
         # per wake-up (numbered globally): the context it ran in and the task it ran on
         self.wake = Parts("ctx", "cur")
         self.links: dict[int, tuple[int, int]] = {}  # wake-up number -> (sender tid, send time); few
-        # packets on one host: the latest send of each skb address, the latest receive per CPU
-        self.net: dict[int, HostNet] = {}  # per host: the latest send of each skb address, the latest receive per CPU
+        # packets on one host: the latest send of each skb address, the latest receive per CPU (per host)
+        self.net: dict[int, HostNet] = {}
         # packets with headers, for packets between traced hosts (matched at the end)
         self.packets = PacketLog()
         self.matches = None
@@ -220,7 +220,7 @@ class GraphBuilder:
             both = wake_contexts(self.stacks, h, seq[m_ctx], cpu[m_ctx], seq[m_ic], cpu[m_ic], ctx, is_exit)
             wctx, sctx, rctx = both[m_wk[m_ctx]], both[m_send[m_ctx]], both[m_recv[m_ctx]]
         if nwk or m_send.any() or m_recv.any():
-            self._packet_links(h, chunk, cat, seq, m_wk, wctx, wake_ids, sctx, rctx)
+            self._packet_links(h, chunk, m_wk, m_send, m_recv, wctx, wake_ids, sctx, rctx)
         if nwk:
             wcur = cur[m_wk]
             self.wake.add(ctx=wctx, cur=np.where(wcur == MISSING, -1, wcur).astype(np.int32))
@@ -252,7 +252,7 @@ class GraphBuilder:
     NET_FLIGHT_NS = 10_000_000  # a packet received this long after a send of its skb address: that send
     # (skb addresses are reused: an older send with the same address is another packet)
 
-    def _packet_links(self, h: int, chunk, cat, seq, m_wk, wctx, wake_ids, sctx, rctx) -> None:
+    def _packet_links(self, h: int, chunk, m_wk, m_send, m_recv, wctx, wake_ids, sctx, rctx) -> None:
         """The wake-ups of the chunk that deliver a packet another task of this host sent
         (loopback: the same skb address is queued by the sender and received by the softirq that
         wakes the reader) go to ``self.links``: wake-up number -> (sender, send time). Packets
@@ -266,36 +266,30 @@ class GraphBuilder:
         A packet received in process context (no interrupt on its CPU) is the running task's: an
         arrival, linked to its sender like a wake-up (loopback now, another host's at the end),
         which the critical path follows where the receiver's history runs out."""
-        nwk = int(m_wk.sum())
-        m_send, m_recv = cat == C_NET_SEND, cat == C_NET_RECV
-        wk_pos = np.flatnonzero(m_wk)
-        net_wake = np.isin(wctx, self.NET_CONTEXTS) if nwk else np.zeros(0, bool)
+        wk = np.flatnonzero(m_wk)
+        net_wake = np.isin(wctx, self.NET_CONTEXTS)
+        wk = wk[net_wake]  # the wake-ups in a network context
         send_rows, recv_rows = np.flatnonzero(m_send), np.flatnonzero(m_recv)
-        rows = np.concatenate([send_rows, recv_rows, wk_pos[net_wake]])
-        if len(rows) == 0:
+        if not (len(send_rows) or len(recv_rows) or len(wk)):
             return
         ts, cpu, cur = chunk.ts, chunk.cpu, chunk.tid
         # the sender of a packet: the task running, when the send is in process context
-        sender = np.full(len(chunk), -1, np.int64)
+        t = cur[send_rows]
+        sender = np.where((t == MISSING) | (sctx != CTX_NONE), -1, t).astype(np.int64)
         if len(send_rows):
-            t = cur[send_rows]
-            sender[send_rows] = np.where((t == MISSING) | (sctx != CTX_NONE), -1, t)
-            self.packets.add_sends(packet_keys(chunk.fields, send_rows), ts[send_rows], h, sender[send_rows],
+            self.packets.add_sends(packet_keys(chunk.fields, send_rows), ts[send_rows], h, sender,
                                    tcp_segments(chunk.fields, send_rows))
-        recv_no = np.full(len(chunk), -1, np.int64)
-        receiver = np.full(len(chunk), -1, np.int64)  # the running task, for a receive in process context
-        if len(recv_rows):
-            t = cur[recv_rows]
-            receiver[recv_rows] = np.where((t == MISSING) | (rctx != CTX_NONE), -1, t)
-            recv_no[recv_rows] = self.packets.add_receives(packet_keys(chunk.fields, recv_rows), ts[recv_rows], h,
-                                                           tcp_segments(chunk.fields, recv_rows))
+        t = cur[recv_rows]  # the receiver: the running task, for a receive in process context
+        receiver = np.where((t == MISSING) | (rctx != CTX_NONE), -1, t).astype(np.int64)
+        recv_no = (self.packets.add_receives(packet_keys(chunk.fields, recv_rows), ts[recv_rows], h,
+                                             tcp_segments(chunk.fields, recv_rows))
+                   if len(recv_rows) else np.zeros(0, np.int64))
         skb_all = chunk.fields.get("skbaddr")
         skb = (lambda r: skb_all[r]) if skb_all is not None else (lambda r: np.full(len(r), MISSING, np.int64))
-        wk = wk_pos[net_wake]
         got = match_chunk(self.net.setdefault(h, HostNet()), ChunkRows(
-            send_pos=send_rows, send_skb=skb(send_rows), send_ts=ts[send_rows], send_tid=sender[send_rows],
+            send_pos=send_rows, send_skb=skb(send_rows), send_ts=ts[send_rows], send_tid=sender,
             recv_pos=recv_rows, recv_cpu=cpu[recv_rows].astype(np.int64), recv_ts=ts[recv_rows],
-            recv_skb=skb(recv_rows), recv_no=recv_no[recv_rows], recv_tid=receiver[recv_rows],
+            recv_skb=skb(recv_rows), recv_no=recv_no, recv_tid=receiver,
             wake_pos=wk, wake_cpu=cpu[wk].astype(np.int64), wake_ts=ts[wk], wake_id=wake_ids[net_wake]),
             has_skb=skb_all is not None, delay_ns=self.NET_DELAY_NS, flight_ns=self.NET_FLIGHT_NS,
             horizon=int(ts[-1]) - self.NET_FLIGHT_NS)
