@@ -288,6 +288,23 @@ def test_a_packet_timestamp_of_all_ones_is_corrupt_data_not_an_abort(copy_trace)
     assert f"{k / 'k_0'}: packet at byte 0 has a timestamp of all ones (corrupt data)" in r.stderr
 
 
+def info_on_a_corrupted_byte(copy_trace, stream: str, offset: int, value: int, preexec_fn=None):
+    """``perftriage info`` on a copy of tracevizlab-cat-kern-ust with one byte of a kernel
+    stream set, read by the C decoder (skipped where it is not built)."""
+    from perftriage.analysis.ctf import native
+
+    if native._module()[0] is None:
+        pytest.skip("the C decoder (which decodes in a capped child process) is not built here")
+    t = copy_trace("tracevizlab-cat-kern-ust")
+    f = t / "cat-kernel" / stream
+    f.chmod(0o644)
+    with open(f, "r+b") as out:
+        out.seek(offset)
+        out.write(bytes([value]))
+    return subprocess.run([sys.executable, "-m", "perftriage", "info", str(t)], capture_output=True, text=True,
+                          timeout=60, preexec_fn=preexec_fn)
+
+
 @pytest.mark.parametrize("limit", [True, False])
 def test_a_corrupted_byte_in_an_event_payload_ends_in_one_line(copy_trace, limit):
     """One byte of tracevizlab-cat-kern-ust's k_7 set to 16 (found by python -m fuzzing ctf):
@@ -296,22 +313,10 @@ def test_a_corrupted_byte_in_an_event_payload_ends_in_one_line(copy_trace, limit
     one line, exit 4 (partial data), within seconds, under a 2 GiB limit or none."""
     import resource
 
-    t = copy_trace("tracevizlab-cat-kern-ust")
-    k7 = t / "cat-kernel" / "k_7"
-    k7.chmod(0o644)
-    with open(k7, "r+b") as f:
-        f.seek(648)
-        f.write(bytes([16]))
-
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
-    from perftriage.analysis.ctf import native
-
-    if native._module()[0] is None:
-        pytest.skip("the C decoder (which decodes in a capped child process) is not built here")
-    r = subprocess.run([sys.executable, "-m", "perftriage", "info", str(t)], capture_output=True, text=True,
-                       timeout=60, preexec_fn=cap if limit else None)
+    r = info_on_a_corrupted_byte(copy_trace, "k_7", 648, 16, preexec_fn=cap if limit else None)
     assert r.returncode == 4, r.stderr[-300:]
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "babeltrace2 stopped decoding" in lines[0] and "damaged" in lines[0]
@@ -324,17 +329,7 @@ def test_a_corrupted_length_the_decoder_fills_stops_at_one_gib(copy_trace):
     4.2 GiB when it was 4 GiB, 1.1 GiB now; a host under triage keeps its memory. One line, exit 4."""
     import resource
 
-    from perftriage.analysis.ctf import native
-
-    if native._module()[0] is None:
-        pytest.skip("the C decoder (which decodes in a capped child process) is not built here")
-    t = copy_trace("tracevizlab-cat-kern-ust")
-    k1 = t / "cat-kernel" / "k_1"
-    k1.chmod(0o644)
-    with open(k1, "r+b") as f:
-        f.seek(72790)
-        f.write(bytes([127]))
-    r = subprocess.run([sys.executable, "-m", "perftriage", "info", str(t)], capture_output=True, text=True, timeout=60)
+    r = info_on_a_corrupted_byte(copy_trace, "k_1", 72790, 127)
     assert r.returncode == 4, r.stderr[-300:]
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "babeltrace2 stopped decoding" in lines[0]
