@@ -41,7 +41,8 @@ from perftriage.analysis.ctf.hosts import host_groups
 from perftriage.analysis.ctf.pipeline import PassResult, read_once
 from perftriage.analysis.ctf.summary import EventCounter, TraceSummary, merge_summaries
 from perftriage.analysis.errors import MissingDependency, PerftriageError, TraceReadError
-from perftriage.analysis.execgraph.builder import Gathered, GraphBuilder, Matched, PacketPart, finish_part, match_parts
+from perftriage.analysis.execgraph.builder import (Gathered, GraphBuilder, Matched, PacketPart, finish_part,
+                                                   in_time_order, match_parts)
 from perftriage.analysis.execgraph.graph import ClockFit, ExecGraph
 from perftriage.analysis.requests.features import FeatureBatch, FeatureTable, extract_batch, merge_batches
 from perftriage.analysis.requests.markers import MarkerRequests
@@ -229,8 +230,7 @@ class Cluster:
         graph_futures = [self.client.submit(_finish, f, m, pure=False) for f, m in zip(futures, matched)]
         del futures
         fact_parts = [self._result(self.client.submit(_facts, g, pure=False)) for g in graph_futures]
-        facts = {n: fa for part in fact_parts for n, fa in part.items()}
-        facts = {n: facts[n] for n in sorted(facts, key=lambda n: (facts[n].begin, n))}  # as in_time_order
+        facts = in_time_order({n: fa for part in fact_parts for n, fa in part.items()})  # facts have a begin too
         holder = {n: f for part, f in zip(fact_parts, graph_futures) for n in part}
         self._graph_futures = list({id(holder[n]): holder[n] for n in facts}.values())  # in the graphs' order
 

@@ -19,9 +19,10 @@ pickled messages on its stdout, flushed one by one:
   (a missing dependency) or "internal" (a bug: the traceback's last line)
 
 The execution graphs (the largest part of a kernel trace's result, about 25 bytes per event) stay
-in the child, in memory-mapped files once the analyses that read them are done (on_disk.py): the app gets a ``KeptGraph`` per host instead, and asks for the critical path of the
-request it shows, ``(key, host, tid, t0, t1)`` pickled on the child's stdin, answered by a thread of
-the child while it analyses and after. A child with graphs lives on after its result, holding only
+in the child, in memory-mapped files once the analyses that read them are done (on_disk.py): the
+app gets a ``KeptGraph`` per host instead, and asks for the critical path of the request it shows,
+``(key, host, tid, t0, t1)`` pickled on the child's stdin, answered by a thread of the child while
+it analyses and after. A child with graphs lives on after its result, holding only
 the graphs, until the app closes its stdin (or dies) or stops it: the app's memory and the time to
 send the graphs are those of the report's process, not twice.
 

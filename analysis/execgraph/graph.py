@@ -157,10 +157,13 @@ class ExecGraph:
         """Waits followed to another host (the network notes count them)."""
         return len(self.remote_links)
 
+    #: the per-interval and per-system-call tables: the graph's size (on_disk.py maps them from files)
+    TABLES = ("iv_start", "iv_end", "iv_state", "iv_block", "iv_waker", "iv_syscall", "sc_tid", "sc_entry", "sc_exit",
+              "sc_id")
+
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.iv_start, self.iv_end, self.iv_state, self.iv_block, self.iv_waker,
-                                      self.iv_syscall, self.sc_tid, self.sc_entry, self.sc_exit, self.sc_id))
+        return sum(getattr(self, name).nbytes for name in self.TABLES)
 
     def comm(self, tid: int) -> str:
         t = self.threads.get(tid)

@@ -21,8 +21,7 @@ import numpy as np
 
 from .graph import ExecGraph
 
-ARRAYS = ("iv_start", "iv_end", "iv_state", "iv_block", "iv_waker", "iv_syscall", "sc_tid", "sc_entry", "sc_exit",
-          "sc_id")
+ARRAYS = ExecGraph.TABLES
 MEMORY_FILESYSTEMS = {"tmpfs", "ramfs", "devtmpfs"}
 MIN_BYTES = 1 << 20  # smaller graphs stay on the heap (a file and a mapping each is not worth it)
 
