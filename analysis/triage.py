@@ -18,6 +18,7 @@ from perftriage.analysis.calltrees.findings import (change_findings, comparison_
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
 from perftriage.analysis.calltrees.what_changed import ChangeDiagnosis, diagnose_change, find_split, split_spans
 from perftriage.analysis.counters.findings import CounterAnalysis, CounterParams, analyse_counters, counter_findings
+from perftriage.analysis.cores import available_cores
 from perftriage.analysis.counters.prometheus_api import PromRange
 from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.counters.rules import read_rules
@@ -91,16 +92,6 @@ class Options:
 
     def cores(self) -> int:
         return max(1, self.jobs) if self.jobs else available_cores()
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity: a container's or taskset's limit)."""
-    import os  # noqa: PLC0415
-
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 @dataclass
@@ -458,7 +449,8 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
             passed = cluster.read(inputs.ctf, markers, progress=on_hosts)
         else:
             consumers = [EventCounter(), GraphBuilder()] + ([MarkerRequests(markers)] if markers is not None else [])
-            passed = read_once(inputs.ctf, consumers, progress=on_read, threaded=options.cores() >= 2)
+            passed = read_once(inputs.ctf, consumers, progress=on_read, threaded=options.cores() >= 2,
+                               decoders=options.cores())
     except MissingDependency as exc:
         result.report.notes.append(str(exc))
         return

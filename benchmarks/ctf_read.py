@@ -1,8 +1,8 @@
 """Reading CTF into columnar chunks: the C decoder and the Python decoder beside babeltrace2's C
 core (`babeltrace2 -o dummy`) on the same traces in one run, with each reader's peak memory at
 two trace sizes (it must not grow with the trace; for the C decoder, the reading process's: its
-decoding child adds about 100 MiB, babeltrace2 and the decoder's buffers). Target: the C decoder
-at >= 0.7x babeltrace2."""
+decoding child adds about 100 MiB, babeltrace2 and the decoder's buffers), and the C decoder in
+two processes, the stream files shared out (split.py). Target: the C decoder at >= 0.7x babeltrace2."""
 
 from __future__ import annotations
 
@@ -19,35 +19,38 @@ from perftriage.analysis.execgraph.events import GRAPH_EVENTS, GRAPH_FIELDS
 spec = ReadSpec(fields=dict(GRAPH_FIELDS), events=list(GRAPH_EVENTS))  # what the execution graph reads
 t = time.perf_counter()
 n = 0
-r = CtfReader({paths!r}, spec)
+r = CtfReader({paths!r}, spec, decoders={decoders})
 for c in r.chunks():
     n += len(c)
-print(n, r.events_read, time.perf_counter() - t, r.native)
+print(n, r.events_read, time.perf_counter() - t, r.native, "processes" in r.decoder_name)
 """
 
 
-def _read(paths, decoder):
-    out, _, rss = child_peak_rss(CODE.format(paths=[str(p) for p in paths], decoder=decoder))
-    n, read, secs, native = out.split()
-    return int(n), int(read), float(secs), rss, native == "True"
+def _read(paths, decoder, decoders=1):
+    out, _, rss = child_peak_rss(CODE.format(paths=[str(p) for p in paths], decoder=decoder, decoders=decoders))
+    n, read, secs, native, split = out.split()
+    return int(n), int(read), float(secs), rss, native == "True", split == "True"
 
 
 def _compare(label, path):
     bt = babeltrace2_dummy_seconds(path)
     c = _read([path], "")
+    c2 = _read([path], "", decoders=2)
     py = _read([path], "python")
     n, read = py[0], py[1]
     row(label, f"{read:,} events decoded", f"{n:,} kept for the graph")
     if bt is not None:
         row("  babeltrace2 -o dummy (C, decodes every field)", f"{bt:.2f} s", f"{read / bt:,.0f} events/s")
-    for name, (_, _, secs, rss, native) in (("C decoder", c), ("Python decoder", py)):
-        if name == "C decoder" and not native:
+    split = "C decoder, 2 processes (stream files shared out)" if c2[5] else "C decoder, 2 allowed (1 used: < 64 MiB)"
+    for name, (_, _, secs, rss, native, _) in (("C decoder", c), (split, c2), ("Python decoder", py)):
+        if name.startswith("C decoder") and not native:
             row("  C decoder", "not built", "make setup builds it (gcc, python3-dev, libbabeltrace2-dev)")
             continue
         ratio = f"; {bt / secs:.2f}x babeltrace2" if bt else ""
         row(f"  {name}", f"{secs:.2f} s", f"{read / secs:,.0f} events/s{ratio}; peak RSS {rss / 2**20:,.0f} MiB")
     if c[4]:
         row("  C decoder against the Python decoder", f"{py[2] / c[2]:.2f}x", "faster")
+        row("  2 decoding processes against 1", f"{c[2] / c2[2]:.2f}x", "faster (the stream files shared out)")
 
 
 def _startup(real) -> None:

@@ -100,15 +100,16 @@ class _Sent:
             "hosts": reader.hosts[self.hosts:],
             "traces": [dict(t.__dict__) for t in reader.traces],
             "event_fields": {k: list(v) for k, v in reader.event_fields.items()},
-            "asked": set(state.asked),
+            "asked": set(state.asked) if state is not None else set(),
         }
         self.names, self.strings, self.hosts = len(reader.event_names), len(reader.strings.strings), len(reader.hosts)
         return d
 
 
-def _child(reader, state, graph, w: int, go: int | None) -> None:
+def _child(reader, state, graph, w: int, go: int | None, prepare=None) -> None:
     """In the child: the reader's loop, every item sent; never returns. With ``go`` (lockstep),
-    each item is made only when the parent asks for it (one byte): the two never run at once."""
+    each item is made only when the parent asks for it (one byte): the two never run at once.
+    ``prepare``: makes the (state, graph) to run here, under the memory cap (split.py)."""
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's; it kills the child
@@ -126,6 +127,9 @@ def _child(reader, state, graph, w: int, go: int | None) -> None:
         def send(kind, item):
             _send(w, (kind, item, sent.delta(reader, state)))
 
+        if prepare is not None:
+            state, graph = prepare()
+
         items = reader._produce(state, graph, sparse=True)
         while True:
             if go is not None and not os.read(go, 1):
@@ -135,7 +139,7 @@ def _child(reader, state, graph, w: int, go: int | None) -> None:
             except StopIteration:
                 break
             if kind == "error":  # TraceReadError does not pickle: its parts do
-                item = (item.path, item.problem, item.events_read)
+                item = (item.path, item.problem, item.events_read, getattr(item, "cause", item.problem))
             send(kind, item)
         send("end", None)
     except BaseException as exc:  # noqa: BLE001  (handed to the parent, which raises it)
@@ -206,7 +210,7 @@ def in_child(reader, state, graph, lockstep: bool = False):
                 yield kind, item
             elif kind == "error":
                 ended = True
-                yield "error", TraceReadError(*item)
+                yield "error", TraceReadError(*item[:3])
                 return
             elif kind == "raise":
                 ended = True

@@ -59,13 +59,15 @@ def read_once(
     chunk_events: int | None = None,
     threaded: bool = True,
     host_names: dict[str, str] | None = None,
+    decoders: int = 1,
 ) -> PassResult:
     """Read ``paths`` once, feed every chunk to every consumer, return their results.
 
     A read that stops part-way (truncated trace...) still finishes the consumers on what was
-    read; the error is returned beside the results so the caller can say the data is partial."""
+    read; the error is returned beside the results so the caller can say the data is partial.
+    ``decoders``: decoding processes allowed (the stream files shared out among them: split.py)."""
     spec = merge_specs([c.read_spec() for c in consumers], chunk_events)
-    reader = CtfReader(paths, spec, progress=progress, host_names=host_names)
+    reader = CtfReader(paths, spec, progress=progress, host_names=host_names, decoders=decoders)
     reader.threaded = reader.threaded and threaded  # decoding in a thread of its own beside the consumers
     for c in consumers:
         c.bind(reader)

@@ -40,6 +40,7 @@ from .isolated import in_child
 from .native import native_sink_class, new_state, reader_choice
 from .sink import SinkState, build_graph
 from .spec import ProgressFn, ReadProgress, ReadSpec, TraceMeta
+from .split import decoders_for, in_children
 from .streams import check_stream, salvage_view, same_stream_twice
 
 
@@ -57,8 +58,10 @@ class CtfReader:
         progress: ProgressFn | None = None,
         progress_every: float = 0.2,
         host_names: dict[str, str] | None = None,
+        decoders: int = 1,
     ):
         self.bt2 = import_bt2()
+        self.decoders = decoders  # decoding processes allowed (split.py: the stream files shared out among them)
         self.spec = spec or ReadSpec()
         self.trace_dirs: list[TraceDir] = find_traces(paths)
         self.progress = progress
@@ -175,7 +178,12 @@ class CtfReader:
         state, graph = self._prepared or self._new_graph()
         self._prepared = None
         self._asked = state.asked
-        if self.native and self.isolated:
+        split = decoders_for(self, self.decoders) if self.native and self.isolated and self.threaded else 1
+        if split > 1:
+            graph = None  # each child opens its own stream files
+            self.decoder_name += f", in {split} processes (the stream files shared out)"
+            produce = in_children(self, state, split)
+        elif self.native and self.isolated:
             produce = in_child(self, state, graph, lockstep=not self.threaded)
         else:
             produce = self._produce(state, graph)
@@ -237,8 +245,10 @@ class CtfReader:
                 if state.n:
                     produced += state.n
                     yield "chunk", (state.take(sparse), state.plan_tables())
-                yield "error", TraceReadError(self._path_of_component(comp),
-                                              f"{self._stopped_at(state, produced)}: {msg}", produced)
+                error = TraceReadError(self._path_of_component(comp), f"{self._stopped_at(state, produced)}: {msg}",
+                                       produced)
+                error.cause = msg  # without the place (split.py says the place among all the decoders' events)
+                yield "error", error
                 return
             if state.n >= limit:
                 produced += state.n

@@ -370,9 +370,10 @@ def python_sink_class():
     return _SINK_CLASSES["python"]
 
 
-def build_graph(trace_dirs, read_paths, sink_obj, sink_class=None):
+def build_graph(trace_dirs, read_paths, sink_obj, sink_class=None, indices=None):
     """The bt2 graph reading ``read_paths`` (one per trace folder of ``trace_dirs``) into a sink
-    of ``sink_class`` (default: the Python decoder) holding ``sink_obj``."""
+    of ``sink_class`` (default: the Python decoder) holding ``sink_obj``. ``indices``: the
+    folders' numbers among the reader's (the source components are named after them: src3)."""
     bt2 = import_bt2()
     graph = bt2.Graph()
     fs = bt2.find_plugin("ctf").source_component_classes["fs"]
@@ -381,7 +382,7 @@ def build_graph(trace_dirs, read_paths, sink_obj, sink_class=None):
     ports = []
     for i, (td, read_path) in enumerate(zip(trace_dirs, read_paths)):
         try:
-            src = graph.add_component(fs, f"src{i}", params={"inputs": [str(read_path)]}, logging_level=quiet)
+            src = graph.add_component(fs, f"src{indices[i] if indices else i}", params={"inputs": [str(read_path)]}, logging_level=quiet)
         except bt2._Error as exc:
             msg, _ = error_text(exc)
             raise InputError(td.path, f"cannot open CTF trace: {msg}") from None

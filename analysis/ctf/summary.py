@@ -71,10 +71,11 @@ class EventCounter:
         )
 
 
-def summarize(paths, progress: ProgressFn | None = None) -> TraceSummary:
+def summarize(paths, progress: ProgressFn | None = None, decoders: int = 1) -> TraceSummary:
+    """What the traces under ``paths`` hold, read with up to ``decoders`` decoding processes."""
     from .pipeline import read_once  # noqa: PLC0415
 
-    result = read_once(paths, [EventCounter()], progress=progress)
+    result = read_once(paths, [EventCounter()], progress=progress, decoders=decoders)
     summary = result.results[0]
     if result.error is not None:
         summary.error = str(result.error)

@@ -6,6 +6,7 @@ import json
 import sys
 
 from .common import EXIT_CODES_HELP, EXIT_OK, EXIT_PARTIAL, Formatter
+from .numbers import number
 
 
 def add_parser(sub) -> None:
@@ -18,13 +19,18 @@ def add_parser(sub) -> None:
     )
     p_info.add_argument("paths", nargs="+", metavar="PATH")
     p_info.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p_info.add_argument("--jobs", type=number(1, 1024, integer=True), metavar="N",
+                        help="decoding processes (default: the cores this process may run on; one per 32 MiB of "
+                             "trace at most, the stream files shared out among them)")
 
 
 def run(args) -> int:
     from perftriage.analysis.ctf.summary import summarize  # noqa: PLC0415
     from perftriage.analysis.units import fmt_duration, fmt_timestamp  # noqa: PLC0415
 
-    s = summarize(args.paths)
+    from perftriage.analysis.cores import available_cores  # noqa: PLC0415
+
+    s = summarize(args.paths, decoders=args.jobs or available_cores())
     if args.json:
         data = {
             "traces": [
