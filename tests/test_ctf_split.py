@@ -179,3 +179,11 @@ def test_the_report_is_the_same_with_three_decoders():
 
     one, three = report(1), report(3)
     assert one["findings"] and one == three
+
+
+def test_without_a_writable_temporary_folder_one_process_decodes(monkeypatch, tmp_path):
+    monkeypatch.setenv("PERFTRIAGE_DECODERS", "3")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))  # where the views would be made
+    reader = CtfReader([ROOT / "sample_traces" / "two-hosts"], ReadSpec())
+    assert sum(len(c) for c in reader.chunks()) == 112_716
+    assert "processes" not in reader.decoder_name

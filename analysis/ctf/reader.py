@@ -40,7 +40,7 @@ from .isolated import in_child
 from .native import native_sink_class, new_state, reader_choice
 from .sink import SinkState, build_graph
 from .spec import ProgressFn, ReadProgress, ReadSpec, TraceMeta
-from .split import decoders_for, in_children
+from .split import decoders_for, in_children, shared_out
 from .streams import check_stream, salvage_view, same_stream_twice
 
 
@@ -179,10 +179,11 @@ class CtfReader:
         self._prepared = None
         self._asked = state.asked
         split = decoders_for(self, self.decoders) if self.native and self.isolated and self.threaded else 1
-        if split > 1:
+        shared = shared_out(self, split) if split > 1 else None
+        if shared is not None:
             graph = None  # each child opens its own stream files
-            self.decoder_name += f", in {split} processes (the stream files shared out)"
-            produce = in_children(self, state, split)
+            self.decoder_name += f", in {len(shared[1])} processes (the stream files shared out)"
+            produce = in_children(self, state, shared)
         elif self.native and self.isolated:
             produce = in_child(self, state, graph, lockstep=not self.threaded)
         else:

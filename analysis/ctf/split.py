@@ -370,10 +370,20 @@ def _merged(reader, state, decoders: list[_Decoder], base: list[dict]):
     yield "progress", ReadProgress(produced, reader.bytes_total, reader.bytes_total)
 
 
-def in_children(reader, state, k: int):
-    """The reader's items (see CtfReader._produce), decoded by ``k`` child processes at most,
-    each reading some of the stream files."""
-    tmp, views = make_views(reader, stream_groups(stream_files(reader), k))
+def shared_out(reader, k: int):
+    """The views of the stream files shared out among at most ``k`` processes, for
+    :func:`in_children`; None where they cannot be made (no writable temporary folder: one
+    process decodes)."""
+    try:
+        return make_views(reader, stream_groups(stream_files(reader), k))
+    except OSError:
+        return None
+
+
+def in_children(reader, state, shared):
+    """The reader's items (see CtfReader._produce), decoded by child processes each reading
+    the stream files of one view of ``shared`` (:func:`shared_out`)."""
+    tmp, views = shared
     base = [dict(t.__dict__, cpus=set(t.cpus), problems=list(t.problems)) for t in reader.traces]
     decoders: list[_Decoder] = []
     try:
