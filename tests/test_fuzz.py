@@ -25,8 +25,10 @@ SHARDS = {"ctf": 2}
 @pytest.mark.parametrize("name,shard", [
     pytest.param(n, k, marks=[needs_bt2] if n == "ctf" else [], id=n if SHARDS.get(n, 1) == 1 else f"{n}-{k + 1}")
     for n in CLASS_NAMES for k in range(SHARDS.get(n, 1))])
-def test_no_damaged_input_ends_badly(name, shard, tmp_path):
+def test_no_damaged_input_ends_badly(name, shard, tmp_path, monkeypatch):
     examples = -(-EXAMPLES // SHARDS.get(name, 1))  # independent random draws: the halves add up
+    if name == "ctf" and shard == 1:  # the second half decoded by three processes, the stream files shared out
+        monkeypatch.setenv("PERFTRIAGE_DECODERS", "3")
     res = run_class(name, examples, tmp_path)
     assert res.tried >= min(examples, 10)
     detail = "\n".join(f"{p}: {d} | {' '.join(a)} | {e.strip()[-400:]}" for p, (d, a, e) in res.examples.items())
