@@ -109,20 +109,30 @@ def _prepare(reader, views):
 
 
 class _Rows:
-    """Rows of one child's chunk, dense and in the parent's codes (plan: the child's plan index)."""
+    """Rows of one child's chunk in the parent's codes (``plan``: the child's plan index), the
+    columns sparse as the child sent them (kind, rows, values): they become dense only in the
+    merged chunk, written once where each row goes."""
 
-    __slots__ = ("decoder", "ts", "cpu", "plan", "ctx", "tid", "pid", "cols")
+    __slots__ = ("decoder", "ts", "cpu", "plan", "ctx", "cols")
 
-    def __init__(self, decoder, ts, cpu, plan, ctx, tid, pid, cols):
+    def __init__(self, decoder, ts, cpu, plan, ctx, cols):
         self.decoder, self.ts, self.cpu, self.plan = decoder, ts, cpu, plan
-        self.ctx, self.tid, self.pid, self.cols = ctx, tid, pid, cols
+        self.ctx = ctx  # (rows, tid, pid) of the events with a thread context
+        self.cols = cols
 
     def split(self, at: int) -> tuple["_Rows", "_Rows"]:
-        def part(s):
-            return _Rows(self.decoder, self.ts[s], self.cpu[s], self.plan[s], self.ctx[s], self.tid[s], self.pid[s],
-                         {k: (kind, v[s]) for k, (kind, v) in self.cols.items()})
+        """The rows before ``at`` and those from it."""
+        def cut(rows, *values):
+            i = int(np.searchsorted(rows, at))
+            return (rows[:i], *(v[:i] for v in values)), (rows[i:] - at, *(v[i:] for v in values))
 
-        return part(slice(0, at)), part(slice(at, None))
+        ctx = cut(*self.ctx)
+        cols = {name: (kind, cut(rows, vals)) for name, (kind, (rows, vals)) in self.cols.items()}
+        first = _Rows(self.decoder, self.ts[:at], self.cpu[:at], self.plan[:at], ctx[0],
+                      {name: (kind, parts[0]) for name, (kind, parts) in cols.items()})
+        rest = _Rows(self.decoder, self.ts[at:], self.cpu[at:], self.plan[at:], ctx[1],
+                     {name: (kind, parts[1]) for name, (kind, parts) in cols.items()})
+        return first, rest
 
 
 class _Decoder:
@@ -200,9 +210,8 @@ class _Decoder:
                        "kernel": tables["kernel"], "keep": tables["keep"]}
 
     def rows(self, raw, kinds: dict[str, int]) -> _Rows:
-        """A child's chunk (sparse columns) as dense rows with the parent's string codes and
-        column names (``kinds``: the parent's columns and their kinds, added to)."""
-        n = raw.n
+        """A child's chunk with the parent's string codes and column names (``kinds``: the
+        parent's columns and their kinds, added to)."""
         strings = None
         cols = {}
         for name, (kind, rows, vals) in raw.columns.items():
@@ -213,14 +222,8 @@ class _Decoder:
                 if strings is None:
                     strings = np.asarray(self.strings, np.int64)
                 vals = strings[vals]
-            cols[mine] = (kind, dense(kind, n, rows, vals))
-        ctx = np.zeros(n, bool)
-        ctx[raw.ctx_rows] = True
-        tid = np.full(n, -1, np.int64)
-        tid[raw.ctx_rows] = raw.ctx_tid
-        pid = np.full(n, -1, np.int64)
-        pid[raw.ctx_rows] = raw.ctx_pid
-        return _Rows(self, raw.ts, raw.cpu, raw.plan, ctx, tid, pid, cols)
+            cols[mine] = (kind, (rows, vals))
+        return _Rows(self, raw.ts, raw.cpu, raw.plan, (raw.ctx_rows, raw.ctx_tid, raw.ctx_pid), cols)
 
 
 def _column_name(name: str, kind: int, kinds: dict[str, int]) -> str:
@@ -255,7 +258,9 @@ def _merge_trace_facts(reader, base: list[dict], decoders: list[_Decoder]) -> No
 
 
 def _chunk(parts: list[_Rows], decoders: list[_Decoder], kinds: dict[str, int]):
-    """(raw chunk, plan tables) of ``parts`` in time order; the plans of all children in one table."""
+    """(raw chunk, plan tables) of ``parts`` in time order; the plans of all children in one
+    table. Each column is made once, at its merged size: every part's values are written where
+    its rows go."""
     offsets, tables, at = {}, [], 0
     for d in decoders:
         if d.tables is not None:
@@ -263,29 +268,43 @@ def _chunk(parts: list[_Rows], decoders: list[_Decoder], kinds: dict[str, int]):
             tables.append(d.tables)
             at += len(d.tables["code"])
     table = {k: np.concatenate([t[k] for t in tables]) for k in ("code", "host", "kernel", "keep")}
+    starts = np.cumsum([0] + [len(p.ts) for p in parts])
+    n = int(starts[-1])
     ts = np.concatenate([p.ts for p in parts])
-    order = None
+    where = None  # where each row of the parts goes (None: where it is)
     if len({p.decoder.number for p in parts}) > 1:
         order = np.argsort(ts, kind="stable")  # runs in time order each: a merge of runs
+        ts = ts[order]
+        where = np.empty(n, np.int64)
+        where[order] = np.arange(n)
+
+    def placed(rows_of_part: np.ndarray, start: int) -> np.ndarray:
+        rows = rows_of_part + start
+        return rows if where is None else where[rows]
 
     def joined(arrays):
-        a = np.concatenate(arrays)
-        return a if order is None else a[order]
+        out = np.empty(n, arrays[0].dtype)
+        for a, start in zip(arrays, starts):
+            out[placed(np.arange(len(a)), start) if where is not None else slice(start, start + len(a))] = a
+        return out
 
-    n = len(ts)
+    cpu = joined([p.cpu for p in parts])
     plan = joined([p.plan + offsets[p.decoder.number] for p in parts])
     cols = {}
     for name, kind in kinds.items():
         if "." in name and not any(name in p.cols for p in parts):
             continue  # nested fields live on few events: only where seen, as with one decoder
-        cols[name] = joined([p.cols[name][1] if name in p.cols else dense(kind, len(p.ts), np.empty(0, np.int64),
-                                                                         np.empty(0)) for p in parts])
-    ctx = joined([p.ctx for p in parts])
-    rows = np.flatnonzero(ctx)
-    tid = joined([p.tid for p in parts])[rows]
-    pid = joined([p.pid for p in parts])[rows]
-    raw = RawChunk(n, ts if order is None else ts[order], joined([p.cpu for p in parts]), plan, rows, tid, pid, cols)
-    return raw, table
+        out = dense(kind, n, np.empty(0, np.int64), np.empty(0))
+        for p, start in zip(parts, starts):
+            if name in p.cols:
+                rows, vals = p.cols[name][1]
+                out[placed(rows, start)] = vals
+        cols[name] = out
+    # the rows with a thread context, in any order (the reader scatters their values)
+    ctx_rows = np.concatenate([placed(p.ctx[0], start) for p, start in zip(parts, starts)])
+    tid = np.concatenate([p.ctx[1] for p in parts])
+    pid = np.concatenate([p.ctx[2] for p in parts])
+    return RawChunk(n, ts, cpu, plan, ctx_rows, tid, pid, cols), table
 
 
 def _frame(d: _Decoder, reader, state, kinds: dict[str, int], base: list[dict], decoders: list[_Decoder]) -> None:
