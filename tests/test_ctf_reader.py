@@ -199,6 +199,35 @@ def test_current_task_tracking_within_and_across_chunks(first_cpu):
     assert tid2.tolist() == [21, 11, 12]
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_the_compiled_current_task_follows_the_same_rules(seed):
+    """_decode.current_tasks against the vectorised rules, chunk after chunk: several hosts and
+    CPUs, missing tids, rows that need no task, and (odd seeds) a chunk with CPUs beyond 4,095,
+    done by the vectorised rules in between (the carried state goes to them and back)."""
+    from perftriage.analysis.ctf.current_task import _compiled
+
+    if _compiled() is None:
+        pytest.skip("the C decoder is not built here")
+    rng = np.random.default_rng(seed)
+    c, py = CurrentTask(), CurrentTask(compiled=False)
+    assert c._c is not None and py._c is None
+    for chunk in range(8):
+        n = int(rng.integers(0, 400))
+        host = rng.integers(0, 3, n).astype(np.int16)
+        cpu = rng.integers(0, 5, n).astype(np.int32)
+        if chunk == 4 and seed % 2:
+            cpu = np.where(rng.random(n) < 0.3, cpu + 5000, cpu).astype(np.int32)
+        sw = rng.random(n) < 0.15
+        prev, nxt = rng.integers(1, 60, n), rng.integers(1, 60, n)
+        prev[rng.random(n) < 0.1] = MISSING
+        nxt[rng.random(n) < 0.1] = MISSING
+        need = rng.random(n) < 0.8
+        got, want = np.full(n, -7, np.int32), np.full(n, -7, np.int32)
+        c.fill(got, need, sw, host, cpu, prev, nxt)
+        py.fill(want, need, sw, host, cpu, prev, nxt)
+        assert got.tolist() == want.tolist(), chunk
+
+
 def test_progress_reports_events_and_bytes_up_to_the_total():
     seen = []
     r = CtfReader([real_trace("tracevizlab-apt")], progress=seen.append, progress_every=0.0)

@@ -1042,8 +1042,94 @@ static PyObject *hold_fork_lock(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---- the task current on each CPU (current_task.py) --------------------------------------- */
+
+#define TASK_KEYS (16 * 4096) /* host < 16, cpu < 4096: key = host * 4096 + cpu */
+
+static int task_buf(PyObject *o, Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t len, int writable) {
+    if (PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    if (v->itemsize != itemsize || v->len != len * itemsize) {
+        PyErr_SetString(PyExc_ValueError, "current_tasks: an array of the wrong type or length");
+        PyBuffer_Release(v);
+        return -1;
+    }
+    return 0;
+}
+
+/* current_tasks(tid, need, is_switch, host, cpu, prev_tid, next_tid, state, known): the rules of
+ * CurrentTask.fill in one pass per chunk. tid[i] (where need[i]) becomes the task current on
+ * row i's (host, cpu): the next_tid of the CPU's last sched_switch before it, else the task
+ * carried from the chunks before (state/known, per key, updated), else the prev_tid of the
+ * CPU's first switch in this chunk, else -1; a switch itself runs as its prev_tid; MISSING as
+ * -1. The caller checks that every row's host < 16 and cpu < 4096. */
+static PyObject *current_tasks(PyObject *module, PyObject *args) {
+    PyObject *o[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8]))
+        return NULL;
+    Py_buffer v[9];
+    int got = 0;
+    Py_ssize_t n = PyObject_Length(o[0]);
+    const Py_ssize_t sizes[9] = {4, 1, 1, 2, 4, 8, 8, 8, 1};
+    PyObject *ret = NULL;
+    uint8_t *seen = NULL;
+    int64_t *first = NULL;
+    if (n < 0)
+        goto done;
+    for (; got < 9; got++)
+        if (task_buf(o[got], &v[got], sizes[got], got >= 7 ? TASK_KEYS : n, got == 0 || got >= 7) < 0)
+            goto done;
+    seen = calloc(TASK_KEYS, 1);
+    first = malloc(TASK_KEYS * sizeof(int64_t));
+    if (!seen || !first) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int32_t *tid = v[0].buf;
+    const uint8_t *need = v[1].buf, *sw = v[2].buf;
+    const int16_t *host = v[3].buf;
+    const int32_t *cpu = v[4].buf;
+    const int64_t *pt = v[5].buf, *nt = v[6].buf;
+    int64_t *state = v[7].buf;
+    uint8_t *known = v[8].buf;
+    for (Py_ssize_t i = 0; i < n; i++) { /* a CPU not carried over: its first switch's prev_tid */
+        if (!sw[i])
+            continue;
+        int k = host[i] * 4096 + cpu[i];
+        if (!known[k] && !seen[k]) {
+            seen[k] = 1;
+            first[k] = pt[i];
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!need[i] && !sw[i])
+            continue;
+        int k = host[i] * 4096 + cpu[i];
+        int64_t cur;
+        if (sw[i]) {
+            cur = pt[i];
+            state[k] = nt[i];
+            known[k] = 1;
+        } else {
+            cur = known[k] ? state[k] : seen[k] ? first[k] : -1;
+        }
+        if (need[i])
+            tid[i] = cur == MISSING ? -1 : (int32_t)cur;
+    }
+    ret = Py_None;
+    Py_INCREF(ret);
+done:
+    free(seen);
+    free(first);
+    for (int j = 0; j < got; j++)
+        PyBuffer_Release(&v[j]);
+    return ret;
+}
+
 static PyMethodDef module_methods[] = {
     {"hold_fork_lock", hold_fork_lock, METH_VARARGS, "hold the decoding loops' fork lock for so many seconds (tests)"},
+    {"current_tasks", current_tasks, METH_VARARGS,
+     "current_tasks(tid, need, is_switch, host, cpu, prev_tid, next_tid, state, known): CurrentTask.fill in C"},
     {NULL, NULL, 0, NULL},
 };
 
