@@ -27,6 +27,7 @@ import numpy as np
 
 from .features import FeatureTable
 from .knee import kneedle
+from .kmeans import kmeans
 
 CLUSTER_FEATURES = ("counts+durations", "counts", "durations")
 
@@ -39,10 +40,11 @@ class ClusterParams:
     k_max: int = 10
     n_init: int = 20
     random_state: int = 42
-    #: k-means threads (OpenMP through threadpoolctl); None: scikit-learn's default, every core.
-    #: One by default: OpenMP's threads spin when the host is busy, as a host under triage is.
-    #: ``make bench`` (request_outliers, 3,501 outliers of 50,000 requests, k = 2..10, 2 cores):
-    #: idle 0.42 s with one thread, 0.40 s with both; with the other core busy 0.42 s against 2.21 s.
+    #: k-means threads (the BLAS's, through threadpoolctl); None: the BLAS's default, every core.
+    #: One by default: a BLAS's threads spin when the host is busy, as a host under triage is.
+    #: ``make bench`` (request_outliers, 3,501 outliers of 50,000 requests, k = 2..10, 2 cores),
+    #: with scikit-learn's KMeans (OpenMP) before kmeans.py: idle 0.42 s with one thread, 0.40 s
+    #: with both; with the other core busy 0.42 s against 2.21 s.
     threads: int | None = 1
 
     def validate(self) -> None:
@@ -107,18 +109,16 @@ def cluster_outliers(ft: FeatureTable, outlier: np.ndarray, params: ClusterParam
 
 
 def _cluster(ft, F, idx, label, params: ClusterParams, used: dict) -> ClusterResult:
-    from sklearn.cluster import KMeans  # noqa: PLC0415 (scikit-learn costs 0.3 s to import: only when clustering)
-    from sklearn.preprocessing import StandardScaler  # noqa: PLC0415
-
-    Z = StandardScaler().fit(F).transform(F[idx])
-    Z = np.nan_to_num(Z)
+    # standardised on all requests (a column without spread is only centred)
+    scale = F.std(axis=0)
+    Z = np.nan_to_num((F[idx] - F.mean(axis=0)) / np.where(scale > 0, scale, 1.0))
     distinct = len(np.unique(Z, axis=0))
     k_hi = max(1, min(params.k_max, distinct, len(idx)))
     if params.k is not None:
         k = min(params.k, k_hi)
-        km = KMeans(n_clusters=k, n_init=params.n_init, random_state=params.random_state).fit(Z)
-        label[idx] = km.labels_
-        res = ClusterResult(label, k, [k], [float(km.inertia_)], "given", params=used)
+        km = kmeans(Z, k, n_init=params.n_init, random_state=params.random_state)
+        label[idx] = km.labels
+        res = ClusterResult(label, k, [k], [km.inertia], "given", params=used)
     elif k_hi < params.k_min:
         label[idx] = 0
         res = ClusterResult(label, 1, [1], [0.0], "too few distinct outliers to split", params=used)
@@ -126,9 +126,9 @@ def _cluster(ft, F, idx, label, params: ClusterParams, used: dict) -> ClusterRes
         ks = list(range(params.k_min, k_hi + 1))
         inertia, labels = [], {}
         for k in ks:
-            km = KMeans(n_clusters=k, n_init=params.n_init, random_state=params.random_state).fit(Z)
-            inertia.append(float(km.inertia_))
-            labels[k] = km.labels_
+            km = kmeans(Z, k, n_init=params.n_init, random_state=params.random_state)
+            inertia.append(km.inertia)
+            labels[k] = km.labels
         knee = kneedle(ks, inertia, curve="convex", direction="decreasing") if len(ks) >= 3 else None
         k = ks[knee] if knee is not None else ks[0]
         label[idx] = labels[k]

@@ -165,15 +165,13 @@ def _choose_eps(curve: np.ndarray, ft, params, kdist_all=None) -> tuple[float, i
 
 
 def _dbscan(X, ft, params):
-    from sklearn.neighbors import NearestNeighbors  # noqa: PLC0415 (scikit-learn: imported when used)
-
     n = len(X)
     ms = min(params.min_samples or default_min_samples(n), n)
     X = X[:, X.std(axis=0) > 0] if (X.std(axis=0) > 0).any() else X[:, :1]  # constant columns change no distance
     d = X.shape[1]
-    nn = NearestNeighbors(n_neighbors=ms, n_jobs=-1).fit(X)
+    nn = Neighbours(X)
     if n <= GRID_MIN_REQUESTS:
-        dist, ind = nn.kneighbors(X)
+        dist, ind = nn.query(X, ms)
         kdist = dist[:, -1]
         sorted_k = np.sort(kdist)
         pick = np.unique(np.linspace(0, n - 1, min(n, 2000)).astype(int))
@@ -187,7 +185,7 @@ def _dbscan(X, ft, params):
         # eps / sqrt(d), so any two of its points are within eps) holding min_samples points is
         # core; only the others need their own neighbour search
         sample = np.sort(np.random.default_rng(0).choice(n, CURVE_SAMPLE, replace=False))
-        curve = np.sort(nn.kneighbors(X[sample])[0][:, -1])
+        curve = np.sort(nn.query(X[sample], ms)[0][:, -1])
         eps, knee_i, how = _choose_eps(curve, ft, params)
         side = eps / np.sqrt(d)
         keys = np.floor(X / side).astype(np.int64)
@@ -196,7 +194,7 @@ def _dbscan(X, ft, params):
         core = count[cell] >= ms
         grid_cell = np.where(core, cell, -1)
         knn_rows = np.flatnonzero(~core)
-        dist, ind = nn.kneighbors(X[knn_rows]) if len(knn_rows) else (np.zeros((0, ms)), np.zeros((0, ms), int))
+        dist, ind = nn.query(X[knn_rows], ms) if len(knn_rows) else (np.zeros((0, ms)), np.zeros((0, ms), int))
         core[knn_rows] = dist[:, -1] <= eps
         how.append(f"{int((grid_cell >= 0).sum()):,} core points found by a grid of eps-wide cells")
     extra = {"eps": eps, "min_samples": ms, "eps_from": "; ".join(how)}
@@ -205,8 +203,7 @@ def _dbscan(X, ft, params):
         return np.ones(n, bool), np.full(n, np.inf), np.zeros(n, np.int64), extra, curve, knee_i
     core_idx = np.flatnonzero(core)
     # distance to the nearest core point (0 for core points): border or noise
-    cnn = NearestNeighbors(n_neighbors=1).fit(X[core_idx])
-    dcore, icore = cnn.kneighbors(X)
+    dcore, icore = Neighbours(X[core_idx]).query(X, 1)
     dcore = dcore[:, 0]
     nearest_core = core_idx[icore[:, 0]]
     reach = core | (dcore <= eps)
@@ -230,20 +227,34 @@ def _dbscan(X, ft, params):
     if minor.any():
         # a minor group's members are as far from the normal group as their nearest normal core point
         main_core = core_idx[label[core_idx] == main]
-        mnn = NearestNeighbors(n_neighbors=1).fit(X[main_core])
-        dmain, _ = mnn.kneighbors(X[minor])
+        dmain, _ = Neighbours(X[main_core]).query(X[minor], 1)
         score[minor] = dmain[:, 0] / eps
     extra.update({"noise": int(noise.sum()), "minor_groups": len(minor_ids), "minor_group_requests": int(minor.sum()),
                   "minor_fraction": params.minor_fraction})
     return outlier, score, group, extra, curve, knee_i
 
 
+class Neighbours:
+    """Exact Euclidean k nearest neighbours (scipy's k-d tree; the features have a few dozen
+    columns at most). scikit-learn's NearestNeighbors gave the same distances and neighbours on
+    the 50,000-request trace, for 1.15 s of import (scipy.spatial: 0.3 s) and 1.94 s of query
+    against 0.32 s."""
+
+    def __init__(self, X: np.ndarray):
+        from scipy.spatial import cKDTree  # noqa: PLC0415 (0.3 s to import: only when outliers are sought)
+
+        self.tree = cKDTree(X)
+
+    def query(self, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(distances, indices), each len(Q) x k, nearest first (a point of the tree is its own first)."""
+        dist, ind = self.tree.query(Q, k=list(range(1, k + 1)), workers=-1)
+        return dist, ind.astype(np.int64)
+
+
 def _core_components(X, core, knn_rows, dist, ind, eps, grid_cell) -> np.ndarray:
     """Connected groups of core points: joined through their nearest neighbours within eps (a
     subset of DBSCAN's eps-graph, connected in dense regions); points of one dense grid cell are
     one node, and dense cells are joined when their centres lie within eps + a cell diagonal."""
-    from sklearn.neighbors import NearestNeighbors  # noqa: PLC0415
-
     n = len(X)
     rows_k = np.repeat(knn_rows, ind.shape[1]) if len(knn_rows) else np.zeros(0, np.int64)
     cols_k = ind.ravel()
@@ -263,7 +274,7 @@ def _core_components(X, core, knn_rows, dist, ind, eps, grid_cell) -> np.ndarray
             if len(cells) <= 2000 else X[rep]
         k = min(len(cells), 10)
         if k > 1:
-            cd, ci = NearestNeighbors(n_neighbors=k).fit(centres).kneighbors(centres)
+            cd, ci = Neighbours(centres).query(centres, k)
             link = cd <= 2 * eps  # eps plus a cell's diagonal (which is eps)
             rr = np.repeat(np.arange(len(cells)), k)[link.ravel()]
             cc = ci.ravel()[link.ravel()]
