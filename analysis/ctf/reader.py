@@ -182,7 +182,7 @@ class CtfReader:
         shared = shared_out(self, split) if split > 1 else None
         if shared is not None:
             graph = None  # each child opens its own stream files
-            self.decoder_name += f", in {len(shared[1])} processes (the stream files shared out)"
+            self.decoder_name = f"{reader_choice()[1]}, in {len(shared[1])} processes (the stream files shared out)"
             produce = in_children(self, state, shared)
         elif self.native and self.isolated:
             produce = in_child(self, state, graph, lockstep=not self.threaded)
