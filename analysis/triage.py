@@ -17,8 +17,8 @@ from perftriage.analysis.calltrees.findings import (change_findings, comparison_
                                                     span_problem_findings)
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
 from perftriage.analysis.calltrees.what_changed import ChangeDiagnosis, diagnose_change, find_split, split_spans
-from perftriage.analysis.counters.findings import CounterAnalysis, CounterParams, analyse_counters, counter_findings
 from perftriage.analysis.cores import available_cores
+from perftriage.analysis.counters.findings import CounterAnalysis, CounterParams, analyse_counters, counter_findings
 from perftriage.analysis.counters.prometheus_api import PromRange
 from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.counters.rules import read_rules
