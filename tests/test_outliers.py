@@ -168,3 +168,23 @@ def test_distinct_system_calls_per_request_count_each_call_once(block_cells):
             return len(rows)
 
     assert _distinct_per_row(Table(), block_cells).tolist() == [len(set(r)) for r in rows]
+
+
+def test_clusters_of_equal_size_are_numbered_slower_first_whatever_k_means_called_them(tmp_path, monkeypatch):
+    from perftriage.analysis.requests import clusters
+    from perftriage.analysis.requests.kmeans import KMeansFit
+
+    published_dataset(tmp_path)
+    ft = read_features(tmp_path / "15403_times.csv")
+    out = detect_outliers(ft, OutlierParams(eps=25.0, min_samples=100, minor_fraction=0.0))
+    idx = np.flatnonzero(out.outlier)[:156]  # an even number of outliers, split in two halves of equal size
+    outlier = np.zeros(len(ft), bool)
+    outlier[idx] = True
+    slow = ft.total[idx] > np.median(ft.total[idx])
+    got = []
+    for slow_label in (0, 1):  # the same two groups, labelled either way round by "k-means"
+        monkeypatch.setattr(clusters, "kmeans", lambda Z, k, **kw: KMeansFit(
+            np.where(slow, slow_label, 1 - slow_label), 0.0, np.zeros((2, Z.shape[1]))))
+        got.append(cluster_outliers(ft, outlier, ClusterParams(k=2)).label)
+    assert np.array_equal(got[0], got[1])
+    assert np.array_equal(got[0][idx] == 0, slow)  # cluster 1: the slower half

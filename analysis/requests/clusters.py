@@ -134,9 +134,11 @@ def _cluster(ft, F, idx, label, params: ClusterParams, used: dict) -> ClusterRes
         label[idx] = labels[k]
         res = ClusterResult(label, k, ks, inertia, "knee of the inertia curve (Kneedle)" if knee is not None
                             else "smallest k (no knee)", params=used)
-    # clusters numbered by size, largest first
+    # clusters numbered by size, largest first; of equal size, the slower (median duration) first:
+    # the numbers do not depend on the order k-means happened to label them in
     sizes = np.bincount(label[idx], minlength=res.k)
-    rank = np.argsort(-sizes, kind="stable")
+    medians = np.array([np.median(ft.total[idx[label[idx] == c]]) if sizes[c] else 0.0 for c in range(res.k)])
+    rank = np.lexsort((-medians, -sizes))
     remap = np.empty(res.k, np.int64)
     remap[rank] = np.arange(res.k)
     label[idx] = remap[label[idx]]
