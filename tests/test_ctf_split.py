@@ -17,6 +17,7 @@ from perftriage.analysis.columns import EventChunk
 from perftriage.analysis.ctf import native
 from perftriage.analysis.ctf.reader import CtfReader
 from perftriage.analysis.ctf.spec import ReadSpec
+from perftriage.analysis.ctf import split
 from perftriage.analysis.ctf.split import MIN_BYTES_PER_DECODER, decoders_for, stream_files, stream_groups
 from perftriage.analysis.ctf.summary import summarize
 from perftriage.analysis.errors import TraceReadError
@@ -117,8 +118,12 @@ def test_how_many_decoders(monkeypatch):
     monkeypatch.delenv("PERFTRIAGE_DECODERS", raising=False)
     small = CtfReader([ROOT / "sample_traces" / "webserver"], ReadSpec())
     assert small.bytes_total < MIN_BYTES_PER_DECODER and decoders_for(small, 8) == 1  # not worth a second process
+    monkeypatch.setattr(split, "MIN_BYTES_PER_DECODER", 1)
+    files = sum(len(f) for f in stream_files(small))
+    monkeypatch.setattr(split, "MAX_DECODERS", 5)
+    assert files == 8 and decoders_for(small, 3) == 3 and decoders_for(small, 64) == 5
     monkeypatch.setenv("PERFTRIAGE_DECODERS", "64")
-    assert decoders_for(small, 1) == sum(len(f) for f in stream_files(small))  # one per stream file at most
+    assert decoders_for(small, 1) == files  # one per stream file at most
 
 
 def _children() -> set[int]:

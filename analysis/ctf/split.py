@@ -42,6 +42,10 @@ from .sink import build_graph
 from .spec import ReadProgress
 
 MIN_BYTES_PER_DECODER = 32 << 20  # less trace than this per process: a second one costs more than it gains
+# at most so many (unless PERFTRIAGE_DECODERS says): each holds about 100 MiB (babeltrace2 and its
+# buffers), and the one reading process merges every chunk, so more would wait on it (measured
+# here on 2 cores only: 2 and 3 processes)
+MAX_DECODERS = 8
 _KIND_NAMES = {INT: "int", STR: "str", FLOAT: "float"}
 
 
@@ -57,13 +61,13 @@ def stream_files(reader) -> list[list[Path]]:
 
 def decoders_for(reader, allowed: int) -> int:
     """How many decoding processes read ``reader``'s traces when ``allowed`` may: at most one per
-    stream file and per MIN_BYTES_PER_DECODER of trace. ``PERFTRIAGE_DECODERS=N`` sets it (at
+    stream file and per MIN_BYTES_PER_DECODER of trace, and MAX_DECODERS. ``PERFTRIAGE_DECODERS=N`` sets it (at
     most one per stream file), for tests and benchmarks."""
     files = sum(len(f) for f in stream_files(reader))
     forced = os.environ.get("PERFTRIAGE_DECODERS", "")
     if forced.isdigit() and int(forced) >= 1:
         return max(1, min(int(forced), files))
-    return max(1, min(allowed, files, reader.bytes_total // MIN_BYTES_PER_DECODER))
+    return max(1, min(allowed, MAX_DECODERS, files, reader.bytes_total // MIN_BYTES_PER_DECODER))
 
 
 def stream_groups(files: list[list[Path]], k: int) -> list[dict[int, list[Path]]]:
