@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
     p_info.add_argument("--json", action="store_true", help="print JSON instead of text")
     p_info.add_argument("--jobs", type=number(1, 1024, integer=True), metavar="N",
                         help="decoding processes (default: the cores this process may run on; one per 32 MiB of "
-                             "trace at most, the stream files shared out among them)")
+                             "trace and 8 at most, the stream files shared out among them)")
 
 
 def run(args) -> int:
