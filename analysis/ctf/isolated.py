@@ -175,6 +175,20 @@ def _how(status: int) -> str:
     return f"exit status {os.waitstatus_to_exitcode(status)}"
 
 
+def died(status: int) -> str:
+    """What to say of a decoding child that ended without saying so (its wait status)."""
+    return (f"babeltrace2 stopped decoding ({_how(status)}, e.g. a corrupted length in an event asking for more "
+            "memory than allowed): the trace is damaged there")
+
+
+def raise_failure(item) -> None:
+    """Raise what a child's "raise" item says (its exception's name, text and traceback)."""
+    name, text, tb = item
+    if name == "KeyboardInterrupt":
+        raise KeyboardInterrupt
+    raise RuntimeError(f"the decoding process failed: {name}: {text}\n{tb}")
+
+
 def in_child(reader, state, graph, lockstep: bool = False):
     """The reader's items (see CtfReader._produce), decoded in a child process. ``lockstep``
     (--jobs 1): the child decodes only while the parent waits for the next item."""
@@ -214,10 +228,7 @@ def in_child(reader, state, graph, lockstep: bool = False):
                 return
             elif kind == "raise":
                 ended = True
-                name, text, tb = item
-                if name == "KeyboardInterrupt":
-                    raise KeyboardInterrupt
-                raise RuntimeError(f"the decoding process failed: {name}: {text}\n{tb}")
+                raise_failure(item)
             else:  # "end"
                 ended = True
                 return
@@ -225,9 +236,7 @@ def in_child(reader, state, graph, lockstep: bool = False):
         _, status = os.waitpid(pid, 0)
         pid = 0
         yield "error", TraceReadError(reader._path_of_component(None),
-                                      f"{reader._stopped_at(state, produced)}: babeltrace2 stopped decoding "
-                                      f"({_how(status)}, e.g. a corrupted length in an event asking for more "
-                                      "memory than allowed): the trace is damaged there", produced)
+                                      f"{reader._stopped_at(state, produced)}: {died(status)}", produced)
     finally:
         os.close(r)
         if go_w is not None:

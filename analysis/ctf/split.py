@@ -35,7 +35,7 @@ import numpy as np
 
 from perftriage.analysis.errors import TraceReadError
 
-from .isolated import _child, _how, _receive
+from .isolated import _child, _receive, died, raise_failure
 from .native import native_sink_class, new_state
 from .plans import FLOAT, INT, STR, RawChunk, dense
 from .sink import build_graph
@@ -161,6 +161,12 @@ class _Decoder:
         self.last_ts: int | None = None
         self.failure: tuple[str, str] | None = None  # (path, cause) when its read stopped on damage
         self.thread = threading.Thread(target=self._feed, name=f"perftriage-decoder-{number}", daemon=True)
+
+    @property
+    def stopped_at(self) -> int:
+        """The time past which nothing is delivered once its read stopped on damage: its last
+        row's (before its first row: before everything)."""
+        return self.last_ts if self.last_ts is not None else -(2**63)
 
     def _put(self, item) -> bool:
         while not self._stop.is_set():
@@ -289,7 +295,7 @@ def _chunk(parts: list[_Rows], decoders: list[_Decoder], kinds: dict[str, int]):
     def joined(arrays):
         out = np.empty(n, arrays[0].dtype)
         for a, start in zip(arrays, starts):
-            out[placed(np.arange(len(a)), start) if where is not None else slice(start, start + len(a))] = a
+            out[slice(start, start + len(a)) if where is None else where[start:start + len(a)]] = a
         return out
 
     cpu = joined([p.cpu for p in parts])
@@ -319,9 +325,7 @@ def _frame(d: _Decoder, reader, state, kinds: dict[str, int], base: list[dict], 
         _, status = os.waitpid(d.pid, 0)
         d.pid = 0
         d.ended = True
-        paths = [str(reader.trace_dirs[i].path) for i in d.traces_read]
-        d.failure = (", ".join(paths), f"babeltrace2 stopped decoding ({_how(status)}, e.g. a corrupted length in "
-                                       "an event asking for more memory than allowed): the trace is damaged there")
+        d.failure = (", ".join(str(reader.trace_dirs[i].path) for i in d.traces_read), died(status))
         return
     kind, item, delta = frame
     if delta is not None:
@@ -340,10 +344,7 @@ def _frame(d: _Decoder, reader, state, kinds: dict[str, int], base: list[dict], 
         d.failure = (item[0], item[3])
     elif kind == "raise":
         d.done = d.ended = True
-        name, text, tb = item
-        if name == "KeyboardInterrupt":
-            raise KeyboardInterrupt
-        raise RuntimeError(f"the decoding process failed: {name}: {text}\n{tb}")
+        raise_failure(item)
     elif kind == "end":
         d.done = d.ended = True
 
@@ -360,7 +361,7 @@ def _merged(reader, state, decoders: list[_Decoder], base: list[dict]):
         reading = [d for d in decoders if not d.done]
         limit = min((d.pending[-1].ts[-1] for d in reading), default=None)
         failed = [d for d in decoders if d.failure is not None]
-        stop = min((d.last_ts if d.last_ts is not None else -(2**63) for d in failed), default=None)
+        stop = min((d.stopped_at for d in failed), default=None)
         last = stop is not None and (limit is None or limit >= stop)
         if stop is not None and (limit is None or stop < limit):
             limit = stop
@@ -381,7 +382,7 @@ def _merged(reader, state, decoders: list[_Decoder], base: list[dict]):
             state.last_ts = int(raw.ts[-1])
             yield "chunk", (raw, tables)
         if last:
-            first = min(failed, key=lambda d: d.last_ts if d.last_ts is not None else -(2**63))
+            first = min(failed, key=lambda d: d.stopped_at)
             path, cause = first.failure
             yield "error", TraceReadError(path, f"{reader._stopped_at(state, produced)}: {cause}", produced)
             return
