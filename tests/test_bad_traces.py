@@ -288,9 +288,18 @@ def test_a_packet_timestamp_of_all_ones_is_corrupt_data_not_an_abort(copy_trace)
     assert f"{k / 'k_0'}: packet at byte 0 has a timestamp of all ones (corrupt data)" in r.stderr
 
 
+# runs a command and says, as its last line, the largest resident size (KiB) of the processes it
+# started (the command and the processes the command waited for): not this test process's other children
+_PEAK_OF = ("import resource, subprocess, sys\n"
+            "code = subprocess.run(sys.argv[1:]).returncode\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "sys.exit(code)\n")
+
+
 def info_on_a_corrupted_byte(copy_trace, stream: str, offset: int, value: int, preexec_fn=None):
     """``perftriage info`` on a copy of tracevizlab-cat-kern-ust with one byte of a kernel
-    stream set, read by the C decoder (skipped where it is not built)."""
+    stream set, read by the C decoder (skipped where it is not built); ``peak_kib``: the largest
+    resident size of its processes."""
     from perftriage.analysis.ctf import native
 
     if native._module()[0] is None:
@@ -301,8 +310,10 @@ def info_on_a_corrupted_byte(copy_trace, stream: str, offset: int, value: int, p
     with open(f, "r+b") as out:
         out.seek(offset)
         out.write(bytes([value]))
-    return subprocess.run([sys.executable, "-m", "perftriage", "info", str(t)], capture_output=True, text=True,
-                          timeout=60, preexec_fn=preexec_fn)
+    r = subprocess.run([sys.executable, "-c", _PEAK_OF, sys.executable, "-m", "perftriage", "info", str(t)],
+                       capture_output=True, text=True, timeout=60, preexec_fn=preexec_fn)
+    r.peak_kib = int(r.stdout.strip().splitlines()[-1])
+    return r
 
 
 @pytest.mark.parametrize("limit", [True, False])
@@ -327,10 +338,8 @@ def test_a_corrupted_length_the_decoder_fills_stops_at_one_gib(copy_trace):
     libbabeltrace2 allocates and fills memory until it may not, then aborts. The decoding child
     may grow 1 GiB beyond the reader (its real need is about 100 MiB): the processes peaked at
     4.2 GiB when it was 4 GiB, 1.1 GiB now; a host under triage keeps its memory. One line, exit 4."""
-    import resource
-
     r = info_on_a_corrupted_byte(copy_trace, "k_1", 72790, 127)
     assert r.returncode == 4, r.stderr[-300:]
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "babeltrace2 stopped decoding" in lines[0]
-    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 1536 * 1024  # KiB: the largest process so far
+    assert r.peak_kib < 1536 * 1024  # the largest of perftriage info's processes
