@@ -16,7 +16,13 @@ def _compiled():
     return current_tasks
 
 
-_KEYS = 16 * 4096  # (host, cpu) as host * 4096 + cpu, for hosts < 16 and CPUs < 4096
+HOSTS, CPUS = 16, 4096  # (host, cpu) as one key, host * CPUS + cpu, where every host and CPU is below these
+_KEYS = HOSTS * CPUS
+
+
+def _small_keys(host: np.ndarray, cpu: np.ndarray) -> bool:
+    """Whether every (host, cpu) makes a key below _KEYS (16 bits)."""
+    return bool(host.min() >= 0 and host.max() < HOSTS and cpu.min() >= 0 and cpu.max() < CPUS)
 
 
 class CurrentTask:
@@ -36,7 +42,7 @@ class CurrentTask:
     def fill(self, tid, need, is_switch, host, cpu, prev_tid, next_tid) -> None:
         """Set tid[i] (where need[i]) to the task current on that CPU at row i, in place."""
         if self._c is not None and len(tid):
-            if host.min() >= 0 and host.max() < 16 and cpu.min() >= 0 and cpu.max() < 4096:
+            if _small_keys(host, cpu):
                 self._c(tid, np.ascontiguousarray(need, np.bool_), np.ascontiguousarray(is_switch, np.bool_),
                         np.ascontiguousarray(host, np.int16), np.ascontiguousarray(cpu, np.int32),
                         np.ascontiguousarray(prev_tid, np.int64), np.ascontiguousarray(next_tid, np.int64),
@@ -50,21 +56,21 @@ class CurrentTask:
 
     def _to_dict(self) -> None:
         for k in np.flatnonzero(self._known).tolist():
-            self.current[(k // 4096, k % 4096)] = int(self._state[k])
+            self.current[divmod(k, CPUS)] = int(self._state[k])
 
     def _from_dict(self) -> None:
         for (h, c), t in self.current.items():
-            if 0 <= h < 16 and 0 <= c < 4096:
-                self._state[h * 4096 + c] = t
-                self._known[h * 4096 + c] = 1
+            if 0 <= h < HOSTS and 0 <= c < CPUS:
+                self._state[h * CPUS + c] = t
+                self._known[h * CPUS + c] = 1
 
     def _fill(self, tid, need, is_switch, host, cpu, prev_tid, next_tid) -> None:
         rows = np.flatnonzero(need | is_switch)
         if len(rows) == 0:
             return
         h, c = host[rows].astype(np.int64), cpu[rows].astype(np.int64)
-        if 0 <= h.min() and h.max() < 16 and 0 <= c.min() and c.max() < 4096:
-            key = (h * 4096 + c).astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort: 2x faster
+        if _small_keys(h, c):
+            key = (h * CPUS + c).astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort: 2x faster
         else:
             key = h * 65536 + c
         order = np.argsort(key, kind="stable")
