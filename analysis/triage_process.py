@@ -174,6 +174,10 @@ class TriageProcess:
             raise AnalysisStopped("the analysis was stopped")
         raise PerftriageError(f"the analysis process ended unexpectedly (exit {rc}): {self.last_log_line()}")
 
+    def has_more(self) -> bool:
+        """Whether another message is waiting already (``messages()`` would not block)."""
+        return not self._queue.empty()
+
     def stop(self) -> None:
         """Kill the child (and the processes it started: its session) at once."""
         with self._lock:

@@ -237,3 +237,68 @@ async def test_the_ticking_status_repaints_its_lines_without_laying_out_the_scre
         await pilot.pause()
         assert app.running and text(app, "#status") != status  # it moved: "N s in this stage"
         assert layouts == []
+
+
+class QueuedProcess:
+    """An analysing child whose messages are all there already, but for the gaps (None): the
+    app's reader finds the next one waiting (``has_more``) up to a gap."""
+
+    def __init__(self, messages):
+        self.queue = list(messages)
+        self.stopped, self.serves_paths, self.peak_rss = False, False, 0
+
+    def messages(self):
+        while self.queue:
+            msg = self.queue.pop(0)
+            if msg is not None:
+                yield msg
+
+    def has_more(self) -> bool:
+        return bool(self.queue) and self.queue[0] is not None
+
+    def reap_later(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def _messages_of_a_run(gap_after_requests: bool) -> list:
+    from dataclasses import fields as dc_fields
+
+    from perftriage.analysis.triage import Progress, TriageResult
+
+    names = [f.name for f in dc_fields(TriageResult) if f.name != "publish"]
+    msgs = [("progress", Progress("reading trace", 0.5))]
+
+    def publish(part, result):
+        msgs.append(("part", part, {n: getattr(result, n) for n in names}))
+        msgs.append(("progress", Progress("outliers and clusters", None)))
+        if part == "requests" and gap_after_requests:
+            msgs.append(None)
+
+    result = run_triage([WEBSERVER], Options(), publish=publish)
+    msgs.append(("done", {n: getattr(result, n) for n in names}, {}))
+    return msgs
+
+
+@pytest.mark.parametrize("gap", [False, True])
+async def test_a_part_the_result_follows_at_once_is_drawn_once_with_it(monkeypatch, gap):
+    # the last part (the clusters) and the result come together: drawing the part and then the
+    # result drew the same panes twice (0.1-0.2 s of the app's CPU on the web server sample)
+    app = PerftriageApp([str(WEBSERVER)])
+    app.start_early(QueuedProcess(_messages_of_a_run(gap_after_requests=gap)))
+    drawn = []
+    original = app.show_result
+
+    def counting(result, final=True):
+        drawn.append((final, sorted(app.parts)))
+        return original(result, final)
+
+    monkeypatch.setattr(app, "show_result", counting)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: not app.running and app.result is not None)
+        await pilot.pause()
+        # a part with nothing after it yet is drawn as it comes; the others with the result
+        assert drawn == ([(False, ["requests"])] if gap else []) + [(True, sorted(PARTS))]
+        assert len(app.query_one(RequestsPane).table) == 2500 and app.result.analysis is not None
