@@ -8,6 +8,7 @@ import re
 import time
 
 import numpy as np
+import pytest
 from conftest import ROOT, needs_bt2
 from textual.widgets import TabbedContent
 
@@ -150,38 +151,40 @@ def footer_keys(app) -> list[str]:
             if b.binding.show and b.enabled and b.binding.action not in ("quit",)]
 
 
-async def test_every_key_the_footer_shows_changes_something():
+# each pane where a sample fills it, and the empty ones once (the webserver has no spans or
+# counters); one case each, so that test workers share them out (together: 42 s of one worker)
+@pytest.mark.parametrize("sample,numbers", [("webserver", "1"), ("webserver", "2"), ("webserver", "3456"),
+                                            ("microservices", "3"), ("fleet", "5")])
+async def test_every_key_the_footer_shows_changes_something(sample, numbers):
     """On every tab of three inputs (requests and clusters, call trees, counters), each key the
     footer offers changes the screen; a key offered where it does nothing fails."""
-    # each pane where a sample fills it, and the empty ones once (the webserver has no spans or counters)
-    for sample, numbers in (("webserver", "123456"), ("microservices", "3"), ("fleet", "5")):
-        app = PerftriageApp([str(SAMPLES / sample)])
-        async with app.run_test(size=(80, 24)) as pilot:
-            await loaded(app, pilot)
-            for number in numbers:
-                await pilot.press(number)
+    app = PerftriageApp([str(SAMPLES / sample)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        for number in numbers:
+            await pilot.press(number)
+            await pilot.pause(0.1)
+            for key in footer_keys(app):
+                await pilot.press(number)  # from the tab, as the footer offered it
                 await pilot.pause(0.1)
-                for key in footer_keys(app):
-                    await pilot.press(number)  # from the tab, as the footer offered it
+                if key not in footer_keys(app):
+                    continue  # an earlier key changed what this tab offers
+                app.clear_notifications()  # a toast fading away is no change the key made
+                await pilot.pause(0.1)
+                before, screens, tab_before = screen_text(app), len(app.screen_stack), tab(app)
+                await pilot.press(key)
+                await pilot.pause(0.1)
+                app.clear_notifications()
+                await pilot.pause(0.05)
+                changed = (screen_text(app) != before or len(app.screen_stack) != screens
+                           or tab(app) != tab_before)
+                assert changed, f"{sample}, tab {number}: {key} is in the footer but changes nothing"
+                while len(app.screen_stack) > 1:
+                    await pilot.press("escape")
                     await pilot.pause(0.1)
-                    if key not in footer_keys(app):
-                        continue  # an earlier key changed what this tab offers
-                    app.clear_notifications()  # a toast fading away is no change the key made
-                    await pilot.pause(0.1)
-                    before, screens, tab_before = screen_text(app), len(app.screen_stack), tab(app)
-                    await pilot.press(key)
-                    await pilot.pause(0.1)
-                    app.clear_notifications()
-                    await pilot.pause(0.05)
-                    changed = (screen_text(app) != before or len(app.screen_stack) != screens
-                               or tab(app) != tab_before)
-                    assert changed, f"{sample}, tab {number}: {key} is in the footer but changes nothing"
-                    while len(app.screen_stack) > 1:
-                        await pilot.press("escape")
-                        await pilot.pause(0.1)
-                    if key == "slash":
-                        await pilot.press("escape")
-                    app.history.clear()
+                if key == "slash":
+                    await pilot.press("escape")
+                app.history.clear()
 
 
 def test_the_help_lists_every_key_of_every_pane():

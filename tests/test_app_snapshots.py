@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import ROOT, needs_bt2
 
+from perftriage.analysis.threads.deviation import ThreadParams
 from perftriage.analysis.triage import Options, run_triage
 from perftriage.tui.app import PerftriageApp
 
@@ -22,7 +23,9 @@ CASES = [(name, key, view) for name, key, n in VIEWS for view in range(max(n, 1)
 
 @pytest.fixture(scope="module")
 def analysed():
-    result = run_triage(PATHS, Options(thread_metrics=True))
+    # 100 bootstrap replicates, not the paper's 1000: what is drawn is the same kind of screen,
+    # and the fixture took 22 s of a test worker (14 s of them the bootstrap), once per worker
+    result = run_triage(PATHS, Options(thread_metrics=True, threads=ThreadParams(replicates=100)))
     assert result.analysis is not None and result.diagnosis is not None and result.counters is not None
     assert result.threads is not None
     return result
