@@ -41,7 +41,12 @@ def register_file_kind(kind: str, sniffer) -> None:
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: inputs that are running servers, not files: Prometheus's HTTP API
-SERVER_SCHEMES = ("prometheus+http://", "prometheus+https://")
+SCHEME = "prometheus+"
+SERVER_SCHEMES = (SCHEME + "http://", SCHEME + "https://")
+
+
+def is_prometheus_url(text) -> bool:
+    return isinstance(text, str) and text.startswith(SERVER_SCHEMES)
 
 
 def _gunzip(path, raw: bytes, limit: int | None = None) -> bytes:

@@ -11,15 +11,13 @@ from typing import Callable
 
 import numpy as np
 
-from perftriage.analysis.calltrees.clouddiag import Diagnosis, DiagParams, diagnose
-from perftriage.analysis.calltrees.compare import CompareParams, Comparison, compare
+from perftriage.analysis.calltrees.clouddiag import Diagnosis, diagnose
+from perftriage.analysis.calltrees.compare import Comparison, compare
 from perftriage.analysis.calltrees.findings import (change_findings, comparison_findings, diagnosis_findings,
                                                     span_problem_findings)
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
 from perftriage.analysis.calltrees.what_changed import ChangeDiagnosis, diagnose_change, find_split, split_spans
-from perftriage.analysis.cores import available_cores
-from perftriage.analysis.counters.findings import CounterAnalysis, CounterParams, analyse_counters, counter_findings
-from perftriage.analysis.counters.prometheus_api import PromRange
+from perftriage.analysis.counters.findings import CounterAnalysis, analyse_counters, counter_findings
 from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.counters.rules import read_rules
 from perftriage.analysis.ctf.pipeline import read_once
@@ -30,20 +28,17 @@ from perftriage.analysis.execgraph.graph import ExecGraph
 from perftriage.analysis.execgraph.netmatch import network_notes
 from perftriage.analysis.execgraph.on_disk import move_to_disk
 from perftriage.analysis.execgraph.store import release_freed_memory
-from perftriage.analysis.requests.clusters import ClusterParams
 from perftriage.analysis.requests.features import FeatureTable, concat, extract_features, read_features
 from perftriage.analysis.requests.findings import (count_of, feature_findings, request_findings, singular,
                                                   trace_findings)
-from perftriage.analysis.requests.markers import BUILTIN_MARKERS, MarkerRequests, MarkerSpec
+from perftriage.analysis.requests.markers import MarkerRequests
 from perftriage.analysis.requests.outlier_analysis import (RequestAnalysis, analyze_requests, cluster_findings,
                                                            outlier_summary_finding)
-from perftriage.analysis.requests.outliers import OutlierParams
 from perftriage.analysis.requests.table import RequestTable
 from perftriage.analysis.requests.time_spent import time_spent_findings
 from perftriage.analysis.requests.units import (auto_units, comparable, not_compared_reason, not_compared_summary,
                                                 parse_unit, process_units, syscall_units, thread_units)
 from perftriage.analysis.spans.table import SpanTable
-from perftriage.analysis.threads.deviation import ThreadParams
 from perftriage.analysis.threads.from_trace import thread_series_from_graphs
 from perftriage.analysis.threads.series import ThreadSeries, read_csv as read_thread_csv
 from perftriage.analysis.threads.topdown import TopDown, top_down, topdown_findings
@@ -52,61 +47,10 @@ from perftriage import __version__
 from .errors import InputError, MissingDependency, reading
 from .findings import Finding, Report, Table
 from .inputs import Inputs, classify, register_file_kind
+from .options import PARTS, Options, Progress, ProgressFn  # noqa: F401 (their home before)
 from .spans import read_spans
 from .timeparse import user_time_ns
 from .units import fmt_timestamp
-
-
-@dataclass
-class Options:
-    markers: tuple[MarkerSpec, ...] = BUILTIN_MARKERS
-    units: str = "auto"  # auto | markers | processes | threads | syscall:NAME
-    top: int = 20  # rows in "slowest requests" tables
-    outliers: OutlierParams = field(default_factory=OutlierParams)
-    clusters: ClusterParams = field(default_factory=ClusterParams)
-    min_requests_for_outliers: int = 20
-    calltrees: DiagParams = field(default_factory=DiagParams)
-    span_columns: dict[str, str] | None = None  # span CSV column mapping (--columns)
-    reference: tuple[str, ...] = ()  # reference span files / folders (--reference)
-    incident_time: str | None = None  # spans: requests from this time on against those before (--incident-time)
-    compare: CompareParams = field(default_factory=CompareParams)
-    threads: ThreadParams = field(default_factory=ThreadParams)
-    thread_windows: float | None = None  # per-thread metrics from the kernel trace: window (s); None or 0 = auto
-    thread_metrics: bool | None = None  # None: on for a kernel trace without request markers
-    background: bool = False  # kernel threads, idle and the tracer's threads compared like the others
-    counters: CounterParams = field(default_factory=CounterParams)
-    rules: str | None = None  # threshold rules file (TOML or PAD's XML); default: rules.toml beside the counters
-    server_label: str = "instance"  # Prometheus label naming the server
-    prometheus: PromRange | None = None  # what to ask a Prometheus server among the inputs (--match, --since...)
-    findings: bool = True  # False: read and extract only (the features export needs no outliers or findings)
-    jobs: int | None = None  # cores to use (--jobs); None: those this process may run on
-    scheduler: str | None = None  # a Dask scheduler's address: traces read and paths walked on its workers
-    scheduler_timeout: float = 10.0  # seconds to try to reach it
-    # the execution graphs stay in the result, for the paths the app walks later; False (the
-    # report): they go once the last analysis that reads them is done (227 MiB at 50,000 requests;
-    # the outlier analysis after them held them at its peak: 556 MiB, now 348 with the rest)
-    keep_graphs: bool = True
-    # kept graphs leave the heap for memory-mapped files where the report lets them go (the
-    # app's analysing child: execgraph/on_disk.py), so that it peaks where the report peaks
-    graphs_on_disk: bool = False
-
-    def cores(self) -> int:
-        return max(1, self.jobs) if self.jobs else available_cores()
-
-
-@dataclass
-class Progress:
-    stage: str
-    fraction: float | None  # None when unknown
-    text: str = ""
-
-
-ProgressFn = Callable[[Progress], None]
-
-#: the parts of a result that are published as they are ready (``run_triage(publish=...)``), in
-#: the order they come: the requests with their critical paths, then their outliers and
-#: clusters; the thread pools; the call trees of spans; the counters
-PARTS = ("requests", "clusters", "threads", "calltrees", "counters")
 
 
 @dataclass

@@ -17,18 +17,10 @@ import numpy as np
 from perftriage.analysis.stats import mann_whitney_p
 
 from .clouddiag import span_self_time
+from .params import CompareParams  # noqa: F401
 from .trees import CallTrees
 
 MS = 1e6
-
-
-@dataclass
-class CompareParams:
-    min_ratio: float = 1.2  # median at least this much slower (or 1/this faster)
-    p_value: float = 0.01
-    min_calls: int = 10  # on each side
-    max_samples: int = 20_000
-    times: str = "self"  # method times: self or total
 
 
 @dataclass

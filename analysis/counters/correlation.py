@@ -18,16 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .params import CorrelationParams  # noqa: F401
 from .table import CounterSet
-
-
-@dataclass
-class CorrelationParams:
-    threshold: float = 0.9
-    max_lag: int = 10
-    lag_gain: float = 0.1
-    max_cells: int = 20_000
-    seed: int = 0
 
 
 @dataclass

@@ -14,29 +14,13 @@ from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.units import count_of
 
 from .comparative import Between, Comparative, between, fleet_onset, server_onset, within
-from .correlation import Correlation, CorrelationParams, correlate
+from .correlation import Correlation, correlate
 from .onset import Onset
-from .over_time import OverTime, TimeParams, detect_over_time
+from .over_time import OverTime, detect_over_time
+from .params import CounterParams  # noqa: F401
 from .rules import Rule, Violation, evaluate
 from .table import CounterSet
 from .views import STATS, server_view
-
-
-@dataclass
-class CounterParams:
-    server_x: float = 2.5  # X from which a (server, counter) pair is reported
-    time_x: float = 2.5  # X from which a counter's fleet-wide median is reported (at >= 3 points)
-    reference_x: float = 1.0  # X against the reference dataset
-    min_gain: float = 0.8  # change-point fit (share of variance explained) needed to date a divergence
-    paper_x: bool = False  # PAD's X (global std, the server included) instead of each server against the others
-    top: int = 8
-    correlation: CorrelationParams = field(default_factory=CorrelationParams)
-    correlate: tuple[str, ...] = ()  # counters of interest to correlate too: "NAME" (fleet) or "NAME@SERVER"
-    over_time: TimeParams | None = field(default_factory=TimeParams)  # None: PAD's views only
-
-    def validate(self) -> None:
-        if min(self.server_x, self.time_x, self.reference_x) <= 0:
-            raise ValueError("X thresholds must be positive")
 
 
 @dataclass

@@ -29,19 +29,9 @@ import numpy as np
 
 from perftriage.analysis.stats import median_above
 
+from .params import TimeParams  # noqa: F401
 from .stats import nanmedian
 from .table import CounterSet
-
-
-@dataclass
-class TimeParams:
-    z: float = 4.0  # robust z beyond which a counter is unusual at a point...
-    min_counters: int = 0  # ...and this many unusual at once flag the server there (0: 2, or a tenth of the
-    # counters where there are more than 20: chance coincidences grow with the number of counters)
-    strong: float = 12.0  # one counter this far out flags it alone
-    gap: int = 2  # flagged points at most this many points apart make one interval
-    resolution_steps: float = 2.0  # spreads are never finer than this many steps of the series' resolution
-    max_intervals: int = 12  # intervals reported as findings (all are in the result)
 
 
 @dataclass

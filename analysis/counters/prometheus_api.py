@@ -31,12 +31,11 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from perftriage.analysis.errors import InputError, PerftriageError
-from perftriage.analysis.inputs import SERVER_SCHEMES
+from perftriage.analysis.inputs import SCHEME, SERVER_SCHEMES, is_prometheus_url  # noqa: F401
 from perftriage.analysis.timeparse import user_time_ns
 
 from .readers import RawCounters, _Names, matrix_pieces
 
-SCHEME = "prometheus+"
 #: samples (over all series) one page may hold: ~100 MB of JSON at most
 MAX_PAGE_POINTS = 2_000_000
 #: points of one series per query_range page (Prometheus refuses more than 11,000)
@@ -47,10 +46,6 @@ MAX_RAW_PER_SERIES = 50_000
 MAX_SERIES = 20_000
 
 _PLAIN_SELECTOR = re.compile(r"\s*([A-Za-z_:][\w:]*)?\s*(\{.*\})?\s*", re.S)
-
-
-def is_prometheus_url(text) -> bool:
-    return isinstance(text, str) and text.startswith(SERVER_SCHEMES)
 
 
 def server_url(text: str) -> str:

@@ -28,30 +28,7 @@ import numpy as np
 from .features import FeatureTable
 from .knee import kneedle
 from .kmeans import kmeans
-
-CLUSTER_FEATURES = ("counts+durations", "counts", "durations")
-
-
-@dataclass
-class ClusterParams:
-    features: str = "counts+durations"
-    k: int | None = None
-    k_min: int = 2
-    k_max: int = 10
-    n_init: int = 20
-    random_state: int = 42
-    #: k-means threads (the BLAS's, through threadpoolctl); None: the BLAS's default, every core.
-    #: One by default: a BLAS's threads spin when the host is busy, as a host under triage is.
-    #: ``make bench`` (request_outliers, 3,501 outliers of 50,000 requests, k = 2..10, 2 cores),
-    #: with scikit-learn's KMeans (OpenMP) before kmeans.py: idle 0.42 s with one thread, 0.40 s
-    #: with both; with the other core busy 0.42 s against 2.21 s.
-    threads: int | None = 1
-
-    def validate(self) -> None:
-        if self.features not in CLUSTER_FEATURES:
-            raise ValueError(f"cluster features must be one of {', '.join(CLUSTER_FEATURES)}")
-        if self.k is not None and self.k < 1:
-            raise ValueError("k must be at least 1")
+from .params import CLUSTER_FEATURES, ClusterParams  # noqa: F401
 
 
 @dataclass

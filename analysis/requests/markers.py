@@ -17,50 +17,14 @@ ends without a start (the request began before tracing) are counted, not guessed
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from perftriage.analysis.columns import MISSING
 from perftriage.analysis.ctf.reader import CtfReader
 from perftriage.analysis.ctf.spec import ReadSpec
 
+from .params import APACHE, BUILTIN_MARKERS, PHP, THREAD_KEYS, MarkerSpec  # noqa: F401
 from .table import BASE_COLUMNS, RequestTable
-
-THREAD_KEYS = ("vtid", "tid")
-
-
-@dataclass(frozen=True)
-class MarkerSpec:
-    start: str
-    end: str
-    key: str = "vtid"  # "vtid"/"tid" = the thread; else a payload field present in both events
-    start_fields: tuple[str, ...] = ("*",)  # "*" = every payload field of the start event
-    end_fields: tuple[str, ...] = ("*",)
-    kind: str = ""
-
-    @property
-    def keyed_by_thread(self) -> bool:
-        return self.key in THREAD_KEYS
-
-
-PHP = MarkerSpec(
-    "ust_php:request_entry",
-    "ust_php:request_exit",
-    key="vtid",
-    start_fields=("path", "uri", "method", "querystring"),
-    end_fields=(),
-    kind="php",
-)
-APACHE = MarkerSpec(
-    "ust_apache:request_entry",
-    "ust_apache:request_exit",
-    key="id",
-    start_fields=("*",),
-    end_fields=("status",),
-    kind="apache",
-)
-BUILTIN_MARKERS = (PHP, APACHE)
 
 
 class _Side:

@@ -41,37 +41,7 @@ from perftriage.analysis.units import fmt_duration
 
 from .features import FeatureTable
 from .knee import kneedle
-
-REPRESENTATIONS = {
-    "durations": "state durations in ms, unscaled",
-    "counts": "state segment counts, unscaled",
-    "bow": "system call counts (bag of words), unscaled",
-    "tfidf": "system call TF-IDF: tf x log(|D| / df)",
-}
-DETECTORS = ("dbscan", "iforest")
-DEFAULT_THRESHOLDS_MS = (200.0, 250.0, 300.0)
-
-
-@dataclass
-class OutlierParams:
-    representation: str = "durations"
-    detector: str = "dbscan"
-    eps: float | None = None
-    min_samples: int | None = None
-    eps_floor_fraction: float = 0.5  # eps >= this x median request duration (durations only)
-    minor_fraction: float = 0.05  # dense groups smaller than this share of requests are outliers
-    random_state: int = 0
-    thresholds_ms: tuple = DEFAULT_THRESHOLDS_MS
-
-    def validate(self) -> None:
-        if self.representation not in REPRESENTATIONS:
-            raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}")
-        if self.detector not in DETECTORS:
-            raise ValueError(f"detector must be one of {', '.join(DETECTORS)}")
-        if self.eps is not None and self.eps <= 0:
-            raise ValueError("eps must be positive")
-        if self.min_samples is not None and self.min_samples < 2:
-            raise ValueError("min_samples must be at least 2")
+from .params import DEFAULT_THRESHOLDS_MS, DETECTORS, REPRESENTATIONS, OutlierParams  # noqa: F401
 
 
 @dataclass

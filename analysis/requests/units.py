@@ -20,23 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from perftriage.analysis.errors import PerftriageError
 from perftriage.analysis.execgraph import tasks
 from perftriage.analysis.execgraph.graph import ExecGraph
 
+from .params import parse_unit  # noqa: F401
 from .table import RequestTable
 
 UNIT_KINDS = ("auto", "markers", "processes", "threads", "syscall:NAME")
 WHOLE = tasks.WHOLE
-
-
-def parse_unit(spec: str) -> tuple[str, str | None]:
-    if spec in ("auto", "markers", "processes", "threads"):
-        return spec, None
-    if spec.startswith("syscall:") and len(spec) > 8:
-        return "syscall", spec[8:]
-    raise PerftriageError(f"unknown request unit {spec!r}: use auto, markers, processes, threads or syscall:NAME "
-                          "(e.g. syscall:read)")
 
 
 def _table(rows, kind: str) -> RequestTable:

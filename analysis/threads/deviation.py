@@ -32,32 +32,9 @@ from perftriage.analysis.stats import median_above
 from perftriage.analysis.units import fmt_clock, fmt_duration, fmt_ratio
 
 from .covariance import covariances, fm_matrix, scale_of
+from .params import ThreadParams  # noqa: F401
 from .pvclust import SCALES, BootstrapResult, block_moments, multiscale_bootstrap
 from .series import GROUPS, ThreadSeries, plural
-
-
-@dataclass
-class ThreadParams:
-    replicates: int = 1000  # bootstrap replicates per scale
-    blocks: int = 100  # time blocks resampled by the bootstrap
-    au: float = 0.80  # the paper's p < 80 test
-    ridge: float = 1e-6
-    window: int = 10  # samples per moving window (70 s at 7 s)
-    window_z: float = 2.5  # a short excursion this many times the abstractions' spread flags it
-    separation: float = 2.6  # an abstraction's median distance to the others, over the typical one
-    windows: bool = True
-    departure: float = 6.0  # a level held apart from the others this many times their usual spread...
-    sustain: float = 0.05  # ...over at least this share of the run's windows
-    seed: int = 0
-    workers: int | None = None  # bootstrap processes (None: one per scale, at most the cores)
-
-    def validate(self) -> None:
-        if self.replicates < 10:
-            raise ValueError("replicates must be at least 10")
-        if self.blocks < 4:
-            raise ValueError("blocks must be at least 4")
-        if not 0 < self.au < 1:
-            raise ValueError("au must be in (0, 1)")
 
 
 @dataclass

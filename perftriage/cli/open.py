@@ -31,7 +31,7 @@ def run(args) -> int:
     # the analysing child starts first: its imports overlap ours (the options, textual, the panes)
     from perftriage.analysis.triage_process import TriageProcess  # noqa: PLC0415
 
-    from perftriage.analysis.counters.prometheus_api import is_prometheus_url  # noqa: PLC0415
+    from perftriage.analysis.inputs import is_prometheus_url  # noqa: PLC0415
 
     early = TriageProcess()
     try:

@@ -141,7 +141,7 @@ def add_span_options(p: argparse.ArgumentParser) -> None:
 def prometheus_range(args):
     """What to ask the Prometheus servers among the inputs (None when there are none); adds the
     ``--prometheus`` servers to ``args.paths``."""
-    from perftriage.analysis.counters.prometheus_api import SCHEME, PromRange, is_prometheus_url  # noqa: PLC0415
+    from perftriage.analysis.inputs import SCHEME, is_prometheus_url  # noqa: PLC0415
 
     for url in args.prometheus:
         if "://" not in url and re.fullmatch(r"[\w.-]+:\d+(/.*)?", url):
@@ -163,6 +163,8 @@ def prometheus_range(args):
         raise Usage("which series of the Prometheus server? --match SELECTOR (e.g. --match '{job=\"node\"}')")
     if args.reference_until and not args.reference_since:
         raise Usage("--reference-until goes with --reference-since")
+    from perftriage.analysis.counters.prometheus_api import PromRange  # noqa: PLC0415
+
     rng = PromRange(matches=tuple(args.match), since=args.since, until=args.until, step=args.step,
                     timeout=args.timeout, reference_since=args.reference_since,
                     reference_until=args.reference_until)
@@ -177,10 +179,10 @@ def prometheus_range(args):
 
 
 def parse_columns(spec: str | None) -> dict | None:
-    from perftriage.analysis.spans.span_csv import NAMES  # noqa: PLC0415
-
     if not spec:
         return None
+    from perftriage.analysis.spans.span_csv import NAMES  # noqa: PLC0415
+
     out = {}
     for part in spec.split(","):
         if not part.strip():
@@ -197,16 +199,15 @@ def parse_columns(spec: str | None) -> dict | None:
 
 def triage_options(args):
     """The triage options the parsed arguments ask for (usage errors raise :class:`Usage`)."""
-    from perftriage.analysis.requests.markers import BUILTIN_MARKERS, MarkerSpec  # noqa: PLC0415
-    from perftriage.analysis.triage import Options  # noqa: PLC0415
+    # the light modules of what a user chooses: no analysis, no numpy (the app's first screen waits for these)
+    from perftriage.analysis.options import Options  # noqa: PLC0415
+    from perftriage.analysis.requests.params import BUILTIN_MARKERS, MarkerSpec, parse_unit  # noqa: PLC0415
 
     markers = BUILTIN_MARKERS
     if args.request_start or args.request_end:
         if not (args.request_start and args.request_end):
             raise Usage("--request-start and --request-end go together")
         markers = (MarkerSpec(args.request_start, args.request_end, key=args.request_key, kind="custom"),)
-    from perftriage.analysis.requests.units import parse_unit  # noqa: PLC0415
-
     try:
         parse_unit(args.units)
     except PerftriageError as exc:
@@ -218,8 +219,7 @@ def triage_options(args):
             and not re.fullmatch(r"[\w.-]+:\d+", args.scheduler):
         raise Usage(f"--scheduler: {args.scheduler!r} is not a scheduler address (tcp://HOST:PORT)")
     if hasattr(args, "representation"):
-        from perftriage.analysis.requests.clusters import ClusterParams  # noqa: PLC0415
-        from perftriage.analysis.requests.outliers import OutlierParams  # noqa: PLC0415
+        from perftriage.analysis.requests.params import ClusterParams, OutlierParams  # noqa: PLC0415
 
         try:
             thresholds = tuple(float(x) for x in args.thresholds.split(",") if x.strip())
@@ -235,7 +235,7 @@ def triage_options(args):
         except ValueError as exc:
             raise Usage(str(exc)) from None
     if hasattr(args, "alpha"):
-        from perftriage.analysis.calltrees.clouddiag import DiagParams  # noqa: PLC0415
+        from perftriage.analysis.calltrees.params import DiagParams  # noqa: PLC0415
 
         opts.calltrees = DiagParams(alpha=args.alpha, beta=args.beta, min_requests=args.min_category,
                                     times=args.method_times)
@@ -250,7 +250,7 @@ def triage_options(args):
             if not Path(p).exists():
                 raise InputError(p, "no such file or folder (--reference)")
     if hasattr(args, "replicates"):
-        from perftriage.analysis.threads.deviation import ThreadParams  # noqa: PLC0415
+        from perftriage.analysis.threads.params import ThreadParams  # noqa: PLC0415
 
         opts.threads = ThreadParams(replicates=args.replicates, windows=not args.no_windows,
                                     workers=getattr(args, "jobs", None))
@@ -265,8 +265,7 @@ def triage_options(args):
         except ValueError as exc:
             raise Usage(str(exc)) from None
     if hasattr(args, "server_x"):
-        from perftriage.analysis.counters.correlation import CorrelationParams  # noqa: PLC0415
-        from perftriage.analysis.counters.findings import CounterParams  # noqa: PLC0415
+        from perftriage.analysis.counters.params import CorrelationParams, CounterParams  # noqa: PLC0415
 
         if not 0 < args.min_correlation <= 1:
             raise Usage("--min-correlation must be within (0, 1]")

@@ -1,0 +1,43 @@
+"""What a user chooses for the counters across servers: PAD's thresholds, the correlations, the
+points in time. No numpy here (see requests/params.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CorrelationParams:
+    threshold: float = 0.9
+    max_lag: int = 10
+    lag_gain: float = 0.1
+    max_cells: int = 20_000
+    seed: int = 0
+
+
+@dataclass
+class TimeParams:
+    z: float = 4.0  # robust z beyond which a counter is unusual at a point...
+    min_counters: int = 0  # ...and this many unusual at once flag the server there (0: 2, or a tenth of the
+    # counters where there are more than 20: chance coincidences grow with the number of counters)
+    strong: float = 12.0  # one counter this far out flags it alone
+    gap: int = 2  # flagged points at most this many points apart make one interval
+    resolution_steps: float = 2.0  # spreads are never finer than this many steps of the series' resolution
+    max_intervals: int = 12  # intervals reported as findings (all are in the result)
+
+
+@dataclass
+class CounterParams:
+    server_x: float = 2.5  # X from which a (server, counter) pair is reported
+    time_x: float = 2.5  # X from which a counter's fleet-wide median is reported (at >= 3 points)
+    reference_x: float = 1.0  # X against the reference dataset
+    min_gain: float = 0.8  # change-point fit (share of variance explained) needed to date a divergence
+    paper_x: bool = False  # PAD's X (global std, the server included) instead of each server against the others
+    top: int = 8
+    correlation: CorrelationParams = field(default_factory=CorrelationParams)
+    correlate: tuple[str, ...] = ()  # counters of interest to correlate too: "NAME" (fleet) or "NAME@SERVER"
+    over_time: TimeParams | None = field(default_factory=TimeParams)  # None: PAD's views only
+
+    def validate(self) -> None:
+        if min(self.server_x, self.time_x, self.reference_x) <= 0:
+            raise ValueError("X thresholds must be positive")
