@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from functools import partial
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -28,10 +28,8 @@ from textual.worker import Worker, WorkerState
 from perftriage.analysis.atomic import atomic_write
 from perftriage.analysis.errors import PerftriageError
 from perftriage.analysis.findings import render
-from perftriage.analysis.requests.features import requests_of_features
-from perftriage.analysis.requests.findings import unit_noun
-from perftriage.analysis.requests.path_view import PathSource, PathView
-from perftriage.analysis.triage import PARTS, Options, Progress, TriageResult, run_triage
+from perftriage.analysis.options import PARTS, Options, Progress
+from perftriage.analysis.requests.params import unit_noun
 from perftriage.analysis.triage_process import AnalysisStopped, KeptGraph, TriageProcess, raise_error
 from perftriage.tui.panes.calltrees import CallTreesPane
 from perftriage.tui.panes.clusters import ClustersPane
@@ -43,6 +41,10 @@ from perftriage.tui.widgets.key_footer import KeyFooter
 from perftriage.tui.widgets.row_table import RowTable
 
 from .screens import ExportScreen, HelpScreen
+
+if TYPE_CHECKING:  # the analyses' modules come after the first screen (_warm_up)
+    from perftriage.analysis.requests.path_view import PathSource, PathView
+    from perftriage.analysis.triage import TriageResult
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 
@@ -79,12 +81,21 @@ TABS = [
 ]
 
 def _warm_up() -> None:
-    """Imports what drawing any result needs (rich's Markdown and its parser for the findings'
-    detail, 35-65 ms; numpy.ma for the panes' medians; Textual's scroll bars), in a thread while
-    the analysis runs: the result is drawn that much sooner after it comes."""
+    """Imports what any result needs, in a thread after the first screen while the analysis
+    runs (the result is drawn that much sooner after it comes): the analyses' modules its
+    pickles name and numpy (0.25 s, kept from the first screen), rich's Markdown and its parser
+    for the findings' detail (35-65 ms), numpy.ma for the panes' medians, Textual's scroll bars."""
     import numpy.ma  # noqa: F401, PLC0415
     import rich.markdown  # noqa: F401, PLC0415
     import textual.scrollbar  # noqa: F401, PLC0415
+
+    import perftriage.analysis.triage  # noqa: F401, PLC0415
+
+
+def _result(fields: dict) -> TriageResult:
+    from perftriage.analysis.triage import TriageResult  # noqa: PLC0415 (after the first screen)
+
+    return TriageResult(**fields)
 
 
 
@@ -123,7 +134,7 @@ class PerftriageApp(App):
     ]
 
     def __init__(self, paths: list[str], options: Options | None = None,
-                 analyse: Callable[..., TriageResult] = run_triage):
+                 analyse: Callable[..., TriageResult] | None = None):
         super().__init__()
         self.paths = [os.fspath(p) for p in paths]
         self.options = options or Options()
@@ -185,7 +196,7 @@ class PerftriageApp(App):
         def progress(p: Progress) -> None:
             self.call_from_thread(self._on_progress, p, run)
 
-        if self.analyse is not run_triage:  # a stand-in analysis (tests): in this thread
+        if self.analyse is not None:  # a stand-in analysis (tests): in this thread
             return self.analyse(self.paths, self.options, progress=progress)
         early, self._early = self._early, None
         proc = early if run == 0 and early is not None else TriageProcess(self.paths, self.options)
@@ -202,7 +213,7 @@ class PerftriageApp(App):
                     parts.append(msg[1])
                 elif msg[0] == "done":
                     fields.update(msg[1])
-                    return TriageResult(**fields)  # the parts not shown yet come with it
+                    return _result(fields)  # the parts not shown yet come with it
                 else:
                     raise_error(msg[1], msg[2])
                 if proc.has_more():
@@ -210,7 +221,7 @@ class PerftriageApp(App):
                     # drawn once, with the result, not twice (0.1-0.2 s of the app's CPU each)
                     continue
                 if parts:
-                    self.call_from_thread(self._on_part, parts, TriageResult(**fields), run)
+                    self.call_from_thread(self._on_part, parts, _result(fields), run)
                     parts = []
                 if progress_seen is not None:
                     self.call_from_thread(self._on_progress, progress_seen, run)
@@ -218,7 +229,7 @@ class PerftriageApp(App):
         except AnalysisStopped:
             if not fields:
                 raise
-            result = TriageResult(**fields)  # what was published before the stop
+            result = _result(fields)  # what was published before the stop
             result.report.notes.append("the analysis was cancelled: what is shown was done before")
             return result
         finally:
@@ -229,7 +240,7 @@ class PerftriageApp(App):
         """Start the analysing child now, before the app is drawn, so that its imports and reading
         overlap the app's start (``started``: one the caller started already on these paths and
         options). Returns it; the app's first analysis is this one."""
-        if self.analyse is run_triage and self._early is None:
+        if self.analyse is None and self._early is None:
             self._early = started if started is not None else TriageProcess(self.paths, self.options)
         return self._early
 
@@ -344,6 +355,8 @@ class PerftriageApp(App):
                     return None, "no critical path: the analysis process has ended"
                 return proc.path_view(host, tid, t0, t1), ""
             if self._paths is None or self._paths.graphs is not graphs:
+                from perftriage.analysis.requests.path_view import PathSource  # noqa: PLC0415
+
                 self._paths = PathSource(graphs)
             return self._paths.path(host, tid, t0, t1)
         except PerftriageError as exc:
@@ -401,6 +414,8 @@ class PerftriageApp(App):
             note = ("no requests: no request markers (ust_php/ust_apache, or the --request-start/--request-end "
                     "given) and no kernel trace to cut processes or threads from")
         if requests is None and result.features is not None:
+            from perftriage.analysis.requests.features import requests_of_features  # noqa: PLC0415
+
             requests = requests_of_features(result.features)
             note = ""
         shown = PARTS if final and not self.cancelled else self.parts  # only the parts that came
@@ -517,7 +532,7 @@ class PerftriageApp(App):
             yield SystemCommand("Export findings", "all findings to a Markdown file (e)", self.action_export)
         if self.running:
             yield SystemCommand("Cancel the analysis", "stop it and keep what is shown (escape)", self.action_cancel)
-        if self.analyse is run_triage and self.result is not None and self.result.inputs.ctf:
+        if self.analyse is None and self.result is not None and self.result.inputs.ctf:
             for units, what in (("markers", "between request markers"), ("processes", "each process's life"),
                                 ("threads", "each thread's life")):
                 if units != self.options.units:

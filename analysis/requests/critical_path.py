@@ -33,32 +33,7 @@ import numpy as np
 from perftriage.analysis.execgraph.graph import (BLOCKED, BP, EXITED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU, ST_BN,
                                                  ST_BT, ExecGraph)
 
-STATES = ("RU", "RS", "BP", "BD", "BN", "BS", "BI", "BF", "BT")
-STATE_NAMES = {
-    "RU": "running in user mode",
-    "RS": "running in a system call",
-    "BP": "preempted (runnable, waiting for a CPU)",
-    "BD": "blocked on disk",
-    "BN": "blocked on network",
-    "BS": "blocked on a timer",
-    "BI": "blocked on another interrupt",
-    "BF": "blocked in futex (waker unknown)",
-    "BT": "blocked on a task that could not be followed",
-}
-#: what a state means, in the words of a ticket
-STATE_WORDS = {
-    "RU": "running on a CPU",
-    "RS": "running in system calls",
-    "BP": "waiting for a CPU",
-    "BD": "waiting for the disk",
-    "BN": "waiting for the network",
-    "BS": "sleeping (timers)",
-    "BI": "waiting for a device interrupt",
-    "BF": "waiting on a lock (futex)",
-    "BT": "waiting for a task that could not be followed",
-}
-WAITS = ("BP", "BD", "BN", "BS", "BI", "BF", "BT")
-NSTATES = len(STATES)
+from .states import NSTATES, STATE_NAMES, STATE_WORDS, STATES, WAITS  # noqa: F401
 _PASS = (RU, RS, BP)
 
 

@@ -9,18 +9,10 @@ from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.units import count_of, fmt_duration, fmt_ratio, fmt_timestamp, singular
 
 from .features import FeatureTable
+from .params import unit_noun  # noqa: F401
 from .table import RequestTable
 
 LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")
-
-
-def unit_noun(what: str) -> str:
-    """The plural noun for the units: requests, processes, threads, read calls."""
-    if what in ("markers", "requests", "auto", ""):
-        return "requests"
-    if what.startswith("syscall:"):
-        return what.split(":", 1)[1] + " calls"
-    return what
 
 
 def trace_findings(summary: TraceSummary) -> list[Finding]:

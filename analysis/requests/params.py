@@ -108,3 +108,12 @@ def parse_unit(spec: str) -> tuple[str, str | None]:
         return "syscall", spec[8:]
     raise PerftriageError(f"unknown request unit {spec!r}: use auto, markers, processes, threads or syscall:NAME "
                           "(e.g. syscall:read)")
+
+
+def unit_noun(what: str) -> str:
+    """The plural noun for the units: requests, processes, threads, read calls."""
+    if what in ("markers", "requests", "auto", ""):
+        return "requests"
+    if what.startswith("syscall:"):
+        return what.split(":", 1)[1] + " calls"
+    return what

@@ -10,9 +10,8 @@ import numpy as np
 from perftriage.analysis.execgraph.graph import ExecGraph
 
 from .critical_path import NSTATES, STATES, PathFinder, Segments, finders
+from .states import STATE_CHAR  # noqa: F401
 
-#: one character per state in text timelines: running in lower case, waits in upper case
-STATE_CHAR = {"RU": "u", "RS": "s", "BP": "p", "BD": "D", "BN": "N", "BS": "T", "BI": "I", "BF": "F", "BT": "?"}
 
 
 @dataclass

@@ -6,13 +6,11 @@ methods side by side with the baseline. tab moves between the two tables."""
 
 from __future__ import annotations
 
-import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from perftriage.analysis.calltrees.findings import category_name, pair_evidence
-from perftriage.analysis.calltrees.view import example_request, method_replicas
+from perftriage.tui.lazy import np
 from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
 from perftriage.tui.widgets.sparkline import sparkline
 
@@ -76,6 +74,8 @@ class CallTreesPane(ViewPane):
         return getattr(self.result, "diagnosis", None)
 
     def show_result(self, result) -> None:
+        from perftriage.analysis.calltrees.findings import category_name  # noqa: PLC0415
+
         self.result = result
         self.query_one("#ct-changed", Static).update(changed_text(getattr(result, "change", None), result))
         d = self.diagnosis
@@ -161,6 +161,8 @@ class CallTreesPane(ViewPane):
         return None, None
 
     def render_view(self) -> None:
+        from perftriage.analysis.calltrees.findings import category_name  # noqa: PLC0415
+
         out = self.view_body
         d = self.diagnosis
         if d is None:
@@ -180,6 +182,9 @@ class CallTreesPane(ViewPane):
             out.update(self._reference_text(pair, cat))
 
     def _replicas_text(self, pair, cat, width: int) -> Text:
+        from perftriage.analysis.calltrees.view import method_replicas  # noqa: PLC0415
+        from perftriage.analysis.calltrees.findings import pair_evidence  # noqa: PLC0415
+
         d = self.diagnosis
         if pair is None:
             if cat is None:
@@ -211,6 +216,8 @@ class CallTreesPane(ViewPane):
         return t
 
     def _tree_text(self, pair, cat, width: int) -> Text:
+        from perftriage.analysis.calltrees.view import example_request  # noqa: PLC0415
+
         d = self.diagnosis
         rt = example_request(d, pair=pair, category=None if pair is not None else cat)
         if rt is None:

@@ -9,17 +9,15 @@ chose k. enter lists the cluster's requests in the Requests pane.
 
 from __future__ import annotations
 
-import numpy as np
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import Static
 
-from perftriage.analysis.requests.map import request_map
-from perftriage.analysis.requests.findings import unit_noun
-from perftriage.analysis.requests.outlier_analysis import dominant_states
+from perftriage.analysis.requests.params import unit_noun
 from perftriage.analysis.units import fmt_duration
+from perftriage.tui.lazy import np
 from perftriage.tui.widgets.plots import bars, line, scatter
 from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
 
@@ -63,6 +61,8 @@ class ClustersPane(ViewPane):
         return self.query_one("#clusters-table", RowTable)
 
     def show_result(self, result) -> None:
+        from perftriage.analysis.requests.outlier_analysis import dominant_states  # noqa: PLC0415
+
         self.result = result
         self._map, self._map_done = None, False
         ra = getattr(result, "analysis", None)
@@ -182,6 +182,8 @@ class ClustersPane(ViewPane):
 
     @work(thread=True, exclusive=True, group="cluster-map")
     def _compute_map(self) -> None:
+        from perftriage.analysis.requests.map import request_map  # noqa: PLC0415
+
         ra = self.result.analysis
         m = request_map(self.result.compared_features, ra.clusters.label)
         self.app.call_from_thread(self._map_ready, m)

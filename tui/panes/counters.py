@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from perftriage.analysis.counters.correlation import correlate
-from perftriage.analysis.counters.views import STATS, server_view, time_view
+from perftriage.tui.lazy import np
 from perftriage.tui.widgets.plots import line_series
 from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
 from perftriage.tui.widgets.sparkline import sparkline
@@ -158,6 +156,8 @@ class CountersPane(ViewPane):
 
     @work(thread=True, exclusive=True, group="counters-corr")
     def _correlate(self, server, counter) -> None:
+        from perftriage.analysis.counters.correlation import correlate  # noqa: PLC0415
+
         res = correlate(self.ca.cs, counter, server, self.ca.params.correlation)
         self.app.call_from_thread(self._correlated, res)
 
@@ -166,6 +166,8 @@ class CountersPane(ViewPane):
         self.render_view()
 
     def render_view(self) -> None:
+        from perftriage.analysis.counters.views import server_view, time_view  # noqa: PLC0415
+
         out = self.view_body
         ca = self.ca
         if ca is None or not self.items:
@@ -330,6 +332,7 @@ def _sparklines(cs, c: int, s: int | None, width: int) -> Text:
 
 def _statistics(cs, c: int, s: int | None) -> Text:
     """The server view's statistics, one row per server, and the time view's over all points."""
+    from perftriage.analysis.counters.views import STATS, server_view, time_view  # noqa: PLC0415
     sv = server_view(cs, c)
     tv = time_view(cs, c)
     label_w = _label_width(cs)

@@ -8,7 +8,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from perftriage.analysis.findings import Finding, finding_markdown
-from perftriage.analysis.requests.findings import count_of
+from perftriage.analysis.units import count_of
 from perftriage.tui.widgets.row_table import IDENTITY, OPTIONAL, TEXT, Column, ListSource, RowTable
 
 from .base import Pending

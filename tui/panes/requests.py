@@ -8,7 +8,8 @@ outlier analysis.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,13 +17,16 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from perftriage.analysis.requests.table import RequestTable, notable_mask
-from perftriage.analysis.requests.findings import unit_noun
+from perftriage.analysis.requests.params import unit_noun
 from perftriage.analysis.units import count_of, fmt_clock, fmt_duration
+from perftriage.tui.lazy import np
 from perftriage.tui.widgets.path_breakdown import PathBreakdown
 from perftriage.tui.widgets.row_table import IDENTITY, OPTIONAL, TEXT, Column, RowTable
 
 from .base import Pending
+
+if TYPE_CHECKING:
+    from perftriage.analysis.requests.table import RequestTable
 
 LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")
 
@@ -89,14 +93,15 @@ class RequestsPane(Pending, Vertical):
         super().__init__(**kwargs)
         self.table: RequestTable | None = None
         self.result = None
-        self.order = np.empty(0, np.int64)  # display order of table rows (sorted)
-        self.index = np.empty(0, np.int64)  # table rows shown (filtered), in display order
+        # arrays once requests are shown (no numpy before the first screen: tui/lazy.py)
+        self.order = ()  # display order of table rows (sorted)
+        self.index = ()  # table rows shown (filtered), in display order
         self.sort_by = "duration"
         self.filter_text = ""
         self.cluster_filter: int | None = None
         self.cluster: np.ndarray | None = None
         self.why: list[str] | None = None
-        self.notable = np.zeros(0, bool)
+        self.notable = ()  # per table row: shown in the alert colour (an outlier, or among the slowest)
         self._search: np.ndarray | None = None
         self._extra: list[str] = []
 
@@ -113,6 +118,8 @@ class RequestsPane(Pending, Vertical):
         return self.query_one("#requests-table", RowTable)
 
     def show_requests(self, table: RequestTable | None, note: str = "", result=None) -> None:
+        from perftriage.analysis.requests.table import RequestTable, notable_mask  # noqa: PLC0415
+
         self.result = result
         if table is None or len(table) == 0:
             self.table = None

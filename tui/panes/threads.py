@@ -6,17 +6,13 @@ highlighted abstraction (analysed in a worker), escape comes back up."""
 
 from __future__ import annotations
 
-import numpy as np
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from perftriage.analysis.threads.deviation import analyse_level
-from perftriage.analysis.threads.series import plural
-from perftriage.analysis.threads.topdown import next_level
-from perftriage.analysis.threads.view import dendrogram_lines, item_series
+from perftriage.tui.lazy import np
 from perftriage.tui.widgets.plots import line_series
 from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
 from perftriage.tui.widgets.sparkline import sparkline
@@ -89,6 +85,9 @@ class ThreadsPane(ViewPane):
             self.table.select_source(row)
 
     def _show_level(self) -> None:
+        from perftriage.analysis.threads.topdown import next_level  # noqa: PLC0415
+        from perftriage.analysis.threads.series import plural  # noqa: PLC0415
+
         res = self.current
         if res is None:
             self.table.set_rows([], ListSource([]))
@@ -159,6 +158,9 @@ class ThreadsPane(ViewPane):
             self.render_view()
 
     def on_row_table_selected(self, event: RowTable.Selected) -> None:
+        from perftriage.analysis.threads.topdown import next_level  # noqa: PLC0415
+        from perftriage.analysis.threads.series import plural  # noqa: PLC0415
+
         if event.table is not self.table or self.current is None or self.busy:
             return
         event.stop()
@@ -180,6 +182,8 @@ class ThreadsPane(ViewPane):
 
     @work(thread=True, exclusive=True, group="threads-drill")
     def _drill(self, level: str, within: dict) -> None:
+        from perftriage.analysis.threads.deviation import analyse_level  # noqa: PLC0415
+
         res = analyse_level(self.result.thread_series, level, within, self.result.options.threads)
         self.app.call_from_thread(self._drilled, res)
 
@@ -198,6 +202,8 @@ class ThreadsPane(ViewPane):
             self.app.action_back()
 
     def render_view(self) -> None:
+        from perftriage.analysis.threads.view import dendrogram_lines, item_series  # noqa: PLC0415
+
         out = self.view_body
         res = self.current
         if res is None or not self.order:

@@ -3,6 +3,8 @@ a stacked bar of its states, the list of segments)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -11,12 +13,14 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from perftriage.analysis.requests.critical_path import STATES
-from perftriage.analysis.requests.path_view import PathView
-from perftriage.analysis.requests.table import RequestTable
+from perftriage.analysis.requests.states import STATES
 from perftriage.analysis.units import fmt_duration, fmt_timestamp
 from perftriage.tui.widgets.path_breakdown import PathBreakdown, state_key
 from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
+
+if TYPE_CHECKING:
+    from perftriage.analysis.requests.path_view import PathView
+    from perftriage.analysis.requests.table import RequestTable
 
 
 def request_lines(table: RequestTable, i: int) -> list[tuple[str, str]]:

@@ -3,12 +3,16 @@ timeline in characters (like Trace Compass's critical path view)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.widgets import Static
 
-from perftriage.analysis.requests.critical_path import STATE_NAMES, STATES
-from perftriage.analysis.requests.path_view import STATE_CHAR, PathView
+from perftriage.analysis.requests.states import STATE_CHAR, STATE_NAMES, STATES
 from perftriage.analysis.units import fmt_duration
+
+if TYPE_CHECKING:
+    from perftriage.analysis.requests.path_view import PathView
 
 # background colours that read on 16-colour terminals; the letter tells the state without colour
 STATE_STYLE = {

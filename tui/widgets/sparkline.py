@@ -3,7 +3,7 @@ replica's line stands above its peers' (nan: no data in that window, drawn as a 
 
 from __future__ import annotations
 
-import numpy as np
+from perftriage.tui.lazy import np
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 
