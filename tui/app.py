@@ -98,8 +98,6 @@ def _result(fields: dict) -> TriageResult:
     return TriageResult(**fields)
 
 
-
-
 class PerftriageApp(App):
     TITLE = "perftriage"
 
@@ -202,7 +200,7 @@ class PerftriageApp(App):
         proc = early if run == 0 and early is not None else TriageProcess(self.paths, self.options)
         self.process = proc
         fields: dict = {}
-        parts: list[str] = []  # parts come that the screen does not show yet
+        parts: list[str] = []  # the parts that came and are not drawn yet
         progress_seen = None
         try:
             for msg in proc.messages():

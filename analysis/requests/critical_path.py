@@ -34,6 +34,7 @@ from perftriage.analysis.execgraph.graph import (BLOCKED, BP, EXITED, FOLLOW, FO
                                                  ST_BT, ExecGraph)
 
 from .states import NSTATES, STATE_NAMES, STATE_WORDS, STATES, WAITS  # noqa: F401
+
 _PASS = (RU, RS, BP)
 
 

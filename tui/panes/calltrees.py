@@ -182,8 +182,8 @@ class CallTreesPane(ViewPane):
             out.update(self._reference_text(pair, cat))
 
     def _replicas_text(self, pair, cat, width: int) -> Text:
-        from perftriage.analysis.calltrees.view import method_replicas  # noqa: PLC0415
         from perftriage.analysis.calltrees.findings import pair_evidence  # noqa: PLC0415
+        from perftriage.analysis.calltrees.view import method_replicas  # noqa: PLC0415
 
         d = self.diagnosis
         if pair is None:

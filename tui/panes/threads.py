@@ -85,8 +85,8 @@ class ThreadsPane(ViewPane):
             self.table.select_source(row)
 
     def _show_level(self) -> None:
-        from perftriage.analysis.threads.topdown import next_level  # noqa: PLC0415
         from perftriage.analysis.threads.series import plural  # noqa: PLC0415
+        from perftriage.analysis.threads.topdown import next_level  # noqa: PLC0415
 
         res = self.current
         if res is None:
@@ -158,8 +158,8 @@ class ThreadsPane(ViewPane):
             self.render_view()
 
     def on_row_table_selected(self, event: RowTable.Selected) -> None:
-        from perftriage.analysis.threads.topdown import next_level  # noqa: PLC0415
         from perftriage.analysis.threads.series import plural  # noqa: PLC0415
+        from perftriage.analysis.threads.topdown import next_level  # noqa: PLC0415
 
         if event.table is not self.table or self.current is None or self.busy:
             return
