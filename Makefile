@@ -12,7 +12,9 @@ run: setup
 
 test: setup
 	@tools/setup-system.sh --test
-	$(PY) -m pytest -q -n auto --dist worksteal
+	@# one test process more than cores: the app tests wait for their analysing child and for
+	@# the screen much of their time (2 cores: 456 s with 2 processes, 396 s with 3)
+	$(PY) -m pytest -q -n $$(( $$(nproc) + 1 )) --dist worksteal
 
 setup: system $(STAMP)
 
