@@ -333,6 +333,7 @@ def _sparklines(cs, c: int, s: int | None, width: int) -> Text:
 def _statistics(cs, c: int, s: int | None) -> Text:
     """The server view's statistics, one row per server, and the time view's over all points."""
     from perftriage.analysis.counters.views import STATS, server_view, time_view  # noqa: PLC0415
+
     sv = server_view(cs, c)
     tv = time_view(cs, c)
     label_w = _label_width(cs)
