@@ -49,7 +49,9 @@ def test_run_triage_publishes_each_part_when_it_is_ready():
 
 
 async def test_parts_show_as_they_come_and_the_status_keeps_moving(monkeypatch):
-    monkeypatch.setenv("PERFTRIAGE_PART_DELAY", "1.5")  # the child holds after each part
+    # the child holds after each part: 3 s, room for a screen slowed by three test processes on
+    # two cores (1.5 s was too little once: the whole analysis ended within the 1.1 s below)
+    monkeypatch.setenv("PERFTRIAGE_PART_DELAY", "3")
     app = PerftriageApp([str(WEBSERVER)])
     async with app.run_test(size=(80, 24)) as pilot:
         assert text(app, "#requests-title").startswith("analysing …")
@@ -75,7 +77,7 @@ async def test_a_part_that_comes_later_leaves_the_panes_shown_before_as_the_user
     lines = ["time,server,cpu"] + [f"{t},{s},{10 + (t * 7 + i) % 5}" for t in range(1772460000, 1772460120)
                                    for i, s in enumerate(("web-01", "web-02", "web-03"))]
     (tmp_path / "counters.csv").write_text("\n".join(lines) + "\n")
-    monkeypatch.setenv("PERFTRIAGE_PART_DELAY", "1.5")
+    monkeypatch.setenv("PERFTRIAGE_PART_DELAY", "3")  # room for a slowed screen (see above)
     app = PerftriageApp([str(WEBSERVER), str(tmp_path / "counters.csv")])
     async with app.run_test(size=(100, 36)) as pilot:
         await wait_for(pilot, lambda: "clusters" in app.parts)
