@@ -19,6 +19,14 @@ async def loaded(pilot):
     await pilot.pause()
 
 
+async def progress_shown(pilot) -> None:
+    """Until the analysis's first progress has reached the app (5 s at most)."""
+    for _ in range(100):
+        await pilot.pause(0.05)
+        if pilot.app._progress is not None:
+            break
+
+
 def table_of(app) -> RowTable:
     return app.query_one("#requests-table", RowTable)
 
@@ -449,10 +457,7 @@ async def test_the_bar_of_a_stage_of_unknown_length_moves_a_few_times_a_second()
     analyse, release = held_analysis(10, Progress("outliers and clusters", None, "10 requests"))
     app = PerftriageApp(["synthetic"], analyse=analyse)
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if app._progress is not None:
-                break
+        await progress_shown(pilot)
         bar = app.query_one("#progress #bar")
         frames = []
         render = bar.render
@@ -499,10 +504,7 @@ async def test_progress_within_a_stage_moves_the_bar_with_the_status_line_not_at
     analyse, release = held_analysis(10, Progress("reading trace", 0.01, ""))
     app = PerftriageApp(["synthetic"], analyse=analyse)
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if app._progress is not None:
-                break
+        await progress_shown(pilot)
         await pilot.pause(0.6)
         bar = app.query_one("#progress")
         updates = []

@@ -47,7 +47,7 @@ import numpy as np
 
 from perftriage.analysis.stats import binom_sf
 
-from .params import DiagParams  # noqa: F401
+from .params import DiagParams
 from .rpca import column_cosines, rpca
 from .trees import CallTrees, Category
 

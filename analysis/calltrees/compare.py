@@ -17,7 +17,7 @@ import numpy as np
 from perftriage.analysis.stats import mann_whitney_p
 
 from .clouddiag import span_self_time
-from .params import CompareParams  # noqa: F401
+from .params import CompareParams
 from .trees import CallTrees
 
 MS = 1e6

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .params import CorrelationParams  # noqa: F401
+from .params import CorrelationParams
 from .table import CounterSet
 
 

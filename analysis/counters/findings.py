@@ -17,7 +17,7 @@ from .comparative import Between, Comparative, between, fleet_onset, server_onse
 from .correlation import Correlation, correlate
 from .onset import Onset
 from .over_time import OverTime, detect_over_time
-from .params import CounterParams  # noqa: F401
+from .params import CounterParams
 from .rules import Rule, Violation, evaluate
 from .table import CounterSet
 from .views import STATS, server_view

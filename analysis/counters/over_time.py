@@ -29,7 +29,7 @@ import numpy as np
 
 from perftriage.analysis.stats import median_above
 
-from .params import TimeParams  # noqa: F401
+from .params import TimeParams
 from .stats import nanmedian
 from .table import CounterSet
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from perftriage.analysis.errors import InputError, PerftriageError
-from perftriage.analysis.inputs import SCHEME, SERVER_SCHEMES, is_prometheus_url  # noqa: F401
+from perftriage.analysis.inputs import SCHEME
 from perftriage.analysis.timeparse import user_time_ns
 
 from .readers import RawCounters, _Names, matrix_pieces

@@ -28,7 +28,7 @@ import numpy as np
 from .features import FeatureTable
 from .knee import kneedle
 from .kmeans import kmeans
-from .params import CLUSTER_FEATURES, ClusterParams  # noqa: F401
+from .params import ClusterParams
 
 
 @dataclass

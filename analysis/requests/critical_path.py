@@ -33,7 +33,7 @@ import numpy as np
 from perftriage.analysis.execgraph.graph import (BLOCKED, BP, EXITED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU, ST_BN,
                                                  ST_BT, ExecGraph)
 
-from .states import NSTATES, STATE_NAMES, STATE_WORDS, STATES, WAITS  # noqa: F401
+from .states import NSTATES, STATES  # noqa: F401 (STATES: its home before)
 
 _PASS = (RU, RS, BP)
 

@@ -9,7 +9,7 @@ from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.units import count_of, fmt_duration, fmt_ratio, fmt_timestamp, singular
 
 from .features import FeatureTable
-from .params import unit_noun  # noqa: F401
+from .params import unit_noun
 from .table import RequestTable
 
 LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")

@@ -23,7 +23,7 @@ from perftriage.analysis.columns import MISSING
 from perftriage.analysis.ctf.reader import CtfReader
 from perftriage.analysis.ctf.spec import ReadSpec
 
-from .params import APACHE, BUILTIN_MARKERS, PHP, THREAD_KEYS, MarkerSpec  # noqa: F401
+from .params import APACHE, BUILTIN_MARKERS, PHP, MarkerSpec  # noqa: F401 (APACHE: its home before)
 from .table import BASE_COLUMNS, RequestTable
 
 

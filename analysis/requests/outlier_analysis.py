@@ -12,11 +12,11 @@ from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.units import fmt_duration, fmt_ratio
 
 from .clusters import ClusterParams, ClusterResult, cluster_outliers
-from .critical_path import STATE_WORDS
 from .features import FeatureTable
 from .findings import count_of, unit_noun
 from .ngrams import NgramRow, distinctive_ngrams
 from .outliers import OutlierParams, OutlierResult, detect_outliers
+from .states import STATE_WORDS
 
 
 @dataclass

@@ -41,7 +41,7 @@ from perftriage.analysis.units import fmt_duration
 
 from .features import FeatureTable
 from .knee import kneedle
-from .params import DEFAULT_THRESHOLDS_MS, DETECTORS, REPRESENTATIONS, OutlierParams  # noqa: F401
+from .params import DEFAULT_THRESHOLDS_MS, REPRESENTATIONS, OutlierParams
 
 
 @dataclass

@@ -10,7 +10,7 @@ import numpy as np
 from perftriage.analysis.execgraph.graph import ExecGraph
 
 from .critical_path import NSTATES, STATES, PathFinder, Segments, finders
-from .states import STATE_CHAR  # noqa: F401
+from .states import STATE_CHAR
 
 
 

@@ -24,7 +24,8 @@ from perftriage.analysis.execgraph.graph import ExecGraph
 from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.units import fmt_duration, fmt_timestamp
 
-from .critical_path import STATE_WORDS, STATES, finders
+from .critical_path import STATES, finders
+from .states import STATE_WORDS
 
 
 

@@ -32,7 +32,7 @@ from perftriage.analysis.stats import median_above
 from perftriage.analysis.units import fmt_clock, fmt_duration, fmt_ratio
 
 from .covariance import covariances, fm_matrix, scale_of
-from .params import ThreadParams  # noqa: F401
+from .params import ThreadParams
 from .pvclust import SCALES, BootstrapResult, block_moments, multiscale_bootstrap
 from .series import GROUPS, ThreadSeries, plural
 
