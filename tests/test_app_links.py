@@ -262,6 +262,37 @@ async def test_at_80x24_identity_columns_are_never_cut():
                                                                         "replica", "counter"))
 
 
+def test_a_cut_identity_keeps_both_ends_and_a_column_that_says_nothing_gives_its_room():
+    """Real call trees at 80 columns: a service's methods share a long prefix and differ at the
+    end, a deployment's pods differ in their suffix; cut at the end they all read the same."""
+    from perftriage.tui.widgets.row_table import IDENTITY, Column, ListSource, RowTable, elide_middle
+
+    methods = [f"productcatalogservice:hipstershop.ProductCatalogService/{m}"
+               for m in ("ListProducts", "GetProduct", "SearchProducts")]
+    for w in (12, 19, 31, 40):
+        cut = [elide_middle(m, w) for m in methods]
+        assert all(len(c) == w and c.startswith("prod") and "…" in c for c in cut)
+        assert len(set(cut)) == 3 or w < 19, cut  # still three methods (at 12: "prod…ducts" twice)
+    assert elide_middle(methods[0], 31).endswith("/ListProducts")  # from a separator: the whole name
+    assert elide_middle("frontend-579b9bff58-t2dbm", 12).endswith("-t2dbm")
+    assert elide_middle("short", 5) == "short" and elide_middle("abc", 1) == "…"
+
+    pods = ["productcatalogservice-668d5f85fb-wckp8", "productcatalogservice-668d5f85fb-x7q2n"]
+    cols = [Column("#", "right", 2, 4), Column("method", "left", 10, 60, flex=True, priority=IDENTITY),
+            Column("replica", "left", 6, 40, priority=IDENTITY), Column("peers", "right", 6, 9),
+            Column("ratio", "right", 5, 7), Column("median", "right", 6, 9)]
+    rows = [[str(i + 1), m, pods[i % 2], "-", "-", "3.20ms"] for i, m in enumerate(methods)]
+    table = RowTable(cols, ListSource(rows))
+    narrow = table._compute_widths(80)
+    assert narrow[3] == narrow[4] == 0  # peers and ratio are "-" on every row: left out at 80 columns
+    lines = [table._format(r, narrow) for r in rows]
+    assert all(len(line) <= 80 for line in lines)
+    assert len({line.split()[1] for line in lines}) == 3 and len({line.split()[2] for line in lines}) == 2
+    wide = table._compute_widths(200)
+    assert wide[3] > 0 and wide[4] > 0  # with room they stay (the "-" says there are no peers)
+    assert table._format(rows[0], wide).split()[1] == methods[0]
+
+
 def test_plots_tell_their_series_apart_without_colour(monkeypatch):
     from perftriage.tui.widgets.plots import bars, line_series, scatter
 

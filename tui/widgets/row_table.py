@@ -28,13 +28,38 @@ class Column:
     max_width: int = 60
     flex: bool = False  # takes the remaining width
     keep_end: bool = False  # truncate on the left ("…/dir/script.php"), for paths and uris
-    # when the terminal is narrow: IDENTITY columns (id, cluster, method, server, rule) are never
-    # cut while others can be; TEXT (free text: uri, query, why) is cut first; OPTIONAL columns are
-    # left out (the detail view shows them whole)
+    # when the terminal is narrow: IDENTITY columns (id, cluster, method, server, rule) are cut
+    # last, and in the middle (``elide_middle``: their two ends tell rows apart); TEXT (free text:
+    # uri, query, why) is cut first; OPTIONAL columns are left out (the detail view shows them whole)
     priority: int = 1
 
 
 IDENTITY, NORMAL, TEXT, OPTIONAL = 0, 1, 2, 3
+
+#: cells that say nothing: a column holding only these is left out when the width is short
+EMPTY_CELLS = frozenset(("", "-", "\u2014", "\u2013", "n/a"))
+
+_SEPARATORS = "/.:-_ #@"
+
+
+def elide_middle(text: str, width: int) -> str:
+    """``text`` cut to ``width`` in the middle: its head, "…", and its tail from a separator where
+    one is near ("productcatalogse…/ListProducts", "frontend-5…-t2dbm"), for names whose rows share
+    a prefix and differ at the end (a service's methods, a deployment's pods, numbered ids)."""
+    if len(text) <= width:
+        return text
+    if width <= 2:
+        return text[:width - 1] + "…" if width == 2 else "…"[:width]
+    keep = width - 1
+    head_min = max(1, keep * 2 // 5)
+    tail_max = keep - head_min
+    tail = text[len(text) - tail_max:]
+    cut = next((i for i, ch in enumerate(tail) if ch in _SEPARATORS), None)
+    if cut is not None and len(tail) - cut >= 2:
+        tail = tail[cut:]  # from the separator on: the last whole name(s) that fit
+    else:
+        tail = text[len(text) - keep // 2:]
+    return text[:keep - len(tail)] + "…" + tail
 
 
 class RowSource(Protocol):
@@ -247,6 +272,10 @@ class RowTable(ScrollView, can_focus=True):
         # ones last of all (each time the widest of the kind); then leave out optional columns cut
         # below a useful width; the flex column takes what is left
         natural = list(widths)
+        if sum(widths) + len(widths) - 1 > total:  # short of width: a column that says nothing goes first
+            for k in range(len(widths)):
+                if k and rows and all(k >= len(r) or r[k].strip() in EMPTY_CELLS for r in rows):
+                    widths[k] = 0
 
         def used() -> int:
             shown = [w for w in widths if w > 0]
@@ -287,6 +316,8 @@ class RowTable(ScrollView, can_focus=True):
                     text = ""
                 elif self.columns[i].keep_end:
                     text = "…" + text[len(text) - w + 1:] if w > 1 else "…"
+                elif self.columns[i].priority == IDENTITY:
+                    text = elide_middle(text, w)
                 else:
                     text = text[: w - 1] + "…"
             parts.append(text.rjust(w) if self.columns[i].align == "right" else text.ljust(w))
