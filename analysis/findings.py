@@ -38,7 +38,8 @@ class Finding:
     parameters: dict[str, Any] = field(default_factory=dict)
     # what the finding is about, for a viewer to open: {"kind": "cluster", "cluster": 3} (0-based),
     # "request" (id, host), "pair" (method, replica; no replica: every replica), "threads" (level,
-    # names), "server" (server, counter), "clusters" (the outlier summary); {} when nothing to open
+    # names), "server" (server, counter), "clusters" (the outlier summary), "pod" (pod, service: what
+    # changed around a pod); {} when nothing to open
     target: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):

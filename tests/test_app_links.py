@@ -107,6 +107,36 @@ async def test_a_call_tree_finding_opens_its_method_and_replica():
         await back_to_findings(app, pilot, row)
 
 
+async def test_what_changed_around_a_pod_opens_its_pairs_and_enter_is_offered_only_where_it_opens():
+    from perftriage.analysis.options import Options
+
+    app = PerftriageApp([str(SAMPLES / "microservices")],
+                        Options(reference=(str(SAMPLES / "microservices-baseline"),)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        f, row = await open_finding(app, pilot, "pod")
+        assert f.title.startswith("payment changed most (pod payment-3)")
+        assert tab(app) == "calltrees"
+        pane = app.query_one(CallTreesPane)
+        pair = pane.diagnosis.ranking[pane.pairs.cursor]
+        assert pair.replica_name == "payment-3" and pane.pairs.has_focus
+        await back_to_findings(app, pilot, row)
+        # a finding whose evidence is all in its detail: no enter in the footer, and enter does nothing
+        findings = app.query_one(FindingsPane).findings
+        table = app.query_one("#findings-table", RowTable)
+        plain = next(i for i, x in enumerate(findings) if not x.target)
+        table.cursor = plain
+        await pilot.pause(0.1)
+        assert not enter_enabled(app, "findings-table")
+        assert "enter" not in footer_keys(app) and "enter" not in footer_drawn(app)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert tab(app) == "findings" and not app.history
+        table.cursor = row
+        await pilot.pause(0.1)
+        assert enter_enabled(app, "findings-table") and "enter" in footer_keys(app) and "enter" in footer_drawn(app)
+
+
 async def test_a_counter_finding_opens_its_server():
     app = PerftriageApp([str(SAMPLES / "fleet")])
     async with app.run_test(size=(80, 24)) as pilot:
@@ -143,6 +173,13 @@ async def test_enter_on_a_cluster_lists_its_requests_and_escape_comes_back():
 
 def screen_text(app) -> str:
     return "\n".join("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
+
+
+def footer_drawn(app) -> list[str]:
+    """The keys the footer shows on screen now (it redraws only when asked to)."""
+    from perftriage.tui.widgets.key_footer import KeyFooter
+
+    return [key.key for key in app.query_one(KeyFooter).query("FooterKey")]
 
 
 def footer_keys(app) -> list[str]:

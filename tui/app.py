@@ -637,6 +637,7 @@ class PerftriageApp(App):
         # the row of a pane: its tab, and the pane's method that highlights it, with the target's keys
         rows = {"request": ("requests", "select_request", lambda t: (int(t["id"]), t.get("host"))),
                 "pair": ("calltrees", "select_pair", lambda t: (t["method"], t.get("replica"))),
+                "pod": ("calltrees", "select_pod", lambda t: (t["pod"], t.get("service"))),
                 "threads": ("threads", "select_names", lambda t: (t["level"], list(t["names"]))),
                 "server": ("counters", "select_server", lambda t: (t["server"], t.get("counter")))}
         if kind not in rows:

@@ -244,5 +244,5 @@ def change_findings(ch: ChangeDiagnosis, top: int = 3) -> list[Finding]:
                  f"{s.service} changed too (pod {s.pod}, {rank + 1} of {n}): ") + s.headline()
         out.append(Finding(analysis="calltrees", title=title, subject=f"service {s.service}, pod {s.pod}",
                            score=1e9 - rank, severity="critical" if rank == 0 else "warning", evidence=ev,
-                           parameters=params))
+                           parameters=params, target={"kind": "pod", "pod": s.pod, "service": s.service}))
     return out

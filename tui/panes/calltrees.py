@@ -133,6 +133,21 @@ class CallTreesPane(ViewPane):
                 return True
         return False
 
+    def select_pod(self, pod: str, service: str | None = None) -> bool:
+        """Highlight the most anomalous pair on ``pod`` (what changed around it); with none there,
+        the service's first pair. False (the list as it was) when neither is anomalous."""
+        d = self.diagnosis
+        if d is None:
+            return False
+        for match in (lambda p: p.replica_name == pod,
+                      lambda p: service is not None and p.method_name.split(":", 1)[0] == service):
+            for i, p in enumerate(d.ranking):
+                if match(p):
+                    self.pairs.select_source(i)
+                    self.pairs.focus()
+                    return True
+        return False
+
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.pairs:
             self.pair_row, self.subject = event.row, "pair"

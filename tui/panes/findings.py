@@ -39,7 +39,10 @@ class FindingsPane(Pending, Vertical):
         self.findings = findings
         rows = [[str(i + 1), f.severity, f.analysis, f.title, f.subject] for i, f in enumerate(findings)]
         styles = [_SEVERITY_STYLE.get(f.severity) for f in findings]
-        self.query_one("#findings-table", RowTable).open_label = "open its subject"
+        table = self.query_one("#findings-table", RowTable)
+        table.open_label = "open its subject"
+        # enter opens a finding that is about something shown elsewhere, not one whose evidence is all here
+        table.openable = lambda row: bool(self.findings[row].target.get("kind")) if row < len(self.findings) else False
         cols = [Column("#", "right", 2, 4), Column("severity", "left", 4, 8, priority=IDENTITY),
                 Column("analysis", "left", 5, 10, priority=OPTIONAL),
                 Column("finding", "left", 10, 60, flex=True, priority=TEXT),

@@ -176,6 +176,9 @@ class RowTable(ScrollView, can_focus=True):
         ``filterable``: / keeps the rows containing a text (the Requests pane filters its own)."""
         super().__init__(**kwargs)
         self.open_label = open_label
+        # which rows enter opens (a source row -> bool); None: every row. The footer offers enter
+        # only on a row it opens
+        self.openable = None
         self.filterable = filterable
         self.filter_text = ""
         self.base_source: RowSource = source or ListSource([])
@@ -375,7 +378,14 @@ class RowTable(ScrollView, can_focus=True):
             self.scroll_to(y=new - visible + 1, animate=False)
         self.refresh()
         if len(self.source):
+            if self.openable is not None and old != new and self._opens(old) != self._opens(new):
+                self.refresh_bindings()  # enter opens one row and not the other: the footer follows
             self.post_message(self.Highlighted(self, self.source_row(new)))
+
+    def _opens(self, row: int) -> bool:
+        if not 0 <= row < len(self.source):
+            return False
+        return self.openable is None or bool(self.openable(self.source_row(row)))
 
     def on_focus(self) -> None:
         self.refresh()
@@ -403,7 +413,7 @@ class RowTable(ScrollView, can_focus=True):
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "select":
-            return self.open_label is not None and len(self.source) > 0
+            return self.open_label is not None and self._opens(self.cursor)
         if action == "filter_rows":
             return self.filterable and len(self.base_source) > 0
         if action in ("clear_row_filter", "next_match"):
@@ -411,7 +421,7 @@ class RowTable(ScrollView, can_focus=True):
         return True
 
     def action_select(self) -> None:
-        if self.open_label is not None and len(self.source):
+        if self.open_label is not None and self._opens(self.cursor):
             self.post_message(self.Selected(self, self.source_row(self.cursor)))
 
     def on_click(self, event: events.Click) -> None:
