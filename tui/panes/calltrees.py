@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from perftriage.tui.lazy import np
-from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
+from perftriage.tui.widgets.row_table import IDENTITY, OPTIONAL, TEXT, Column, ListSource, RowTable
 from perftriage.tui.widgets.sparkline import sparkline
 
 from .base import ViewPane
@@ -20,11 +20,13 @@ VIEWS = ("replicas", "call tree", "reference")
 
 
 def _ms(v: float) -> str:
+    """Three significant digits in at most six characters: a column at its narrowest never cuts one."""
     if not np.isfinite(v):
         return "-"
     if v >= 1000:
-        return f"{v / 1000:.2f}s"
-    return f"{v:.1f}ms" if v >= 10 else f"{v:.2f}ms"
+        s = v / 1000
+        return f"{s:.2f}s" if s < 10 else f"{s:.1f}s" if s < 100 else f"{s:,.0f}s"
+    return f"{v:.0f}ms" if v >= 100 else f"{v:.1f}ms" if v >= 10 else f"{v:.2f}ms"
 
 
 def _guide(depth: int) -> str:
@@ -109,9 +111,10 @@ class CallTreesPane(ViewPane):
                           _ms(r.p99_ms), f"{r.cv:.3f}", "yes" if r.analysed else "no",
                           f"{float(r.beta.min()):.3f}" if r.beta is not None else "-", anomalous or "-"])
             styles.append("alert" if r.anomalous else (None if r.analysed else "muted"))
-        ccols = [Column("#", "right", 2, 4), Column("root method", "left", 8, 30, priority=IDENTITY), Column("requests", "right", 4, 9),
-                 Column("calls", "right", 3, 5), Column("p50", "right", 6, 9), Column("p99", "right", 6, 9),
-                 Column("CV", "right", 5, 6), Column("analysed", "left", 3, 8), Column("min beta", "right", 5, 8),
+        ccols = [Column("#", "right", 2, 4), Column("root method", "left", 8, 40, priority=IDENTITY), Column("requests", "right", 4, 9),
+                 Column("calls", "right", 3, 5, priority=OPTIONAL), Column("p50", "right", 6, 9), Column("p99", "right", 6, 9),
+                 Column("CV", "right", 5, 6), Column("analysed", "left", 3, 8, priority=OPTIONAL),
+                 Column("min beta", "right", 5, 8, priority=OPTIONAL),
                  Column("anomalous methods", "left", 8, 40, flex=True, priority=TEXT)]
         self.cats.set_rows(ccols, ListSource(crows, styles))
         self.pair_row = self.cat_row = 0
