@@ -299,6 +299,25 @@ async def test_at_80x24_identity_columns_are_never_cut():
                                                                         "replica", "counter"))
 
 
+async def test_at_80x24_an_empty_pane_says_whole_what_it_needs_and_requests_point_to_the_spans():
+    from textual.widgets import Static
+
+    from perftriage.tui.panes.threads import NO_THREADS, ThreadsPane
+
+    app = PerftriageApp([str(SAMPLES / "microservices")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("4")
+        await pilot.pause(0.2)
+        pane = app.query_one(ThreadsPane)
+        assert str(pane.query_one("#th-title", Static).render()) == "no thread analysis"
+        body = " ".join(screen_text(app).split())  # as drawn, wrapped at 80 columns
+        assert " ".join(NO_THREADS.split(": ", 1)[1].split()) + "." in body
+        await pilot.press("1")
+        await pilot.pause(0.2)
+        assert "no requests: no kernel or user-space trace; see Call trees (3)" in screen_text(app)
+
+
 def test_a_cut_identity_keeps_both_ends_and_a_column_that_says_nothing_gives_its_room():
     """Real call trees at 80 columns: a service's methods share a long prefix and differ at the
     end, a deployment's pods differ in their suffix; cut at the end they all read the same."""

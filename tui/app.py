@@ -407,7 +407,10 @@ class PerftriageApp(App):
         requests = result.requests
         note = ""
         if requests is None:
-            note = "no requests: the inputs hold no trace with request markers"
+            elsewhere = [where for given, where in ((result.diagnosis is not None, "Call trees (3)"),
+                                                    (result.threads is not None, "Threads (4)"),
+                                                    (result.counters is not None, "Counters (5)")) if given]
+            note = "no requests: no kernel or user-space trace" + (f"; see {', '.join(elsewhere)}" if elsewhere else "")
         elif len(requests) == 0:
             note = ("no requests: no request markers (ust_php/ust_apache, or the --request-start/--request-end "
                     "given) and no kernel trace to cut processes or threads from")

@@ -24,9 +24,13 @@ class Pending:
     def show_pending(self, text: str | None, cancelled: bool = False) -> None:
         """``text``: the analysis's stage while it runs; None: it ended without this pane's part
         (``cancelled``: it was stopped before this part was ready)."""
-        shown = (f"analysing … {text}" if text is not None else
-                 "not analysed: the analysis was cancelled before this part was ready" if cancelled else self.IDLE)
-        self.query_one(self.TITLE_ID, Static).update(shown, layout=False)  # one line whatever it says
+        if text is None and not cancelled:
+            self.show_idle(self.IDLE)
+        else:
+            self._idle = ""
+            shown = f"analysing … {text}" if text is not None else \
+                "not analysed: the analysis was cancelled before this part was ready"
+            self.query_one(self.TITLE_ID, Static).update(shown, layout=False)  # one line whatever it says
         if self.TABLE_ID:
             table = self.query_one(self.TABLE_ID, RowTable)
             empty = "analysing …" if text is not None else "cancelled" if cancelled else self.EMPTY
@@ -35,6 +39,17 @@ class Pending:
                 table.refresh()
 
     EMPTY = "nothing"  # the table's text when it has no rows
+    _idle = ""  # why the pane is empty, once its analysis ended without its part
+
+    def show_idle(self, why: str) -> None:
+        """The analysis ended without this pane's part: ``why`` ("no thread analysis: it needs
+        ..."). A pane with a view says it whole there, its one-line title only the head (at 80
+        columns the title cut "... time series (a CSV, `perftriage" mid-sentence)."""
+        self._idle = why
+        head = why.split(": ", 1)[0] if isinstance(self, ViewPane) else why
+        self.query_one(self.TITLE_ID, Static).update(head, layout=False)
+        if isinstance(self, ViewPane):
+            self.clear_view()
 
 
 class ViewPane(Pending, Vertical):
@@ -86,8 +101,9 @@ class ViewPane(Pending, Vertical):
                                + (f"  —  {what}" if what else ""))
 
     def clear_view(self) -> None:
+        """Nothing to view: blank, or why the pane is empty (``show_idle``)."""
         self.view_title.update("")
-        self.view_body.update("")
+        self.view_body.update(self._idle[:1].upper() + self._idle[1:] + "." if self._idle else "")
 
     def has_view(self) -> bool:
         """Whether there is something to view (v is offered only then)."""

@@ -70,16 +70,18 @@ class ThreadsPane(ViewPane):
             if found is None:
                 td.results.append(res)
             self.stack.append(found or res)
-        if td is None:
+        if td is not None:
+            self._idle = ""
+        else:
             ts = getattr(result, "thread_series", None)
             if ts is not None:  # analysed, but too few threads to compare
-                self.query_one("#th-title", Static).update(f"no thread analysis: {ts.n_threads} thread(s) with "
-                                                            f"metrics in {ts.source}; at least 3 are needed")
+                self.show_idle(f"no thread analysis: {ts.n_threads} thread(s) with metrics in {ts.source}; "
+                               "at least 3 are needed")
             elif getattr(result, "graphs", None):
-                self.query_one("#th-title", Static).update("no thread analysis: thread metrics from the kernel "
-                                                            "trace were not asked for (--thread-metrics)")
+                self.show_idle("no thread analysis: thread metrics from the kernel trace were not asked for "
+                               "(--thread-metrics)")
             else:
-                self.query_one("#th-title", Static).update(NO_THREADS)
+                self.show_idle(NO_THREADS)
         self._show_level()
         if row:
             self.table.select_source(row)
