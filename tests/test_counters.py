@@ -301,6 +301,61 @@ async def test_counters_pane_views_and_correlations():
         assert VIEWS[pane.view] == "correlations" and "Pearson" in app.export_screenshot() and pane.corr is not None
 
 
+def test_one_file_per_server_without_a_server_column_is_that_servers(tmp_path, monkeypatch):
+    """Exports per host (web-01.csv: time and counters, no server column) read as a fleet: each
+    file the server named after it, epoch and ISO times aligned, the same cube as one wide file
+    with a server column; thread metrics and text stay what they are."""
+    import datetime as dt
+    import gzip
+
+    import perftriage.analysis.triage  # noqa: F401 (registers every kind of file, as a run does)
+    from perftriage.analysis.inputs import sniff_file
+
+    rng = np.random.default_rng(5)
+    t0, d = 1_700_000_000, 60
+    v = rng.normal(50, 5, (3, 2, 12))
+    wide = ["time,server,cpu,mem"]
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    for i, name in enumerate(["web-01", "web-02", "db-1"]):
+        own = ["timestamp,cpu,mem"]
+        for k in range(12):
+            t = t0 + k * d
+            stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat() if i == 1 else str(t)
+            cells = [f"{v[i, 0, k]:.6f}", "" if (i == 2 and k == 5) else f"{v[i, 1, k]:.6f}"]
+            own.append(f"{stamp},{cells[0]},{cells[1]}")
+            wide.append(f"{t},{name},{cells[0]},{cells[1]}")
+        text = "\n".join(own) + "\n"
+        if i == 2:  # gzip'd, and an empty cell: the careful path
+            (folder / f"{name}.csv.gz").write_bytes(gzip.compress(text.encode()))
+        else:
+            _write(folder / f"{name}.csv", text)
+    files = sorted(folder.iterdir())
+    assert all(sniff_file(f) == "counters" for f in files)
+    cs = load_counters(files)
+    ref = load_counters([_write(tmp_path / "wide.csv", "\n".join(wide) + "\n")])
+    assert sorted(cs.servers) == sorted(ref.servers) == ["db-1", "web-01", "web-02"]
+    order = [cs.servers.index(s) for s in ref.servers]
+    assert cs.start == ref.start and cs.interval == ref.interval == d
+    np.testing.assert_allclose(cs.values[order][:, [cs.counters.index(c) for c in ref.counters]], ref.values,
+                               equal_nan=True)
+    assert np.isnan(cs.values[cs.servers.index("db-1"), cs.counters.index("mem"), 5])
+    assert any(n.startswith("3 files without a server column: each is the server named after it") for n in cs.notes)
+    import perftriage.analysis.counters.readers as readers
+
+    monkeypatch.setattr(readers, "POLARS_FROM_BYTES", 0)  # the large files' columnar reader: the same
+    big = load_counters(files)
+    assert big.servers == cs.servers and np.array_equal(big.values, cs.values, equal_nan=True)
+
+    # not counters: thread metrics (per-thread columns), a log with text, a lone time column
+    threads = _write(tmp_path / "threads.csv", "time,worker:101,worker:102\n0,1.5,2.5\n1,1.0,2.0\n")
+    assert sniff_file(threads) == "threads"
+    log = _write(tmp_path / "log.csv", "time,level,message\n1700000000,INFO,started\n1700000060,WARN,slow\n")
+    assert sniff_file(log) is None
+    lone = _write(tmp_path / "times.csv", "time\n1700000000\n1700000060\n")
+    assert sniff_file(lone) is None
+
+
 def test_wide_csv_fast_path_equals_the_careful_one(tmp_path, monkeypatch):
     import perftriage.analysis.counters.readers as readers
 

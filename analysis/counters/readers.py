@@ -8,8 +8,9 @@ CSV (header required; names matched case-insensitively, ``-``/``_``/spaces ignor
 - **wide**: ``time, server, COUNTER...``: one row per server and time, one column per counter.
 
 The server column may be called server, instance, host, hostname, node, machine or silo; the
-counter column counter, metric or name. Times: unix seconds / ms / µs / ns (by magnitude) or
-ISO 8601. Empty cells are missing samples.
+counter column counter, metric or name. A file without a server column is one server's, named
+after the file (``web-01.csv``: web-01; one file per server, as exports per host come). Times:
+unix seconds / ms / µs / ns (by magnitude) or ISO 8601. Empty cells are missing samples.
 
 Prometheus: the JSON body of ``/api/v1/query_range`` (``resultType`` "matrix"), or a list of
 them, or a JSON-lines file of them. The server is a label (``instance`` by default); the counter
@@ -73,10 +74,36 @@ def _header(head: bytes) -> list[str] | None:
 
 def sniff_csv(path: Path, head: bytes) -> bool:
     cols = _header(head)
-    if not cols:
+    if not cols or not any(c in TIME_NAMES for c in cols) or any(c in THREAD_NAMES for c in cols):
         return False
-    return (any(c in TIME_NAMES for c in cols) and any(c in SERVER_NAMES for c in cols)
-            and not any(c in THREAD_NAMES for c in cols))
+    if any(c in SERVER_NAMES for c in cols):
+        return True
+    return _one_server_file(head, cols)
+
+
+def _one_server_file(head: bytes, cols: list[str]) -> bool:
+    """Whether a CSV with a time column and no server column is one server's counters: besides the
+    time, numbers only in its first rows (the long form's counter names aside), and not thread
+    metrics (columns named ``thread:tid`` or ``thread@host``, which the thread reader takes)."""
+    lines = head.decode("utf-8", "replace").splitlines()
+    raw = next(csv.reader([lines[0].strip("\r\ufeff")]))
+    if len(cols) < 2 or sum(1 for c in raw if ":" in c or "@" in c) >= 2:
+        return False
+    t_i = next(i for i, c in enumerate(cols) if c in TIME_NAMES)
+    text_ok = {i for i, c in enumerate(cols) if c in COUNTER_NAMES} if "value" in cols else set()
+    rows = [r for r in csv.reader(lines[1:6]) if r and any(x.strip() for x in r)][:-1 or None]
+    if not rows:
+        return False
+    return all(_is_number(x) for r in rows for i, x in enumerate(r) if i != t_i and i not in text_ok and i < len(cols))
+
+
+def server_of_file(path: Path) -> str:
+    """The server a file without a server column is about: its name less .gz, .csv, .txt."""
+    name = Path(path).name
+    for suffix in (".gz", ".csv", ".tsv", ".txt"):
+        if name.lower().endswith(suffix):
+            name = name[:-len(suffix)]
+    return name or Path(path).name
 
 
 def read_csv(path, interner: "_Names | None" = None) -> RawCounters:
@@ -106,12 +133,15 @@ def read_csv(path, interner: "_Names | None" = None) -> RawCounters:
         raise InputError(path, "no data rows under the header")
     t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
     s_i = next((i for i, n in enumerate(names) if n in SERVER_NAMES), None)
-    if t_i is None or s_i is None:
-        raise InputError(path, f"needs a time and a server column (header: {', '.join(header[:8])})")
+    if t_i is None:
+        raise InputError(path, f"needs a time column (header: {', '.join(header[:8])})")
     cols = list(zip(*rows))
     del rows
     time = to_seconds(cols[t_i], path)
-    server = names_.servers_of(cols[s_i])
+    if s_i is None:  # one server's file: named after it
+        server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
+    else:
+        server = names_.servers_of(cols[s_i])
     c_i = next((i for i, n in enumerate(names) if n in COUNTER_NAMES and i not in (t_i, s_i)), None)
     v_i = next((i for i, n in enumerate(names) if n == "value"), None)
     pieces = []
@@ -126,7 +156,7 @@ def read_csv(path, interner: "_Names | None" = None) -> RawCounters:
             r = o[a:b]
             pieces.append(Piece(server[r], time[r], idx[inv[r[:1]]], value[r][:, None]))
     else:  # wide
-        used = {t_i, s_i}
+        used = {t_i, s_i} - {None}
         labels, dup = _column_labels(header)
         if dup:
             notes.append(f"{path.name}: {dup}")
@@ -142,7 +172,7 @@ def read_csv(path, interner: "_Names | None" = None) -> RawCounters:
         if not vals:
             raise InputError(path, "no numeric counter column besides time and server (nor counter and value columns)")
         pieces.append(Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals)))
-    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes)
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, s_i is None)
 
 
 def _read_wide_fast(path: Path, header: list[str], names_: "_Names") -> RawCounters | None:
@@ -151,7 +181,7 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
     names = [_norm(h) for h in header]
     t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
     s_i = next((i for i, n in enumerate(names) if n in SERVER_NAMES), None)
-    if t_i is None or s_i is None or "value" in names:
+    if t_i is None or "value" in names:
         return None
     cols = [i for i in range(len(header)) if i not in (t_i, s_i)]
     if not cols:
@@ -167,18 +197,21 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
                 warnings.simplefilter("error")  # an empty file body: careful path
                 nums = np.loadtxt(path, delimiter=",", skiprows=1, usecols=[t_i] + cols, ndmin=2,
                                   encoding="utf-8-sig", quotechar='"')
-                srv = np.loadtxt(path, delimiter=",", skiprows=1, usecols=[s_i], dtype=str, ndmin=1,
-                                 encoding="utf-8-sig", quotechar='"')
+                srv = None if s_i is None else \
+                    np.loadtxt(path, delimiter=",", skiprows=1, usecols=[s_i], dtype=str, ndmin=1,
+                               encoding="utf-8-sig", quotechar='"')
         except (ValueError, UserWarning):
             return None
-        server = names_.servers_of(np.char.strip(srv)) if len(nums) else None
+        server = names_.servers_of(np.char.strip(srv)) if len(nums) and srv is not None else None
     if len(nums) == 0:
         return None
+    if s_i is None:  # one server's file: named after it
+        server = np.full(len(nums), names_.server(server_of_file(path)), np.int32)
     time = to_seconds(nums[:, 0], path)
     labels, dup = _column_labels(header)
     cidx = np.array([names_.counter(labels[i]) for i in cols], np.int32)
     return RawCounters(names_.server_list, names_.counter_list, [Piece(server, time, cidx, nums[:, 1:])], str(path),
-                       [f"{path.name}: {dup}"] if dup else [])
+                       [f"{path.name}: {dup}"] if dup else [], s_i is None)
 
 
 POLARS_FROM_BYTES = 8 << 20  # files from this size are read by polars (its import costs 0.2 s)
@@ -207,6 +240,8 @@ def _read_polars(path: Path, header: list[str], t_i: int, s_i: int, cols: list[i
         if any(not df.schema[c].is_numeric() for c in num_cols):
             return None
         nums = df.select([pl.col(c).cast(pl.Float64) for c in num_cols]).to_numpy()
+        if s_i is None:  # one server's file: the caller names it
+            return nums, [], np.zeros(0, np.int64)
         srv = df.get_column(df.columns[s_i]).cast(pl.Utf8)
         names = srv.unique().sort().to_list()
         codes = (srv.rank("dense").to_numpy() - 1).astype(np.int64)  # ranks of the sorted distinct names
@@ -382,7 +417,7 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
     if not paths and not servers:
         raise InputError(None, "no counter file given")
     names_ = _Names()
-    pieces, notes = [], []
+    pieces, notes, by_name = [], [], []
     for raw in servers:  # renumbered into this dataset's names
         srv = np.array([names_.server(n) for n in raw.servers], np.int32)
         cnt = np.array([names_.counter(n) for n in raw.counters], np.int32)
@@ -396,6 +431,11 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
             raw = read_prometheus(p, server_label, names_) if prom else read_csv(p, names_)
         pieces += raw.pieces
         notes += raw.notes
+        if raw.server_from_name:
+            by_name.append(server_of_file(p))
+    if by_name:
+        notes.append(f"{len(by_name)} file{'s' if len(by_name) != 1 else ''} without a server column: each is the "
+                     f"server named after it ({', '.join(by_name[:5])}{', ...' if len(by_name) > 5 else ''})")
     sources = [str(p) for p in paths] + [raw.source for raw in servers]
     source = sources[0] if len(sources) == 1 else \
         f"{paths[0].parent} ({len(paths)} files)" if not servers else f"{', '.join(sources[:3])}"

@@ -37,6 +37,7 @@ class RawCounters:
     pieces: list[Piece]
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    server_from_name: bool = False  # a CSV without a server column: one server, named after the file
 
     @property
     def n_samples(self) -> int:
