@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import ROOT, needs_bt2
+from conftest import REAL, ROOT, needs_bt2
 from textual.widgets import TabbedContent
 
 from perftriage.tui.app import PerftriageApp
@@ -91,6 +91,22 @@ async def test_findings_open_their_cluster_and_request_and_a_request_its_cluster
         assert tab(app) == "requests" and pane.selected_request() == i
         await back_to_findings(app, pilot, row)
         assert not app.history
+
+
+@needs_bt2
+async def test_a_process_finding_of_a_real_kernel_trace_opens_its_process():
+    """'wget spent 85% of its 23.6 ms waiting for the network': enter shows wget's row and its path."""
+    app = PerftriageApp([str(REAL / "tracevizlab-wget-k-20180802-115406")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        f, row = await open_finding(app, pilot, "request")
+        assert f.title.startswith("wget spent") and f.parameters["pid"] == f.target["id"]
+        assert tab(app) == "requests"
+        pane = app.query_one(RequestsPane)
+        i = pane.selected_request()
+        assert pane.table.id[i] == f.target["id"] and pane.table.host[i] == f.target["host"]
+        assert pane.table.pid[i] == f.parameters["pid"]
+        await back_to_findings(app, pilot, row)
 
 
 async def test_a_call_tree_finding_opens_its_method_and_replica():

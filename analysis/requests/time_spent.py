@@ -168,6 +168,8 @@ def time_spent_finding(pt: ProcessTime, rank: int = 0) -> Finding:
         evidence=evidence,
         parameters={"units": "processes", "pid": p.pid, "host": p.host, "from_ns": p.start, "to_ns": p.end,
                     "span": p.span},
+        # its row in the request list: the process (units processes) or its main thread (units threads)
+        target={"kind": "request", "id": int(p.pid), "host": str(p.host)},
     )
 
 
