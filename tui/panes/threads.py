@@ -236,9 +236,12 @@ class ThreadsPane(ViewPane):
             r = next((x for x in res.ranking if item in x.items), None)
             m = r.metrics[0][0] if r is not None and r.metrics and r.metrics[0][0] in metrics else metrics[0]
             j = metrics.index(m)
-            x = list(range(len(mine)))
+            # each thread's own lifetime in equal slices (threads live for different times): the x
+            # axis is the share of it, not a slice number
+            x = [(i + 0.5) * 100 / len(mine) for i in range(len(mine))]
+            ticks = ([0, 25, 50, 75, 100], ["0%", "25%", "50%", "75%", "100%"])
             out.update(line_series(x, {res.names[item]: mine[:, j].tolist(), "majority": maj[:, j].tolist()},
-                                   width, height, f"{m} over the lifetime ({len(x)} slices)"))
+                                   width, height, f"{m} over the lifetime (% of it, {len(x)} slices)", xticks=ticks))
 
 
 def _deviates(res, item: int, metric: str) -> bool:
