@@ -533,4 +533,6 @@ async def test_plots_grow_with_the_terminal_and_keep_their_legend_in_view():
             # its x axis in the table's 'since' words (time since the start), not point numbers
             axis = [ln for ln in lines if "+0:00" in ln]
             assert axis and re.search(r"\+\d+:\d\d:\d\d", axis[0]), f"at {width}x{height}: no time axis"
+            # in one format: a day's axis starts at +0:00:00, not +0:00 beside +6:00:00
+            assert all(re.fullmatch(r"\+\d+:\d\d:\d\d", w) for w in axis[0].split()), axis[0]
     assert rows[44] >= rows[30] + 10

@@ -80,10 +80,12 @@ class CounterSet:
             raise KeyError(f"no server {name!r}") from None
 
     def time_label(self, k: int) -> str:
-        """Grid point k as minutes:seconds since the start (PAD's 'time since start')."""
+        """Grid point k as the time since the start (PAD's 'time since start'): +m:ss, or +h:mm:ss
+        for every point of a set that spans an hour or more (an axis reads +0:00:00 .. +23:50:00,
+        not +0:00 .. +23:50:00)."""
         s = k * self.interval
-        return f"+{int(s // 3600)}:{int(s % 3600 // 60):02d}:{int(s % 60):02d}" if s >= 3600 else \
-            f"+{int(s // 60)}:{int(s % 60):02d}"
+        return f"+{int(s // 3600)}:{int(s % 3600 // 60):02d}:{int(s % 60):02d}" \
+            if (self.n_points - 1) * self.interval >= 3600 else f"+{int(s // 60)}:{int(s % 60):02d}"
 
 
 def detect_interval(raw: RawCounters) -> float:
