@@ -41,6 +41,7 @@ class Options:
     counters: CounterParams = field(default_factory=CounterParams)
     rules: str | None = None  # threshold rules file (TOML or PAD's XML); default: rules.toml beside the counters
     server_label: str = "instance"  # Prometheus label naming the server
+    counter_interval: float | None = None  # seconds between rows of counter files with numbered rows (--interval)
     prometheus: PromRange | None = None  # what to ask a Prometheus server among the inputs (--match, --since...)
     findings: bool = True  # False: read and extract only (the features export needs no outliers or findings)
     jobs: int | None = None  # cores to use (--jobs); None: those this process may run on

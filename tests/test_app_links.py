@@ -167,6 +167,56 @@ async def test_a_counter_finding_opens_its_server():
         assert enter_enabled(app, "findings-table")
 
 
+async def test_an_unusual_interval_opens_its_server_over_the_time_around_it():
+    """'silo-07: Requests.Failed.PerMin... unusual from +12:55:00 to ...': enter shows that
+    interval's row in the Counters list and its counter over the time around it, marked."""
+    app = PerftriageApp([str(SAMPLES / "fleet")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        pane = app.query_one(CountersPane)
+        cs = pane.ca.cs
+        # the intervals are rows of the list, after the servers PAD's X names
+        rows = [i for i, m in enumerate(pane.row_marks) if m is not None]
+        assert len(rows) == min(15, len(pane.ca.over_time.intervals)) > 0
+        await pilot.press("6")
+        await pilot.pause()
+        findings = app.query_one(FindingsPane).findings
+        row = next(i for i, x in enumerate(findings) if x.target.get("from_s") is not None)
+        f = findings[row]
+        table = app.query_one("#findings-table", RowTable)
+        table.focus()
+        table.cursor = row
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert tab(app) == "counters" and pane.view_name == "time view"
+        i = pane.table.cursor
+        s, c = pane.items[i]
+        assert cs.servers[s] == f.target["server"] and cs.counters[c] == f.target["counter"]
+        assert pane.row_marks[i][:2] == (f.target["from_s"], f.target["to_s"])
+        text = screen_text(app)
+        assert "** the interval" in text  # the legend of its marked points
+        # the chart is the time around the interval, not the whole day
+        axis = next(ln for ln in text.split("\n") if re.search(r"\+\d+:\d\d:\d\d .*\+\d+:\d\d:\d\d", ln))
+        first, last = [sum(int(x) * m for x, m in zip(t[1:].split(":"), (3600, 60, 1))) for t in axis.split()[::len(axis.split()) - 1]]
+        start, end = f.target["from_s"] - cs.start, f.target["to_s"] - cs.start
+        assert first <= start and end <= last, axis
+        assert last - first < 0.6 * (cs.n_points - 1) * cs.interval, axis
+        await back_to_findings(app, pilot, row)
+
+
+def test_times_since_the_start_read_in_one_format_per_dataset():
+    from perftriage.analysis.counters.table import from_cube
+
+    hour = from_cube(np.zeros((1, 1, 13)), ["a"], ["c"], 0, 300)  # 1 h: +h:mm:ss
+    assert [hour.time_label(k) for k in (0, 1, 12)] == ["+0:00:00", "+0:05:00", "+1:00:00"]
+    short = from_cube(np.zeros((1, 1, 10)), ["a"], ["c"], 0, 60)
+    assert [short.time_label(k) for k in (0, 9)] == ["+0:00", "+9:00"]
+    days = from_cube(np.zeros((1, 1, 4320)), ["a"], ["c"], 0, 300)  # 15 days
+    assert [days.time_label(k) for k in (0, 760, 4319)] == ["+0d 00:00", "+2d 15:20", "+14d 23:55"]
+    odd = from_cube(np.zeros((1, 1, 20000)), ["a"], ["c"], 0, 15)  # points between minutes: seconds too
+    assert odd.time_label(19999) == "+3d 11:19:45"
+
+
 @needs_bt2
 async def test_enter_on_a_cluster_lists_its_requests_and_escape_comes_back():
     app = PerftriageApp([str(SAMPLES / "webserver")])

@@ -36,6 +36,8 @@ def test_usage_errors_exit_2():
     assert r.returncode == 2 and "go together" in r.stderr
     r = cli("report", "x", "--format", "pdf")
     assert r.returncode == 2
+    r = cli("report", "sample_traces/fleet", "--interval", "soon")
+    assert r.returncode == 2 and "--interval: 'soon' is not a positive duration" in r.stderr
 
 
 def test_missing_input_exit_3_one_line():

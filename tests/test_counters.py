@@ -356,6 +356,52 @@ def test_one_file_per_server_without_a_server_column_is_that_servers(tmp_path, m
     assert sniff_file(lone) is None
 
 
+def test_numbered_rows_are_read_with_the_users_interval_and_told_as_times_since_the_start(tmp_path, monkeypatch):
+    """Datasets published without timestamps (ASD, SMD: a server's file, 'idx' numbering its rows):
+    read only with the time between rows given; times since the start, never a 1970 clock."""
+    import gzip
+
+    import perftriage.analysis.counters.readers as readers
+    import perftriage.analysis.triage  # noqa: F401 (registers every kind of file, as a run does)
+    from perftriage.analysis.counters.findings import analyse_counters, counter_findings
+    from perftriage.analysis.inputs import sniff_file
+
+    rng = np.random.default_rng(8)
+    folder = tmp_path / "asd"
+    folder.mkdir()
+    for s in range(6):
+        v = rng.normal(0.5, 0.02, (400, 3))
+        if s == 2:
+            v[250:280] += 0.4  # an incident on one server, rows 250-279
+        lines = ["idx,m1,m2,m3"] + [f"{k},{a:.2f},{b:.2f},{c:.2f}" for k, (a, b, c) in enumerate(v)]
+        text = "\n".join(lines) + "\n"
+        if s == 5:
+            (folder / f"srv-{s}.csv.gz").write_bytes(gzip.compress(text.encode()))
+        else:
+            _write(folder / f"srv-{s}.csv", text)
+    files = sorted(folder.iterdir())
+    assert all(sniff_file(f) == "counters" for f in files)
+    with pytest.raises(InputError, match=r"srv-0\.csv: its rows are numbered \(idx\), not timed: give the time "
+                                         r"between two rows, e\.g\. --interval 5m"):
+        load_counters(files)
+    cs = load_counters(files, row_interval=300)
+    assert cs.numbered and cs.interval == 300 and cs.n_points == 400 and cs.start == 0
+    assert any(n.startswith("rows numbered, not timed: 5 min apart") for n in cs.notes)
+    monkeypatch.setattr(readers, "POLARS_FROM_BYTES", 0)
+    assert np.array_equal(load_counters(files, row_interval=300).values, cs.values, equal_nan=True)
+    fs = counter_findings(analyse_counters(cs))
+    hit = next(f for f in fs if f.subject == "srv-2" and "unusual from" in f.title)
+    assert "+20:50:00 (row 250)" in hit.title and "1970" not in " ".join(f.title + " ".join(f.evidence) for f in fs)
+
+    # not numbered rows: a gap in the numbers, a text cell; numbered and timed files together: refused
+    gap = _write(tmp_path / "gap.csv", "idx,a,b\n0,1,2\n2,1,2\n3,1,2\n")
+    text = _write(tmp_path / "text.csv", "index,a,b\n0,1,x\n1,1,y\n2,1,z\n")
+    assert sniff_file(gap) is None and sniff_file(text) is None
+    timed = _write(tmp_path / "web-01.csv", "time,m1,m2,m3\n1700000000,1,2,3\n1700000300,1,2,3\n")
+    with pytest.raises(InputError, match="its rows are numbered, while .*web-01.csv has times: they cannot be aligned"):
+        load_counters([files[0], timed], row_interval=300)
+
+
 def test_wide_csv_fast_path_equals_the_careful_one(tmp_path, monkeypatch):
     import perftriage.analysis.counters.readers as readers
 

@@ -642,7 +642,9 @@ class PerftriageApp(App):
                 "pair": ("calltrees", "select_pair", lambda t: (t["method"], t.get("replica"))),
                 "pod": ("calltrees", "select_pod", lambda t: (t["pod"], t.get("service"))),
                 "threads": ("threads", "select_names", lambda t: (t["level"], list(t["names"]))),
-                "server": ("counters", "select_server", lambda t: (t["server"], t.get("counter")))}
+                "server": ("counters", "select_server",
+                           lambda t: (t["server"], t.get("counter"),
+                                      (t["from_s"], t["to_s"], "the interval") if "from_s" in t else None))}
         if kind not in rows:
             self.history.pop()
             return False

@@ -145,6 +145,9 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
 def _t(cs: CounterSet, k: int) -> str:
     import datetime as _dt  # noqa: PLC0415
 
+    if cs.numbered:  # rows without times: no clock, the time since the start and the row
+        return f"{cs.time_label(k)} (row {k})"
+
     when = _dt.datetime.fromtimestamp(cs.start + k * cs.interval, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
     return f"{when} UTC ({cs.time_label(k)})"
 
@@ -339,7 +342,9 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
             title=f"{cs.servers[iv.server]}: {', '.join(names[:3])}{'...' if len(names) > 3 else ''} unusual "
                   f"{when}",
             subject=cs.servers[iv.server], score=float(min(iv.peak_z, 1e6)) * float(np.sqrt(iv.points)),
-            severity="warning", evidence=ev, parameters=params))
+            severity="warning", evidence=ev, parameters=params,
+            target={"kind": "server", "server": cs.servers[iv.server], "counter": names[0],
+                    "from_s": float(cs.start + iv.start * cs.interval), "to_s": float(cs.start + iv.end * cs.interval)}))
     if ot.intervals:
         rows = [[cs.servers[iv.server], cs.time_label(iv.start), cs.time_label(iv.end), iv.points,
                  cs.time_label(iv.peak), f"{iv.peak_z:.1f}", ", ".join(cs.counters[c] for c, *_ in iv.counters)]

@@ -12,6 +12,10 @@ counter column counter, metric or name. A file without a server column is one se
 after the file (``web-01.csv``: web-01; one file per server, as exports per host come). Times:
 unix seconds / ms / µs / ns (by magnitude) or ISO 8601. Empty cells are missing samples.
 
+A server's file may have numbered rows instead of times (a first column idx, index, row, sample
+or unnamed holding 0, 1, 2...; datasets published without their timestamps): the time between
+two rows is the user's (``--interval 5m``), and times are then only times since the start.
+
 Prometheus: the JSON body of ``/api/v1/query_range`` (``resultType`` "matrix"), or a list of
 them, or a JSON-lines file of them. The server is a label (``instance`` by default); the counter
 is ``__name__`` with the other labels, e.g. ``node_cpu_seconds_total{cpu="0",mode="idle"}``.
@@ -37,6 +41,7 @@ TIME_NAMES = ("time", "timestamp", "ts", "t", "datetime", "date")
 SERVER_NAMES = ("server", "instance", "host", "hostname", "node", "machine", "silo")
 COUNTER_NAMES = ("counter", "metric", "name", "countername", "metricname")
 THREAD_NAMES = ("thread", "tid", "threadid", "lwp")
+INDEX_NAMES = ("idx", "index", "row", "rownumber", "sample", "")  # a first column numbering rows
 
 
 def _norm(s: str) -> str:
@@ -74,11 +79,26 @@ def _header(head: bytes) -> list[str] | None:
 
 def sniff_csv(path: Path, head: bytes) -> bool:
     cols = _header(head)
-    if not cols or not any(c in TIME_NAMES for c in cols) or any(c in THREAD_NAMES for c in cols):
+    if not cols or any(c in THREAD_NAMES for c in cols):
         return False
+    if not any(c in TIME_NAMES for c in cols):
+        return _numbered_rows(head, cols)
     if any(c in SERVER_NAMES for c in cols):
         return True
     return _one_server_file(head, cols)
+
+
+def _numbered_rows(head: bytes, cols: list[str]) -> bool:
+    """A server's counters by row number: a first column idx/index/row/sample (or unnamed) counting
+    up by one, numbers in every other column, no server column."""
+    if len(cols) < 2 or cols[0] not in INDEX_NAMES or any(c in SERVER_NAMES for c in cols):
+        return False
+    lines = head.decode("utf-8", "replace").splitlines()
+    rows = [r for r in csv.reader(lines[1:6]) if r and any(x.strip() for x in r)][:-1 or None]
+    if len(rows) < 2 or not all(len(r) == len(cols) and all(_is_number(x) and x.strip() for x in r) for r in rows):
+        return False
+    first = [float(r[0]) for r in rows]
+    return all(b - a == 1 for a, b in zip(first, first[1:]))
 
 
 def _one_server_file(head: bytes, cols: list[str]) -> bool:
@@ -106,7 +126,8 @@ def server_of_file(path: Path) -> str:
     return name or Path(path).name
 
 
-def read_csv(path, interner: "_Names | None" = None) -> RawCounters:
+def read_csv(path, interner: "_Names | None" = None, row_interval: float | None = None) -> RawCounters:
+    """``row_interval``: seconds between two rows of a file whose rows are numbered, not timed."""
     path = Path(path)
     names_ = interner or _Names()
     try:
@@ -118,11 +139,15 @@ def read_csv(path, interner: "_Names | None" = None) -> RawCounters:
         header = next(rd, None)
         if not header or not any(h.strip() for h in header):
             raise InputError(path, "file is empty")
-        fast = _read_wide_fast(path, header, names_)
+        names = [_norm(h) for h in header]
+        numbered = not any(n in TIME_NAMES for n in names) and bool(names) and names[0] in INDEX_NAMES
+        if numbered and not row_interval:
+            raise InputError(path, f"its rows are numbered ({header[0].strip() or 'first column'}), not timed: give "
+                                   "the time between two rows, e.g. --interval 5m")
+        fast = _read_wide_fast(path, header, names_, row_interval if numbered else None)
         if fast is not None:
             return fast
         rows = [r for r in rd if r and any(x.strip() for x in r)]
-    names = [_norm(h) for h in header]
     width = len(header)
     notes = []
     short = sum(1 for r in rows if len(r) < width)
@@ -131,13 +156,14 @@ def read_csv(path, interner: "_Names | None" = None) -> RawCounters:
         notes.append(f"{path.name}: {short:,} rows with fewer fields than the header were skipped")
     if not rows:
         raise InputError(path, "no data rows under the header")
-    t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
+    t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), 0 if numbered else None)
     s_i = next((i for i, n in enumerate(names) if n in SERVER_NAMES), None)
     if t_i is None:
         raise InputError(path, f"needs a time column (header: {', '.join(header[:8])})")
     cols = list(zip(*rows))
     del rows
-    time = to_seconds(cols[t_i], path)
+    time = _floats(cols[t_i], path, f"the row numbers ({header[0]!r})") * row_interval if numbered \
+        else to_seconds(cols[t_i], path)
     if s_i is None:  # one server's file: named after it
         server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
     else:
@@ -172,14 +198,16 @@ def read_csv(path, interner: "_Names | None" = None) -> RawCounters:
         if not vals:
             raise InputError(path, "no numeric counter column besides time and server (nor counter and value columns)")
         pieces.append(Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals)))
-    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, s_i is None)
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, s_i is None, numbered)
 
 
-def _read_wide_fast(path: Path, header: list[str], names_: "_Names") -> RawCounters | None:
+def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
+                    row_interval: float | None = None) -> RawCounters | None:
     """A wide CSV of plain numbers through numpy's C parser (about 6x Python's csv module); None
-    when the file needs the careful path (long form, empty cells, ISO times, short rows...)."""
+    when the file needs the careful path (long form, empty cells, ISO times, short rows...).
+    ``row_interval``: its first column numbers the rows, this many seconds apart."""
     names = [_norm(h) for h in header]
-    t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
+    t_i = 0 if row_interval else next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
     s_i = next((i for i, n in enumerate(names) if n in SERVER_NAMES), None)
     if t_i is None or "value" in names:
         return None
@@ -207,11 +235,11 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
         return None
     if s_i is None:  # one server's file: named after it
         server = np.full(len(nums), names_.server(server_of_file(path)), np.int32)
-    time = to_seconds(nums[:, 0], path)
+    time = nums[:, 0] * row_interval if row_interval else to_seconds(nums[:, 0], path)
     labels, dup = _column_labels(header)
     cidx = np.array([names_.counter(labels[i]) for i in cols], np.int32)
     return RawCounters(names_.server_list, names_.counter_list, [Piece(server, time, cidx, nums[:, 1:])], str(path),
-                       [f"{path.name}: {dup}"] if dup else [], s_i is None)
+                       [f"{path.name}: {dup}"] if dup else [], s_i is None, bool(row_interval))
 
 
 POLARS_FROM_BYTES = 8 << 20  # files from this size are read by polars (its import costs 0.2 s)
@@ -293,6 +321,11 @@ class _Names:
         uniq, inv = np.unique(arr, return_inverse=True)
         idx = np.array([self.server(str(u).strip()) for u in uniq], np.int32)
         return idx[inv]
+
+
+def _secs_text(s: float) -> str:
+    return f"{s / 3600:g} h" if s >= 3600 and s % 3600 == 0 else f"{s / 60:g} min" if s >= 60 and s % 60 == 0 \
+        else f"{s:g} s"
 
 
 # -- Prometheus ----------------------------------------------------------------------------------
@@ -410,14 +443,15 @@ def read_prometheus(path, server_label: str = "instance", interner: "_Names | No
 # -- several files -------------------------------------------------------------------------------
 
 def load_counters(paths, server_label: str = "instance", interval: float | None = None,
-                  servers: list[RawCounters] = ()) -> CounterSet:
+                  servers: list[RawCounters] = (), row_interval: float | None = None) -> CounterSet:
     """Read the files of one dataset (CSV and Prometheus JSON mixed) and align them, with the
-    counters already fetched from ``servers`` (a running Prometheus's)."""
+    counters already fetched from ``servers`` (a running Prometheus's). ``row_interval``: seconds
+    between two rows of files whose rows are numbered, not timed (--interval)."""
     paths = [Path(p) for p in paths]
     if not paths and not servers:
         raise InputError(None, "no counter file given")
     names_ = _Names()
-    pieces, notes, by_name = [], [], []
+    pieces, notes, by_name, numbered, timed = [], [], [], [], [str(raw.source) for raw in servers]
     for raw in servers:  # renumbered into this dataset's names
         srv = np.array([names_.server(n) for n in raw.servers], np.int32)
         cnt = np.array([names_.counter(n) for n in raw.counters], np.int32)
@@ -428,18 +462,25 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
         head = read_head(p)
         prom = sniff_prometheus(p, head)
         with reading(p, "Prometheus JSON file" if prom else "counter CSV"):
-            raw = read_prometheus(p, server_label, names_) if prom else read_csv(p, names_)
+            raw = read_prometheus(p, server_label, names_) if prom else read_csv(p, names_, row_interval)
         pieces += raw.pieces
         notes += raw.notes
         if raw.server_from_name:
             by_name.append(server_of_file(p))
+        (numbered if raw.numbered else timed).append(str(p))
+    if numbered and timed:
+        raise InputError(numbered[0], f"its rows are numbered, while {timed[0]} has times: they cannot be aligned "
+                                      "(give the files of one kind)")
+    if numbered:
+        notes.append(f"rows numbered, not timed: {_secs_text(row_interval)} apart (--interval); times are since the "
+                     "start only")
     if by_name:
         notes.append(f"{len(by_name)} file{'s' if len(by_name) != 1 else ''} without a server column: each is the "
                      f"server named after it ({', '.join(by_name[:5])}{', ...' if len(by_name) > 5 else ''})")
     sources = [str(p) for p in paths] + [raw.source for raw in servers]
     source = sources[0] if len(sources) == 1 else \
         f"{paths[0].parent} ({len(paths)} files)" if not servers else f"{', '.join(sources[:3])}"
-    raw = RawCounters(names_.server_list, names_.counter_list, pieces, source, notes)
+    raw = RawCounters(names_.server_list, names_.counter_list, pieces, source, notes, numbered=bool(numbered))
     with reading(source, "set of counters that can be aligned"):
         return align(raw, interval)
 

@@ -38,6 +38,7 @@ class RawCounters:
     source: str = ""
     notes: list[str] = field(default_factory=list)
     server_from_name: bool = False  # a CSV without a server column: one server, named after the file
+    numbered: bool = False  # rows numbered, not timed (--interval apart): the times are relative only
 
     @property
     def n_samples(self) -> int:
@@ -53,6 +54,7 @@ class CounterSet:
     values: np.ndarray  # (servers, counters, points) float64, NaN where no sample
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    numbered: bool = False  # read from numbered rows (--interval apart): no clock time, only time since the start
 
     @property
     def n_points(self) -> int:
@@ -80,12 +82,18 @@ class CounterSet:
             raise KeyError(f"no server {name!r}") from None
 
     def time_label(self, k: int) -> str:
-        """Grid point k as the time since the start (PAD's 'time since start'): +m:ss, or +h:mm:ss
-        for every point of a set that spans an hour or more (an axis reads +0:00:00 .. +23:50:00,
-        not +0:00 .. +23:50:00)."""
+        """Grid point k as the time since the start (PAD's 'time since start'), in one format for
+        the whole set (an axis reads +0:00:00 .. +23:50:00, not +0:00 .. +23:50:00): +m:ss within an
+        hour, +h:mm:ss within two days, +Nd hh:mm beyond (+10d 02:35; seconds only when the
+        points fall between minutes)."""
         s = k * self.interval
-        return f"+{int(s // 3600)}:{int(s % 3600 // 60):02d}:{int(s % 60):02d}" \
-            if (self.n_points - 1) * self.interval >= 3600 else f"+{int(s // 60)}:{int(s % 60):02d}"
+        span = (self.n_points - 1) * self.interval
+        if span >= 2 * 86400:
+            d, r = divmod(int(round(s)), 86400)
+            sec = f":{r % 60:02d}" if self.interval % 60 else ""
+            return f"+{d}d {r // 3600:02d}:{r % 3600 // 60:02d}{sec}"
+        return f"+{int(s // 3600)}:{int(s % 3600 // 60):02d}:{int(s % 60):02d}" if span >= 3600 else \
+            f"+{int(s // 60)}:{int(s % 60):02d}"
 
 
 def detect_interval(raw: RawCounters) -> float:
@@ -230,7 +238,7 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     if len(keep) < S:
         cube = cube[keep]
     return CounterSet(servers=[raw.servers[i] for i in keep], counters=list(raw.counters), start=ts, interval=d,
-                      values=cube, source=raw.source, notes=notes)
+                      values=cube, source=raw.source, notes=notes, numbered=raw.numbered)
 
 
 def from_cube(values: np.ndarray, servers, counters, start: float = 0.0, interval: float = 1.0,

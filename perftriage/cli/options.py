@@ -84,6 +84,9 @@ def add_counter_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("counters across servers (PAD)")
     g.add_argument("--rules", metavar="FILE", help="threshold rules, TOML or PAD's XML (default: rules.toml or "
                    "rules.xml beside the counter files)")
+    g.add_argument("--interval", metavar="DURATION",
+                   help="counter files whose rows are numbered, not timed (a first column idx, index, row or "
+                        "sample: datasets published without timestamps): the time between two rows, e.g. 5m")
     g.add_argument("--server-label", default="instance", metavar="LABEL",
                    help="Prometheus label naming the server (default instance)")
     g.add_argument("--server-x", type=number(0, 1e9, lo_open=True), default=2.5, metavar="X",
@@ -280,6 +283,13 @@ def triage_options(args):
             raise InputError(args.rules, "no such file (--rules)")
         opts.rules = args.rules
         opts.server_label = args.server_label
+        if args.interval is not None:
+            from perftriage.analysis.counters.prometheus_api import parse_duration  # noqa: PLC0415
+
+            d = parse_duration(args.interval)
+            if d is None or not d > 0:
+                raise Usage(f"--interval: {args.interval!r} is not a positive duration (30s, 5m, 1h)")
+            opts.counter_interval = d
         opts.prometheus = prometheus_range(args)
     if not args.paths:
         raise Usage("nothing to analyse: name a trace folder, a data file or a server (--prometheus URL)")

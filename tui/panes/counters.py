@@ -49,6 +49,7 @@ class CountersPane(ViewPane):
         self.row = 0
         self.corr = None
         self.mark: tuple[float, float, str] | None = None  # (start s, end s, what): a request's time, marked
+        self.row_marks: list[tuple[float, float, str] | None] = []  # row -> its own time to mark (an interval's)
 
     def compose_top(self) -> ComposeResult:
         yield Static(self.IDLE, id="co-title")
@@ -76,6 +77,23 @@ class CountersPane(ViewPane):
                          f"median {_n(cp.server_median[s, c])} vs fleet {_n(cp.global_median[c])}"])
             styles.append("alert" if x >= p.server_x else None)
             items.append((s, c))
+        marks: list = [None] * len(rows)
+        # the unusual intervals over time (each series against its history and its peers: what
+        # finds the incidents of a real fleet), after the servers PAD's X names and before the others
+        at = sum(1 for st in styles if st == "alert")
+        ivs = ca.over_time.intervals[:15] if ca.over_time is not None else []
+        for j, iv in enumerate(ivs):
+            names = [cs.counters[c] for c, *_ in iv.counters]
+            rows.insert(at + j, ["", cs.servers[iv.server], names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
+                                 f"z {iv.peak_z:.0f}" if iv.peak_z >= 100 else f"z {iv.peak_z:.1f}",
+                                 cs.time_label(iv.start),
+                                 f"unusual to {cs.time_label(iv.end)} ({iv.points} points)"
+                                 + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
+            styles.insert(at + j, "alert")
+            items.insert(at + j, (iv.server, iv.counters[0][0]))
+            marks.insert(at + j, (cs.start + iv.start * cs.interval, cs.start + iv.end * cs.interval, "the interval"))
+        for k, r in enumerate(rows):
+            r[0] = str(k + 1)
         for c, x, n in cp.counters_by_time(p.time_x)[:15]:
             k = int(np.nanargmax(np.nan_to_num(cp.time_x[:, c], nan=-1)))
             o = ca.fleet.onset if ca.fleet is not None and ca.fleet.onset_counter == c else None
@@ -83,6 +101,7 @@ class CountersPane(ViewPane):
                          f"{n} points with X >= {p.time_x:g}; worst at {cs.time_label(k)}"])
             styles.append("alert" if x >= p.time_x and n >= 3 else None)
             items.append((None, c))
+            marks.append(None)
         if ca.between is not None:
             b = ca.between
             for i, x in b.top(15):
@@ -90,6 +109,7 @@ class CountersPane(ViewPane):
                              f"median {_n(b.median[i])} vs reference {_n(b.ref_median[i])}"])
                 styles.append("alert" if x >= p.reference_x else None)
                 items.append((None, cs.counters.index(b.counters[i])))
+                marks.append(None)
         for v in ca.violations:
             s, t, val = v.items[0]
             rows.append([str(len(rows) + 1), "rule", cs.counters[v.counter], str(v.n), "",
@@ -97,11 +117,12 @@ class CountersPane(ViewPane):
                          f"{' ' + cs.time_label(t) if t >= 0 else ''}"])
             styles.append("alert")
             items.append((s if s >= 0 else None, v.counter))
+            marks.append(None)
         cols = [Column("#", "right", 2, 3), Column("where", "left", 8, 13, priority=IDENTITY),
                 Column("counter", "left", 12, 38, priority=IDENTITY),
-                Column("X", "right", 4, 8), Column("since", "right", 8, 9),
+                Column("X", "right", 4, 8), Column("since", "right", 8, 10),
                 Column("evidence", "left", 10, 90, flex=True, priority=TEXT)]
-        self.items = items
+        self.items, self.row_marks = items, marks
         self.table.set_rows(cols, ListSource(rows, styles))
         self.query_one("#co-title", Static).update(
             f"{len(cs.servers)} servers x {len(cs.counters)} counters x {cs.n_points} points every {cs.interval:g} s"
@@ -133,6 +154,13 @@ class CountersPane(ViewPane):
         self.mark = window
         if window is not None and self.view_name not in ("time view", "detail", "sparklines"):
             self.view = VIEWS.index("time view")
+        for i, (s, c) in enumerate(self.items):  # an interval of the server's over that time first
+            m = self.row_marks[i] if i < len(self.row_marks) else None
+            if (window is not None and m is not None and s is not None and cs.servers[s] == server
+                    and m[0] <= window[1] and m[1] >= window[0]):
+                self.table.select_source(i)
+                self.table.focus()
+                return True
         for i, (s, c) in enumerate(self.items):
             if s is not None and cs.servers[s] == server and (counter is None or cs.counters[c] == counter):
                 self.table.select_source(i)
@@ -179,10 +207,12 @@ class CountersPane(ViewPane):
         self.show_view_title(name + (f" on {cs.servers[s]}" if s is not None else ""))
         width, height = self.view_size()
         view = self.view_name
-        marked = _marked_points(cs, self.mark)
-        mark_text = "" if self.mark is None else \
-            f"{self.mark[2]} at {_clock(cs, marked[0])}" if marked is not None else \
-            f"{self.mark[2]} is outside the counters' time"
+        row_mark = self.row_marks[min(self.row, len(self.row_marks) - 1)] if self.row_marks else None
+        mark = row_mark or self.mark  # an interval's row marks its own time; else a link's time
+        marked = _marked_points(cs, mark)
+        mark_text = "" if mark is None else \
+            f"{mark[2]} at {_clock(cs, marked[0])}" if marked is not None else \
+            f"{mark[2]} is outside the counters' time"
         if view == "server view":
             sv = server_view(cs, c)
             x = list(range(1, len(cs.servers) + 1))
@@ -190,20 +220,25 @@ class CountersPane(ViewPane):
                                    width, height, f"{name}: min / mean / max per server (1 = {cs.servers[0]})"))
         elif view == "time view":
             tv = time_view(cs, c)
-            x = list(range(cs.n_points))
-            series = {"median": tv.median.tolist(), "q95": tv.q95.tolist(), "q05": tv.q05.tolist()}
+            # an interval's row: the time around it (twice its length each side), where its shape
+            # shows; 87 points of 15 days were one column of the whole
+            k0, k1 = _around(marked, cs.n_points) if row_mark is not None and marked is not None \
+                else (0, cs.n_points - 1)
+            x = list(range(k0, k1 + 1))
+            part = slice(k0, k1 + 1)
+            series = {"median": tv.median[part].tolist(), "q95": tv.q95[part].tolist(), "q05": tv.q05[part].tolist()}
             if s is not None:
-                series = {cs.servers[s]: cs.values[s, c].tolist(), **series}
+                series = {cs.servers[s]: cs.values[s, c, part].tolist(), **series}
             if marked is not None:  # the marked time, on the server's line (else the median's)
                 base = cs.values[s, c] if s is not None else tv.median
                 at = np.full(cs.n_points, np.nan)
                 at[marked[0]:marked[1] + 1] = base[marked[0]:marked[1] + 1]
-                series[self.mark[2]] = at.tolist()
+                series[mark[2]] = at[part].tolist()
             # a title longer than the chart is dropped: with a mark, the mark takes the words
             out.update(line_series(x, series, width, height,
                                    f"{name}: {mark_text}" if mark_text else
                                    f"{name} over time (points every {cs.interval:g} s): fleet median, q05-q95 band",
-                                   xticks=_time_ticks(cs, width)))
+                                   xticks=_time_ticks(cs, width, k0, k1)))
         elif view == "detail":
             out.update(_with_mark(_heatmap(cs, c, s, width, height), cs, marked, mark_text,
                                   _heatmap_columns(cs, width)))
@@ -249,6 +284,9 @@ def _marked_points(cs, mark) -> tuple[int, int] | None:
 def _clock(cs, k: int) -> str:
     import time  # noqa: PLC0415
 
+    if cs.numbered:  # rows without times: no clock
+        return f"{cs.time_label(k)} (row {k})"
+
     return time.strftime("%H:%M:%S", time.gmtime(cs.start + k * cs.interval)) + f" UTC ({cs.time_label(k)})"
 
 
@@ -290,12 +328,21 @@ def _bins(x: np.ndarray, n: int) -> np.ndarray:
         return np.stack([np.nanmean(x[:, a:b], axis=1) for a, b in zip(edges[:-1], edges[1:])], axis=1)
 
 
-def _time_ticks(cs, width: int) -> tuple[list[int], list[str]]:
-    """Ticks of a chart over the grid's points, labelled as the table's 'since' column is (time
-    since the start: +0:00, +5:58:20), one every 16 columns or so."""
-    n = max(2, min(cs.n_points, width // 16 + 1))
-    at = sorted({int(round(k)) for k in np.linspace(0, cs.n_points - 1, n)})
+def _time_ticks(cs, width: int, k0: int = 0, k1: int | None = None) -> tuple[list[int], list[str]]:
+    """Ticks of a chart over the grid's points ``k0`` to ``k1``, labelled as the table's 'since'
+    column is (time since the start: +0:00, +5:58:20), one every 16 columns or so."""
+    k1 = cs.n_points - 1 if k1 is None else k1
+    n = max(2, min(k1 - k0 + 1, width // 16 + 1))
+    at = sorted({int(round(k)) for k in np.linspace(k0, k1, n)})
     return at, [cs.time_label(k) for k in at]
+
+
+def _around(marked: tuple[int, int], n_points: int, least: int = 48) -> tuple[int, int]:
+    """The points to chart around a marked interval: twice its length on each side, at least
+    ``least`` points in all, within the grid."""
+    a, b = marked
+    pad = max(2 * (b - a + 1), (least - (b - a + 1)) // 2)
+    return max(0, a - pad), min(n_points - 1, b + pad)
 
 
 def _heatmap(cs, c: int, s: int | None, width: int, height: int) -> Text:
