@@ -156,6 +156,19 @@ def test_onset_of_a_ramp_and_a_step(t0):
     assert find_onset(rng.normal(0, 1, 300)).gain < 0.1
 
 
+@pytest.mark.parametrize("t0", [70, 180])
+def test_onset_of_a_level_that_jumps_then_keeps_growing(t0):
+    """Timeouts of a server whose work piles up: a few a minute for hours, then hundreds and
+    rising. A hinge alone dated it from ~60 points before (to reach the jump), a step late."""
+    rng = np.random.default_rng(t0)
+    t = np.arange(288.0)
+    y = rng.poisson(0.3, 288) + np.where(t >= t0, 900 + (t - t0) * 25 + rng.normal(0, 30, 288), 0)
+    o = find_onset(y)
+    assert abs(o.index - t0) <= 1 and o.gain > 0.95 and o.before < 2
+    # the fleet's median keeps its daily swing: there a jump-and-slope is not tried
+    assert find_onset(y, jump=False).index < t0 - 10
+
+
 @pytest.mark.parametrize("kind", ["stuck_rng", "hot_partition"])
 def test_injected_server_is_ranked_first_and_dated(kind):
     cs, truth = fleet_counters(FleetConfig(seed=2, incidents={kind: {"server": 9, "start": 0.35}}))

@@ -158,11 +158,11 @@ def fleet_onset(med: np.ndarray) -> Onset | None:
     bends a ramp's fitted point late; the series' increments lose the swing (its slope is small
     beside a leak's) and turn a ramp into a step: when their best change is a step (fit >= 0.1:
     increments are noisy), it dates the change."""
-    o = find_onset(med, refine=False)
+    o = find_onset(med, refine=False, jump=False)
     if o is None:
         return None
     if o.kind == "ramp":
-        d = find_onset(np.diff(med), refine=False)
+        d = find_onset(np.diff(med), refine=False, jump=False)
         if d is not None and d.kind == "step" and d.gain >= 0.1:
             return Onset(d.index, "ramp", o.gain, o.before, o.after)
     return refine_onset(med, o)

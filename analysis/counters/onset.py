@@ -3,7 +3,11 @@
 - a *step*: y = a before the point, a + delta from it on (a hot partition, a configuration
   change);
 - a *hinge*: y = a before the point, a + b (t - point) from it on (a leak, a stuck placement that
-  piles work on one server more and more).
+  piles work on one server more and more);
+- a *jump*: y = a before the point, c + b t from it on (a level that jumps, then keeps growing:
+  the timeouts of a server whose work piles up, 0 for hours then hundreds a minute and rising,
+  which a hinge fitted from hours before and a step fitted late). It has one parameter more: the
+  model is chosen by BIC, so it wins only where it explains much more.
 
 A change that does not follow either shape (a level that jumps, then creeps towards a plateau,
 as a server's actor count does once every new actor lands on it) bends the fitted point late:
@@ -33,8 +37,10 @@ class Onset:
     after: float  # level at the end (ramp) or after the step
 
 
-def find_onset(y: np.ndarray, min_before: int = 2, refine: bool = True) -> Onset | None:
-    o = _fit(y, min_before)
+def find_onset(y: np.ndarray, min_before: int = 2, refine: bool = True, jump: bool = True) -> Onset | None:
+    """``jump``: a jump-and-slope may fit too (off for a series that keeps its daily swing, which a
+    model with one parameter more follows instead of the change)."""
+    o = _fit(y, min_before, jump)
     return refine_onset(y, o) if o is not None and refine else o
 
 
@@ -63,7 +69,7 @@ def _first_departure(y: np.ndarray, o: Onset, k: float, run: int, window: int = 
     return None
 
 
-def _fit(y: np.ndarray, min_before: int) -> Onset | None:
+def _fit(y: np.ndarray, min_before: int, jump: bool = True) -> Onset | None:
     y = np.asarray(y, np.float64)
     idx = np.flatnonzero(np.isfinite(y))
     if len(idx) < 2 * min_before + 2:
@@ -98,8 +104,34 @@ def _fit(y: np.ndarray, min_before: int) -> Onset | None:
     a = np.where(ok, (shh * Sy - sh * shy) / np.where(ok, det, 1), 0)
     b = np.where(ok, (n * shy - sh * Sy) / np.where(ok, det, 1), 0)
     sse_hinge = np.where(ok, syy - a * Sy - b * shy, np.inf)
-    i_s, i_h = int(np.argmin(sse_step)), int(np.argmin(sse_hinge))
-    if sse_hinge[i_h] < sse_step[i_s]:
+    # jump: a step and a slope from the same point (a level that jumps, then keeps growing: the
+    # timeouts of a server whose work piles up); the left part's mean, the right part's own line
+    syy_r = suffix(v * v)[cand]
+    sse_left = (syy - syy_r) - sy_l ** 2 / m_l
+    sxx = stt[cand] - st[cand] ** 2 / m_r
+    sxy = sty[cand] - st[cand] * sy_r / m_r
+    ok_j = (m_r >= 3) & (sxx > 1e-12)
+    sse_jump = np.where(ok_j, sse_left + (syy_r - sy_r ** 2 / m_r) - sxy ** 2 / np.where(ok_j, sxx, 1), np.inf)
+    i_s, i_h, i_j = int(np.argmin(sse_step)), int(np.argmin(sse_hinge)), int(np.argmin(sse_jump))
+    # the model by BIC (the jump has one parameter more: it wins only where it explains much more)
+    def bic(sse, k):
+        return n * np.log(max(float(sse), 1e-300) / n) + k * np.log(n)
+
+    scores = {"step": bic(sse_step[i_s], 3), "ramp": bic(sse_hinge[i_h], 3)}
+    if jump:
+        scores["jump"] = bic(sse_jump[i_j], 4)
+    best = min(scores, key=scores.get)
+    if best == "jump":
+        j = int(cand[i_j])
+        slope = sxy[i_j] / sxx[i_j]
+        mean_t = st[cand][i_j] / m_r[i_j]
+        end = sy_r[i_j] / m_r[i_j] + slope * (t[-1] - mean_t)  # the right line at the last point
+        start = sy_r[i_j] / m_r[i_j] + slope * (t[j] - mean_t)
+        before = float(sy_l[i_j] / m_l[i_j])
+        # a jump the slope then continues: a step when the jump is most of the change, else a ramp
+        kind = "step" if abs(start - before) >= 0.5 * abs(end - before) else "ramp"
+        return Onset(int(idx[j]), kind, float(1 - sse_jump[i_j] / sse0), before, float(end))
+    if best == "ramp":
         j = int(cand[i_h])
         return Onset(int(idx[j - 1]), "ramp", float(1 - sse_hinge[i_h] / sse0), float(a[i_h]),
                      float(a[i_h] + b[i_h] * (t[-1] - tau[i_h])))
