@@ -415,6 +415,21 @@ def test_numbered_rows_are_read_with_the_users_interval_and_told_as_times_since_
         load_counters([files[0], timed], row_interval=300)
 
 
+def test_a_damaged_cell_is_a_missing_sample_and_a_column_of_text_no_counter(tmp_path):
+    import perftriage.analysis.triage  # noqa: F401 (registers every kind of file, as a run does)
+    from perftriage.analysis.inputs import sniff_file
+
+    rows = [f"{k},{k % 7},{'x' if k == 3 else k * 2},{'oops' if k % 10 == 0 else k}" for k in range(200)]
+    f = _write(tmp_path / "web-01.csv", "idx,cpu,mem,gc\n" + "\n".join(rows) + "\n")
+    assert sniff_file(f) == "counters"  # a damaged cell among its first rows: still counters
+    cs = load_counters([f], row_interval=60)
+    assert cs.counters == ["cpu", "mem"]  # gc: one cell in ten is text: no counter
+    mem = cs.values[0, cs.counters.index("mem")]
+    assert np.isnan(mem[3]) and np.isfinite(np.delete(mem, 3)).all() and mem[4] == 8
+    assert "web-01.csv: column 'mem': 1 cell not a number (e.g. 'x') read as missing" in cs.notes
+    assert "web-01.csv: column 'gc' is not numeric: ignored" in cs.notes
+
+
 def test_wide_csv_fast_path_equals_the_careful_one(tmp_path, monkeypatch):
     import perftriage.analysis.counters.readers as readers
 

@@ -95,10 +95,10 @@ def _numbered_rows(head: bytes, cols: list[str]) -> bool:
         return False
     lines = head.decode("utf-8", "replace").splitlines()
     rows = [r for r in csv.reader(lines[1:6]) if r and any(x.strip() for x in r)][:-1 or None]
-    if len(rows) < 2 or not all(len(r) == len(cols) and all(_is_number(x) and x.strip() for x in r) for r in rows):
+    if len(rows) < 2 or not all(r[0].strip() and _is_number(r[0]) for r in rows):
         return False
     first = [float(r[0]) for r in rows]
-    return all(b - a == 1 for a, b in zip(first, first[1:]))
+    return all(b - a == 1 for a, b in zip(first, first[1:])) and _mostly_numbers(rows, len(cols), {0})
 
 
 def _one_server_file(head: bytes, cols: list[str]) -> bool:
@@ -112,9 +112,20 @@ def _one_server_file(head: bytes, cols: list[str]) -> bool:
     t_i = next(i for i, c in enumerate(cols) if c in TIME_NAMES)
     text_ok = {i for i, c in enumerate(cols) if c in COUNTER_NAMES} if "value" in cols else set()
     rows = [r for r in csv.reader(lines[1:6]) if r and any(x.strip() for x in r)][:-1 or None]
-    if not rows:
+    return bool(rows) and _mostly_numbers(rows, len(cols), {t_i} | text_ok)
+
+
+def _mostly_numbers(rows: list[list[str]], width: int, skip: set[int]) -> bool:
+    """Counters' cells in a file's first rows: numbers, but for a damaged cell or two (the reader
+    says which column it could not read), and every column a number somewhere (a column of text,
+    a log's messages, is no counter)."""
+    cols = [i for i in range(width) if i not in skip]
+    cells = [(i, r[i]) for r in rows for i in cols if i < len(r) and r[i].strip()]
+    if not cols or not cells:
         return False
-    return all(_is_number(x) for r in rows for i, x in enumerate(r) if i != t_i and i not in text_ok and i < len(cols))
+    numeric = {i for i, x in cells if _is_number(x)}
+    good = sum(1 for i, x in cells if _is_number(x))
+    return numeric == {i for i, _ in cells} and good >= 0.8 * len(cells)
 
 
 def server_of_file(path: Path) -> str:
@@ -194,7 +205,17 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
                 vals.append(_floats(cols[i], path, f"column {header[i]!r}"))
                 cidx.append(names_.counter(labels[i]))
             except InputError:
-                notes.append(f"{path.name}: column {header[i]!r} is not numeric: ignored")
+                # a damaged cell or a few (at most 1% of the column): missing samples; more: not a counter
+                ok = np.array([_is_number(x) for x in cols[i]])
+                bad = int((~ok).sum())
+                if bad <= max(1, 0.01 * len(ok)) and ok.any():
+                    vals.append(_floats([x if good else "" for x, good in zip(cols[i], ok)], path, header[i]))
+                    cidx.append(names_.counter(labels[i]))
+                    first = next(x for x, good in zip(cols[i], ok) if not good)
+                    notes.append(f"{path.name}: column {header[i]!r}: {bad} cell{'s' if bad != 1 else ''} not a number "
+                                 f"(e.g. {first[:20]!r}) read as missing")
+                else:
+                    notes.append(f"{path.name}: column {header[i]!r} is not numeric: ignored")
         if not vals:
             raise InputError(path, "no numeric counter column besides time and server (nor counter and value columns)")
         pieces.append(Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals)))
