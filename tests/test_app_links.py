@@ -343,7 +343,8 @@ async def test_at_80x24_identity_columns_are_never_cut():
     """The id, cluster, host and method of a request, a cluster's name, a call tree's method and
     replica, a server and its counter: whole at 80 columns, free text cut or left out instead."""
     checks = {
-        "webserver": [("1", "requests-table", lambda app: [str(x) for x in app.result.requests.host[:1]] + ["POST"]),
+        "webserver": [("1", "requests-table", lambda app: [str(x) for x in app.result.requests.host[:1]] + [
+                          "POST", "BN 23.2 s (normally none)"]),  # the why with the normal value, whole
                       ("2", "clusters-table", lambda app: ["normal", "cluster 1"])],
         "microservices": [("3", "ct-pairs", lambda app: [app.result.diagnosis.ranking[0].method_name,
                                                          app.result.diagnosis.ranking[0].replica_name])],

@@ -165,7 +165,7 @@ class RequestsPane(Pending, Vertical):
         # is left, the other free text is left out (the detail below shows it whole)
         cols = [Column("id", "right", 2, 8, priority=IDENTITY), Column("duration", "right", 6, 10)]
         if self.cluster is not None:
-            cols += [Column("cl", "left", 2, 3, priority=IDENTITY), Column("why", "left", 12, 24)]
+            cols += [Column("cl", "left", 2, 3, priority=IDENTITY), Column("why", "left", 12, 28)]
         cols += [
             Column("host", "left", 4, 16, priority=IDENTITY),
             Column("tid", "right", 3, 8),
