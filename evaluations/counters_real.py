@@ -1,8 +1,8 @@
 """Real fleet counters (ASD, ../shared/real_data): flagged points and intervals against expert labels, beside a robust z-score.
 
 ASD: 12 production servers x 19 counters, one point every 5 minutes, 15 labelled days (the test
-part). The test part is written as one long CSV (time, server, m1..m19; times 5 minutes apart)
-and given to ``perftriage`` as a user would; the points it flags (``CounterAnalysis.over_time``)
+part). The test part's folder is given to ``perftriage`` as a user would, its files as they are
+(one per server, rows numbered, not timed: ``--interval 5m``); the points it flags (``CounterAnalysis.over_time``)
 are scored against the labels: point-level precision / recall / F1 over all (server, time)
 points, and interval-level (a labelled segment is found when a flagged point falls in it; a
 flagged interval is right when it overlaps a labelled segment). Beside it, in the evaluation
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,8 +24,7 @@ from perftriage.analysis.triage import Options, run_triage
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("PERFTRIAGE_SHARED", ROOT.parent / "shared")) / "real_data" / "asd"
-T0 = 1_600_000_000  # an arbitrary epoch second for row 0 (the data has no timestamps)
-STEP = 300
+STEP = 300  # seconds between two rows (the publishers: one point every 5 minutes)
 
 
 def load():
@@ -36,15 +34,6 @@ def load():
         L.append(np.loadtxt(gzip.open(DATA / "test_label" / f"omi-{n}_test_label.csv.gz", "rt"), delimiter=",",
                             skiprows=1)[:, 1].astype(bool))
     return np.stack(X), np.stack(L)  # (S, T, C), (S, T)
-
-
-def write_long_csv(X: np.ndarray, path: Path) -> None:
-    S, T, C = X.shape
-    with open(path, "w") as f:
-        f.write("time,server," + ",".join(f"m{k + 1}" for k in range(C)) + "\n")
-        for t in range(T):
-            for s in range(S):
-                f.write(f"{T0 + t * STEP},omi-{s + 1}," + ",".join(f"{v:.2f}" for v in X[s, t]) + "\n")
 
 
 def baseline(X: np.ndarray, k: float = 3.5) -> np.ndarray:
@@ -90,16 +79,14 @@ def run(quick: bool = False) -> bool:
         return False
     X, L = load()
     S, T, C = X.shape
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "asd-test.csv"
-        write_long_csv(X, path)
-        t0 = time.perf_counter()
-        res = run_triage([path], Options())
-        dt = time.perf_counter() - t0
+    # the test part's files as a user gives them: one per server, rows numbered, 5 minutes apart
+    t0 = time.perf_counter()
+    res = run_triage([DATA / "test"], Options(counter_interval=STEP))
+    dt = time.perf_counter() - t0
     ca = res.counters
     ot = ca.over_time
-    order = [ca.cs.server_index(f"omi-{s + 1}") for s in range(S)]
-    k0 = int(round((T0 - ca.cs.start) / ca.cs.interval))
+    order = [ca.cs.server_index(f"omi-{s + 1}_test") for s in range(S)]
+    k0 = int(round((0 - ca.cs.start) / ca.cs.interval))
     pred = ot.flagged[order][:, k0:k0 + T]
     ours, base = scores(pred, L), scores(baseline(X), L)
     pad = sorted({int(ca.cs.servers[sd.server].split("-")[1]) for sd in ca.servers})
