@@ -38,8 +38,9 @@ class Finding:
     parameters: dict[str, Any] = field(default_factory=dict)
     # what the finding is about, for a viewer to open: {"kind": "cluster", "cluster": 3} (0-based),
     # "request" (id, host), "pair" (method, replica; no replica: every replica), "threads" (level,
-    # names), "server" (server, counter), "clusters" (the outlier summary), "pod" (pod, service: what
-    # changed around a pod); {} when nothing to open
+    # names), "server" (server, counter; from_s, to_s: an interval), "clusters" (the outlier
+    # summary), "pod" (pod, service: what changed around a pod), "rule" (counter, rule: its
+    # violations), "pane" (pane, part: a summary of a pane's whole list); {} when nothing to open
     target: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):

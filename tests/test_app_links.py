@@ -137,10 +137,18 @@ async def test_what_changed_around_a_pod_opens_its_pairs_and_enter_is_offered_on
         pair = pane.diagnosis.ranking[pane.pairs.cursor]
         assert pair.replica_name == "payment-3" and pane.pairs.has_focus
         await back_to_findings(app, pilot, row)
-        # a finding whose evidence is all in its detail: no enter in the footer, and enter does nothing
-        findings = app.query_one(FindingsPane).findings
+        # a finding whose evidence is all in its detail (none of the samples' has none: one made
+        # so): no enter in the footer, and enter does nothing
+        import dataclasses
+
+        pane = app.query_one(FindingsPane)
+        findings = list(pane.findings)
+        plain = row + 1
+        findings[plain] = dataclasses.replace(findings[plain], target={})
+        pane.show_findings(findings)
+        await pilot.pause(0.1)
         table = app.query_one("#findings-table", RowTable)
-        plain = next(i for i, x in enumerate(findings) if not x.target)
+        table.focus()
         table.cursor = plain
         await pilot.pause(0.1)
         assert not enter_enabled(app, "findings-table")
@@ -151,6 +159,51 @@ async def test_what_changed_around_a_pod_opens_its_pairs_and_enter_is_offered_on
         table.cursor = row
         await pilot.pause(0.1)
         assert enter_enabled(app, "findings-table") and "enter" in footer_keys(app) and "enter" in footer_drawn(app)
+
+
+TAB_OF = {"cluster": "requests", "clusters": "clusters", "request": "requests", "pair": "calltrees",
+          "pod": "calltrees", "threads": "threads", "server": "counters", "rule": "counters"}
+
+
+@pytest.mark.parametrize("sample,reference", [("fleet", None), ("microservices", "microservices-baseline")])
+async def test_every_finding_opens_what_it_is_about(sample, reference):
+    """Enter on each finding of a sample (summaries too: the categories, the comparison with the
+    reference, the rule violations, the intervals over time) goes where its evidence is; escape
+    comes back to it."""
+    from perftriage.analysis.options import Options
+
+    opts = Options(reference=(str(SAMPLES / reference),)) if reference else None
+    app = PerftriageApp([str(SAMPLES / sample)], opts)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("6")
+        await pilot.pause()
+        findings = app.query_one(FindingsPane).findings
+        table = app.query_one("#findings-table", RowTable)
+        assert all(f.target.get("kind") for f in findings), [f.title for f in findings if not f.target]
+        tried = set()
+        for row, f in enumerate(findings):
+            if (f.target["kind"], f.target.get("part")) in tried:
+                continue  # one of each kind of link (a sample has 18 findings: 25 s for all)
+            tried.add((f.target["kind"], f.target.get("part")))
+            table.focus()
+            table.cursor = row
+            await pilot.pause(0.05)
+            assert enter_enabled(app, "findings-table")
+            await pilot.press("enter")
+            await pilot.pause(0.15)
+            kind = f.target["kind"]
+            assert tab(app) == (f.target["pane"] if kind == "pane" else TAB_OF[kind]), f.title
+            if kind == "rule":
+                pane = app.query_one(CountersPane)
+                assert pane.table.cursor == pane.rule_rows[f.target["counter"]]
+                assert pane.ca.cs.counters[pane.items[pane.table.cursor][1]] == f.target["counter"]
+            if f.target.get("part") == "categories":
+                assert app.query_one(CallTreesPane).cats.has_focus
+            if f.target.get("part") == "intervals":
+                pane = app.query_one(CountersPane)
+                assert pane.row_marks[pane.table.cursor] is not None
+            await back_to_findings(app, pilot, row)
 
 
 async def test_a_counter_finding_opens_its_server():

@@ -149,6 +149,7 @@ class PerftriageApp(App):
         self._progress: Progress | None = None
         self._progress_at = self._started
         self.history: list[tuple[str, str | None, int, int | None]] = []  # (tab, table id, cursor, cluster filter)
+        self._after_tab: tuple[str, str] | None = None  # (tab, part): a link's part, once its tab is shown
         self._run = 0  # which analysis is current (a re-run makes the messages of the one before stale)
         self._early: TriageProcess | None = None  # started before the app draws (start_early)
         self._worker: Worker | None = None
@@ -637,10 +638,21 @@ class PerftriageApp(App):
         if kind == "clusters":
             self.action_tab("clusters")
             return True
+        if kind == "pane":  # a summary of a pane's whole list: the pane (and the part it is about)
+            pane = self.query_one(f"#{target['pane']}-pane")
+            shown = self.query_one("#tabs", TabbedContent).active == target["pane"]
+            self.action_tab(target["pane"])
+            if target.get("part") and hasattr(pane, "select_part"):
+                if shown:
+                    self.call_after_refresh(pane.select_part, target["part"])
+                else:  # once the tab is shown: a list of a hidden tab cannot take the focus
+                    self._after_tab = (target["pane"], target["part"])
+            return True
         # the row of a pane: its tab, and the pane's method that highlights it, with the target's keys
         rows = {"request": ("requests", "select_request", lambda t: (int(t["id"]), t.get("host"))),
                 "pair": ("calltrees", "select_pair", lambda t: (t["method"], t.get("replica"))),
                 "pod": ("calltrees", "select_pod", lambda t: (t["pod"], t.get("service"))),
+                "rule": ("counters", "select_rule", lambda t: (t["counter"],)),
                 "threads": ("threads", "select_names", lambda t: (t["level"], list(t["names"]))),
                 "server": ("counters", "select_server",
                            lambda t: (t["server"], t.get("counter"),
@@ -676,6 +688,9 @@ class PerftriageApp(App):
         tables = pane.query(RowTable)
         if tables:
             tables.first().focus()
+        after, self._after_tab = self._after_tab, None
+        if after is not None and after[0] == pane.id:  # a link to a part of this pane (its categories)
+            self.call_after_refresh(self.query_one(f"#{pane.id}-pane").select_part, after[1])
 
     def action_help(self) -> None:
         titles = dict(TABS)

@@ -156,7 +156,8 @@ def diagnosis_findings(diag: Diagnosis, top: int = 10) -> list[Finding]:
     out.append(Finding(analysis="calltrees", title="Call-tree categories (CloudDiag)",
                        subject=f"{len(diag.trees.spans):,} spans", score=0.0,
                        severity="warning" if n_flag else "info", evidence=ev,
-                       tables=[categories_table(diag)], parameters=params))
+                       tables=[categories_table(diag)], parameters=params,
+                       target={"kind": "pane", "pane": "calltrees", "part": "categories"}))
     return out
 
 
@@ -204,7 +205,7 @@ def comparison_findings(cmp: Comparison, top: int = 10) -> list[Finding]:
                            subject=f"method {c.name}", score=float(c.change), severity="warning", evidence=ev,
                            tables=[Table(CHANGE_COLUMNS, [_change_row(r) for r in allr[:20]],
                                          caption="Per replica, reference beside incident")] if allr else [],
-                           parameters=params))
+                           parameters=params, target={"kind": "pair", "method": c.name, "replica": None}))
     slower_cats = cmp.slower("categories")
     ev = [f"{len(slower_cats)} of {len(cmp.categories)} request categories found in both got slower, "
           f"{len(cmp.slower('methods'))} of {len(cmp.methods)} methods"]
@@ -220,7 +221,7 @@ def comparison_findings(cmp: Comparison, top: int = 10) -> list[Finding]:
                                      caption="Request latency per category"),
                                Table(CHANGE_COLUMNS, [_change_row(c) for c in cmp.methods[:30]],
                                      caption="Method time, slowest changes first")],
-                       parameters=params))
+                       parameters=params, target={"kind": "pane", "pane": "calltrees"}))
     return out
 
 

@@ -271,7 +271,8 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
             analysis="counters", title=f"threshold: {v.n:,} violation(s) of {v.rule.describe()}",
             subject=cs.counters[v.counter], score=float(v.n), severity="warning",
             evidence=[f"rule from {v.rule.source}; {v.checked:,} values compared"] + v.notes,
-            tables=[Table(["server", "time", "value"], rows, "worst first")], parameters={"rule": asdict(v.rule)}))
+            tables=[Table(["server", "time", "value"], rows, "worst first")], parameters={"rule": asdict(v.rule)},
+            target={"kind": "rule", "counter": cs.counters[v.counter], "rule": v.rule.describe()}))
     return out
 
 
@@ -360,5 +361,5 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
                       f"at the same time; a point counts when {ot.min_counters}+ counters are beyond z {p.z:g} or one "
                       f"beyond {p.strong:g}"] + ot.notes,
             tables=[Table(["server", "from", "to", "points", "peak", "peak z", "counters"], rows, "in time order")],
-            parameters=params))
+            parameters=params, target={"kind": "pane", "pane": "counters", "part": "intervals"}))
     return out

@@ -229,5 +229,6 @@ def time_spent_findings(graphs: dict[str, ExecGraph], background: bool = False, 
                       f"their critical paths"],
             tables=[table],
             parameters={"units": "processes", "background": background},
+            target={"kind": "pane", "pane": "requests"},
         ))
     return out

@@ -146,5 +146,5 @@ def topdown_findings(td: TopDown) -> list[Finding]:
                            subject=td.series.source or "thread time series", score=0.0,
                            severity="warning" if any(r.ranking for r in td.results) else "info", evidence=ev,
                            tables=[Table(["level", "abstractions", "ranked"], rows)],
-                           parameters=top.parameters()))
+                           parameters=top.parameters(), target={"kind": "pane", "pane": "threads"}))
     return out

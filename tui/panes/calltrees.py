@@ -136,6 +136,13 @@ class CallTreesPane(ViewPane):
                 return True
         return False
 
+    def select_part(self, part: str | None) -> bool:
+        """``categories``: the request categories' list."""
+        if part != "categories" or self.diagnosis is None:
+            return False
+        self.cats.focus()
+        return True
+
     def select_pod(self, pod: str, service: str | None = None) -> bool:
         """Highlight the most anomalous pair on ``pod`` (what changed around it); with none there,
         the service's first pair. False (the list as it was) when neither is anomalous."""

@@ -50,6 +50,7 @@ class CountersPane(ViewPane):
         self.corr = None
         self.mark: tuple[float, float, str] | None = None  # (start s, end s, what): a request's time, marked
         self.row_marks: list[tuple[float, float, str] | None] = []  # row -> its own time to mark (an interval's)
+        self.rule_rows: dict[str, int] = {}  # counter -> the row of its first rule violation
 
     def compose_top(self) -> ComposeResult:
         yield Static(self.IDLE, id="co-title")
@@ -68,6 +69,7 @@ class CountersPane(ViewPane):
             return
         cs, cp, p = ca.cs, ca.comparative, ca.params
         rows, styles, items = [], [], []
+        self.rule_rows = {}
         # each counter's own onset: a server's GC time may rise hours after its latency did
         onset_of = {(sd.server, c): o for sd in ca.servers for c, o in sd.counter_onsets.items()}
         for s, c, x in cp.top_servers(40):
@@ -118,6 +120,7 @@ class CountersPane(ViewPane):
             styles.append("alert")
             items.append((s if s >= 0 else None, v.counter))
             marks.append(None)
+            self.rule_rows.setdefault(cs.counters[v.counter], len(rows) - 1)
         cols = [Column("#", "right", 2, 3), Column("where", "left", 8, 13, priority=IDENTITY),
                 Column("counter", "left", 12, 38, priority=IDENTITY),
                 Column("X", "right", 4, 8), Column("since", "right", 8, 10),
@@ -167,6 +170,24 @@ class CountersPane(ViewPane):
                 self.table.focus()
                 return True
         return False
+
+    def select_rule(self, counter: str) -> bool:
+        """Highlight the violations of the rule on ``counter``."""
+        row = self.rule_rows.get(counter)
+        if row is None:
+            return False
+        self.table.select_source(row)
+        self.table.focus()
+        return True
+
+    def select_part(self, part: str | None) -> bool:
+        """``intervals``: the first unusual interval's row."""
+        row = next((i for i, m in enumerate(self.row_marks) if m is not None), None) if part == "intervals" else None
+        if row is None:
+            return False
+        self.table.select_source(row)
+        self.table.focus()
+        return True
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:
