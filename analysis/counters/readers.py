@@ -93,8 +93,7 @@ def _numbered_rows(head: bytes, cols: list[str]) -> bool:
     up by one, numbers in every other column, no server column."""
     if len(cols) < 2 or cols[0] not in INDEX_NAMES or any(c in SERVER_NAMES for c in cols):
         return False
-    lines = head.decode("utf-8", "replace").splitlines()
-    rows = [r for r in csv.reader(lines[1:6]) if r and any(x.strip() for x in r)][:-1 or None]
+    rows = _first_rows(head.decode("utf-8", "replace").splitlines())
     if len(rows) < 2 or not all(r[0].strip() and _is_number(r[0]) for r in rows):
         return False
     first = [float(r[0]) for r in rows]
@@ -111,8 +110,14 @@ def _one_server_file(head: bytes, cols: list[str]) -> bool:
         return False
     t_i = next(i for i, c in enumerate(cols) if c in TIME_NAMES)
     text_ok = {i for i, c in enumerate(cols) if c in COUNTER_NAMES} if "value" in cols else set()
-    rows = [r for r in csv.reader(lines[1:6]) if r and any(x.strip() for x in r)][:-1 or None]
+    rows = _first_rows(lines)
     return bool(rows) and _mostly_numbers(rows, len(cols), {t_i} | text_ok)
+
+
+def _first_rows(lines: list[str]) -> list[list[str]]:
+    """The cells of a file's first data rows (up to four) in its head, less the last line read
+    (the head may end within it), blank lines left out."""
+    return [r for r in csv.reader(lines[1:6]) if r and any(x.strip() for x in r)][:-1]
 
 
 def _mostly_numbers(rows: list[list[str]], width: int, skip: set[int]) -> bool:

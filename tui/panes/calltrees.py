@@ -126,15 +126,13 @@ class CallTreesPane(ViewPane):
 
     def select_pair(self, method: str, replica: str | None) -> bool:
         """Highlight the anomalous pair (method, replica); replica None: the method's first pair."""
-        d = self.diagnosis
-        if d is None:
-            return False
-        for i, p in enumerate(d.ranking):
-            if p.method_name == method and (replica is None or p.replica_name == replica):
-                self.pairs.select_source(i)
-                self.pairs.focus()
-                return True
-        return False
+        return self.pairs.focus_row(self._first_pair(
+            lambda p: p.method_name == method and (replica is None or p.replica_name == replica)))
+
+    def _first_pair(self, match) -> int | None:
+        """The row of the most anomalous pair that ``match``es (None: none, or no diagnosis)."""
+        ranking = self.diagnosis.ranking if self.diagnosis is not None else []
+        return next((i for i, p in enumerate(ranking) if match(p)), None)
 
     def select_part(self, part: str | None) -> bool:
         """``categories``: the request categories' list."""
@@ -146,17 +144,10 @@ class CallTreesPane(ViewPane):
     def select_pod(self, pod: str, service: str | None = None) -> bool:
         """Highlight the most anomalous pair on ``pod`` (what changed around it); with none there,
         the service's first pair. False (the list as it was) when neither is anomalous."""
-        d = self.diagnosis
-        if d is None:
-            return False
-        for match in (lambda p: p.replica_name == pod,
-                      lambda p: service is not None and p.method_name.split(":", 1)[0] == service):
-            for i, p in enumerate(d.ranking):
-                if match(p):
-                    self.pairs.select_source(i)
-                    self.pairs.focus()
-                    return True
-        return False
+        row = self._first_pair(lambda p: p.replica_name == pod)
+        if row is None and service is not None:
+            row = self._first_pair(lambda p: p.method_name.split(":", 1)[0] == service)
+        return self.pairs.focus_row(row)
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.pairs:

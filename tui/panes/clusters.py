@@ -105,9 +105,7 @@ class ClustersPane(ViewPane):
         """Highlight a cluster's row (-1: the normal requests)."""
         if getattr(self.result, "analysis", None) is None or not 0 <= cluster + 1 < len(self.table.source):
             return False
-        self.table.select_source(cluster + 1)
-        self.table.focus()
-        return True
+        return self.table.focus_row(cluster + 1)
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:

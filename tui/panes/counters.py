@@ -157,37 +157,23 @@ class CountersPane(ViewPane):
         self.mark = window
         if window is not None and self.view_name not in ("time view", "detail", "sparklines"):
             self.view = VIEWS.index("time view")
-        for i, (s, c) in enumerate(self.items):  # an interval of the server's over that time first
-            m = self.row_marks[i] if i < len(self.row_marks) else None
-            if (window is not None and m is not None and s is not None and cs.servers[s] == server
-                    and m[0] <= window[1] and m[1] >= window[0]):
-                self.table.select_source(i)
-                self.table.focus()
-                return True
-        for i, (s, c) in enumerate(self.items):
-            if s is not None and cs.servers[s] == server and (counter is None or cs.counters[c] == counter):
-                self.table.select_source(i)
-                self.table.focus()
-                return True
-        return False
+        ours = [i for i, (s, c) in enumerate(self.items) if s is not None and cs.servers[s] == server]
+        # an interval of the server's over that time first
+        row = next((i for i in ours if window is not None and i < len(self.row_marks) and self.row_marks[i] is not None
+                    and self.row_marks[i][0] <= window[1] and self.row_marks[i][1] >= window[0]), None)
+        if row is None:
+            row = next((i for i in ours if counter is None or cs.counters[self.items[i][1]] == counter), None)
+        return self.table.focus_row(row)
 
     def select_rule(self, counter: str) -> bool:
         """Highlight the violations of the rule on ``counter``."""
-        row = self.rule_rows.get(counter)
-        if row is None:
-            return False
-        self.table.select_source(row)
-        self.table.focus()
-        return True
+        return self.table.focus_row(self.rule_rows.get(counter))
 
     def select_part(self, part: str | None) -> bool:
         """``intervals``: the first unusual interval's row."""
-        row = next((i for i, m in enumerate(self.row_marks) if m is not None), None) if part == "intervals" else None
-        if row is None:
+        if part != "intervals":
             return False
-        self.table.select_source(row)
-        self.table.focus()
-        return True
+        return self.table.focus_row(next((i for i, m in enumerate(self.row_marks) if m is not None), None))
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:

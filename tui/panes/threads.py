@@ -147,12 +147,7 @@ class ThreadsPane(ViewPane):
 
     def _highlight(self, wanted) -> bool:
         """Highlight the first row whose abstraction is ``wanted``."""
-        for row, a in enumerate(self.order):
-            if wanted(a):
-                self.table.select_source(row)
-                self.table.focus()
-                return True
-        return False
+        return self.table.focus_row(next((row for row, a in enumerate(self.order) if wanted(a)), None))
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:

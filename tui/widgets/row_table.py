@@ -232,6 +232,15 @@ class RowTable(ScrollView, can_focus=True):
         """The row of the data (``base_source``) shown at ``row``."""
         return self.source.rows[row] if isinstance(self.source, FilteredSource) else row
 
+    def focus_row(self, row: int | None) -> bool:
+        """A link's landing: highlight data row ``row`` (leaving a filter that hides it) and take
+        the keys; False (nothing changed) when there is no such row (None)."""
+        if row is None:
+            return False
+        self.select_source(row)
+        self.focus()
+        return True
+
     def select_source(self, row: int, clear: bool = True) -> bool:
         """Highlight data row ``row``, leaving the filter when it hides it (``clear``)."""
         if isinstance(self.source, FilteredSource):
