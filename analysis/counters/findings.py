@@ -142,16 +142,6 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
     return res
 
 
-def _t(cs: CounterSet, k: int) -> str:
-    import datetime as _dt  # noqa: PLC0415
-
-    if cs.numbered:  # rows without times: no clock, the time since the start and the row
-        return f"{cs.time_label(k)} (row {k})"
-
-    when = _dt.datetime.fromtimestamp(cs.start + k * cs.interval, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    return f"{when} UTC ({cs.time_label(k)})"
-
-
 def _num(v: float) -> str:
     if not np.isfinite(v):
         return str(v)
@@ -189,9 +179,9 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
             fit = (f"a {o.kind} in {cs.counters[sd.onset_counter]} from {_num(o.before)} to {_num(o.after)} above the "
                    f"others' median, explaining {o.gain * 100:.0f}% of the variance")
             if dated:
-                ev.append(f"diverges from the other servers from {_t(cs, o.index)} on ({fit})")
+                ev.append(f"diverges from the other servers from {cs.when(o.index)} on ({fit})")
             else:
-                ev.append(f"no reliable date: the best fit puts a start at about {_t(cs, o.index)} (weak fit: {fit}; "
+                ev.append(f"no reliable date: the best fit puts a start at about {cs.when(o.index)} (weak fit: {fit}; "
                           f"a date needs {p.min_gain * 100:.0f}%)")
         ev += _moves_with(cs, corr_of.get((s, c0)), f"moves with {cs.counters[c0]} on {cs.servers[s]}")
         ev += how
@@ -214,7 +204,7 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
         ev = ["comparative analysis (time view): X = |global median - median over servers at a time point| / "
               "global std"]
         if fd.onset is not None:
-            ev.append(f"the fleet's {cs.counters[fd.onset_counter]} starts to move at {_t(cs, fd.onset.index)} "
+            ev.append(f"the fleet's {cs.counters[fd.onset_counter]} starts to move at {cs.when(fd.onset.index)} "
                       f"({fd.onset.kind}: {_num(fd.onset.before)} -> {_num(fd.onset.after)}, fit {fd.onset.gain:.2f})")
         ev += _moves_with(cs, corr_of.get((None, c0)), f"over the fleet, {cs.counters[c0]} moves with")
         rows = []
@@ -328,8 +318,8 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
         sharing = {j.server for j in ot.intervals if j.start <= iv.end and j.end >= iv.start}
         names = [cs.counters[c] for c, *_ in iv.counters]
         who = f"{len(names)} counter(s): {', '.join(names[:4])}{'...' if len(names) > 4 else ''}"
-        when = f"from {_t(cs, iv.start)} to {_t(cs, iv.end)} ({_span(cs, iv.points)})"
-        ev = [f"{cs.servers[iv.server]}: {who} left their usual level {when}; peak at {_t(cs, iv.peak)}"]
+        when = f"from {cs.when(iv.start)} to {cs.when(iv.end)} ({_span(cs, iv.points)})"
+        ev = [f"{cs.servers[iv.server]}: {who} left their usual level {when}; peak at {cs.when(iv.peak)}"]
         for c, z, how, level, usual in iv.counters:
             ev.append(f"{cs.counters[c]}: {_num(level)} at its furthest, usually {_num(usual)} "
                       f"({'against its peers at the same time' if how == 'peers' else 'against its own history'}"

@@ -81,6 +81,17 @@ class CounterSet:
         except ValueError:
             raise KeyError(f"no server {name!r}") from None
 
+    def when(self, k: int, date: bool = True) -> str:
+        """Grid point k for a reader: its clock time in UTC (with the date, or the time of day) and
+        the time since the start; for numbered rows, which have no clock, the time since the
+        start and the row."""
+        if self.numbered:
+            return f"{self.time_label(k)} (row {k})"
+        import datetime as _dt  # noqa: PLC0415
+
+        at = _dt.datetime.fromtimestamp(self.start + k * self.interval, _dt.timezone.utc)
+        return at.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S") + f" UTC ({self.time_label(k)})"
+
     def time_label(self, k: int) -> str:
         """Grid point k as the time since the start (PAD's 'time since start'), in one format for
         the whole set (an axis reads +0:00:00 .. +23:50:00, not +0:00 .. +23:50:00): +m:ss within an

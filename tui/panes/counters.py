@@ -218,7 +218,7 @@ class CountersPane(ViewPane):
         mark = row_mark or self.mark  # an interval's row marks its own time; else a link's time
         marked = _marked_points(cs, mark)
         mark_text = "" if mark is None else \
-            f"{mark[2]} at {_clock(cs, marked[0])}" if marked is not None else \
+            f"{mark[2]} at {cs.when(marked[0], date=False)}" if marked is not None else \
             f"{mark[2]} is outside the counters' time"
         if view == "server view":
             sv = server_view(cs, c)
@@ -286,15 +286,6 @@ def _marked_points(cs, mark) -> tuple[int, int] | None:
     if k1 < k0:  # shorter than an interval: the nearest point
         k0 = k1 = int(np.rint((a + b) / 2))
     return max(0, k0), min(cs.n_points - 1, k1)
-
-
-def _clock(cs, k: int) -> str:
-    import time  # noqa: PLC0415
-
-    if cs.numbered:  # rows without times: no clock
-        return f"{cs.time_label(k)} (row {k})"
-
-    return time.strftime("%H:%M:%S", time.gmtime(cs.start + k * cs.interval)) + f" UTC ({cs.time_label(k)})"
 
 
 def _with_mark(t: Text, cs, marked, mark_text: str, bins: int) -> Text:
