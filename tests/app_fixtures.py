@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import threading
 
 import numpy as np
@@ -57,3 +58,34 @@ def held_analysis(n: int, first: Progress | None = None):
         return fake(paths, options)
 
     return analyse, release
+
+
+_ANALYSED: dict[tuple, bytes] = {}
+
+
+def analysed_once(paths, options: Options | None = None):
+    """A stand-in analysis that gives the real analysis of ``paths`` (run_triage, what the app's
+    worker process runs), made once per test process and handed out as the worker hands it over,
+    pickled (each app gets its own copy). For tests of what the app shows and where its keys and
+    links go; how the app runs an analysis (parts as they come, progress, quit, cancel, re-run)
+    is tested on the real worker process (test_app_process.py, the palette's re-run)."""
+    from perftriage.analysis.triage import run_triage
+
+    options = options or Options()
+    key = (tuple(str(p) for p in paths), repr(options))
+    if key not in _ANALYSED:
+        _ANALYSED[key] = pickle.dumps(run_triage([str(p) for p in paths], options))
+    data = _ANALYSED[key]
+
+    def analyse(paths, options=None, progress=None):
+        return pickle.loads(data)
+
+    return analyse
+
+
+def app_on(paths, options: Options | None = None):
+    """The app on ``paths``, its analysis made once per test process (analysed_once)."""
+    from perftriage.tui.app import PerftriageApp
+
+    paths = [str(p) for p in paths]
+    return PerftriageApp(paths, options, analyse=analysed_once(paths, options))
