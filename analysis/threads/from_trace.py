@@ -40,8 +40,10 @@ OPENERS = {"open": 1, "openat": 1, "openat2": 1, "creat": 1, "socket": 1, "accep
            "epoll_create1": 1, "signalfd": 1, "signalfd4": 1, "timerfd_create": 1, "memfd_create": 1,
            "inotify_init": 1, "inotify_init1": 1, "socketpair": 2, "close": -1}
 MIN_AUTO_WINDOW_NS = 10_000_000
-UNITS = {"CPU": "%", "Syscalls": "calls/s", "Blocked": "%", "Preempted": "%", "Handles": "open files",
-         "Mappings": "mappings"}
+# Handles and Mappings are counted from the trace's start (what was open before is not seen):
+# "net", so that a thread that closed more files than it opened reads -1 net open files, not -1 open files
+UNITS = {"CPU": "%", "Syscalls": "calls/s", "Blocked": "%", "Preempted": "%", "Handles": "net open files",
+         "Mappings": "net mappings"}
 MAPPERS = {"mmap": 1, "mmap2": 1, "mremap": 1, "munmap": -1}
 
 
