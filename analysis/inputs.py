@@ -166,9 +166,20 @@ def classify(paths) -> Inputs:
             continue
         kind = sniff_file(p)
         if kind is None:
+            if _header_only(p):
+                raise InputError(p, "no data rows under the header")
             raise InputError(p, "unrecognised input: not a CTF trace folder nor a data file perftriage reads")
         inputs.add_file(kind, p)
     return inputs
+
+
+def _header_only(path: Path) -> bool:
+    """Whether a file no reader took is one line of column names (a delimited line), nothing after."""
+    head = read_head(path)
+    if len(head) >= 65536:
+        return False
+    lines = [ln for ln in head.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return len(lines) == 1 and any(sep in lines[0] for sep in ",;\t")
 
 
 def _sniff_quiet(path: Path) -> str | None:

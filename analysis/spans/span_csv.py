@@ -136,6 +136,8 @@ def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> 
         du_unit = du[1] if du else None
         width = len(header)
         rows = list(rd)
+        if not any(r and (len(r) > 1 or r[0].strip()) for r in rows):
+            raise InputError(path, "no data rows under the header")
         if _read_fast(path, rows, width, cols, b):
             return
         pods: dict[str, str] = {}  # pod -> its service, when no service column says it
