@@ -22,7 +22,7 @@ from perftriage.analysis.counters.table import from_cube
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.sim.fleet import AFFECTED, FleetConfig, fleet_counters
 
-from conftest import ROOT
+from conftest import ROOT, SHARED
 
 SAMPLE = ROOT / "sample_traces" / "fleet"
 
@@ -415,6 +415,51 @@ def test_numbered_rows_are_read_with_the_users_interval_and_told_as_times_since_
     timed = _write(tmp_path / "web-01.csv", "time,m1,m2,m3\n1700000000,1,2,3\n1700000300,1,2,3\n")
     with pytest.raises(InputError, match="its rows are numbered, while .*web-01.csv has times: they cannot be aligned"):
         load_counters([files[0], timed], row_interval=300)
+
+
+def test_files_without_a_header_read_as_the_published_ones(tmp_path):
+    """Counters published without a header (SMD's machine-1-1.txt: numbers from the first line):
+    the real ASD test files with their header and idx column taken off give the same counters
+    (m1..m19, numbered from 1 as the labels number them) and the same findings as the files as
+    published; a first column of unix times is their times; without times, --interval is asked."""
+    import gzip
+
+    import perftriage.analysis.triage  # noqa: F401 (registers every kind of file, as a run does)
+    from perftriage.analysis.inputs import sniff_file
+
+    asd = SHARED / "real_data" / "asd" / "test"
+    if not asd.is_dir():
+        pytest.fail(f"{asd} is missing: the tests expect ../shared/real_data beside the clone")
+    published = sorted(asd.glob("omi-*_test.csv.gz"))[:6]
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for f in published:
+        lines = gzip.decompress(f.read_bytes()).decode().splitlines()[1:]
+        (bare / f.name.replace(".csv.gz", ".txt")).write_text("\n".join(ln.split(",", 1)[1] for ln in lines) + "\n")
+    files = sorted(bare.iterdir())
+    assert all(sniff_file(f) == "counters" for f in files)
+    with pytest.raises(InputError, match=r"omi-1\w*_test\.txt: has no header and no time column: .* --interval 5m"):
+        load_counters(files)
+    cs, ref = load_counters(files, row_interval=300), load_counters(published, row_interval=300)
+    assert cs.counters == ref.counters == [f"m{k}" for k in range(1, 20)] and cs.servers == ref.servers
+    assert cs.numbered and np.array_equal(cs.values, ref.values, equal_nan=True)
+    assert "6 files without a header (omi-10_test.txt, omi-11_test.txt, omi-12_test.txt, ...): columns read as " \
+           "counters m1..m19 (numbered from 1)" in cs.notes
+    titles = [f.title for f in counter_findings(analyse_counters(cs))]
+    assert titles == [f.title for f in counter_findings(analyse_counters(ref))] and len(titles) > 3
+    # a first column of unix times, a damaged cell, a row of another width
+    rows = [f"{1_700_000_000 + 60 * k},{k % 5},{'x' if k == 7 else k}" for k in range(300)]
+    timed = _write(tmp_path / "web-01.txt", "\n".join(rows[:50] + ["1,2"] + rows[50:]) + "\n")
+    assert sniff_file(timed) == "counters"
+    cs = load_counters([timed])
+    assert not cs.numbered and cs.start == 1_700_000_000 and cs.interval == 60 and cs.counters == ["m1", "m2"]
+    assert np.isnan(cs.values[0, 1, 7]) and cs.values[0, 1, 8] == 8
+    assert any("web-01.txt: 1 row with another number of fields than the first skipped" in n for n in cs.notes)
+    # a growing counter first is no clock: its steps are uneven
+    grow = _write(tmp_path / "db-01.txt", "\n".join(f"{2_000_000_000 + k * k},{k % 3}" for k in range(100)) + "\n")
+    with pytest.raises(InputError, match="has no header and no time column"):
+        load_counters([grow])
+    assert load_counters([grow], row_interval=60).counters == ["m1", "m2"]
 
 
 def test_a_damaged_cell_is_a_missing_sample_and_a_column_of_text_no_counter(tmp_path):

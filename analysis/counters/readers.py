@@ -16,6 +16,11 @@ A server's file may have numbered rows instead of times (a first column idx, ind
 or unnamed holding 0, 1, 2...; datasets published without their timestamps): the time between
 two rows is the user's (``--interval 5m``), and times are then only times since the start.
 
+A server's file may have no header at all (comma-separated numbers from the first line on, as
+datasets like SMD publish ``machine-1-1.txt``): its columns are counters m1, m2, ... (numbered
+from 1, as such datasets' labels number them), its rows numbered (``--interval``), unless the
+first column holds unix times (increasing, mostly evenly spaced), which are then its times.
+
 Prometheus: the JSON body of ``/api/v1/query_range`` (``resultType`` "matrix"), or a list of
 them, or a JSON-lines file of them. The server is a label (``instance`` by default); the counter
 is ``__name__`` with the other labels, e.g. ``node_cpu_seconds_total{cpu="0",mode="idle"}``.
@@ -81,6 +86,8 @@ def sniff_csv(path: Path, head: bytes) -> bool:
     cols = _header(head)
     if not cols or any(c in THREAD_NAMES for c in cols):
         return False
+    if _numbers_line(head.decode("utf-8", "replace").split("\n", 1)[0]):
+        return _headerless(head)
     if not any(c in TIME_NAMES for c in cols):
         return _numbered_rows(head, cols)
     if any(c in SERVER_NAMES for c in cols):
@@ -112,6 +119,20 @@ def _one_server_file(head: bytes, cols: list[str]) -> bool:
     text_ok = {i for i, c in enumerate(cols) if c in COUNTER_NAMES} if "value" in cols else set()
     rows = _first_rows(lines)
     return bool(rows) and _mostly_numbers(rows, len(cols), {t_i} | text_ok)
+
+
+def _numbers_line(line: str) -> list[str] | None:
+    """A line's cells when it is two or more comma-separated numbers (no header names), else None."""
+    cells = next(csv.reader([line.strip("\r\ufeff")]), [])
+    return cells if len(cells) >= 2 and all(c.strip() and _is_number(c) for c in cells) else None
+
+
+def _headerless(head: bytes) -> bool:
+    """Counters without a header: numbers only in the first line, the same number of cells in the
+    first lines, numbers in them but for a damaged cell or two."""
+    lines = [ln for ln in head.decode("utf-8", "replace").splitlines() if ln.strip()]
+    rows = list(csv.reader(lines[:6]))[:-1] if len(head) >= 65536 else list(csv.reader(lines[:5]))
+    return len(rows) >= 2 and len({len(r) for r in rows}) == 1 and _mostly_numbers(rows, len(rows[0]), set())
 
 
 def _first_rows(lines: list[str]) -> list[list[str]]:
@@ -155,6 +176,9 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
         header = next(rd, None)
         if not header or not any(h.strip() for h in header):
             raise InputError(path, "file is empty")
+        if _numbers_line(",".join(header)):
+            rows = [header] + [r for r in rd if r and any(x.strip() for x in r)]
+            return _read_headerless(path, rows, names_, row_interval)
         names = [_norm(h) for h in header]
         numbered = not any(n in TIME_NAMES for n in names) and bool(names) and names[0] in INDEX_NAMES
         if numbered and not row_interval:
@@ -169,7 +193,8 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
     short = sum(1 for r in rows if len(r) < width)
     if short:
         rows = [r for r in rows if len(r) >= width]
-        notes.append(f"{path.name}: {short:,} rows with fewer fields than the header were skipped")
+        notes.append(f"{path.name}: {short:,} row{'s' if short != 1 else ''} with fewer fields than the header "
+                     "skipped")
     if not rows:
         raise InputError(path, "no data rows under the header")
     t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), 0 if numbered else None)
@@ -206,25 +231,82 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
         for i in range(width):
             if i in used:
                 continue
-            try:
-                vals.append(_floats(cols[i], path, f"column {header[i]!r}"))
+            v = _counter_column(cols[i], path, header[i], notes)
+            if v is not None:
+                vals.append(v)
                 cidx.append(names_.counter(labels[i]))
-            except InputError:
-                # a damaged cell or a few (at most 1% of the column): missing samples; more: not a counter
-                ok = np.array([_is_number(x) for x in cols[i]])
-                bad = int((~ok).sum())
-                if bad <= max(1, 0.01 * len(ok)) and ok.any():
-                    vals.append(_floats([x if good else "" for x, good in zip(cols[i], ok)], path, header[i]))
-                    cidx.append(names_.counter(labels[i]))
-                    first = next(x for x, good in zip(cols[i], ok) if not good)
-                    notes.append(f"{path.name}: column {header[i]!r}: {bad} cell{'s' if bad != 1 else ''} not a number "
-                                 f"(e.g. {first[:20]!r}) read as missing")
-                else:
-                    notes.append(f"{path.name}: column {header[i]!r} is not numeric: ignored")
         if not vals:
             raise InputError(path, "no numeric counter column besides time and server (nor counter and value columns)")
         pieces.append(Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals)))
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, s_i is None, numbered)
+
+
+def _counter_column(col, path: Path, label: str, notes: list[str]) -> np.ndarray | None:
+    """A counter's column as floats. A damaged cell or a few (at most 1% of the column) are missing
+    samples, with a note; more: not a counter (None, with a note)."""
+    try:
+        return _floats(col, path, f"column {label!r}")
+    except InputError:
+        ok = np.array([_is_number(x) for x in col])
+        bad = int((~ok).sum())
+        if bad <= max(1, 0.01 * len(ok)) and ok.any():
+            first = next(x for x, good in zip(col, ok) if not good)
+            notes.append(f"{path.name}: column {label!r}: {bad} cell{'s' if bad != 1 else ''} not a number "
+                         f"(e.g. {first[:20]!r}) read as missing")
+            return _floats([x if good else "" for x, good in zip(col, ok)], path, label)
+        notes.append(f"{path.name}: column {label!r} is not numeric: ignored")
+        return None
+
+
+def _unix_times(v: np.ndarray) -> bool:
+    """Whether a column of numbers is unix times: increasing, from 2000 to 2100 in s, ms, µs or ns,
+    nine steps in ten within 10% of the usual step (a counter that only grows is rarely so even)."""
+    if len(v) < 3 or not np.isfinite(v).all() or not (np.diff(v) > 0).all():
+        return False
+    scale = next((f for f in (1.0, 1e3, 1e6, 1e9) if 9.4e8 * f <= v[0] and v[-1] <= 4.2e9 * f), None)
+    if scale is None:
+        return False
+    d = np.diff(v)
+    step = np.median(d)
+    return float(np.mean(np.abs(d - step) <= 0.1 * step)) >= 0.9
+
+
+def _read_headerless(path: Path, rows: list[list[str]], names_: "_Names",
+                     row_interval: float | None) -> RawCounters:
+    """One server's counters without a header (see the module's doc): m1, m2, ... by column."""
+    width = len(rows[0])
+    notes = []
+    short = sum(1 for r in rows if len(r) != width)
+    if short:
+        rows = [r for r in rows if len(r) == width]
+        notes.append(f"{path.name}: {short:,} row{'s' if short != 1 else ''} with another number of fields than "
+                     "the first skipped")
+    cols = list(zip(*rows))
+    del rows
+    first = _floats(cols[0], path, "the first column") if all(_is_number(x) for x in cols[0]) else None
+    timed = first is not None and _unix_times(first)
+    if timed:
+        time = to_seconds(first, path)
+        cols = cols[1:]
+    elif not row_interval:
+        raise InputError(path, "has no header and no time column: its rows are taken as numbered; give the time "
+                               "between two rows, e.g. --interval 5m")
+    else:
+        time = np.arange(len(cols[0]), dtype=np.float64) * row_interval
+    vals, cidx = [], []
+    for j, col in enumerate(cols):
+        v = _counter_column(col, path, f"m{j + 1}", notes)
+        if v is not None:
+            vals.append(v)
+            cidx.append(names_.counter(f"m{j + 1}"))
+    if not vals:
+        raise InputError(path, "no numeric counter column")
+    server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
+    how = f"the first column read as unix times, the others as counters m1..m{len(cols)}" if timed else \
+        f"columns read as counters m1..m{len(cols)}"
+    return RawCounters(names_.server_list, names_.counter_list,
+                       [Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals))], str(path), notes,
+                       True, not timed, how)
 
 
 def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
@@ -478,6 +560,7 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
         raise InputError(None, "no counter file given")
     names_ = _Names()
     pieces, notes, by_name, numbered, timed = [], [], [], [], [str(raw.source) for raw in servers]
+    headerless: dict[str, list[str]] = {}  # how their columns were read -> the files without a header
     for raw in servers:  # renumbered into this dataset's names
         srv = np.array([names_.server(n) for n in raw.servers], np.int32)
         cnt = np.array([names_.counter(n) for n in raw.counters], np.int32)
@@ -493,10 +576,15 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
         notes += raw.notes
         if raw.server_from_name:
             by_name.append(server_of_file(p))
+        if raw.headerless:
+            headerless.setdefault(raw.headerless, []).append(p.name)
         (numbered if raw.numbered else timed).append(str(p))
     if numbered and timed:
         raise InputError(numbered[0], f"its rows are numbered, while {timed[0]} has times: they cannot be aligned "
                                       "(give the files of one kind)")
+    for how, names in headerless.items():
+        notes.append(f"{len(names)} file{'s' if len(names) != 1 else ''} without a header ({', '.join(names[:3])}"
+                     f"{', ...' if len(names) > 3 else ''}): {how} (numbered from 1)")
     if numbered:
         notes.append(f"rows numbered, not timed: {_secs_text(row_interval)} apart (--interval); times are since the "
                      "start only")

@@ -39,6 +39,7 @@ class RawCounters:
     notes: list[str] = field(default_factory=list)
     server_from_name: bool = False  # a CSV without a server column: one server, named after the file
     numbered: bool = False  # rows numbered, not timed (--interval apart): the times are relative only
+    headerless: str = ""  # a CSV without a header: how its columns were read ("counters m1..m8")
 
     @property
     def n_samples(self) -> int:

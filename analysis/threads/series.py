@@ -149,7 +149,7 @@ def read_csv(path) -> ThreadSeries:
         raise InputError(path, f"no time column (looked for {', '.join(TIME_NAMES)}; header: {', '.join(header[:8])})")
     time = column_to_seconds(list(cols[t_i]), path)
     th_i = next((i for i, n in enumerate(names) if n in THREAD_NAMES), None)
-    notes = [f"{short:,} rows with fewer fields than the header were skipped"] if short else []
+    notes = [f"{short:,} row{'s' if short != 1 else ''} with fewer fields than the header skipped"] if short else []
     if th_i is None:
         ts = _read_wide(path, header, names, cols, time, t_i)
     else:
