@@ -96,6 +96,15 @@ def run(quick: bool = False) -> bool:
     for name, sc in (("perftriage (over time)", ours), ("robust z-score |z| > 3.5", base)):
         print(f"  {name:<28} {sc['p']:>8.3f} {sc['r']:>6.3f} {sc['f1']:>6.3f}   {sc['ip']:>10.3f} {sc['ir']:>6.3f} "
               f"{sc['if1']:>6.3f}  {sc['intervals']:>9}  {len(sc['named'])}/12: {', '.join(map(str, sc['named']))}")
+    # what a reader meets first: the intervals in the order the report and the app list them
+    ranked = []
+    for iv in ot.intervals:
+        s = order.index(iv.server)
+        a, b = max(iv.start - k0, 0), min(iv.end - k0, T - 1)
+        ranked.append(bool(L[s, a:b + 1].any()) if a <= b else False)
+    firsts = ", ".join(f"first {k}: {sum(ranked[:k])}/{min(k, len(ranked))}" for k in (ca.params.over_time.max_intervals,
+                                                                                       25, 50, 100))
+    print(f"  perftriage's intervals in a labelled segment, as ranked (the first are the report's findings): {firsts}")
     print(f"  PAD's server view (X >= {ca.params.server_x:g}) names: {', '.join(f'omi-{n}' for n in pad) or 'none'}")
     ratio = ours["f1"] / max(base["f1"], 1e-9)
     met = ratio >= 1.5 and len(ours["named"]) == 12
