@@ -1,8 +1,11 @@
-"""Timestamps of span files: integers in s / ms / µs / ns since the Unix epoch, or ISO 8601."""
+"""Timestamps of span and counter files: integers in s / ms / µs / ns since the Unix epoch, ISO
+8601, or Go's time.Time as it prints itself (``2022-08-22 03:51:19.607158889 +0000 UTC
+m=+0.113112869``: collectors written in Go log times so)."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import re
 
 import numpy as np
 
@@ -21,8 +24,17 @@ def epoch_unit(value: float) -> str:
     return "s"
 
 
+#: Go's time.Time.String(): date, time, numeric offset, zone name, and the monotonic clock reading
+_GO_TIME = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?) ([+-]\d\d)(\d\d) [A-Za-z]{1,6}"
+                      r"(?: m=[+-]\d+(?:\.\d+)?)?")
+
+
 def parse_iso_ns(text: str) -> int:
-    t = text.strip().replace("Z", "+00:00")
+    t = text.strip()
+    go = _GO_TIME.fullmatch(t)
+    if go:  # the offset tells the time; the zone's name and the monotonic reading add nothing
+        t = f"{go[1]}{go[2]}:{go[3]}"
+    t = t.replace("Z", "+00:00")
     frac_ns = 0
     if "." in t:
         head, rest = t.split(".", 1)

@@ -7,10 +7,11 @@ CSV (header required; names matched case-insensitively, ``-``/``_``/spaces ignor
 - **long**: ``time, server, counter, value``: one row per sample of one counter;
 - **wide**: ``time, server, COUNTER...``: one row per server and time, one column per counter.
 
-The server column may be called server, instance, host, hostname, node, machine or silo; the
-counter column counter, metric or name. A file without a server column is one server's, named
+The server column may be called server, instance, host, hostname, node, machine, silo, pod,
+podname or container; the counter column counter, metric or name. Columns named as times besides
+the one read (``Time`` and ``TimeStamp``) are no counters. A file without a server column is one server's, named
 after the file (``web-01.csv``: web-01; one file per server, as exports per host come). Times:
-unix seconds / ms / µs / ns (by magnitude) or ISO 8601. Empty cells are missing samples.
+unix seconds / ms / µs / ns (by magnitude), ISO 8601 or Go's time.Time text. Empty cells are missing samples.
 
 A server's file may have numbered rows instead of times (a first column idx, index, row, sample
 or unnamed holding 0, 1, 2...; datasets published without their timestamps): the time between
@@ -43,7 +44,7 @@ from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from .table import CounterSet, Piece, RawCounters, align
 
 TIME_NAMES = ("time", "timestamp", "ts", "t", "datetime", "date")
-SERVER_NAMES = ("server", "instance", "host", "hostname", "node", "machine", "silo")
+SERVER_NAMES = ("server", "instance", "host", "hostname", "node", "machine", "silo", "pod", "podname", "container")
 COUNTER_NAMES = ("counter", "metric", "name", "countername", "metricname")
 THREAD_NAMES = ("thread", "tid", "threadid", "lwp")
 INDEX_NAMES = ("idx", "index", "row", "rownumber", "sample", "")  # a first column numbering rows
@@ -223,7 +224,7 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
             r = o[a:b]
             pieces.append(Piece(server[r], time[r], idx[inv[r[:1]]], value[r][:, None]))
     else:  # wide
-        used = {t_i, s_i} - {None}
+        used = ({t_i, s_i} | _other_times(names, t_i)) - {None}
         labels, dup = _column_labels(header)
         if dup:
             notes.append(f"{path.name}: {dup}")
@@ -239,6 +240,12 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
             raise InputError(path, "no numeric counter column besides time and server (nor counter and value columns)")
         pieces.append(Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals)))
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, s_i is None, numbered)
+
+
+def _other_times(names: list[str], t_i: int | None) -> set[int]:
+    """The columns named as times besides the one read as the time (``Time`` and ``TimeStamp``:
+    the same instant twice, or a damaged copy of it): no counter."""
+    return {i for i, n in enumerate(names) if n in TIME_NAMES and i != t_i}
 
 
 def _counter_column(col, path: Path, label: str, notes: list[str]) -> np.ndarray | None:
@@ -319,7 +326,7 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
     s_i = next((i for i, n in enumerate(names) if n in SERVER_NAMES), None)
     if t_i is None or "value" in names:
         return None
-    cols = [i for i in range(len(header)) if i not in (t_i, s_i)]
+    cols = [i for i in range(len(header)) if i not in (t_i, s_i) and i not in _other_times(names, t_i)]
     if not cols:
         return None
     got = _read_polars(path, header, t_i, s_i, cols)
