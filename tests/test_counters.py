@@ -462,6 +462,34 @@ def test_files_without_a_header_read_as_the_published_ones(tmp_path):
     assert load_counters([grow], row_interval=60).counters == ["m1", "m2"]
 
 
+def test_pod_metrics_with_go_times_read_as_a_fleet_of_pods(tmp_path):
+    """The real OnlineBoutique metric folder (Nezha's collector, written in Go): a PodName column,
+    times as Go prints them ('2022-08-22 03:51:19.607158889 +0000 UTC m=+0.113112869'), and a
+    second time column, TimeStamp, that is 200,000,000 s wrong in adservice's file: the pods are
+    the servers, Time their times, and no time column a counter."""
+    import perftriage.analysis.triage  # noqa: F401 (registers every kind of file, as a run does)
+    from perftriage.analysis.inputs import sniff_file
+
+    folder = SHARED / "real_data" / "onlineboutique-2022-08-22" / "metric"
+    if not folder.is_dir():
+        pytest.fail(f"{folder} is missing: the tests expect ../shared/real_data beside the clone")
+    files = sorted(folder.glob("*_metric.csv.gz"))
+    assert len(files) == 10 and all(sniff_file(f) == "counters" for f in files)
+    cs = load_counters(files)
+    assert sorted(cs.servers) == sorted(f.name.removesuffix("_metric.csv.gz") for f in files)
+    assert "CpuUsageRate(%)" in cs.counters and not {"Time", "TimeStamp"} & set(cs.counters)
+    assert cs.start == pytest.approx(1661140279.6, abs=60) and cs.interval == pytest.approx(60, abs=2)
+    ad = cs.server_index(next(s for s in cs.servers if s.startswith("adservice")))
+    assert np.isfinite(cs.values[ad, cs.counters.index("CpuUsageRate(%)")]).mean() > 0.95  # on the others' clock
+    # the same in a file written here: offsets other than UTC, the zone's name, no monotonic part
+    p = _write(tmp_path / "pods.csv", "Time,TimeStamp,PodName,cpu\n" + "\n".join(
+        f"2022-08-22 0{5 + k // 60}:{k % 60:02d}:00.5 +0200 CEST,{k},web-{s},{k % 3}" for k in range(90) for s in (1, 2, 3))
+        + "\n")
+    cs = load_counters([p])
+    assert cs.counters == ["cpu"] and cs.servers == ["web-1", "web-2", "web-3"]
+    assert cs.start == pytest.approx(1661137200.5) and cs.interval == 60
+
+
 def test_a_damaged_cell_is_a_missing_sample_and_a_column_of_text_no_counter(tmp_path):
     import perftriage.analysis.triage  # noqa: F401 (registers every kind of file, as a run does)
     from perftriage.analysis.inputs import sniff_file
