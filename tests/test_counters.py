@@ -585,6 +585,26 @@ def test_a_fleet_wide_event_is_seen_against_each_servers_history():
     assert any("fleet-wide event" in e for e in f.evidence)
 
 
+def test_a_counter_that_jumps_at_every_burst_does_not_bury_an_incident():
+    """A latency that sits still, then jumps at bursts (15% of the points, on every server: a MAD
+    of nearly nothing) is beyond z at every burst; its z is scaled down until a tenth of its points
+    are, so the incident on srv-2 (two counters, points 200-211) is the first interval, among few."""
+    from perftriage.analysis.counters.over_time import detect_over_time
+    from perftriage.analysis.counters.params import TimeParams
+
+    cs = _fleet_with(4, event=([2], 1, 3, 200, 212, 0.6))
+    v = cs.values.copy()
+    rng = np.random.default_rng(3)
+    shape = (v.shape[0], v.shape[2])
+    v[:, 4] = np.where(rng.random(shape) < 0.15, rng.uniform(0.05, 0.5, shape), 0.003 + rng.normal(0, 1e-4, shape))
+    cs = from_cube(v, cs.servers, cs.counters, start=cs.start, interval=cs.interval)
+    ot = detect_over_time(cs)
+    first = ot.intervals[0]
+    assert (first.server, first.start) == (2, 200) and abs(first.end - 211) <= 1
+    assert len(ot.intervals) < 20
+    assert len(detect_over_time(cs, TimeParams(tail=1.0)).intervals) > 100  # not scaled: a burst is an interval
+
+
 def test_less_than_three_days_is_judged_against_peers_only():
     from perftriage.analysis.counters.over_time import detect_over_time
 

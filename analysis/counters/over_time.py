@@ -14,8 +14,10 @@ For every series:
 
 A spread is never finer than twice the series' resolution (the smallest step between its
 values: counters rounded to 0.01 have a MAD of 0 wherever they sit still), so a move of one
-step is never a deviation. A point of a server is flagged when at least ``min_counters``
-counters are beyond ``z`` at once (an incident moves several counters), or one counter beyond
+step is never a deviation. A series beyond ``z`` at more than a tenth of its points (``tail``)
+has heavier tails than its robust spread says: its z is scaled down until a tenth are. A point
+of a server is flagged when at least ``min_counters`` counters are beyond ``z`` at once (an
+incident moves several counters), or one counter beyond
 ``strong``; flagged points less than ``gap`` points apart form one interval, reported with its
 start, end, peak and the counters that moved, each with its level and its usual one.
 """
@@ -186,6 +188,14 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None) -> OverTi
     if S < 3:
         notes.append(f"{S} server(s): each judged against its own history only (3 are needed for peers)")
     z = np.nan_to_num(z, nan=0.0, posinf=1e6)
+    # a series beyond z at more than p.tail of its points has heavier tails than its robust spread
+    # says (a latency that mostly sits still, then jumps at every burst): its z scaled down until
+    # no more than that share is beyond (measured: ten different pods' metrics named the faulty
+    # pod first for 7 of 24 faults without, 17 with; the ASD fleet's intervals in the order
+    # ranked, 36 of the first 50 in a labelled segment against 32)
+    for s in range(S):  # a server at a time: the quantile's working copy stays a server's
+        q = np.quantile(z[s], 1 - p.tail, axis=1, keepdims=True)
+        z[s] *= np.minimum(1.0, p.z / np.maximum(q, 1e-12)).astype(np.float32)
     over = z > p.z
     need = p.min_counters or max(2, int(np.ceil(C / 10)))
     flag = (over.sum(axis=1) >= need) | (z.max(axis=1) > p.strong)  # (S, T)

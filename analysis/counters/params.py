@@ -24,6 +24,7 @@ class TimeParams:
     gap: int = 2  # flagged points at most this many points apart make one interval
     resolution_steps: float = 2.0  # spreads are never finer than this many steps of the series' resolution
     max_intervals: int = 12  # intervals reported as findings (all are in the result)
+    tail: float = 0.1  # share of a series' points that may lie beyond z (more: its z is scaled down)
 
 
 @dataclass
