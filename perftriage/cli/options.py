@@ -86,7 +86,8 @@ def add_counter_options(p: argparse.ArgumentParser) -> None:
                    "rules.xml beside the counter files)")
     g.add_argument("--interval", metavar="DURATION",
                    help="counter files whose rows are numbered, not timed (a first column idx, index, row or "
-                        "sample: datasets published without timestamps): the time between two rows, e.g. 5m")
+                        "sample, or no header at all: datasets published without timestamps): the time between "
+                        "two rows, e.g. 5m")
     g.add_argument("--server-label", default="instance", metavar="LABEL",
                    help="Prometheus label naming the server (default instance)")
     g.add_argument("--server-x", type=number(0, 1e9, lo_open=True), default=2.5, metavar="X",
