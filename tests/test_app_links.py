@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 from app_fixtures import app_on
-from conftest import REAL, ROOT, needs_bt2
+from conftest import REAL, ROOT, SHARED, needs_bt2
 from textual.widgets import TabbedContent
 
 from perftriage.tui.app import PerftriageApp
@@ -369,7 +369,11 @@ async def test_at_80x24_identity_columns_are_never_cut():
         "microservices": [("3", "ct-pairs", lambda app: [app.result.diagnosis.ranking[0].method_name,
                                                          app.result.diagnosis.ranking[0].replica_name])],
         "fleet": [("5", "co-table", lambda app: [app.query_one(CountersPane).ca.cs.servers[
-            app.query_one(CountersPane).items[0][0]]])],
+            app.query_one(CountersPane).items[0][0]],
+            app.query_one(CountersPane).table.source.cells(0)[3]])],  # its X, a number: whole too
+        # real pod metrics: long pod names beside long counter names; the X of the first row whole
+        str(SHARED / "real_data" / "onlineboutique-2022-08-22" / "metric"): [
+            ("5", "co-table", lambda app: [app.query_one(CountersPane).table.source.cells(0)[3]])],
     }
     for sample, tabs in checks.items():
         app = app_on([str(SAMPLES / sample)])

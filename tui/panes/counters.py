@@ -74,7 +74,7 @@ class CountersPane(ViewPane):
         onset_of = {(sd.server, c): o for sd in ca.servers for c, o in sd.counter_onsets.items()}
         for s, c, x in cp.top_servers(40):
             o = onset_of.get((s, c))
-            rows.append([str(len(rows) + 1), cs.servers[s], cs.counters[c], f"{x:.2f}",
+            rows.append([str(len(rows) + 1), cs.servers[s], cs.counters[c], _x(x),
                          cs.time_label(o.index) if o is not None else "",
                          f"median {_n(cp.server_median[s, c])} vs fleet {_n(cp.global_median[c])}"])
             styles.append("alert" if x >= p.server_x else None)
@@ -99,7 +99,7 @@ class CountersPane(ViewPane):
         for c, x, n in cp.counters_by_time(p.time_x)[:15]:
             k = int(np.nanargmax(np.nan_to_num(cp.time_x[:, c], nan=-1)))
             o = ca.fleet.onset if ca.fleet is not None and ca.fleet.onset_counter == c else None
-            rows.append([str(len(rows) + 1), "fleet", cs.counters[c], f"{x:.2f}", cs.time_label(o.index) if o else "",
+            rows.append([str(len(rows) + 1), "fleet", cs.counters[c], _x(x), cs.time_label(o.index) if o else "",
                          f"{n} points with X >= {p.time_x:g}; worst at {cs.time_label(k)}"])
             styles.append("alert" if x >= p.time_x and n >= 3 else None)
             items.append((None, c))
@@ -107,7 +107,7 @@ class CountersPane(ViewPane):
         if ca.between is not None:
             b = ca.between
             for i, x in b.top(15):
-                rows.append([str(len(rows) + 1), "vs reference", b.counters[i], f"{x:.2f}", "",
+                rows.append([str(len(rows) + 1), "vs reference", b.counters[i], _x(x), "",
                              f"median {_n(b.median[i])} vs reference {_n(b.ref_median[i])}"])
                 styles.append("alert" if x >= p.reference_x else None)
                 items.append((None, cs.counters.index(b.counters[i])))
@@ -123,7 +123,7 @@ class CountersPane(ViewPane):
             self.rule_rows.setdefault(cs.counters[v.counter], len(rows) - 1)
         cols = [Column("#", "right", 2, 3), Column("where", "left", 8, 13, priority=IDENTITY),
                 Column("counter", "left", 12, 38, priority=IDENTITY),
-                Column("X", "right", 4, 8), Column("since", "right", 8, 10),
+                Column("X", "right", 5, 8), Column("since", "right", 8, 10),
                 Column("evidence", "left", 10, 90, flex=True, priority=TEXT)]
         self.items, self.row_marks = items, marks
         self.table.set_rows(cols, ListSource(rows, styles))
@@ -393,6 +393,11 @@ def _statistics(cs, c: int, s: int | None) -> Text:
         t.append(f"{k:<8} from {_n(float(np.nanmin(col)))} to {_n(float(np.nanmax(col)))}, "
                  f"median {_n(float(np.nanmedian(col)))}\n")
     return t
+
+
+def _x(x: float) -> str:
+    """A comparative X in at most five characters (never cut at 80 columns): 2.51, 14.4, 145."""
+    return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:,.0f}"
 
 
 def _n(v: float) -> str:
