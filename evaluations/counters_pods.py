@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.spans.k8s import service_of_pod
-from perftriage.analysis.triage import Options, run_triage
+from perftriage.analysis.timeparse import parse_iso_ns
+from perftriage.analysis.triage import run_triage
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("PERFTRIAGE_SHARED", ROOT.parent / "shared")) / "real_data" / "onlineboutique-2022-08-22"
@@ -56,12 +57,10 @@ def baseline_intervals(pods: list[str]) -> list[tuple[str, float, float, float]]
     for pod in pods:
         path = DATA / "metric" / f"{pod}_metric.csv.gz"
         with gzip.open(path, "rt") as f:
-            header = f.readline().strip().split(",")
+            f.readline()  # the header
             rows = [ln.strip().split(",") for ln in f]
-        t = np.array([float(r[1]) if "adservice" not in pod else np.nan for r in rows])
-        if "adservice" in pod:  # its TimeStamp column is wrong: the Time string's seconds
-            from perftriage.analysis.timeparse import parse_iso_ns  # noqa: PLC0415
-            t = np.array([parse_iso_ns(r[0]) / 1e9 for r in rows])
+        # the Time column (adservice's TimeStamp is wrong, README)
+        t = np.array([parse_iso_ns(r[0]) / 1e9 for r in rows])
         X = np.array([[float(x) if x not in ("", "NaN") else np.nan for x in r[3:]] for r in rows])
         keep = (t >= PERIOD[0]) & (t <= PERIOD[1])
         t, X = t[keep], X[keep]
