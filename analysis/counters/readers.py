@@ -9,9 +9,10 @@ CSV (header required; names matched case-insensitively, ``-``/``_``/spaces ignor
 
 The server column may be called server, instance, host, hostname, node, machine, silo, pod,
 podname or container; the counter column counter, metric or name. Columns named as times besides
-the one read (``Time`` and ``TimeStamp``) are no counters. A file without a server column is one server's, named
-after the file (``web-01.csv``: web-01; one file per server, as exports per host come). Times:
-unix seconds / ms / µs / ns (by magnitude), ISO 8601 or Go's time.Time text. Empty cells are missing samples.
+the one read (``Time`` and ``TimeStamp``) are no counters. A file without a server column is one
+server's, named after the file (``web-01.csv``: web-01; one file per server, as exports per host
+come). Times: unix seconds / ms / µs / ns (by magnitude), ISO 8601 or Go's time.Time text. Empty
+cells are missing samples.
 
 A server's file may have numbered rows instead of times (a first column idx, index, row, sample
 or unnamed holding 0, 1, 2...; datasets published without their timestamps): the time between
@@ -33,6 +34,7 @@ import csv
 import json
 import re
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -281,13 +283,13 @@ def _unix_times(v: np.ndarray) -> bool:
 def _read_headerless(path: Path, rows: list[list[str]], names_: "_Names",
                      row_interval: float | None) -> RawCounters:
     """One server's counters without a header (see the module's doc): m1, m2, ... by column."""
-    width = len(rows[0])
+    width = Counter(len(r) for r in rows).most_common(1)[0][0]  # a damaged first line is no rule
     notes = []
     short = sum(1 for r in rows if len(r) != width)
     if short:
         rows = [r for r in rows if len(r) == width]
         notes.append(f"{path.name}: {short:,} row{'s' if short != 1 else ''} with another number of fields than "
-                     "the first skipped")
+                     "most skipped")
     cols = list(zip(*rows))
     del rows
     first = _floats(cols[0], path, "the first column") if all(_is_number(x) for x in cols[0]) else None
