@@ -396,8 +396,9 @@ def _statistics(cs, c: int, s: int | None) -> Text:
 
 
 def _x(x: float) -> str:
-    """A comparative X in at most five characters (never cut at 80 columns): 2.51, 14.4, 145."""
-    return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:,.0f}"
+    """A comparative X in at most five characters (never cut at 80 columns): 2.51, 14.4, 145,
+    9,999, 3e+06 (the others' spread next to nothing)."""
+    return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:,.0f}" if x < 9999.5 else f"{x:.0e}"
 
 
 def _n(v: float) -> str:
