@@ -78,18 +78,22 @@ def _is_number(x: str) -> bool:
 
 # -- CSV ---------------------------------------------------------------------------------------
 
-def _header(head: bytes) -> list[str] | None:
+def _raw_header(head: bytes) -> list[str] | None:
+    """The cells of a file's first line as written; None when it holds no comma."""
     first = head.decode("utf-8", "replace").split("\n", 1)[0].strip("\r\ufeff")
-    if "," not in first:
-        return None
-    return [_norm(c) for c in next(csv.reader([first]))]
+    return next(csv.reader([first])) if "," in first else None
+
+
+def _header(head: bytes) -> list[str] | None:
+    raw = _raw_header(head)
+    return None if raw is None else [_norm(c) for c in raw]
 
 
 def sniff_csv(path: Path, head: bytes) -> bool:
     cols = _header(head)
     if not cols or any(c in THREAD_NAMES for c in cols):
         return False
-    if _numbers_line(head.decode("utf-8", "replace").split("\n", 1)[0]):
+    if _numbers_row(_raw_header(head)):
         return _headerless(head)
     if not any(c in TIME_NAMES for c in cols):
         return _numbered_rows(head, cols)
@@ -115,8 +119,7 @@ def _one_server_file(head: bytes, cols: list[str]) -> bool:
     time, numbers only in its first rows (the long form's counter names aside), and not thread
     metrics (columns named ``thread:tid`` or ``thread@host``, which the thread reader takes)."""
     lines = head.decode("utf-8", "replace").splitlines()
-    raw = next(csv.reader([lines[0].strip("\r\ufeff")]))
-    if len(cols) < 2 or sum(1 for c in raw if ":" in c or "@" in c) >= 2:
+    if len(cols) < 2 or sum(1 for c in _raw_header(head) if ":" in c or "@" in c) >= 2:
         return False
     t_i = next(i for i, c in enumerate(cols) if c in TIME_NAMES)
     text_ok = {i for i, c in enumerate(cols) if c in COUNTER_NAMES} if "value" in cols else set()
@@ -124,10 +127,9 @@ def _one_server_file(head: bytes, cols: list[str]) -> bool:
     return bool(rows) and _mostly_numbers(rows, len(cols), {t_i} | text_ok)
 
 
-def _numbers_line(line: str) -> list[str] | None:
-    """A line's cells when it is two or more comma-separated numbers (no header names), else None."""
-    cells = next(csv.reader([line.strip("\r\ufeff")]), [])
-    return cells if len(cells) >= 2 and all(c.strip() and _is_number(c) for c in cells) else None
+def _numbers_row(cells: list[str]) -> bool:
+    """Whether a first line's cells are two or more numbers (no header names)."""
+    return len(cells) >= 2 and all(c.strip() and _is_number(c) for c in cells)
 
 
 def _headerless(head: bytes) -> bool:
@@ -179,7 +181,7 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
         header = next(rd, None)
         if not header or not any(h.strip() for h in header):
             raise InputError(path, "file is empty")
-        if _numbers_line(",".join(header)):
+        if _numbers_row(header):
             rows = [header] + [r for r in rd if r and any(x.strip() for x in r)]
             return _read_headerless(path, rows, names_, row_interval)
         names = [_norm(h) for h in header]
@@ -272,8 +274,7 @@ def _unix_times(v: np.ndarray) -> bool:
     nine steps in ten within 10% of the usual step (a counter that only grows is rarely so even)."""
     if len(v) < 3 or not np.isfinite(v).all() or not (np.diff(v) > 0).all():
         return False
-    scale = next((f for f in (1.0, 1e3, 1e6, 1e9) if 9.4e8 * f <= v[0] and v[-1] <= 4.2e9 * f), None)
-    if scale is None:
+    if not any(9.4e8 * f <= v[0] and v[-1] <= 4.2e9 * f for f in (1.0, 1e3, 1e6, 1e9)):
         return False
     d = np.diff(v)
     step = np.median(d)
