@@ -31,6 +31,8 @@ from perftriage.analysis.spans.k8s import service_of_pod
 from perftriage.analysis.timeparse import parse_iso_ns
 from perftriage.analysis.triage import run_triage
 
+from .counters_real import runs
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("PERFTRIAGE_SHARED", ROOT.parent / "shared")) / "real_data" / "onlineboutique-2022-08-22"
 WINDOW = 600  # seconds after the injection in which a fault shows
@@ -41,14 +43,6 @@ PERIOD = (1661140260, 1661155500)  # 03:51 to 08:05 UTC: the faults' period (non
 def faults():
     doc = json.loads((DATA / "2022-08-22-fault_list.json").read_text())
     return sorted(((int(f["inject_timestamp"]), f["inject_pod"], f["inject_type"]) for h in doc for f in doc[h]))
-
-
-def runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    idx = np.flatnonzero(mask)
-    if not len(idx):
-        return []
-    cuts = np.flatnonzero(np.diff(idx) > 1)
-    return [(int(idx[a]), int(idx[b])) for a, b in zip(np.r_[0, cuts + 1], np.r_[cuts, len(idx) - 1])]
 
 
 def baseline_intervals(pods: list[str]) -> list[tuple[str, float, float, float]]:
