@@ -4,6 +4,7 @@ points, correlation, threshold rules, the CLI and the Counters pane."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import warnings
@@ -490,6 +491,71 @@ def test_pod_metrics_with_go_times_read_as_a_fleet_of_pods(tmp_path):
     cs = load_counters([p])
     assert cs.counters == ["cpu"] and cs.servers == ["web-1", "web-2", "web-3"]
     assert cs.start == pytest.approx(1661137200.5) and cs.interval == 60
+
+
+def test_a_server_is_known_by_its_kind_from_its_name():
+    from perftriage.analysis.counters.peers import role
+
+    kinds = {"web-01": "web", "web01.prod.example.com:9100": "web", "omi-12": "omi", "machine-1-3": "machine",
+             "cartservice-579f59597d-wc2lz": "cartservice", "node-exporter-x7k2p": "node-exporter",
+             "destination_50": "destination", "db-a": "db", "kafka-0": "kafka", "front_service": "front_service",
+             "10.0.0.1:9100": "", "[::1]:9090": "", "cafe": "cafe", "db1": "db"}
+    assert {n: role(n) for n in kinds} == kinds
+
+
+def test_pods_of_different_services_are_not_compared_with_one_another():
+    """The real OnlineBoutique pods are ten different services: adservice's JVM holds eight times
+    the memory of the Go pods every minute of the day. That is no finding: the pods are not
+    compared by level (PAD's server view), the note says why, and the intervals over time stay."""
+    folder = SHARED / "real_data" / "onlineboutique-2022-08-22" / "metric"
+    if not folder.is_dir():
+        pytest.fail(f"{folder} is missing: the tests expect ../shared/real_data beside the clone")
+    cs = load_counters(sorted(folder.glob("*_metric.csv.gz")))
+    ca = analyse_counters(cs)
+    assert ca.servers == [] and not np.isfinite(ca.comparative.server_x).any()
+    assert any("the 10 servers are not peers: their usual levels differ more from one another than each one's "
+               "varies over time" in n for n in ca.notes)
+    titles = [f.title for f in counter_findings(ca)]
+    assert not any("deviates from" in t for t in titles) and len(ca.over_time.intervals) > 50
+    assert any("unusual from" in t for t in titles[:3])
+    f = next(f for f in counter_findings(ca) if "unusual from" in f.title and "peers" not in " ".join(f.evidence))
+    assert any("against the other servers' movement at the same time" in e for e in f.evidence)
+
+
+def test_servers_of_two_kinds_are_compared_within_their_kind():
+    """Eight web servers and four databases: the databases hold eight times the memory of the web
+    servers, which is what they are; db-03 holds a quarter more than the other databases, which
+    is the finding. Named all alike (one kind), the fleet is one and db-03 is found as before."""
+    rng = np.random.default_rng(7)
+    T = 200
+    names = [f"web-{k:02d}" for k in range(1, 9)] + [f"db-{k:02d}" for k in range(1, 5)]
+    v = np.stack([rng.normal([[30], [2000]], [[3], [50]], (2, T)) for _ in range(8)]
+                 + [rng.normal([[60], [16000 if k != 3 else 20000]], [[3], [200]], (2, T)) for k in range(1, 5)])
+    cs = from_cube(v, names, ["cpu", "mem"])
+    ca = analyse_counters(cs)
+    assert [cs.servers[sd.server] for sd in ca.servers] == ["db-03"]
+    assert "servers grouped by name into 2 kinds (web: 8, db: 4): each compared with its own kind only" in ca.notes
+    f = counter_findings(ca)[0]
+    assert f.title.startswith("db-03 deviates from the db servers: mem")
+    assert re.fullmatch(r"mem: median 19,9\d\d on db-03 against 1[56],\d{3} on the other db servers \(X = [\d.]+\)",
+                        f.evidence[0])
+    # over time, each kind against its own kind at the same time: the web servers' load triples
+    # for ten points, all of them at once; a database is not unusual for it (against all the
+    # others at once, whose median is a web server's, each database would be)
+    x = v.copy()
+    x[:8, 0, 100:110] += 60
+    ot = analyse_counters(from_cube(x, names, ["cpu", "mem"])).over_time
+    assert ot.alone is not None and not ot.alone.any()
+    assert not [names[i.server] for i in ot.intervals if i.start <= 109 and i.end >= 100]
+    x[names.index("db-02"), 0, 100:110] += 60  # one database alone: unusual against the databases
+    ot = analyse_counters(from_cube(x, names, ["cpu", "mem"])).over_time
+    assert [names[i.server] for i in ot.intervals if i.start <= 109 and i.end >= 100] == ["db-02"]
+    # one kind of server, one fleet: the web servers alone, one of them far off
+    w = from_cube(v[:8].copy(), names[:8], ["cpu", "mem"])
+    w.values[2, 1] += 1000
+    ca = analyse_counters(w)
+    assert ca.peers.whole_fleet and [w.servers[sd.server] for sd in ca.servers] == ["web-03"]
+    assert counter_findings(ca)[0].title.startswith("web-03 deviates from the fleet: mem")
 
 
 def test_a_damaged_cell_is_a_missing_sample_and_a_column_of_text_no_counter(tmp_path):

@@ -19,6 +19,7 @@ import numpy as np
 
 from .onset import Onset, find_onset, refine_onset
 from .over_time import others_median
+from .peers import Peers
 from .stats import nanmedian, nanmedian_rows, nanstd_rows
 from .table import CounterSet
 
@@ -32,8 +33,9 @@ class Comparative:
     server_x: np.ndarray  # (S, C)
     time_x: np.ndarray  # (T, C)
     paper_x: bool = True  # the paper's X; False: each server against the others only (robust)
-    others_median: np.ndarray | None = None  # (S, C) the other servers' median, robust X only
-    others_std: np.ndarray | None = None  # (S, C) the other servers' standard deviation, robust X only
+    ref_median: np.ndarray | None = None  # (S, C) what a server's median is compared with: the other servers' median
+    # (the paper's X: the global median of the server's group); NaN where a server is not compared
+    ref_std: np.ndarray | None = None  # (S, C) the spread it is measured in (the others' std; the paper's: global)
 
     def top_servers(self, n: int = 20) -> list[tuple[int, int, float]]:
         """(server, counter, X), highest X first."""
@@ -64,20 +66,46 @@ def _x(diff: np.ndarray, std: np.ndarray) -> np.ndarray:
     return np.where(std > 0, out, np.where(np.abs(diff) > 0, np.inf, 0.0))
 
 
-def within(cs: CounterSet, block: int = 16, paper_x: bool = False) -> Comparative:
+def within(cs: CounterSet, block: int = 16, paper_x: bool = False, peers: Peers | None = None) -> Comparative:
     """PAD's views. With ``paper_x`` the paper's X; by default a server is compared with the
     others only: X = |its median - the median of the other servers' medians| / the standard
     deviation of the other servers' samples. The paper's global std includes the server itself,
     so an extreme server inflates the spread it is measured against and hides (X 1.9 with it,
     6.5 without it, measured on a real fleet). The others' spread is never taken under a tenth
-    of the global one."""
+    of the global one.
+
+    With ``peers``, a server is compared with its own group only, and not at all (X NaN) in a
+    group that is not compared (servers of different kinds; fewer than three). The time view is
+    the whole fleet's."""
     S, C, T = cs.values.shape
+    gm, gs, sm, tm = _medians(cs.values, block)
+    if S < 3:
+        return Comparative(gm, gs, sm, tm, _x(sm - gm, gs), _x(tm - gm, gs), True, np.tile(gm, (S, 1)),
+                           np.tile(gs, (S, 1)))
+    if peers is None or peers.whole_fleet:
+        groups = [np.arange(S)]
+    else:
+        groups = [peers.members(g) for g in range(len(peers.roles)) if peers.compared[g]]
+    sx, ref_m, ref_s = np.full((S, C), np.nan), np.full((S, C), np.nan), np.full((S, C), np.nan)
+    for idx in groups:
+        g_gm, g_gs = (gm, gs) if len(idx) == S else _medians(cs.values[idx], block)[:2]
+        if paper_x:
+            sx[idx], ref_m[idx], ref_s[idx] = _x(sm[idx] - g_gm, g_gs), g_gm, g_gs
+        else:
+            sx[idx], ref_m[idx], ref_s[idx] = _left_out(cs.values[idx], sm[idx], g_gs)
+    return Comparative(gm, gs, sm, tm, sx, _x(tm - gm, gs), paper_x, ref_m, ref_s)
+
+
+def _medians(values: np.ndarray, block: int):
+    """The global median and std of each counter, each server's median and each time's median
+    (over servers), a block of counters at a time (memory: one block's copy, not the cube's)."""
+    S, C, T = values.shape
     gm, gs = np.empty(C), np.empty(C)
     sm, tm = np.empty((S, C)), np.empty((T, C))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for lo in range(0, C, block):
-            v = np.ascontiguousarray(cs.values[:, lo:lo + block, :])  # (S, b, T)
+            v = np.ascontiguousarray(values[:, lo:lo + block, :])  # (S, b, T)
             b = v.shape[1]
             flat = v.transpose(1, 0, 2).reshape(b, S * T)
             gm[lo:lo + b] = nanmedian_rows(flat)
@@ -85,10 +113,12 @@ def within(cs: CounterSet, block: int = 16, paper_x: bool = False) -> Comparativ
             del flat
             sm[:, lo:lo + b] = nanmedian(v, axis=2)
             tm[:, lo:lo + b] = nanmedian(v, axis=0).T
-    if paper_x or S < 3:
-        return Comparative(gm, gs, sm, tm, _x(sm - gm, gs), _x(tm - gm, gs))
-    # leave-one-out: per server, the other servers' sums of samples and of squares
-    v = cs.values
+    return gm, gs, sm, tm
+
+
+def _left_out(v: np.ndarray, sm: np.ndarray, gs: np.ndarray):
+    """Each server against the others (leave-one-out): X, the others' median of medians and the
+    others' std (from the others' sums of samples and of squares)."""
     ok = ~np.isnan(v)
     n_s = ok.sum(axis=2).astype(np.float64)  # (S, C)
     s1 = np.where(ok, v, 0.0).sum(axis=2)
@@ -103,7 +133,7 @@ def within(cs: CounterSet, block: int = 16, paper_x: bool = False) -> Comparativ
     # the others may all sit still (zero failures everywhere but here): never a spread finer than
     # a tenth of the paper's, so that X stays a number, at most 10x the paper's
     std_o = np.fmax(np.nan_to_num(std_o), 0.1 * gs[None, :])
-    return Comparative(gm, gs, sm, tm, _x(sm - med_o, std_o), _x(tm - gm, gs), False, med_o, std_o)
+    return _x(sm - med_o, std_o), med_o, std_o
 
 
 @dataclass

@@ -18,6 +18,7 @@ from .correlation import Correlation, correlate
 from .onset import Onset
 from .over_time import OverTime, detect_over_time
 from .params import CounterParams
+from .peers import MIN_PEERS, Peers, find_peers
 from .rules import Rule, Violation, evaluate
 from .table import CounterSet
 from .views import STATS, server_view
@@ -59,6 +60,7 @@ class CounterAnalysis:
     notes: list[str] = field(default_factory=list)
     asked: list[Correlation] = field(default_factory=list)  # the correlations the user asked for
     over_time: OverTime | None = None  # every series against its history and its peers, as intervals
+    peers: Peers | None = None  # which servers are compared with which
 
 
 def _consensus(onsets: list[tuple[int, Onset | None]], min_gain: float):
@@ -84,8 +86,9 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
     ``correlations`` is off, the correlations of the top counters, then the rules."""
     p = params or CounterParams()
     p.validate()
-    cp = within(cs, paper_x=p.paper_x)
-    notes = []
+    peers = find_peers(cs.servers, cs.values, cs.counters) if len(cs.servers) >= MIN_PEERS else None
+    cp = within(cs, paper_x=p.paper_x, peers=peers)
+    notes = list(peers.notes) if peers is not None else []
     # servers: the pairs over the threshold, grouped by server, in the order of their best X
     pairs = [(s, c, x) for s, c, x in cp.top_servers(max(50, p.top * 10)) if x >= p.server_x]
     by_server: dict[int, list[tuple[int, float]]] = {}
@@ -126,9 +129,9 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
             notes.append(f"--correlate {spec}: {exc.args[0]}")
             continue
         asked.append(correlate(cs, c, s, p.correlation))
-    res = CounterAnalysis(cs, p, cp, servers, fleet, corr, notes=notes, asked=asked)
+    res = CounterAnalysis(cs, p, cp, servers, fleet, corr, notes=notes, asked=asked, peers=peers)
     if p.over_time is not None:
-        res.over_time = detect_over_time(cs, p.over_time)  # its notes go with its findings
+        res.over_time = detect_over_time(cs, p.over_time, peers)  # its notes go with its findings
     if reference is not None:
         res.reference = reference
         res.between = between(cs, reference)
@@ -140,6 +143,15 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
         res.violations, rn = evaluate(cs, rules)
         notes += rn
     return res
+
+
+def _fleet(ca: CounterAnalysis, s: int) -> str:
+    """What server ``s`` is compared with: 'the fleet', or 'the web servers' where names make kinds."""
+    return ca.peers.of(s) if ca.peers is not None else "the fleet"
+
+
+def _others(ca: CounterAnalysis, s: int) -> str:
+    return ca.peers.of(s, others=True) if ca.peers is not None else "the other servers"
 
 
 def _num(v: float) -> str:
@@ -166,13 +178,11 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
                    "median| / the other servers' std (the server is left out of the spread it is measured against; "
                    "--paper-x: the paper's global std)"]
         ev = [f"{cs.counters[c0]}: median {_num(cp.server_median[s, c0])} on {cs.servers[s]} against "
-              f"{_num(cp.global_median[c0] if cp.paper_x else cp.others_median[s, c0])} on the "
-              f"{'fleet' if cp.paper_x else 'other servers'} (X = {x0:.1f})"]
+              f"{_num(cp.ref_median[s, c0])} on {_fleet(ca, s) if cp.paper_x else _others(ca, s)} (X = {x0:.1f})"]
         rows = []
         for c, x in sd.counters:
-            ref_m = cp.global_median[c] if cp.paper_x else cp.others_median[s, c]
-            ref_s = cp.global_std[c] if cp.paper_x else cp.others_std[s, c]
-            rows.append([cs.counters[c], f"{x:.2f}", _num(cp.server_median[s, c]), _num(ref_m), _num(ref_s)])
+            rows.append([cs.counters[c], f"{x:.2f}", _num(cp.server_median[s, c]), _num(cp.ref_median[s, c]),
+                         _num(cp.ref_std[s, c])])
         dated = sd.onset is not None and sd.onset.gain >= p.min_gain
         if sd.onset is not None:
             o = sd.onset
@@ -187,8 +197,9 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
         ev += how
         since = f" since {cs.time_label(sd.onset.index)}" if dated else ""
         out.append(Finding(
-            analysis="counters", title=f"{cs.servers[s]} deviates from the fleet{since}: {cs.counters[c0]} and "
-                                       f"{count_of(len(sd.counters) - 1, 'more counters')}",
+            analysis="counters", title=f"{cs.servers[s]} deviates from {_fleet(ca, s)}{since}: {cs.counters[c0]}"
+                                       + (f" and {count_of(len(sd.counters) - 1, 'more counters')}"
+                                          if len(sd.counters) > 1 else ""),
             subject=cs.servers[s], score=float(min(x0, 1e6)), severity="critical" if x0 >= 2 * p.server_x else "warning",
             target={"kind": "server", "server": cs.servers[s], "counter": cs.counters[c0]},
             evidence=ev, tables=[Table(["counter", "X", "server median",
@@ -321,8 +332,11 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
         when = f"from {cs.when(iv.start)} to {cs.when(iv.end)} ({_span(cs, iv.points)})"
         ev = [f"{cs.servers[iv.server]}: {who} left their usual level {when}; peak at {cs.when(iv.peak)}"]
         for c, z, how, level, usual in iv.counters:
+            alone = ot.alone is not None and ot.alone[iv.server]
+            against = ("against the other servers' movement at the same time" if alone else
+                       "against its peers at the same time") if how == "peers" else "against its own history"
             ev.append(f"{cs.counters[c]}: {_num(level)} at its furthest, usually {_num(usual)} "
-                      f"({'against its peers at the same time' if how == 'peers' else 'against its own history'}"
+                      f"({against}"
                       f"{', daily cycle taken out' if ot.seasonal and how == 'own' else ''}; robust z {z:.1f})")
         if len(sharing) > 1:
             ev.append(f"{len(sharing)} of {S} servers have an interval overlapping this one"

@@ -32,6 +32,7 @@ import numpy as np
 from perftriage.analysis.stats import median_above
 
 from .params import TimeParams
+from .peers import Peers
 from .stats import nanmedian
 from .table import CounterSet
 
@@ -60,6 +61,7 @@ class OverTime:
     intervals: list[Interval] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     min_counters: int = 2  # the number of unusual counters that flagged a point
+    alone: np.ndarray | None = None  # (S,) bool: servers without peers, judged against all the others' movement
 
 
 def _resolution(v: np.ndarray) -> np.ndarray:
@@ -127,7 +129,19 @@ def others_median(v: np.ndarray) -> np.ndarray:
     return a if lo == hi else (a + kth(hi)) / 2
 
 
-def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: bool):
+def peers_median(v: np.ndarray, peers: Peers | None) -> np.ndarray:
+    """For every server, the median of its peers at each (counter, point): the others of its
+    group where its group is compared; for a server with no peers, all the other servers (the
+    load they share, without comparing levels)."""
+    om = others_median(v)
+    if peers is not None and not peers.whole_fleet:
+        for g in np.flatnonzero(peers.compared):
+            idx = peers.members(g)
+            om[idx] = others_median(v[idx])
+    return om
+
+
+def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: bool, groups: Peers | None = None):
     """z (float32), 'the peers said it' and 'a daily profile was used' for a block of counters."""
     S, C, T = v.shape
     floor = p.resolution_steps * _resolution(v)
@@ -149,7 +163,7 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: bool):
         z = np.zeros(v.shape, np.float32)
     why_peer = np.zeros(v.shape, bool)
     if peers:
-        d = v - others_median(v)
+        d = v - peers_median(v, groups)
         zp = _robust(d, floor)
         del d
         why_peer = np.nan_to_num(zp) > np.nan_to_num(z)
@@ -157,7 +171,9 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: bool):
     return z, why_peer, daily_any
 
 
-def detect_over_time(cs: CounterSet, params: TimeParams | None = None) -> OverTime:
+def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Peers | None = None) -> OverTime:
+    """Intervals where servers leave their usual level; ``peers``: which servers are compared with
+    which at the same time (None: all with all)."""
     p = params or TimeParams()
     v = np.asarray(cs.values, dtype=np.float64)  # (S, C, T), not copied
     S, C, T = v.shape
@@ -174,7 +190,7 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None) -> OverTi
         warnings.simplefilter("ignore", RuntimeWarning)
         for lo in range(0, C, block):
             vb = v[:, lo:lo + block, :]
-            zb, wb, db = _block(vb, p, days, period, S >= 3)
+            zb, wb, db = _block(vb, p, days, period, S >= 3, peers)
             z[:, lo:lo + block, :] = zb
             why_peer[:, lo:lo + block, :] = wb
             daily_any |= db
@@ -222,4 +238,7 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None) -> OverTi
                                  float(v[s, c, k]), float(usual[c])))
             intervals.append(Interval(s, lo, hi, peak, float(z[s, :, peak].max()), counters))
     intervals.sort(key=lambda i: -(i.peak_z * np.sqrt(i.points)))
-    return OverTime(p, merged, z.astype(np.float32), seasonal, period if seasonal else 0, intervals, notes, need)
+    alone = None
+    if peers is not None and not peers.whole_fleet:
+        alone = ~peers.compared[peers.group]
+    return OverTime(p, merged, z.astype(np.float32), seasonal, period if seasonal else 0, intervals, notes, need, alone)

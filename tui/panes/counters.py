@@ -76,7 +76,8 @@ class CountersPane(ViewPane):
             o = onset_of.get((s, c))
             rows.append([str(len(rows) + 1), cs.servers[s], cs.counters[c], _x(x),
                          cs.time_label(o.index) if o is not None else "",
-                         f"median {_n(cp.server_median[s, c])} vs fleet {_n(cp.global_median[c])}"])
+                         f"median {_n(cp.server_median[s, c])} vs {'fleet' if cp.paper_x else 'others'} "
+                         f"{_n(cp.ref_median[s, c])}"])
             styles.append("alert" if x >= p.server_x else None)
             items.append((s, c))
         marks: list = [None] * len(rows)

@@ -1,0 +1,152 @@
+"""Which servers are peers, that is, can be compared with one another (paper 004 compares a
+server with the fleet, and takes the fleet to be alike: the same software under a share of the
+same load).
+
+Two tests, in order:
+
+- **by name**: a server's role is its name without what numbers it among its kind (``web-01``,
+  ``omi-12``, ``machine-1-3``: web, omi, machine), its domain and port, and a Kubernetes pod's
+  generated suffixes (``cartservice-579f59597d-wc2lz``: cartservice). When names have that
+  structure (some role holds two servers or more), each role is a group: ten web servers and
+  three databases are two fleets, not one with three odd servers. Names that all differ say
+  nothing: one group.
+- **by level**: within a group, on each counter, how far the servers' medians lie from one
+  another (their median absolute deviation) against how much a server's own samples vary over
+  time (the median of the servers' MADs). Servers of one kind sit near one another's level: the
+  ratio is well under 1 on most counters (a simulated fleet 0.03, the ASD production fleet 0.16,
+  measured); the pods of ten different services differ more between them than they move (3.0).
+  Over 1 on most counters: not peers, and no server of the group is compared with the others.
+
+A group needs three servers to say which one deviates (with two, either could be the odd one).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .stats import nanmedian
+
+MIN_PEERS = 3
+MAX_RATIO = 1.0  # the servers' levels may differ by up to this many times their own variation
+
+# Kubernetes' generated names (the alphabet of its SafeEncodeString: no vowels, no 0, 1, 3):
+# Deployment pods <name>-<replica set hash>-<5>, DaemonSet and Job pods <name>-<5>
+_K8S = "[bcdfghjklmnpqrstvwxz2456789]"
+_POD = re.compile(rf"(.+?)-{_K8S}{{6,10}}-{_K8S}{{5}}")
+_POD_SHORT = re.compile(rf"(.+?)-{_K8S}{{5}}")
+_NUMBER = re.compile(r"[-_]?\d+$")
+_LETTER = re.compile(r"[-_][a-z]$")  # db-a, db-b
+_ADDRESS = re.compile(r"(\d{1,3}(\.\d{1,3}){3}|\[?[0-9a-f]*:[0-9a-f:]*\]?|\d+)(:\d+)?")
+
+
+def role(name: str) -> str:
+    """What kind of server a name says it is ('' when the name is only an address or a number)."""
+    n = name.strip().lower()
+    if _ADDRESS.fullmatch(n):
+        return ""
+    n = re.sub(r":\d+$", "", n).split(".")[0]
+    m = _POD.fullmatch(n) or _POD_SHORT.fullmatch(n)
+    if m:
+        n = m.group(1)
+    while True:
+        m = _NUMBER.search(n) or _LETTER.search(n)
+        if m is None or m.start() == 0:
+            return n
+        n = n[:m.start()]
+
+
+@dataclass
+class Peers:
+    """The peer groups of a fleet."""
+
+    group: np.ndarray  # (S,) int: each server's group
+    roles: list[str]  # each group's role ('' for the whole fleet when names say nothing)
+    compared: np.ndarray  # (G,) bool: the group's servers are compared with one another
+    ratio: np.ndarray  # (G,) the median over counters of (spread of the servers' medians / a server's own spread)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def whole_fleet(self) -> bool:
+        """One group, all compared: the paper's case."""
+        return len(self.roles) == 1 and bool(self.compared[0])
+
+    def members(self, g: int) -> np.ndarray:
+        return np.flatnonzero(self.group == g)
+
+    def of(self, s: int, others: bool = False) -> str:
+        """What server ``s`` is compared with: 'the fleet' ('the other servers'), or 'the web
+        servers' ('the other web servers') where names make kinds."""
+        r = self.roles[self.group[s]] if len(self.roles) > 1 else ""
+        if others:
+            return f"the other {r} servers" if r else "the other servers"
+        return f"the {r} servers" if r else "the fleet"
+
+
+def level_ratio(v: np.ndarray) -> tuple[float, int, int, int]:
+    """For servers' samples ``v`` (S, C, T): the median over counters of the spread of the
+    servers' medians against a server's own spread, the counters where it is over MAX_RATIO, the
+    counters weighed, and the counter that differs most (-1: none). Counters seen on fewer than
+    three servers are not weighed, nor those that sit still on most servers (a setting, a count
+    of failures that stays 0): with no variation to measure levels against, they cannot tell."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = nanmedian(v, axis=2)  # (S, C)
+        own = nanmedian(np.abs(v - med[..., None]), axis=2)
+        between = nanmedian(np.abs(med - nanmedian(med, axis=0)), axis=0)
+        within = nanmedian(own, axis=0)
+    seen = (np.isfinite(med).sum(axis=0) >= MIN_PEERS) & (within > 0)
+    r = between[seen] / within[seen]
+    if not len(r):
+        return 0.0, 0, 0, -1
+    worst = int(np.flatnonzero(seen)[int(np.argmax(r))])
+    return float(np.median(r)), int((r > MAX_RATIO).sum()), len(r), worst
+
+
+def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | None = None) -> Peers:
+    """Peer groups of the servers (``values``: (S, C, T)), with notes that say what was not
+    compared and why."""
+    S = len(servers)
+    roles = [role(s) for s in servers]
+    names = list(dict.fromkeys(roles))
+    if len(names) == S or len(names) == 1:  # names say nothing (all differ) or one kind: one group
+        group, names = np.zeros(S, int), [names[0] if len(names) == 1 else ""]
+    else:
+        group = np.array([names.index(r) for r in roles])
+    G = len(names)
+    compared, ratio, notes = np.zeros(G, bool), np.zeros(G), []
+    alone = []
+    for g in range(G):
+        idx = np.flatnonzero(group == g)
+        if len(idx) < MIN_PEERS:
+            alone += [servers[i] for i in idx]
+            continue
+        ratio[g], over, n, worst = level_ratio(values[idx])
+        compared[g] = ratio[g] <= MAX_RATIO
+        if not compared[g]:
+            kind = f"the {len(idx)} {names[g]} servers" if names[g] else f"the {len(idx)} servers"
+            eg = ""
+            if counters is not None and worst >= 0:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    m = nanmedian(values[idx, worst], axis=1)
+                m = m[np.isfinite(m)]
+                eg = f"; {counters[worst]}: medians {_num(m.min())} .. {_num(m.max())}"
+            notes.append(f"{kind} are not peers: their usual levels differ more from one another than each one's "
+                         f"varies over time (on {over} of {n} counters{eg}), so none is compared with the others' "
+                         "median (PAD's server view); each series is still judged over time")
+    if G > 1:
+        notes.insert(0, f"servers grouped by name into {G} kinds ("
+                     + ", ".join(f"{names[g] or 'unnamed'}: {int((group == g).sum())}" for g in range(G))
+                     + "): each compared with its own kind only")
+    if alone and S >= MIN_PEERS:
+        notes.append(f"{len(alone)} server(s) with fewer than {MIN_PEERS - 1} of their kind: not compared with "
+                     "others (" + ", ".join(alone[:6]) + ("..." if len(alone) > 6 else "") + ")")
+    return Peers(group, names, compared, ratio, notes)
+
+
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
