@@ -88,7 +88,7 @@ class CountersPane(ViewPane):
         for j, iv in enumerate(ivs):
             names = [cs.counters[c] for c, *_ in iv.counters]
             rows.insert(at + j, ["", cs.servers[iv.server], names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
-                                 f"z {iv.peak_z:.0f}" if iv.peak_z >= 100 else f"z {iv.peak_z:.1f}",
+                                 _z(iv.peak_z),
                                  cs.time_label(iv.start),
                                  f"unusual to {cs.time_label(iv.end)} ({iv.points} points)"
                                  + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
@@ -400,6 +400,18 @@ def _x(x: float) -> str:
     """A comparative X in at most five characters (never cut at 80 columns): 2.51, 14.4, 145,
     9,999, 3e+06 (the others' spread next to nothing)."""
     return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:,.0f}" if x < 9999.5 else f"{x:.0e}"
+
+
+def _z(z: float) -> str:
+    """An interval's peak z in the X column's five characters: z 4.2, z 36, z 571, z 4k, z 37k,
+    z1e6 (a latency that sat still and jumped)."""
+    if z < 9.95:
+        return f"z {z:.1f}"
+    if z < 999.5:
+        return f"z {z:.0f}"
+    if z < 99_500:
+        return f"z {z / 1000:.0f}k"
+    return f"z{z:.0e}".replace("e+0", "e").replace("e+", "e")
 
 
 def _n(v: float) -> str:
