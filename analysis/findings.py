@@ -92,6 +92,11 @@ def _md_escape_inline(s: str) -> str:
     return clean_text(s).replace("\n", " ")
 
 
+def notes_markdown(notes: list[str]) -> list[str]:
+    """The run's notes on its inputs as a Markdown list."""
+    return [f"- {_md_escape_inline(n)}" for n in notes]
+
+
 def finding_markdown(f: Finding, number: int | None = None) -> str:
     head = f"{number}. " if number is not None else ""
     out = [f"### {head}{_md_escape_inline(f.title)}", ""]
@@ -130,7 +135,7 @@ def report_markdown(report: Report) -> str:
     if report.notes:
         out.append("**Notes:**")
         out.append("")
-        out += [f"- {_md_escape_inline(n)}" for n in report.notes]
+        out += notes_markdown(report.notes)
         out.append("")
     ranked = report.ranked()
     if not ranked:

@@ -135,6 +135,35 @@ async def test_the_finding_detail_follows_the_cursor_and_is_not_rebuilt_for_the_
         assert len(built) == n + 1 and pane.findings[1].title in built[-1]
 
 
+async def test_notes_on_the_inputs_are_one_toast_and_the_first_row_of_findings():
+    """Six notes were six toasts over the list for eight seconds at 80x24 (the real pod metrics):
+    one toast says how many and where they are; the Findings list's first row shows them all."""
+    from perftriage.tui.panes.findings import FindingsPane
+
+    notes = [f"file {k}.csv: column 'x{k}' is not numeric: ignored" for k in range(5)]
+
+    def analyse(paths, options=None, progress=None):
+        r = fake_analyse(100)(paths, options)
+        r.report.notes[:] = notes
+        return r
+
+    app = PerftriageApp(["synthetic"], analyse=analyse)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        toasts = [n.message for n in app._notifications]
+        assert toasts == ["5 notes on the inputs (how they were read, what was left out): the first row of Findings "
+                          "(6) shows them"]
+        pane = app.query_one(FindingsPane)
+        assert pane.notes == notes and pane.finding_at(0) is None and pane.finding_at(1) is pane.findings[0]
+        assert pane.row_of(0) == 1
+        await pilot.press("6")
+        await pilot.pause()
+        assert pane.findings[0].title in pane._detail_text  # the list opens on its first finding
+        await pilot.press("k")  # the notes above it
+        await pilot.pause()
+        assert all(f"x{k}" in pane._detail_text for k in range(5))
+
+
 async def test_export_writes_markdown_atomically(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     app = PerftriageApp(["synthetic"], analyse=fake_analyse(100))

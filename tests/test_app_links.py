@@ -40,14 +40,14 @@ async def open_finding(app, pilot, kind: str):
     """Enter on the first finding whose target is ``kind``, from the Findings tab."""
     await pilot.press("6")
     await pilot.pause()
-    findings = app.query_one(FindingsPane).findings
-    row = next(i for i, f in enumerate(findings) if f.target.get("kind") == kind)
+    pane = app.query_one(FindingsPane)
+    k = next(i for i, f in enumerate(pane.findings) if f.target.get("kind") == kind)
     table = app.query_one("#findings-table", RowTable)
     table.focus()
-    table.cursor = row
+    table.cursor = pane.row_of(k)
     await pilot.press("enter")
     await pilot.pause(0.2)
-    return findings[row], row
+    return pane.findings[k], pane.row_of(k)
 
 
 async def back_to_findings(app, pilot, row: int) -> None:
@@ -142,6 +142,7 @@ async def test_every_finding_opens_what_it_is_about(sample, reference):
         await pilot.press("6")
         await pilot.pause()
         findings = app.query_one(FindingsPane).findings
+        row_of = app.query_one(FindingsPane).row_of
         table = app.query_one("#findings-table", RowTable)
         assert all(f.target.get("kind") for f in findings), [f.title for f in findings if not f.target]
         tried = set()
@@ -154,7 +155,7 @@ async def test_every_finding_opens_what_it_is_about(sample, reference):
                 continue  # one of each kind of link (a sample has 18 findings: 25 s for all)
             tried.add(key)
             table.focus()
-            table.cursor = row
+            table.cursor = row_of(row)
             await pilot.pause(0.05)
             assert enter_enabled(app, "findings-table")
             await pilot.press("enter")
@@ -195,7 +196,7 @@ async def test_every_finding_opens_what_it_is_about(sample, reference):
                 assert pane.row_marks[pane.table.cursor] is not None
                 # the intervals are rows of the list, after the servers PAD's X names
                 assert sum(m is not None for m in pane.row_marks) == min(15, len(pane.ca.over_time.intervals)) > 0
-            await back_to_findings(app, pilot, row)
+            await back_to_findings(app, pilot, row_of(row))
         assert (sample != "fleet" or ("server", None, True) in tried) and (sample != "microservices" or
                                                                              ("pod", None, False) in tried)
 
@@ -206,19 +207,26 @@ async def test_every_finding_opens_what_it_is_about(sample, reference):
         pane = app.query_one(FindingsPane)
         changed = list(pane.findings)
         changed[1] = dataclasses.replace(changed[1], target={})
-        pane.show_findings(changed)
+        pane.show_findings(changed, pane.notes)
         await pilot.pause(0.1)
         table.focus()
-        table.cursor = 1
+        table.cursor = row_of(1)
         await pilot.pause(0.1)
         assert not enter_enabled(app, "findings-table")
         assert "enter" not in footer_keys(app) and "enter" not in footer_drawn(app)
         await pilot.press("enter")
         await pilot.pause(0.2)
         assert tab(app) == "findings" and not app.history
-        table.cursor = 0
+        table.cursor = row_of(0)
         await pilot.pause(0.1)
         assert enter_enabled(app, "findings-table") and "enter" in footer_keys(app) and "enter" in footer_drawn(app)
+        # the run's notes on its inputs: the list's first row, shown whole in the detail, opening nothing
+        if pane.notes:
+            table.cursor = 0
+            await pilot.pause(0.1)
+            assert not enter_enabled(app, "findings-table") and "enter" not in footer_drawn(app)
+            detail = " ".join(screen_text(app).split())
+            assert "Notes on the inputs" in detail and " ".join(pane.notes[0].split()[:6]) in detail
 
 
 def test_times_since_the_start_read_in_one_format_per_dataset():

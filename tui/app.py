@@ -30,6 +30,7 @@ from perftriage.analysis.errors import PerftriageError
 from perftriage.analysis.findings import render
 from perftriage.analysis.options import PARTS, Options, Progress
 from perftriage.analysis.requests.params import unit_noun
+from perftriage.analysis.units import count_of
 from perftriage.analysis.triage_process import AnalysisStopped, KeptGraph, TriageProcess, raise_error
 from perftriage.tui.panes.calltrees import CallTreesPane
 from perftriage.tui.panes.clusters import ClustersPane
@@ -431,7 +432,7 @@ class PerftriageApp(App):
             if part in shown and self._is_new(part, result):
                 self.query_one(f"#{part}-pane").show_result(result)
         if result.findings or final:
-            self.query_one("#findings-pane", FindingsPane).show_findings(result.findings)
+            self.query_one("#findings-pane", FindingsPane).show_findings(result.findings, result.report.notes)
         if not final:
             self._tick()
             return
@@ -444,8 +445,13 @@ class PerftriageApp(App):
                 self.action_tab("threads")
             elif result.counters is not None:
                 self.action_tab("counters")
-        for n in result.report.notes:
-            self.notify(n, severity="warning", timeout=8)
+        # the notes in one toast, not one each: six of them covered the list for eight seconds at 80x24
+        notes = result.report.notes
+        if len(notes) == 1:
+            self.notify(notes[0], severity="warning", timeout=8)
+        elif notes:
+            self.notify(f"{count_of(len(notes), 'notes')} on the inputs (how they were read, what was left out): "
+                        "the first row of Findings (6) shows them", severity="warning", timeout=6)
 
     def status_text(self) -> str:
         r = self.result

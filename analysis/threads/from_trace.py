@@ -31,6 +31,7 @@ import numpy as np
 
 from perftriage.analysis.execgraph import tasks
 from perftriage.analysis.execgraph.graph import BLOCKED, BP, RS, RU, ExecGraph
+from perftriage.analysis.units import count_of
 
 from .series import ThreadSeries, build
 
@@ -108,10 +109,10 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             run = float(np.where((st == RU) | (st == RS), e - s, 0).sum())
             cand.append((run, tid, i, max(w0, 0), min(w1, n_win)))
         if skipped:
-            notes.append(f"{host}: {skipped} threads of the system's background (kernel threads, the tracer's "
+            notes.append(f"{host}: {count_of(skipped, 'threads')} of the system's background (kernel threads, the tracer's "
                          "lttng-* threads) left out (--background keeps them)")
         if idle:
-            notes.append(f"{host}: {idle} threads active in fewer than {min_windows} windows (asleep through the "
+            notes.append(f"{host}: {count_of(idle, 'threads')} active in fewer than {min_windows} windows (asleep through the "
                          "trace) left out")
         if len(cand) > max_threads:
             notes.append(f"{host}: {len(cand)} threads live for {min_windows}+ windows; the {max_threads} busiest kept")

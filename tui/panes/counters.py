@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
+from perftriage.analysis.units import count_of
 from perftriage.tui.lazy import np
 from perftriage.tui.widgets.plots import line_series
 from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
@@ -130,9 +131,11 @@ class CountersPane(ViewPane):
         self.table.set_rows(cols, ListSource(rows, styles))
         self.query_one("#co-title", Static).update(
             f"{len(cs.servers)} servers x {len(cs.counters)} counters x {cs.n_points} points every {cs.interval:g} s"
-            f" · {len(ca.servers)} deviating server(s) · "
-            + ("X = |global median - local median| / global std" if cp.paper_x else
-               "X = |server median - others' median| / others' std")
+            + (" · servers not compared by level (not peers: see the notes)"
+               if ca.peers is not None and not ca.peers.compared.any() else
+               f" · {count_of(len(ca.servers), 'deviating servers')} · "
+               + ("X = |global median - local median| / global std" if cp.paper_x else
+                  "X = |server median - others' median| / others' std"))
             + (f" · {len(ca.over_time.intervals)} unusual interval(s)" if ca.over_time is not None else "")
             + " · v: view · c: correlations")
         self.row = 0

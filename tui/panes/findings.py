@@ -7,7 +7,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from perftriage.analysis.findings import Finding, finding_markdown
+from perftriage.analysis.findings import Finding, finding_markdown, notes_markdown
 from perftriage.analysis.units import count_of
 from perftriage.tui.widgets.row_table import IDENTITY, OPTIONAL, TEXT, Column, ListSource, RowTable
 
@@ -27,6 +27,7 @@ class FindingsPane(Pending, Vertical):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.findings: list[Finding] = []
+        self.notes: list[str] = []  # the run's notes on its inputs: the list's first row when there are some
         self._detail_text = ""  # the Markdown the detail shows
 
     def compose(self) -> ComposeResult:
@@ -35,31 +36,54 @@ class FindingsPane(Pending, Vertical):
         with VerticalScroll(id="findings-detail-box"):
             yield Static("", id="findings-detail")
 
-    def show_findings(self, findings: list[Finding]) -> None:
-        self.findings = findings
+    def show_findings(self, findings: list[Finding], notes: list[str] = ()) -> None:
+        """The findings, ranked; above them, when the run has notes on its inputs (how they
+        were read, what was left out), one row that shows them all."""
+        self.findings, self.notes = findings, list(notes)
+        lead = 1 if self.notes else 0
         rows = [[str(i + 1), f.severity, f.analysis, f.title, f.subject] for i, f in enumerate(findings)]
         styles = [_SEVERITY_STYLE.get(f.severity) for f in findings]
+        if lead:
+            rows.insert(0, ["", "note", "inputs", f"{count_of(len(self.notes), 'notes')} on the inputs: how they were "
+                                                  "read, what was left out", ""])
+            styles.insert(0, None)
         table = self.query_one("#findings-table", RowTable)
         table.open_label = "open its subject"
         # enter opens a finding that is about something shown elsewhere, not one whose evidence is all here
-        table.openable = lambda row: bool(self.findings[row].target.get("kind")) if row < len(self.findings) else False
+        table.openable = lambda row: (row >= lead and row - lead < len(self.findings)
+                                      and bool(self.findings[row - lead].target.get("kind")))
         cols = [Column("#", "right", 2, 4), Column("severity", "left", 4, 8, priority=IDENTITY),
                 Column("analysis", "left", 5, 10, priority=OPTIONAL),
                 Column("finding", "left", 10, 60, flex=True, priority=TEXT),
                 Column("subject", "left", 10, 80, priority=TEXT)]
-        self.query_one("#findings-table", RowTable).set_rows(cols, ListSource(rows, styles))
+        table.set_rows(cols, ListSource(rows, styles))
+        if lead and findings and not table.filter_text:
+            table.cursor = lead  # on the first finding, the notes' row above it
         self.query_one("#findings-title", Static).update(
             f"{count_of(len(findings), 'findings')}, most severe first · e exports them all to Markdown"
         )
-        self._show(0)
+        self._show(table.source_row(table.cursor) if table.row_count else 0)
+
+    def row_of(self, k: int) -> int:
+        """The list's row of finding ``k`` (after the notes' row, when there is one)."""
+        return k + (1 if self.notes else 0)
+
+    def finding_at(self, row: int) -> Finding | None:
+        """The finding on a row of the list (None: the notes' row)."""
+        k = row - (1 if self.notes else 0)
+        return self.findings[k] if 0 <= k < len(self.findings) else None
 
     def _show(self, row: int) -> None:
         detail = self.query_one("#findings-detail", Static)
-        if not self.findings:
+        f = self.finding_at(row)
+        if f is None and not (self.notes and row == 0):
             self._detail_text = ""
             detail.update("")
             return
-        text = finding_markdown(self.findings[row], row + 1)
+        if f is None:
+            text = "\n".join(["### Notes on the inputs", ""] + notes_markdown(self.notes))
+        else:
+            text = finding_markdown(f, self.findings.index(f) + 1)
         if text == self._detail_text:  # shown already (each part of the results shows the list again)
             return
         self._detail_text = text
@@ -75,9 +99,9 @@ class FindingsPane(Pending, Vertical):
             self.finding = finding
 
     def on_row_table_selected(self, event: RowTable.Selected) -> None:
-        if event.table.id == "findings-table" and self.findings:
+        if event.table.id == "findings-table" and self.finding_at(event.row) is not None:
             event.stop()
-            self.post_message(self.Open(self.findings[event.row]))
+            self.post_message(self.Open(self.finding_at(event.row)))
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         self._show(event.row)
