@@ -166,7 +166,7 @@ def test_report_with_rules_in_the_papers_xml(tmp_path):
                      '</ThresholdConfig>')
     res = cli("report", ROOT / "sample_traces" / "fleet", "--rules", rules, "-q")
     assert res.returncode == 0, res.stderr
-    assert "threshold: 1 violation(s) of Runtime.CPU.Percent: median in the server view > 60" in res.stdout
+    assert "threshold: 1 violation of Runtime.CPU.Percent: median in the server view > 60" in res.stdout
     assert "| silo-07 | all times |" in res.stdout  # the stuck server, and only it
     assert "rules.toml" not in res.stdout  # the rules given replace the ones beside the counters
 

@@ -60,7 +60,7 @@ def test_findings_from_prometheus_equal_those_of_the_same_data_in_a_file(prom, t
     named = " ".join(f["title"] for f in live["findings"])
     for inc in truth["incidents"]:
         assert any(s in named for s in inc["servers"])
-    assert any(n.startswith(f"Prometheus {prom.url}: 1,250 series of 50 counter(s) on 25 server(s)")
+    assert any(n.startswith(f"Prometheus {prom.url}: 1,250 series of 50 counters on 25 servers")
                and "raw samples" in n for n in live["notes"])
 
 

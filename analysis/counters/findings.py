@@ -136,7 +136,7 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
         res.reference = reference
         res.between = between(cs, reference)
         if res.between.only_here:
-            notes.append(f"{len(res.between.only_here)} counter(s) absent from the reference: "
+            notes.append(f"{count_of(len(res.between.only_here), 'counters')} absent from the reference: "
                          + ", ".join(res.between.only_here[:5]))
     if rules:
         res.rules = list(rules)
@@ -229,7 +229,7 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
             ev.append("no lasting change fits (a step or a ramp): a swing that comes and goes, e.g. the busiest hour")
         out.append(Finding(
             analysis="counters", title=f"{what}{since}: {cs.counters[c0]} and "
-                                       f"{len(fd.counters) - 1} more counter(s)",
+                                       f"{count_of(len(fd.counters) - 1, 'more counters')}",
             subject="fleet", score=float(min(x0, 1e6)), severity="warning" if fd.lasting(p.min_gain) else "info",
             evidence=ev,
             tables=[Table(["counter", "max X", f"points with X >= {p.time_x:g}", "worst at", "median then",
@@ -244,8 +244,9 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
                 rows.append([b.counters[i], f"{x:.2f}", _num(b.median[i]), _num(b.ref_median[i]), _num(b.ref_std[i]),
                              f"{b.servers[worst]} ({b.server_x[worst, i]:.2f})"])
             out.append(Finding(
-                analysis="counters", title=f"{len(top)} counter(s) differ from the reference: {b.counters[top[0][0]]} "
-                                           f"first (X {top[0][1]:.2f})",
+                analysis="counters",
+                title=f"{count_of(len(top), 'counters')} {'differs' if len(top) == 1 else 'differ'} from the reference: "
+                      f"{b.counters[top[0][0]]} first (X {top[0][1]:.2f})",
                 subject=b.counters[top[0][0]], score=float(min(top[0][1], 1e6)), severity="warning",
                 evidence=[f"comparative analysis between datasets: X = |reference median - median| / reference std "
                           f"(reference: {ca.reference.source})"],
@@ -259,7 +260,9 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
         rows = [[cs.counters[r.counter], f"{r.pearson:+.2f}", f"{r.spearman:+.2f}",
                  f"{r.lag:+d} ({r.lag_r:+.2f})" if r.lag else ""] for r in cr.rows[:20]]
         out.append(Finding(
-            analysis="counters", title=f"{len(strong)} counter(s) move with {cs.counters[cr.target]} {where}",
+            analysis="counters",
+            title=f"{count_of(len(strong), 'counters')} {'moves' if len(strong) == 1 else 'move'} with "
+                  f"{cs.counters[cr.target]} {where}",
             subject=cs.counters[cr.target], score=float(len(strong)), severity="info",
             evidence=[f"correlation analysis: |Pearson| or |Spearman| >= {cr.params.threshold:g} over {cr.cells:,} "
                       "samples" + (f" ({'; '.join(cr.notes)})" if cr.notes else "")],
@@ -269,7 +272,7 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
         rows = [[cs.servers[s] if s >= 0 else "fleet", cs.time_label(t) if t >= 0 else "all times", _num(val)]
                 for s, t, val in v.items]
         out.append(Finding(
-            analysis="counters", title=f"threshold: {v.n:,} violation(s) of {v.rule.describe()}",
+            analysis="counters", title=f"threshold: {count_of(v.n, 'violations')} of {v.rule.describe()}",
             subject=cs.counters[v.counter], score=float(v.n), severity="warning",
             evidence=[f"rule from {v.rule.source}; {v.checked:,} values compared"] + v.notes,
             tables=[Table(["server", "time", "value"], rows, "worst first")], parameters={"rule": asdict(v.rule)},
@@ -328,7 +331,7 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
     for rank, iv in enumerate(ot.intervals[: p.max_intervals]):
         sharing = {j.server for j in ot.intervals if j.start <= iv.end and j.end >= iv.start}
         names = [cs.counters[c] for c, *_ in iv.counters]
-        who = f"{len(names)} counter(s): {', '.join(names[:4])}{'...' if len(names) > 4 else ''}"
+        who = f"{count_of(len(names), 'counters')}: {', '.join(names[:4])}{'...' if len(names) > 4 else ''}"
         when = f"from {cs.when(iv.start)} to {cs.when(iv.end)} ({_span(cs, iv.points)})"
         ev = [f"{cs.servers[iv.server]}: {who} left their usual level {when}; peak at {cs.when(iv.peak)}"]
         for c, z, how, level, usual in iv.counters:

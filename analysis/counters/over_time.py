@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perftriage.analysis.stats import median_above
+from perftriage.analysis.units import count_of
 
 from .params import TimeParams
 from .peers import Peers
@@ -202,7 +203,7 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
         notes.append(f"{T} points over {T * cs.interval / 86400:.1f} day(s): fewer than 3 days, so each series is "
                      "judged against its peers only (its own history would flag its daily cycle)")
     if S < 3:
-        notes.append(f"{S} server(s): each judged against its own history only (3 are needed for peers)")
+        notes.append(f"{count_of(S, 'servers')}: each judged against its own history only (3 are needed for peers)")
     z = np.nan_to_num(z, nan=0.0, posinf=1e6)
     # a series beyond z at more than p.tail of its points has heavier tails than its robust spread
     # says (a latency that mostly sits still, then jumps at every burst): its z scaled down until

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perftriage.analysis.units import count_of
+
 from .stats import nanmedian
 
 MIN_PEERS = 3
@@ -143,8 +145,9 @@ def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | Non
                      + ", ".join(f"{names[g] or 'unnamed'}: {int((group == g).sum())}" for g in range(G))
                      + "): each compared with its own kind only")
     if alone and S >= MIN_PEERS:
-        notes.append(f"{len(alone)} server(s) with fewer than {MIN_PEERS - 1} of their kind: not compared with "
-                     "others (" + ", ".join(alone[:6]) + ("..." if len(alone) > 6 else "") + ")")
+        notes.append(f"{count_of(len(alone), 'servers')} with fewer than {MIN_PEERS - 1} others of their kind: not "
+                     "compared with others ("
+                     + ", ".join(alone[:6]) + ("..." if len(alone) > 6 else "") + ")")
     return Peers(group, names, compared, ratio, notes)
 
 

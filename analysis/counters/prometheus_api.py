@@ -33,6 +33,7 @@ from urllib.parse import urlencode, urlsplit
 from perftriage.analysis.errors import InputError, PerftriageError
 from perftriage.analysis.inputs import SCHEME
 from perftriage.analysis.timeparse import user_time_ns
+from perftriage.analysis.units import count_of
 
 from .readers import RawCounters, _Names, matrix_pieces
 
@@ -260,8 +261,9 @@ def fetch_counters(url: str, rng: PromRange, server_label: str = "instance", ref
                               f"{_when(end)}" + (f" (their labels: {', '.join(labels[:8])}; --server-label names "
                                                   "the one naming the server)" if labels else ""))
     window = "reference " if reference else ""
-    notes.insert(0, f"Prometheus {client.url}: {n_series:,} series of {len(names_.counter_list)} counter(s) on "
-                    f"{len(names_.server_list)} server(s), {window}window {_when(start)} to {_when(end)}, "
+    notes.insert(0, f"Prometheus {client.url}: {n_series:,} series of "
+                    f"{count_of(len(names_.counter_list), 'counters')} on "
+                    f"{count_of(len(names_.server_list), 'servers')}, {window}window {_when(start)} to {_when(end)}, "
                     f"{' and '.join(sorted(modes))}, {client.requests} requests")
     raw = RawCounters(names_.server_list, names_.counter_list, pieces, url, notes)
     return Fetched(raw, n_series, client.requests, " and ".join(sorted(modes)))
