@@ -15,6 +15,7 @@ import pytest
 from perftriage.analysis.counters.comparative import within
 from perftriage.analysis.counters.correlation import correlate
 from perftriage.analysis.counters.findings import analyse_counters, counter_findings
+from perftriage.analysis.counters.params import CounterParams
 from perftriage.analysis.counters.onset import find_onset
 from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.counters.rules import evaluate, read_rules
@@ -534,7 +535,12 @@ def test_servers_of_two_kinds_are_compared_within_their_kind():
     cs = from_cube(v, names, ["cpu", "mem"])
     ca = analyse_counters(cs)
     assert [cs.servers[sd.server] for sd in ca.servers] == ["db-03"]
-    assert "servers grouped by name into 2 kinds (web: 8, db: 4): each compared with its own kind only" in ca.notes
+    assert ("servers grouped by name into 2 kinds (web: 8, db: 4): each compared with its own kind only "
+            "(--all-peers: all with all)") in ca.notes
+    # all with all, as PAD does (--all-peers): a database's memory against the web servers' median
+    pad = analyse_counters(cs, CounterParams(all_peers=True))
+    db3 = names.index("db-03")
+    assert pad.comparative.ref_median[db3, 1] < 2500 < 15000 < ca.comparative.ref_median[db3, 1] and not pad.notes
     f = counter_findings(ca)[0]
     assert f.title.startswith("db-03 deviates from the db servers: mem")
     assert re.fullmatch(r"mem: median 19,9\d\d on db-03 against 1[56],\d{3} on the other db servers \(X = [\d.]+\)",

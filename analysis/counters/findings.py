@@ -86,7 +86,7 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
     ``correlations`` is off, the correlations of the top counters, then the rules."""
     p = params or CounterParams()
     p.validate()
-    peers = find_peers(cs.servers, cs.values, cs.counters) if len(cs.servers) >= MIN_PEERS else None
+    peers = None if p.all_peers or len(cs.servers) < MIN_PEERS else find_peers(cs.servers, cs.values, cs.counters)
     cp = within(cs, paper_x=p.paper_x, peers=peers)
     notes = list(peers.notes) if peers is not None else []
     # servers: the pairs over the threshold, grouped by server, in the order of their best X

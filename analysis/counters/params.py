@@ -34,6 +34,7 @@ class CounterParams:
     reference_x: float = 1.0  # X against the reference dataset
     min_gain: float = 0.8  # change-point fit (share of variance explained) needed to date a divergence
     paper_x: bool = False  # PAD's X (global std, the server included) instead of each server against the others
+    all_peers: bool = False  # every server compared with all the others (PAD), not only with servers of its kind
     top: int = 8
     correlation: CorrelationParams = field(default_factory=CorrelationParams)
     correlate: tuple[str, ...] = ()  # counters of interest to correlate too: "NAME" (fleet) or "NAME@SERVER"

@@ -139,11 +139,11 @@ def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | Non
                 eg = f"; {counters[worst]}: medians {_num(m.min())} .. {_num(m.max())}"
             notes.append(f"{kind} are not peers: their usual levels differ more from one another than each one's "
                          f"varies over time (on {over} of {n} counters{eg}), so none is compared with the others' "
-                         "median (PAD's server view); each series is still judged over time")
+                         "median (PAD's server view; --all-peers compares them); each series is still judged over time")
     if G > 1:
         notes.insert(0, f"servers grouped by name into {G} kinds ("
                      + ", ".join(f"{names[g] or 'unnamed'}: {int((group == g).sum())}" for g in range(G))
-                     + "): each compared with its own kind only")
+                     + "): each compared with its own kind only (--all-peers: all with all)")
     if alone and S >= MIN_PEERS:
         notes.append(f"{count_of(len(alone), 'servers')} with fewer than {MIN_PEERS - 1} others of their kind: not "
                      "compared with others ("

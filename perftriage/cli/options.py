@@ -95,6 +95,9 @@ def add_counter_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--paper-x", action="store_true",
                    help="PAD's X as the paper defines it (global std, the server included); by default a server is "
                         "compared with the other servers only")
+    g.add_argument("--all-peers", action="store_true",
+                   help="compare every server with all the others, as PAD does; by default only servers of one "
+                        "kind (by name: web-01, web-02) whose usual levels are alike are compared")
     g.add_argument("--time-x", type=number(0, 1e9, lo_open=True), default=2.5, metavar="X",
                    help="report a counter's fleet-wide median from this X at >= 3 time points (default 2.5)")
     g.add_argument("--correlate", action="append", default=[], metavar="COUNTER[@SERVER]",
@@ -275,7 +278,8 @@ def triage_options(args):
             raise Usage("--min-correlation must be within (0, 1]")
         opts.counters = CounterParams(server_x=args.server_x, time_x=args.time_x,
                                       correlation=CorrelationParams(threshold=args.min_correlation),
-                                      correlate=tuple(args.correlate), paper_x=args.paper_x)
+                                      correlate=tuple(args.correlate), paper_x=args.paper_x,
+                                      all_peers=args.all_peers)
         try:
             opts.counters.validate()
         except ValueError as exc:
