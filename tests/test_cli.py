@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REAL_TRACE_EVENTS, ROOT, needs_bt2, real_trace
+from conftest import REAL_TRACE_EVENTS, ROOT, SHARED, needs_bt2, real_trace
 
 from perftriage.cli import COMMANDS, main
 
@@ -156,6 +156,19 @@ def test_counter_options_are_checked():
     assert res.returncode == 2 and "min-correlation" in res.stderr
     res = cli("report", fleet, "--server-x", "0")
     assert res.returncode == 2 and "--server-x" in res.stderr and "must be above 0" in res.stderr
+
+
+def test_pods_of_different_services_are_compared_only_when_asked():
+    """The real pod metrics: no server compared by level by default (ten different services),
+    every one with all the others with --all-peers, as PAD does."""
+    pods = SHARED / "real_data" / "onlineboutique-2022-08-22" / "metric"
+    if not pods.is_dir():
+        pytest.fail(f"{pods} is missing: the tests expect ../shared/real_data beside the clone")
+    default, pad = cli("report", pods, "-q"), cli("report", pods, "--all-peers", "-q")
+    assert default.returncode == pad.returncode == 0, default.stderr + pad.stderr
+    assert "deviates from" not in default.stdout and "are not peers" in default.stdout
+    assert "adservice-5f6585d649-fnmft deviates from the fleet: MemoryUsage(Mi)" in pad.stdout
+    assert "are not peers" not in pad.stdout
 
 
 def test_report_with_rules_in_the_papers_xml(tmp_path):
