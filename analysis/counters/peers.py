@@ -94,10 +94,16 @@ def level_ratio(v: np.ndarray) -> tuple[float, int, int, int]:
     counters weighed, and the counter that differs most (-1: none). Counters seen on fewer than
     three servers are not weighed, nor those that sit still on most servers (a setting, a count
     of failures that stays 0): with no variation to measure levels against, they cannot tell."""
+    v = v[:, :, ::-(-v.shape[2] // 500)]  # levels and spreads need no more than 500 points a series
+    S, C, T = v.shape
+    med, own = np.empty((S, C)), np.empty((S, C))
+    block = max(1, int(2_000_000 // max(1, S * T)))  # a few counters at a time: no copy of the cube
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        med = nanmedian(v, axis=2)  # (S, C)
-        own = nanmedian(np.abs(v - med[..., None]), axis=2)
+        for lo in range(0, C, block):
+            vb = v[:, lo:lo + block, :]
+            med[:, lo:lo + block] = nanmedian(vb, axis=2)
+            own[:, lo:lo + block] = nanmedian(np.abs(vb - med[:, lo:lo + block, None]), axis=2)
         between = nanmedian(np.abs(med - nanmedian(med, axis=0)), axis=0)
         within = nanmedian(own, axis=0)
     seen = (np.isfinite(med).sum(axis=0) >= MIN_PEERS) & (within > 0)
@@ -126,7 +132,7 @@ def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | Non
         if len(idx) < MIN_PEERS:
             alone += [servers[i] for i in idx]
             continue
-        ratio[g], over, n, worst = level_ratio(values[idx])
+        ratio[g], over, n, worst = level_ratio(values if len(idx) == S else values[idx])
         compared[g] = ratio[g] <= MAX_RATIO
         if not compared[g]:
             kind = f"the {len(idx)} {names[g]} servers" if names[g] else f"the {len(idx)} servers"
