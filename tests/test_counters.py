@@ -719,3 +719,22 @@ def test_large_csv_columnar_reader_equals_the_numpy_one(tmp_path, monkeypatch):
     b = readers.load_counters([p])
     assert a.servers == b.servers and a.counters == b.counters and (a.start, a.interval) == (b.start, b.interval)
     assert np.array_equal(a.values, b.values, equal_nan=True)
+
+
+def test_the_other_servers_median_skips_missing_samples_as_the_definition_does():
+    """Each server's others' median from one sort, with samples missing here and there (and a
+    position missing everywhere): equal to the median of the rest with NaN skipped."""
+    from perftriage.analysis.counters.over_time import others_median
+
+    rng = np.random.default_rng(3)
+    for S in (2, 3, 4, 5, 8, 13):
+        for share in (0.0, 0.1, 0.5, 0.9):
+            v = rng.normal(size=(S, 3, 40))
+            v[rng.random(v.shape) < share] = np.nan
+            if share:
+                v[:, 0, 0] = np.nan
+            v[:, 1, :3] = 0.5  # ties
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want = np.stack([np.nanmedian(np.delete(v, s, axis=0), axis=0) for s in range(S)])
+            assert np.allclose(others_median(v), want, equal_nan=True), (S, share)

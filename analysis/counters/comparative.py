@@ -119,10 +119,17 @@ def _medians(values: np.ndarray, block: int):
 def _left_out(v: np.ndarray, sm: np.ndarray, gs: np.ndarray):
     """Each server against the others (leave-one-out): X, the others' median of medians and the
     others' std (from the others' sums of samples and of squares)."""
-    ok = ~np.isnan(v)
-    n_s = ok.sum(axis=2).astype(np.float64)  # (S, C)
-    s1 = np.where(ok, v, 0.0).sum(axis=2)
-    s2 = np.where(ok, v * v, 0.0).sum(axis=2)
+    S, C, T = v.shape
+    n_s, s1, s2 = np.empty((S, C)), np.empty((S, C)), np.empty((S, C))
+    block = max(1, int(2_000_000 // max(1, S * T)))  # a few counters at a time: no cube-sized temporaries
+    for lo in range(0, C, block):
+        x = np.array(v[:, lo:lo + block, :])
+        ok = ~np.isnan(x)
+        n_s[:, lo:lo + block] = ok.sum(axis=2)
+        x[~ok] = 0.0
+        s1[:, lo:lo + block] = x.sum(axis=2)
+        x *= x
+        s2[:, lo:lo + block] = x.sum(axis=2)
     n_o, s1_o, s2_o = n_s.sum(0) - n_s, s1.sum(0) - s1, s2.sum(0) - s2
     with np.errstate(divide="ignore", invalid="ignore"):
         mean_o = s1_o / n_o

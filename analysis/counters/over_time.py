@@ -104,30 +104,35 @@ def _robust(x: np.ndarray, floor: np.ndarray, with_mad: bool = False):
 
 
 def others_median(v: np.ndarray) -> np.ndarray:
-    """For every server (axis 0), the median of the other servers at each (counter, point): one sort over
-    the servers and, for each server, the order statistics of the rest read off it (a server
-    below the middle shifts the rest's middle up by one place); the slow way where samples are
-    missing."""
+    """For every server (axis 0), the median of the other servers at each (counter, point), from
+    one sort over the servers: the rest's k-th smallest is the whole's (k+1)-th where the
+    server's own value is at or below the whole's k-th (taking it out shifts the rest down one
+    place), the whole's k-th otherwise. Missing samples sort last and are not counted: k then
+    follows each position's count (NaN where no other server has a sample)."""
     S = v.shape[0]
-    if np.isnan(v).any():
-        out = np.empty_like(v)
-        for s in range(S):
-            out[s] = nanmedian(np.delete(v, s, axis=0), axis=0)
-        return out
-    order = np.argsort(v, axis=0, kind="stable")
-    srt = np.take_along_axis(v, order, axis=0)
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.broadcast_to(np.arange(S).reshape(-1, *[1] * (v.ndim - 1)), order.shape),
-                      axis=0)
-    m = S - 1  # the others
+    srt = np.sort(v, axis=0)  # NaN last
 
-    def kth(k):  # the k-th smallest of the others, for every server
-        idx = np.where(rank > k, k, k + 1)  # skip the server's own place
-        return np.take_along_axis(srt, idx, axis=0)
+    def kth(k):  # the k-th smallest of the others, for every server; k: an int or per position (1, ...)
+        if np.ndim(k) == 0:
+            a, b = srt[min(max(k, 0), S - 1)], srt[min(max(k + 1, 0), S - 1)]
+        else:
+            a = np.take_along_axis(srt, np.clip(k, 0, S - 1), axis=0)
+            b = np.take_along_axis(srt, np.clip(k + 1, 0, S - 1), axis=0)
+        return np.where(v <= a, b, a)
 
-    lo, hi = (m - 1) // 2, m // 2
-    a = kth(lo)
-    return a if lo == hi else (a + kth(hi)) / 2
+    missing = np.isnan(v)
+    if not missing.any():
+        m = S - 1  # the others
+        lo, hi = (m - 1) // 2, m // 2
+        a = kth(lo)
+        return a if lo == hi else (a + kth(hi)) / 2
+    n = (~missing).sum(axis=0, keepdims=True)  # servers with a sample, per position
+    # a server with a sample there: n - 1 others; without (its NaN compares false: no shift): n
+    have = (kth((n - 2) // 2) + kth((n - 1) // 2)) / 2
+    lack = (kth((n - 1) // 2) + kth(n // 2)) / 2
+    out = np.where(missing, lack, have)
+    out[(n - ~missing) <= 0] = np.nan  # no other server has a sample there
+    return out
 
 
 def peers_median(v: np.ndarray, peers: Peers | None) -> np.ndarray:
