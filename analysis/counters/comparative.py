@@ -20,7 +20,7 @@ import numpy as np
 from .onset import Onset, find_onset, refine_onset
 from .over_time import others_median
 from .peers import Peers
-from .stats import nanmedian, nanmedian_rows, nanstd_rows
+from .stats import THREADS, each_block, nanmedian, nanmedian_rows, nanstd_rows
 from .table import CounterSet
 
 
@@ -102,17 +102,19 @@ def _medians(values: np.ndarray, block: int):
     S, C, T = values.shape
     gm, gs = np.empty(C), np.empty(C)
     sm, tm = np.empty((S, C)), np.empty((T, C))
+
+    def work(lo, hi):
+        v = np.ascontiguousarray(values[:, lo:hi, :])  # (S, b, T)
+        flat = v.transpose(1, 0, 2).reshape(hi - lo, S * T)
+        gm[lo:hi] = nanmedian_rows(flat)
+        gs[lo:hi] = nanstd_rows(flat)
+        del flat
+        sm[:, lo:hi] = nanmedian(v, axis=2)
+        tm[:, lo:hi] = nanmedian(v, axis=0).T
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for lo in range(0, C, block):
-            v = np.ascontiguousarray(values[:, lo:lo + block, :])  # (S, b, T)
-            b = v.shape[1]
-            flat = v.transpose(1, 0, 2).reshape(b, S * T)
-            gm[lo:lo + b] = nanmedian_rows(flat)
-            gs[lo:lo + b] = nanstd_rows(flat)
-            del flat
-            sm[:, lo:lo + b] = nanmedian(v, axis=2)
-            tm[:, lo:lo + b] = nanmedian(v, axis=0).T
+        each_block(work, C, max(1, block // THREADS))  # the blocks at once take one block's memory of before
     return gm, gs, sm, tm
 
 

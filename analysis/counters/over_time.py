@@ -34,7 +34,7 @@ from perftriage.analysis.units import count_of
 
 from .params import TimeParams
 from .peers import Peers
-from .stats import nanmedian
+from .stats import THREADS, each_block, nanmedian
 from .table import CounterSet
 
 
@@ -188,19 +188,21 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     days = period >= 4 and T >= 3 * period
     z = np.zeros((S, C, T), np.float32)
     why_peer = np.zeros((S, C, T), bool)
-    daily_any = False
     # a few counters at a time: the working arrays (sorts over servers, deviations) stay a
     # block's, not the cube's, whatever the dataset
-    block = max(1, int(2_000_000 // max(1, S * T)))
+    block = max(1, int(2_000_000 // max(1, S * T * THREADS)))
+    daily = np.zeros(C, bool)
+
+    def work(lo, hi):
+        zb, wb, db = _block(v[:, lo:hi, :], p, days, period, S >= 3, peers)
+        z[:, lo:hi, :] = zb
+        why_peer[:, lo:hi, :] = wb
+        daily[lo] = db
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for lo in range(0, C, block):
-            vb = v[:, lo:lo + block, :]
-            zb, wb, db = _block(vb, p, days, period, S >= 3, peers)
-            z[:, lo:lo + block, :] = zb
-            why_peer[:, lo:lo + block, :] = wb
-            daily_any |= db
-    seasonal = daily_any
+        each_block(work, C, block)
+    seasonal = bool(daily.any())
     if days and not seasonal:
         notes.append("no daily cycle found (taking out a daily profile narrows no series' spread): each series is "
                      "judged against its median")
