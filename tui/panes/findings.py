@@ -75,15 +75,15 @@ class FindingsPane(Pending, Vertical):
 
     def _show(self, row: int) -> None:
         detail = self.query_one("#findings-detail", Static)
-        f = self.finding_at(row)
-        if f is None and not (self.notes and row == 0):
+        k = row - (1 if self.notes else 0)
+        if k == -1:
+            text = "\n".join(["### Notes on the inputs", ""] + notes_markdown(self.notes))
+        elif 0 <= k < len(self.findings):
+            text = finding_markdown(self.findings[k], k + 1)
+        else:
             self._detail_text = ""
             detail.update("")
             return
-        if f is None:
-            text = "\n".join(["### Notes on the inputs", ""] + notes_markdown(self.notes))
-        else:
-            text = finding_markdown(f, self.findings.index(f) + 1)
         if text == self._detail_text:  # shown already (each part of the results shows the list again)
             return
         self._detail_text = text
