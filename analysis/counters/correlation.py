@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .params import CorrelationParams
+from .stats import THREADS, each_block
 from .table import CounterSet
 
 
@@ -120,19 +121,22 @@ def _fleet_coefs(cs: CounterSet, counter: int, p: CorrelationParams, notes: list
     r_p = np.zeros(C)
     series = np.zeros((C, T))  # the fleet's mean series of every counter (for the lags)
     okf = ok[:, None, :]
-    for lo in range(0, C, 16):
-        xb = cs.values[:, lo:lo + 16, :]  # (S, b, T), a view
+
+    def work(lo, hi):
+        xb = cs.values[:, lo:hi, :]  # (S, b, T), a view
         fin = okf & ~np.isnan(xb)
         x0 = np.where(fin, xb, 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            series[lo:lo + 16] = x0.sum(axis=0) / fin.sum(axis=0)
+            series[lo:hi] = x0.sum(axis=0) / fin.sum(axis=0)
         cnt = np.maximum(fin.sum(axis=(0, 2)), 1)
         x0 -= (x0.sum(axis=(0, 2)) / cnt)[None, :, None]
         x0 *= fin  # gaps (and cells where the counter of interest has none) at the mean: no weight
         sxy = np.einsum("sbt,st->b", x0, yc)
         sxx = np.einsum("sbt,sbt->b", x0, x0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            r_p[lo:lo + 16] = np.where(sxx * syy > 0, sxy / np.sqrt(sxx * syy), 0.0)
+            r_p[lo:hi] = np.where(sxx * syy > 0, sxy / np.sqrt(sxx * syy), 0.0)
+
+    each_block(work, C, max(1, 16 // THREADS))  # the blocks at once: one block of 16's memory
     cells = np.flatnonzero(ok.ravel())
     if len(cells) > p.max_cells:
         rng = np.random.default_rng(p.seed)
