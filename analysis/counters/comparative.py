@@ -20,7 +20,7 @@ import numpy as np
 from .onset import Onset, find_onset, refine_onset
 from .over_time import others_median
 from .peers import Peers
-from .stats import THREADS, each_block, nanmedian, nanmedian_rows, nanstd_rows
+from .stats import THREADS, counters_per_block, each_block, nanmedian, nanmedian_rows, nanstd_rows
 from .table import CounterSet
 
 
@@ -123,7 +123,7 @@ def _left_out(v: np.ndarray, sm: np.ndarray, gs: np.ndarray):
     others' std (from the others' sums of samples and of squares)."""
     S, C, T = v.shape
     n_s, s1, s2 = np.empty((S, C)), np.empty((S, C)), np.empty((S, C))
-    block = max(1, int(2_000_000 // max(1, S * T)))  # a few counters at a time: no cube-sized temporaries
+    block = counters_per_block(S, T)  # a few counters at a time: no cube-sized temporaries
     for lo in range(0, C, block):
         x = np.array(v[:, lo:lo + block, :])
         ok = ~np.isnan(x)

@@ -334,8 +334,8 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
         who = f"{count_of(len(names), 'counters')}: {', '.join(names[:4])}{'...' if len(names) > 4 else ''}"
         when = f"from {cs.when(iv.start)} to {cs.when(iv.end)} ({_span(cs, iv.points)})"
         ev = [f"{cs.servers[iv.server]}: {who} left their usual level {when}; peak at {cs.when(iv.peak)}"]
+        alone = ot.alone is not None and ot.alone[iv.server]
         for c, z, how, level, usual in iv.counters:
-            alone = ot.alone is not None and ot.alone[iv.server]
             against = ("against the other servers' movement at the same time" if alone else
                        "against its peers at the same time") if how == "peers" else "against its own history"
             ev.append(f"{cs.counters[c]}: {_num(level)} at its furthest, usually {_num(usual)} "

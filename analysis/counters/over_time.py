@@ -34,7 +34,7 @@ from perftriage.analysis.units import count_of
 
 from .params import TimeParams
 from .peers import Peers
-from .stats import THREADS, each_block, nanmedian
+from .stats import THREADS, counters_per_block, each_block, nanmedian
 from .table import CounterSet
 
 
@@ -139,16 +139,19 @@ def peers_median(v: np.ndarray, peers: Peers | None) -> np.ndarray:
     """For every server, the median of its peers at each (counter, point): the others of its
     group where its group is compared; for a server with no peers, all the other servers (the
     load they share, without comparing levels)."""
-    om = others_median(v)
-    if peers is not None and not peers.whole_fleet:
-        for g in np.flatnonzero(peers.compared):
-            idx = peers.members(g)
-            om[idx] = others_median(v[idx])
+    if peers is None or peers.whole_fleet:
+        return others_median(v)
+    alone = ~peers.compared[peers.group]
+    om = others_median(v) if alone.any() else np.empty_like(v)  # all the others: only for servers without peers
+    for g in np.flatnonzero(peers.compared):
+        idx = peers.members(g)
+        om[idx] = others_median(v[idx])
     return om
 
 
-def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: bool, groups: Peers | None = None):
-    """z (float32), 'the peers said it' and 'a daily profile was used' for a block of counters."""
+def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers | None):
+    """z (float32), 'the peers said it' and 'a daily profile was used' for a block of counters
+    (against peers at the same time from three servers on)."""
     S, C, T = v.shape
     floor = p.resolution_steps * _resolution(v)
     daily_any = False
@@ -168,8 +171,8 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: bool, g
     else:  # a day's cycle cannot be told from an incident without several days to learn it from
         z = np.zeros(v.shape, np.float32)
     why_peer = np.zeros(v.shape, bool)
-    if peers:
-        d = v - peers_median(v, groups)
+    if S >= 3:
+        d = v - peers_median(v, peers)
         zp = _robust(d, floor)
         del d
         why_peer = np.nan_to_num(zp) > np.nan_to_num(z)
@@ -190,11 +193,11 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     why_peer = np.zeros((S, C, T), bool)
     # a few counters at a time: the working arrays (sorts over servers, deviations) stay a
     # block's, not the cube's, whatever the dataset
-    block = max(1, int(2_000_000 // max(1, S * T * THREADS)))
+    block = counters_per_block(S, T, THREADS)
     daily = np.zeros(C, bool)
 
     def work(lo, hi):
-        zb, wb, db = _block(v[:, lo:hi, :], p, days, period, S >= 3, peers)
+        zb, wb, db = _block(v[:, lo:hi, :], p, days, period, peers)
         z[:, lo:hi, :] = zb
         why_peer[:, lo:hi, :] = wb
         daily[lo] = db

@@ -30,7 +30,7 @@ import numpy as np
 
 from perftriage.analysis.units import count_of
 
-from .stats import nanmedian
+from .stats import counters_per_block, nanmedian
 
 MIN_PEERS = 3
 MAX_RATIO = 1.0  # the servers' levels may differ by up to this many times their own variation
@@ -68,7 +68,6 @@ class Peers:
     group: np.ndarray  # (S,) int: each server's group
     roles: list[str]  # each group's role ('' for the whole fleet when names say nothing)
     compared: np.ndarray  # (G,) bool: the group's servers are compared with one another
-    ratio: np.ndarray  # (G,) the median over counters of (spread of the servers' medians / a server's own spread)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -97,7 +96,7 @@ def level_ratio(v: np.ndarray) -> tuple[float, int, int, int]:
     v = v[:, :, ::-(-v.shape[2] // 500)]  # levels and spreads need no more than 500 points a series
     S, C, T = v.shape
     med, own = np.empty((S, C)), np.empty((S, C))
-    block = max(1, int(2_000_000 // max(1, S * T)))  # a few counters at a time: no copy of the cube
+    block = counters_per_block(S, T)  # a few counters at a time: no copy of the cube
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for lo in range(0, C, block):
@@ -125,15 +124,15 @@ def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | Non
     else:
         group = np.array([names.index(r) for r in roles])
     G = len(names)
-    compared, ratio, notes = np.zeros(G, bool), np.zeros(G), []
+    compared, notes = np.zeros(G, bool), []
     alone = []
     for g in range(G):
         idx = np.flatnonzero(group == g)
         if len(idx) < MIN_PEERS:
             alone += [servers[i] for i in idx]
             continue
-        ratio[g], over, n, worst = level_ratio(values if len(idx) == S else values[idx])
-        compared[g] = ratio[g] <= MAX_RATIO
+        ratio, over, n, worst = level_ratio(values if len(idx) == S else values[idx])
+        compared[g] = ratio <= MAX_RATIO
         if not compared[g]:
             kind = f"the {len(idx)} {names[g]} servers" if names[g] else f"the {len(idx)} servers"
             eg = ""
@@ -154,7 +153,7 @@ def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | Non
         notes.append(f"{count_of(len(alone), 'servers')} with fewer than {MIN_PEERS - 1} others of their kind: not "
                      "compared with others ("
                      + ", ".join(alone[:6]) + ("..." if len(alone) > 6 else "") + ")")
-    return Peers(group, names, compared, ratio, notes)
+    return Peers(group, names, compared, notes)
 
 
 def _num(v: float) -> str:

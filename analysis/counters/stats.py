@@ -46,6 +46,12 @@ def nanstd_rows(x: np.ndarray) -> np.ndarray:
 THREADS = min(2, os.cpu_count() or 1)  # two at most: a production host's other work keeps its cores
 
 
+def counters_per_block(S: int, T: int, threads: int = 1) -> int:
+    """How many counters of S servers x T points to work on at once: about 2 M samples in all
+    (over ``threads`` blocks at a time), so that working copies stay a block's, not the cube's."""
+    return max(1, int(2_000_000 // max(1, S * T * threads)))
+
+
 def each_block(work, C: int, block: int) -> None:
     """``work(lo, hi)`` for every block of counters [lo, hi), on up to THREADS threads (numpy's
     sorts and reductions let go of the GIL: 1.8x on two cores, measured on the medians of a

@@ -40,7 +40,7 @@ class FindingsPane(Pending, Vertical):
         """The findings, ranked; above them, when the run has notes on its inputs (how they
         were read, what was left out), one row that shows them all."""
         self.findings, self.notes = findings, list(notes)
-        lead = 1 if self.notes else 0
+        lead = self._lead
         rows = [[str(i + 1), f.severity, f.analysis, f.title, f.subject] for i, f in enumerate(findings)]
         styles = [_SEVERITY_STYLE.get(f.severity) for f in findings]
         if lead:
@@ -64,18 +64,23 @@ class FindingsPane(Pending, Vertical):
         )
         self._show(table.source_row(table.cursor) if table.row_count else 0)
 
+    @property
+    def _lead(self) -> int:
+        """Rows above the findings: the notes' row, when the run has notes."""
+        return 1 if self.notes else 0
+
     def row_of(self, k: int) -> int:
         """The list's row of finding ``k`` (after the notes' row, when there is one)."""
-        return k + (1 if self.notes else 0)
+        return k + self._lead
 
     def finding_at(self, row: int) -> Finding | None:
         """The finding on a row of the list (None: the notes' row)."""
-        k = row - (1 if self.notes else 0)
+        k = row - self._lead
         return self.findings[k] if 0 <= k < len(self.findings) else None
 
     def _show(self, row: int) -> None:
         detail = self.query_one("#findings-detail", Static)
-        k = row - (1 if self.notes else 0)
+        k = row - self._lead
         if k == -1:
             text = "\n".join(["### Notes on the inputs", ""] + notes_markdown(self.notes))
         elif 0 <= k < len(self.findings):
