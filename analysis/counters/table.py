@@ -19,6 +19,8 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.values import drop_impossible, impossible_note
 
+from .stats import each_block
+
 
 @dataclass
 class Piece:
@@ -176,9 +178,7 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
         # estimated before allocating: a few samples with a tiny interval over a long span
         raise InputError(raw.source, f"{have:,} samples would spread over {T:,} points every {_secs(d)} (from "
                                      f"{_secs(tf - ts)} of time): the times or the sampling interval are wrong")
-    # rows (server, point) x counters first: a reader's row lands whole in one place, then one
-    # transposition makes the (server, counter, point) cube
-    rows_buf = None  # made on first use (a reader's full, ordered piece becomes it without a copy)
+    cube = None  # made on first use
     before = after = dup = 0
     phase_sum = np.zeros(S)
     phase_n = np.zeros(S)
@@ -203,31 +203,40 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
         cell = cell[o]
         srv = cell // T
         # clock phase of each server against the grid (a sign of clock offsets)
-        np.add.at(phase_sum, srv, ((pos[sel] % 1.0) + 0.5) % 1.0 - 0.5)
-        np.add.at(phase_n, srv, 1)
+        phase_sum += np.bincount(srv, ((pos[sel] % 1.0) + 0.5) % 1.0 - 0.5, minlength=S)
+        phase_n += np.bincount(srv, minlength=S)
         cols = p.counters.astype(np.int64)
         whole = len(cols) == C and bool((cols == np.arange(C)).all())
-        if rows_buf is None and whole and len(cell) == S * T and bool((sel == np.arange(len(sel))).all()) \
-                and bool((cell == np.arange(S * T)).all()):
-            rows_buf = p.values  # rows already one per (server, point), in order
-            continue
-        fresh = rows_buf is None
+        runs = _runs(sel, cell) if whole else None
+        fresh = cube is None
         if fresh:
-            rows_buf = np.full((S * T, C), np.nan)
-        for a in range(0, len(sel), 1 << 16):  # in slices: no copy of the whole piece
-            cl, vals = cell[a:a + (1 << 16)], p.values[sel[a:a + (1 << 16)]]
-            if whole:
-                if not fresh:
-                    dup += int((~np.isnan(rows_buf[cl])).any(axis=1).sum())
-                rows_buf[cl] = vals
+            if runs is not None:  # whole rows: only the cells this piece leaves empty need filling
+                cube = np.empty((S, C, T))
+                empty = np.ones(S * T, bool)
+                empty[cell] = False
+                es, ek = np.divmod(np.flatnonzero(empty), T)
+                cube[es, :, ek] = np.nan
+                del empty, es, ek
             else:
+                cube = np.full((S, C, T), np.nan)
+        if runs is not None:
+            dup += _put_runs(cube, p.values, sel, cell, runs, fresh)
+            continue
+        kk = cell % T
+        for a in range(0, len(sel), 1 << 16):  # in slices: no copy of the whole piece
+            sv, kv, vals = srv[a:a + (1 << 16)], kk[a:a + (1 << 16)], p.values[sel[a:a + (1 << 16)]]
+            if whole:  # cube[sv, :, kv] is (rows, counters)
                 if not fresh:
-                    dup += int((~np.isnan(rows_buf[cl[:, None], cols[None, :]])).sum())
-                rows_buf[cl[:, None], cols[None, :]] = vals
-    if rows_buf is None:
-        rows_buf = np.full((S * T, C), np.nan)
-    cube = np.ascontiguousarray(rows_buf.reshape(S, T, C).transpose(0, 2, 1), dtype=np.float64)
-    del rows_buf
+                    dup += int((~np.isnan(cube[sv, :, kv])).any(axis=1).sum())
+                cube[sv, :, kv] = vals
+            else:
+                at = (sv[:, None], cols[None, :], kv[:, None])
+                if not fresh:
+                    dup += int((~np.isnan(cube[at])).sum())
+                cube[at] = vals
+    if cube is None:
+        cube = np.full((S, C, T), np.nan)
+    dropped, missing = _clean(cube)
     notes = list(raw.notes)
     notes.append(f"aligned to {T:,} points every {_secs(d)} from the latest start ({raw.servers[late]}) to the "
                  f"earliest end ({raw.servers[early]})")
@@ -236,10 +245,8 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     if dup:
         notes.append(f"{dup:,} samples fell on a grid point that already had one: the nearest in a file was kept, "
                      "the last file read wins between files")
-    dropped = drop_impossible(cube)
     if dropped:
         notes.append(impossible_note(dropped))
-    missing = int(np.isnan(cube).sum())
     if missing:
         notes.append(f"{missing:,} of {cube.size:,} grid cells ({100 * missing / cube.size:.1f}%) have no sample")
     phase = np.divide(phase_sum, phase_n, out=np.zeros(S), where=phase_n > 0)
@@ -252,6 +259,61 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
         cube = cube[keep]
     return CounterSet(servers=[raw.servers[i] for i in keep], counters=list(raw.counters), start=ts, interval=d,
                       values=cube, source=raw.source, notes=notes, numbered=raw.numbered)
+
+
+def _runs(sel: np.ndarray, cell: np.ndarray) -> list[tuple[int, int]] | None:
+    """Where consecutive rows ``sel`` of a piece go to consecutive cells ``cell`` (rows read in
+    order: a run per server, or per stretch between a period's cut ends): the runs [a, b) of
+    positions; None when rows are scattered (more than a run per 64 rows)."""
+    if len(sel) < 2:
+        return [(0, len(sel))]
+    brk = np.flatnonzero((np.diff(sel) != 1) | (np.diff(cell) != 1)) + 1
+    if len(brk) > len(sel) // 64:
+        return None
+    bounds = np.r_[0, brk, len(sel)].tolist()
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _put_runs(cube: np.ndarray, values: np.ndarray, sel: np.ndarray, cell: np.ndarray, runs, fresh: bool) -> int:
+    """Rows ``values[sel]`` (point, counter) into ``cube`` (server, counter, point), a server's
+    stretch of a run at a time as one transposed block, on up to two threads (numpy's copy of a
+    whole transposed cube walks it in a cache-hostile order: on 500 x 200 x 2,000, 3.4 s against
+    0.7 s a server at a time and 0.4 s on two threads). How many rows fell where one was."""
+    T = cube.shape[2]
+    segs = []  # (server, first point, first row, rows)
+    for a, b in runs:
+        c0, r0, left = int(cell[a]), int(sel[a]), b - a
+        while left:
+            s_, k0 = divmod(c0, T)
+            m = min(left, T - k0)
+            segs.append((s_, k0, r0, m))
+            c0, r0, left = c0 + m, r0 + m, left - m
+    dup = np.zeros(len(segs), np.int64)
+
+    def work(lo, hi):
+        for i in range(lo, hi):
+            s_, k0, r0, m = segs[i]
+            dst = cube[s_, :, k0:k0 + m]
+            if not fresh:
+                dup[i] = int((~np.isnan(dst)).any(axis=0).sum())
+            dst[...] = values[r0:r0 + m].T
+
+    each_block(work, len(segs), max(1, len(segs) // 64))
+    return int(dup.sum())
+
+
+def _clean(cube: np.ndarray) -> tuple[int, int]:
+    """In place, a few servers at a time on up to two threads: impossible values made missing;
+    how many were, and how many cells are missing."""
+    S = cube.shape[0]
+    dropped, missing = np.zeros(S, np.int64), np.zeros(S, np.int64)
+
+    def work(lo, hi):
+        dropped[lo] = drop_impossible(cube[lo:hi])
+        missing[lo] = np.count_nonzero(np.isnan(cube[lo:hi]))
+
+    each_block(work, S, max(1, S // 64))
+    return int(dropped.sum()), int(missing.sum())
 
 
 def from_cube(values: np.ndarray, servers, counters, start: float = 0.0, interval: float = 1.0,
