@@ -20,7 +20,7 @@ import numpy as np
 from .onset import Onset, find_onset, refine_onset
 from .over_time import others_median
 from .peers import Peers
-from .stats import THREADS, counters_per_block, each_block, nanmedian, nanmedian_rows, nanstd_rows
+from .stats import THREADS, each_block, nanmedian, nanmedian_rows, nanstd_rows
 from .table import CounterSet
 
 
@@ -78,7 +78,7 @@ def within(cs: CounterSet, block: int = 16, paper_x: bool = False, peers: Peers 
     group that is not compared (servers of different kinds; fewer than three). The time view is
     the whole fleet's."""
     S, C, T = cs.values.shape
-    gm, gs, sm, tm = _medians(cs.values, block)
+    gm, gs, sm, tm, sums = _medians(cs.values, block, sums=S >= 3 and not paper_x)
     if S < 3:
         return Comparative(gm, gs, sm, tm, _x(sm - gm, gs), _x(tm - gm, gs), True, np.tile(gm, (S, 1)),
                            np.tile(gs, (S, 1)))
@@ -88,50 +88,57 @@ def within(cs: CounterSet, block: int = 16, paper_x: bool = False, peers: Peers 
         groups = [peers.members(g) for g in range(len(peers.roles)) if peers.compared[g]]
     sx, ref_m, ref_s = np.full((S, C), np.nan), np.full((S, C), np.nan), np.full((S, C), np.nan)
     for idx in groups:
-        g_gm, g_gs = (gm, gs) if len(idx) == S else _medians(cs.values[idx], block)[:2]
+        # a group's own global median and std: one more pass, over its servers only
+        g_gm, g_gs = (gm, gs) if len(idx) == S else _medians(cs.values, block, idx, servers_and_times=False)[:2]
         if paper_x:
             sx[idx], ref_m[idx], ref_s[idx] = _x(sm[idx] - g_gm, g_gs), g_gm, g_gs
         else:
-            sx[idx], ref_m[idx], ref_s[idx] = _left_out(cs.values[idx], sm[idx], g_gs)
+            sx[idx], ref_m[idx], ref_s[idx] = _left_out(tuple(a[idx] for a in sums), sm[idx], g_gs)
     return Comparative(gm, gs, sm, tm, sx, _x(tm - gm, gs), paper_x, ref_m, ref_s)
 
 
-def _medians(values: np.ndarray, block: int):
+def _medians(values: np.ndarray, block: int, idx: np.ndarray | None = None, servers_and_times: bool = True,
+             sums: bool = False):
     """The global median and std of each counter, each server's median and each time's median
-    (over servers), a block of counters at a time (memory: one block's copy, not the cube's)."""
+    (over servers), and with ``sums`` each server's count, sum and sum of squares of samples per
+    counter (the leave-one-out spreads), in one pass, a block of counters at a time (memory: one
+    block's copy, not the cube's). ``idx``: those servers only (a block of them is copied, never
+    the cube); without ``servers_and_times``, only the global median and std."""
     S, C, T = values.shape
+    if idx is not None:
+        S = len(idx)
     gm, gs = np.empty(C), np.empty(C)
-    sm, tm = np.empty((S, C)), np.empty((T, C))
+    sm, tm = (np.empty((S, C)), np.empty((T, C))) if servers_and_times else (None, None)
+    n_s, s1, s2 = (np.empty((S, C)), np.empty((S, C)), np.empty((S, C))) if sums else (None, None, None)
 
     def work(lo, hi):
-        v = np.ascontiguousarray(values[:, lo:hi, :])  # (S, b, T)
+        v = np.array(values[:, lo:hi, :]) if idx is None else values[idx, lo:hi, :]  # (S, b, T): a copy
         flat = v.transpose(1, 0, 2).reshape(hi - lo, S * T)
         gm[lo:hi] = nanmedian_rows(flat)
         gs[lo:hi] = nanstd_rows(flat)
         del flat
-        sm[:, lo:hi] = nanmedian(v, axis=2)
-        tm[:, lo:hi] = nanmedian(v, axis=0).T
+        if servers_and_times:
+            sm[:, lo:hi] = nanmedian(v, axis=2)
+            tm[:, lo:hi] = nanmedian(v, axis=0).T
+        if sums:
+            ok = ~np.isnan(v)
+            n_s[:, lo:hi] = ok.sum(axis=2)
+            v[~ok] = 0.0
+            s1[:, lo:hi] = v.sum(axis=2)
+            v *= v
+            s2[:, lo:hi] = v.sum(axis=2)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         each_block(work, C, max(1, block // THREADS))  # the blocks at once take one block's memory of before
-    return gm, gs, sm, tm
+    return gm, gs, sm, tm, (n_s, s1, s2)
 
 
-def _left_out(v: np.ndarray, sm: np.ndarray, gs: np.ndarray):
+def _left_out(sums: tuple[np.ndarray, np.ndarray, np.ndarray], sm: np.ndarray, gs: np.ndarray):
     """Each server against the others (leave-one-out): X, the others' median of medians and the
-    others' std (from the others' sums of samples and of squares)."""
-    S, C, T = v.shape
-    n_s, s1, s2 = np.empty((S, C)), np.empty((S, C)), np.empty((S, C))
-    block = counters_per_block(S, T)  # a few counters at a time: no cube-sized temporaries
-    for lo in range(0, C, block):
-        x = np.array(v[:, lo:lo + block, :])
-        ok = ~np.isnan(x)
-        n_s[:, lo:lo + block] = ok.sum(axis=2)
-        x[~ok] = 0.0
-        s1[:, lo:lo + block] = x.sum(axis=2)
-        x *= x
-        s2[:, lo:lo + block] = x.sum(axis=2)
+    others' std (from the others' sums of samples and of squares: ``sums`` = each server's count,
+    sum and sum of squares per counter, (S, C) each)."""
+    n_s, s1, s2 = sums
     n_o, s1_o, s2_o = n_s.sum(0) - n_s, s1.sum(0) - s1, s2.sum(0) - s2
     with np.errstate(divide="ignore", invalid="ignore"):
         mean_o = s1_o / n_o

@@ -30,7 +30,7 @@ import numpy as np
 
 from perftriage.analysis.units import count_of
 
-from .stats import counters_per_block, nanmedian
+from .stats import THREADS, counters_per_block, each_block, nanmedian
 
 MIN_PEERS = 3
 MAX_RATIO = 1.0  # the servers' levels may differ by up to this many times their own variation
@@ -96,13 +96,15 @@ def level_ratio(v: np.ndarray) -> tuple[float, int, int, int]:
     v = v[:, :, ::-(-v.shape[2] // 500)]  # levels and spreads need no more than 500 points a series
     S, C, T = v.shape
     med, own = np.empty((S, C)), np.empty((S, C))
-    block = counters_per_block(S, T)  # a few counters at a time: no copy of the cube
+
+    def work(lo, hi):  # a few counters at a time: no copy of the cube
+        vb = v[:, lo:hi, :]
+        med[:, lo:hi] = nanmedian(vb, axis=2)
+        own[:, lo:hi] = nanmedian(np.abs(vb - med[:, lo:hi, None]), axis=2)
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for lo in range(0, C, block):
-            vb = v[:, lo:lo + block, :]
-            med[:, lo:lo + block] = nanmedian(vb, axis=2)
-            own[:, lo:lo + block] = nanmedian(np.abs(vb - med[:, lo:lo + block, None]), axis=2)
+        each_block(work, C, counters_per_block(S, T, THREADS))
         between = nanmedian(np.abs(med - nanmedian(med, axis=0)), axis=0)
         within = nanmedian(own, axis=0)
     seen = (np.isfinite(med).sum(axis=0) >= MIN_PEERS) & (within > 0)
