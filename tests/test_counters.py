@@ -257,6 +257,33 @@ def test_correlation_pearson_spearman_and_lag():
     assert {cs.counters[x.counter] for x in rf.strong()} >= {"expx"} and rf.cells == 5 * T
 
 
+@pytest.mark.parametrize("server", [None, 1])
+def test_correlation_coefficients_are_pearson_and_spearman_by_definition(server):
+    """With ties (integer counters), gaps and cells where the counter of interest has none, every
+    coefficient equals scipy's pearsonr / spearmanr on the cells the counter of interest has, each
+    other counter's gaps at its mean over them (over the fleet: every cell, fewer than max_cells)."""
+    from scipy.stats import pearsonr, spearmanr  # noqa: PLC0415
+
+    rng = np.random.default_rng(11)
+    S, C, T = 4, 6, 300
+    base = rng.normal(0, 1, (S, 1, T))
+    v = base + rng.normal(0, 1, (S, C, T)) * np.linspace(0.1, 3, C)[None, :, None]
+    v[:, 2] = np.round(v[:, 2])  # ties
+    v[:, 3] = np.round(v[:, 3] * 0.3) + 100.0  # many ties, far from 0
+    v[rng.random(v.shape) < 0.03] = np.nan
+    cs = from_cube(v, [f"s{i}" for i in range(S)], [f"c{j}" for j in range(C)])
+    r = correlate(cs, 0, server=server)
+    y = v[:, 0, :] if server is None else v[server, 0][None]
+    x = v if server is None else v[server][None]
+    ok = np.isfinite(y)
+    assert r.cells == int(ok.sum())
+    for row in r.rows:
+        xc = x[:, row.counter, :][ok]
+        xc = np.where(np.isnan(xc), np.nanmean(xc), xc)
+        assert row.pearson == pytest.approx(pearsonr(xc, y[ok])[0], abs=1e-12)
+        assert row.spearman == pytest.approx(spearmanr(xc, y[ok])[0], abs=1e-12)
+
+
 PAPER_XML = """<ThresholdConfig>
   <PerformanceCounter Name="Runtime.GC.PercentOfTimeInGC">
     <Rule AppliesTo="DetailView">

@@ -60,11 +60,44 @@ def _pearson_rows(X: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / den, 0.0)
 
 
-def _ranks(X: np.ndarray) -> np.ndarray:
-    """Average ranks along the last axis (ties share their mean rank)."""
-    from scipy.stats import rankdata  # noqa: PLC0415
+def _sorted_ranks(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of X (no NaN): the order that sorts it and the ranks in that order, ties
+    sharing their mean rank (1-based, as scipy's rankdata 'average')."""
+    n = X.shape[-1]
+    o = np.argsort(X, axis=-1)
+    xs = np.take_along_axis(X, o, -1)
+    idx = np.arange(n)
+    new = np.ones(xs.shape, bool)  # the first of a run of equal values
+    np.not_equal(xs[..., 1:], xs[..., :-1], out=new[..., 1:])
+    first = np.maximum.accumulate(np.where(new, idx, 0), axis=-1)
+    last = np.ones(xs.shape, bool)
+    last[..., :-1] = new[..., 1:]
+    end = np.minimum.accumulate(np.where(last, idx, n)[..., ::-1], axis=-1)[..., ::-1]
+    return o, (first + end) / 2 + 1
 
-    return rankdata(X, axis=-1)
+
+def _spearman_rows(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman rho of every row of X with y (both without NaN): Pearson's r of their ranks, with
+    each row's ranks left in its sorted order and y's ranks gathered to it (no scatter back), a
+    block of rows at a time on up to two threads (on 200 rows x 20,000 cells: 0.6 s with scipy's
+    rankdata, measured)."""
+    oy, ry_sorted = _sorted_ranks(y)
+    ry = np.empty(len(y))
+    ry[oy] = ry_sorted
+    ry -= ry.mean()
+    syy = float(ry @ ry)
+    out = np.zeros(len(X))
+
+    def work(lo, hi):
+        o, rx = _sorted_ranks(X[lo:hi])
+        rx -= rx.mean(axis=1, keepdims=True)
+        num = np.einsum("ij,ij->i", rx, ry[o])
+        den = np.sqrt(np.einsum("ij,ij->i", rx, rx) * syy)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[lo:hi] = np.where(den > 0, num / den, 0.0)
+
+    each_block(work, len(X), max(1, -(-len(X) // (2 * THREADS))))
+    return out
 
 
 def correlate(cs: CounterSet, counter: int, server: int | None = None,
@@ -106,7 +139,7 @@ def _server_coefs(X: np.ndarray, counter: int):
     y = X[counter]
     ok = np.isfinite(y)
     Xo = _filled(X[:, ok])
-    return _pearson_rows(Xo, y[ok]), _pearson_rows(_ranks(Xo), _ranks(y[ok])), int(ok.sum())
+    return _pearson_rows(Xo, y[ok]), _spearman_rows(Xo, y[ok]), int(ok.sum())
 
 
 def _fleet_coefs(cs: CounterSet, counter: int, p: CorrelationParams, notes: list):
@@ -126,10 +159,10 @@ def _fleet_coefs(cs: CounterSet, counter: int, p: CorrelationParams, notes: list
         xb = cs.values[:, lo:hi, :]  # (S, b, T), a view
         fin = okf & ~np.isnan(xb)
         x0 = np.where(fin, xb, 0.0)
+        tot, n_t = x0.sum(axis=0), fin.sum(axis=0)  # (b, T): the fleet's sum and count at each time
         with np.errstate(divide="ignore", invalid="ignore"):
-            series[lo:hi] = x0.sum(axis=0) / fin.sum(axis=0)
-        cnt = np.maximum(fin.sum(axis=(0, 2)), 1)
-        x0 -= (x0.sum(axis=(0, 2)) / cnt)[None, :, None]
+            series[lo:hi] = tot / n_t
+        x0 -= (tot.sum(axis=1) / np.maximum(n_t.sum(axis=1), 1))[None, :, None]
         x0 *= fin  # gaps (and cells where the counter of interest has none) at the mean: no weight
         sxy = np.einsum("sbt,st->b", x0, yc)
         sxx = np.einsum("sbt,sbt->b", x0, x0)
@@ -144,7 +177,7 @@ def _fleet_coefs(cs: CounterSet, counter: int, p: CorrelationParams, notes: list
         notes.append(f"Spearman over {p.max_cells:,} random cells of {n:,}")
     si, ti = cells // T, cells % T
     Xs = _filled(cs.values[si, :, ti].T)  # (C, cells)
-    r_s = _pearson_rows(_ranks(Xs), _ranks(y[si, ti]))
+    r_s = _spearman_rows(Xs, y[si, ti])
     return r_p, r_s, n, series
 
 
