@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perftriage.analysis.stats import median_above
 from perftriage.analysis.units import count_of
 
 from .params import TimeParams
@@ -65,13 +64,13 @@ class OverTime:
     alone: np.ndarray | None = None  # (S,) bool: servers without peers, judged against all the others' movement
 
 
-def _resolution(v: np.ndarray) -> np.ndarray:
-    """(S, C): the smallest positive step between distinct values of each series (1e-12 if constant)."""
-    S, C, T = v.shape
+def _resolution(srt: np.ndarray) -> np.ndarray:
+    """(S, C): the smallest positive step between distinct values of each series (``srt``: the
+    series sorted along time; 1e-12 if constant)."""
+    S, C, T = srt.shape
     out = np.full((S, C), 1e-12)
     if T < 2:  # one time point: no step to measure
         return out
-    srt = np.sort(v, axis=2)
     d = np.diff(srt, axis=2)
     d = np.where(d > 1e-12 * np.maximum(1.0, np.abs(srt[:, :, 1:])), d, np.inf)
     m = np.nanmin(np.where(np.isnan(d), np.inf, d), axis=2)
@@ -79,23 +78,48 @@ def _resolution(v: np.ndarray) -> np.ndarray:
     return out
 
 
-def _median_last(x: np.ndarray) -> np.ndarray:
-    """Median along the last axis, kept as a length-1 axis: numpy's partition where nothing is
-    missing, the NaN-skipping sort otherwise."""
-    if np.isnan(x).any():
-        return nanmedian(x, axis=x.ndim - 1)[..., None]
-    return np.median(x, axis=-1, keepdims=True)
+def _valid(srt: np.ndarray):
+    """How many values each row of ``srt`` (sorted along its last axis, NaN last) has, kept as a
+    length-1 axis; a plain int when no row misses any (the last value of a row is NaN only when
+    the row has one)."""
+    L = srt.shape[-1]
+    if not np.isnan(srt[..., -1]).any():
+        return L
+    return L - np.isnan(srt).sum(axis=-1, keepdims=True)
 
 
-def _robust(x: np.ndarray, floor: np.ndarray, with_mad: bool = False):
+def _sorted_median(srt: np.ndarray, n, first=0) -> np.ndarray:
+    """The median of the ``n`` values from position ``first`` of each row of ``srt`` (sorted along
+    its last axis), kept as a length-1 axis; NaN where n is 0."""
+    if np.ndim(n) == 0 and np.ndim(first) == 0:
+        if n == 0:
+            return np.full(srt.shape[:-1] + (1,), np.nan)
+        lo, hi = first + (n - 1) // 2, first + n // 2
+        return (srt[..., lo:lo + 1] + srt[..., hi:hi + 1]) / 2
+    L = srt.shape[-1]
+    lo = np.clip(first + (n - 1) // 2, 0, L - 1)
+    hi = np.clip(first + n // 2, 0, L - 1)
+    a, b = np.take_along_axis(srt, lo, axis=-1), np.take_along_axis(srt, hi, axis=-1)
+    return np.where(n > 0, (a + b) / 2, np.nan)
+
+
+def _robust(x: np.ndarray, floor: np.ndarray, with_mad: bool = False, srt: np.ndarray | None = None):
     """|x - median| / its scale along the last axis; NaN stays NaN. The scale is 1.4826 x MAD,
     never under ``floor`` nor under the usual size of a departure where there is one (a series
     that sits on its median most of the time, zero requests at night, has a MAD of 0: its
-    ordinary noise when it moves must not count as a deviation)."""
-    med = _median_last(x)
+    ordinary noise when it moves must not count as a deviation). ``srt``: x sorted along its
+    last axis, when the caller has it. Two sorts: x's and the deviations' (the MAD and the
+    median of the deviations above the floor, a suffix of the sorted deviations, both from it)."""
+    if srt is None:
+        srt = np.sort(x, axis=-1)
+    n = _valid(srt)
+    med = _sorted_median(srt, n)
     dev = np.abs(x - med)
-    mad = 1.4826 * _median_last(dev)
-    moved = median_above(dev, floor[..., None], axis=x.ndim - 1)[..., None]
+    sd = np.sort(dev, axis=-1)  # NaN where x has none, as in srt: n valid values a row
+    mad = 1.4826 * _sorted_median(sd, n)
+    low = (sd <= floor[..., None]).sum(axis=-1, keepdims=True)  # at or under the floor: a prefix
+    moved = np.nan_to_num(_sorted_median(sd, n - low, low), nan=0.0)  # the median of the rest, 0 if none
+    del sd
     scale = np.fmax(np.fmax(mad, floor[..., None]), np.where(mad > floor[..., None], 0.0, moved))
     dev /= scale
     z = dev.astype(np.float32)  # z to 7 digits is plenty, and half the memory of a cube
@@ -127,11 +151,14 @@ def others_median(v: np.ndarray) -> np.ndarray:
         a = kth(lo)
         return a if lo == hi else (a + kth(hi)) / 2
     n = (~missing).sum(axis=0, keepdims=True)  # servers with a sample, per position
-    # a server with a sample there: n - 1 others; without (its NaN compares false: no shift): n
+    # a server with a sample there: n - 1 others; without: the others are all n, their median
+    # the whole's (one value per position)
     have = (kth((n - 2) // 2) + kth((n - 1) // 2)) / 2
-    lack = (kth((n - 1) // 2) + kth(n // 2)) / 2
+    lack = (np.take_along_axis(srt, np.clip((n - 1) // 2, 0, S - 1), axis=0)
+            + np.take_along_axis(srt, np.clip(n // 2, 0, S - 1), axis=0)) / 2
     out = np.where(missing, lack, have)
-    out[(n - ~missing) <= 0] = np.nan  # no other server has a sample there
+    if (n <= 1).any():
+        out[(n - ~missing) <= 0] = np.nan  # no other server has a sample there
     return out
 
 
@@ -150,10 +177,12 @@ def peers_median(v: np.ndarray, peers: Peers | None) -> np.ndarray:
 
 
 def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers | None):
-    """z (float32), 'the peers said it' and 'a daily profile was used' for a block of counters
-    (against peers at the same time from three servers on)."""
+    """z (float32), 'the peers said it', 'a daily profile was used' and each series' median for a
+    block of counters (against peers at the same time from three servers on)."""
     S, C, T = v.shape
-    floor = p.resolution_steps * _resolution(v)
+    srt = np.sort(v, axis=2)  # the series' resolution, median and spread from one sort
+    usual = _sorted_median(srt, _valid(srt))[..., 0]
+    floor = p.resolution_steps * _resolution(srt)
     daily_any = False
     if days:
         nd = T // period
@@ -161,7 +190,8 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
         y = v - np.tile(prof, (1, 1, -(-T // period)))[:, :, :T]
         # the daily profile only where it is one: where it narrows the series' spread (a cycle
         # of another period, or none, leaves a profile of noise that only adds to it)
-        z_plain, mad_plain = _robust(v, floor, with_mad=True)
+        z_plain, mad_plain = _robust(v, floor, with_mad=True, srt=srt)
+        del srt
         z_day, mad_day = _robust(y, floor, with_mad=True)
         del y
         daily = mad_day < 0.8 * mad_plain  # (S, C)
@@ -170,6 +200,7 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
         del z_plain, z_day
     else:  # a day's cycle cannot be told from an incident without several days to learn it from
         z = np.zeros(v.shape, np.float32)
+        del srt
     why_peer = np.zeros(v.shape, bool)
     if S >= 3:
         d = v - peers_median(v, peers)
@@ -177,7 +208,7 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
         del d
         why_peer = np.nan_to_num(zp) > np.nan_to_num(z)
         z = np.fmax(z, zp)
-    return z, why_peer, daily_any
+    return z, why_peer, daily_any, usual
 
 
 def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Peers | None = None) -> OverTime:
@@ -195,9 +226,18 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     # block's, not the cube's, whatever the dataset
     block = counters_per_block(S, T, THREADS)
     daily = np.zeros(C, bool)
+    usual_all = np.empty((S, C))  # each series' median
 
     def work(lo, hi):
-        zb, wb, db = _block(v[:, lo:hi, :], p, days, period, peers)
+        zb, wb, db, usual_all[:, lo:hi] = _block(v[:, lo:hi, :], p, days, period, peers)
+        zb = np.nan_to_num(zb, nan=0.0, posinf=1e6)
+        # a series beyond z at more than p.tail of its points has heavier tails than its robust
+        # spread says (a latency that mostly sits still, then jumps at every burst): its z scaled
+        # down until no more than that share is beyond (measured: ten different pods' metrics
+        # named the faulty pod first for 7 of 24 faults without, 17 with; the ASD fleet's
+        # intervals in the order ranked, 36 of the first 50 in a labelled segment against 32)
+        q = np.quantile(zb, 1 - p.tail, axis=2, keepdims=True)
+        zb *= np.minimum(1.0, p.z / np.maximum(q, 1e-12)).astype(np.float32)
         z[:, lo:hi, :] = zb
         why_peer[:, lo:hi, :] = wb
         daily[lo] = db
@@ -214,21 +254,11 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
                      "judged against its peers only (its own history would flag its daily cycle)")
     if S < 3:
         notes.append(f"{count_of(S, 'servers')}: each judged against its own history only (3 are needed for peers)")
-    z = np.nan_to_num(z, nan=0.0, posinf=1e6)
-    # a series beyond z at more than p.tail of its points has heavier tails than its robust spread
-    # says (a latency that mostly sits still, then jumps at every burst): its z scaled down until
-    # no more than that share is beyond (measured: ten different pods' metrics named the faulty
-    # pod first for 7 of 24 faults without, 17 with; the ASD fleet's intervals in the order
-    # ranked, 36 of the first 50 in a labelled segment against 32)
-    for s in range(S):  # a server at a time: the quantile's working copy stays a server's
-        q = np.quantile(z[s], 1 - p.tail, axis=1, keepdims=True)
-        z[s] *= np.minimum(1.0, p.z / np.maximum(q, 1e-12)).astype(np.float32)
     over = z > p.z
     need = p.min_counters or max(2, int(np.ceil(C / 10)))
     flag = (over.sum(axis=1) >= need) | (z.max(axis=1) > p.strong)  # (S, T)
     merged = flag.copy()
     intervals = []
-    usual_all = nanmedian(v, axis=2)  # (S, C)
     for s in range(S):
         idx = np.flatnonzero(flag[s])
         if not len(idx):
@@ -252,4 +282,4 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     alone = None
     if peers is not None and not peers.whole_fleet:
         alone = ~peers.compared[peers.group]
-    return OverTime(p, merged, z.astype(np.float32), seasonal, period if seasonal else 0, intervals, notes, need, alone)
+    return OverTime(p, merged, z, seasonal, period if seasonal else 0, intervals, notes, need, alone)
