@@ -637,6 +637,14 @@ def test_servers_of_two_kinds_are_compared_within_their_kind():
     ca = analyse_counters(w)
     assert ca.peers.whole_fleet and [w.servers[sd.server] for sd in ca.servers] == ["web-03"]
     assert counter_findings(ca)[0].title.startswith("web-03 deviates from the fleet: mem")
+    # the databases known by their addresses only: a kind too, called so (not 'the fleet')
+    named = names[:8] + [f"10.0.0.{k}:9100" for k in range(1, 5)]
+    ca = analyse_counters(from_cube(v, named, ["cpu", "mem"]))
+    assert ("servers grouped by name into 2 kinds (web: 8, named by address: 4): each compared with its own kind "
+            "only (--all-peers: all with all)") in ca.notes
+    f = counter_findings(ca)[0]
+    assert f.title.startswith("10.0.0.3:9100 deviates from the servers named by address: mem")
+    assert "on the other servers named by address (X = " in f.evidence[0]
 
 
 def test_a_damaged_cell_is_a_missing_sample_and_a_column_of_text_no_counter(tmp_path):

@@ -33,6 +33,7 @@ from perftriage.analysis.units import count_of
 from .stats import THREADS, counters_per_block, each_block, nanmedian
 
 MIN_PEERS = 3
+NO_ROLE = "named by address"  # the kind of servers whose names are only an address or a number
 MAX_RATIO = 1.0  # the servers' levels may differ by up to this many times their own variation
 
 # Kubernetes' generated names (the alphabet of its SafeEncodeString: no vowels, no 0, 1, 3):
@@ -81,10 +82,11 @@ class Peers:
     def of(self, s: int, others: bool = False) -> str:
         """What server ``s`` is compared with: 'the fleet' ('the other servers'), or 'the web
         servers' ('the other web servers') where names make kinds."""
-        r = self.roles[self.group[s]] if len(self.roles) > 1 else ""
-        if others:
-            return f"the other {r} servers" if r else "the other servers"
-        return f"the {r} servers" if r else "the fleet"
+        if len(self.roles) > 1:  # one kind among others; a kind without a name: the servers named by address
+            r = self.roles[self.group[s]]
+            kind = f"{r} servers" if r else f"servers {NO_ROLE}"
+            return f"the other {kind}" if others else f"the {kind}"
+        return "the other servers" if others else "the fleet"
 
 
 def level_ratio(v: np.ndarray) -> tuple[float, int, int, int]:
@@ -136,7 +138,8 @@ def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | Non
         ratio, over, n, worst = level_ratio(values if len(idx) == S else values[idx])
         compared[g] = ratio <= MAX_RATIO
         if not compared[g]:
-            kind = f"the {len(idx)} {names[g]} servers" if names[g] else f"the {len(idx)} servers"
+            kind = f"the {len(idx)} {names[g]} servers" if names[g] else \
+                f"the {len(idx)} servers" + (f" {NO_ROLE}" if G > 1 else "")
             eg = ""
             if counters is not None and worst >= 0:
                 with warnings.catch_warnings():
@@ -149,7 +152,7 @@ def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | Non
                          "median (PAD's server view; --all-peers compares them); each series is still judged over time")
     if G > 1:
         notes.insert(0, f"servers grouped by name into {G} kinds ("
-                     + ", ".join(f"{names[g] or 'unnamed'}: {int((group == g).sum())}" for g in range(G))
+                     + ", ".join(f"{names[g] or NO_ROLE}: {int((group == g).sum())}" for g in range(G))
                      + "): each compared with its own kind only (--all-peers: all with all)")
     if alone and S >= MIN_PEERS:
         notes.append(f"{count_of(len(alone), 'servers')} with fewer than {MIN_PEERS - 1} others of their kind: not "
