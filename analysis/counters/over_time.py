@@ -72,8 +72,12 @@ def _resolution(srt: np.ndarray) -> np.ndarray:
     if T < 2:  # one time point: no step to measure
         return out
     d = np.diff(srt, axis=2)
-    d = np.where(d > 1e-12 * np.maximum(1.0, np.abs(srt[:, :, 1:])), d, np.inf)
-    m = np.nanmin(np.where(np.isnan(d), np.inf, d), axis=2)
+    tol = np.abs(srt[:, :, 1:])  # a step finer than 1e-12 of the values is rounding, not resolution
+    np.maximum(tol, 1.0, out=tol)
+    tol *= 1e-12
+    np.copyto(d, np.inf, where=~(d > tol))  # NaN compares false: out too
+    del tol
+    m = d.min(axis=2)
     out = np.where(np.isfinite(m), m, out)
     return out
 
@@ -114,7 +118,8 @@ def _robust(x: np.ndarray, floor: np.ndarray, with_mad: bool = False, srt: np.nd
         srt = np.sort(x, axis=-1)
     n = _valid(srt)
     med = _sorted_median(srt, n)
-    dev = np.abs(x - med)
+    dev = x - med
+    np.abs(dev, out=dev)
     sd = np.sort(dev, axis=-1)  # NaN where x has none, as in srt: n valid values a row
     mad = 1.4826 * _sorted_median(sd, n)
     low = (sd <= floor[..., None]).sum(axis=-1, keepdims=True)  # at or under the floor: a prefix
