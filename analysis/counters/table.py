@@ -229,7 +229,8 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
         runs = _runs(sel, cell) if whole else None
         fresh = cube is None
         if fresh:
-            if runs is not None:  # whole rows: only the cells this piece leaves empty need filling
+            if runs is not None and 2 * len(cell) >= S * T:  # whole rows over most of the grid: only
+                # the cells this piece leaves empty need filling (scattered NaN over most of it: slower)
                 cube = np.empty((S, C, T))
                 empty = np.ones(S * T, bool)
                 empty[cell] = False
