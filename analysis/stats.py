@@ -91,10 +91,14 @@ def mann_whitney_p(x, y, alternative: str = "two-sided") -> float:
 
 
 def nanmedian(x: np.ndarray, axis: int) -> np.ndarray:
+    """The median along ``axis``, missing values (NaN) skipped, NaN where all are: one sort (NaN
+    last), then the middle of each row's values (a row holds a NaN only when its last value is
+    one: the whole is scanned for NaN only then)."""
     x = np.asarray(x, np.float64)
     s = np.sort(x, axis=axis)
     n_all = x.shape[axis]
-    n = n_all - np.isnan(s).sum(axis=axis, keepdims=True) if np.isnan(s).any() else None
+    has_nan = n_all > 0 and bool(np.isnan(np.take(s, -1, axis=axis)).any())
+    n = n_all - np.isnan(s).sum(axis=axis, keepdims=True) if has_nan else None
     if n is None:
         lo, hi = (n_all - 1) // 2, n_all // 2
         a = np.take(s, lo, axis=axis)
