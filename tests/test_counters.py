@@ -284,6 +284,26 @@ def test_correlation_coefficients_are_pearson_and_spearman_by_definition(server)
         assert row.spearman == pytest.approx(spearmanr(xc, y[ok])[0], abs=1e-12)
 
 
+def test_a_counter_without_samples_is_not_correlated_and_says_so():
+    """Asked to correlate a counter a server never reported (or no server did): no coefficients,
+    no numpy warning on the terminal, a finding that says why."""
+    rng = np.random.default_rng(2)
+    v = rng.normal(size=(4, 3, 60))
+    v[1, 0, :] = np.nan  # x never reported by b
+    v[:, 2, :] = np.nan  # z by nobody
+    cs = from_cube(v, ["a", "b", "c", "d"], ["x", "y", "z"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = correlate(cs, 0, server=1)
+        assert r.rows == [] and r.cells == 0 and r.notes == ["x has 0 samples on b: too few to correlate (3 at least)"]
+        assert correlate(cs, 2).notes == ["z has 0 samples over the fleet: too few to correlate (3 at least)"]
+        assert len(correlate(cs, 0).rows) == 2  # over the fleet x has samples
+        ca = analyse_counters(cs, CounterParams(correlate=("x@b", "z")))
+        titles = [f.title for f in counter_findings(ca)]
+    assert "x on b: 0 samples, too few to correlate" in titles
+    assert "z over the fleet: 0 samples, too few to correlate" in titles
+
+
 PAPER_XML = """<ThresholdConfig>
   <PerformanceCounter Name="Runtime.GC.PercentOfTimeInGC">
     <Rule AppliesTo="DetailView">

@@ -18,9 +18,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perftriage.analysis.units import count_of
+
 from .params import CorrelationParams
 from .stats import THREADS, each_block
 from .table import CounterSet
+
+
+MIN_SAMPLES = 3  # fewer samples of the counter of interest: no coefficient means anything
 
 
 @dataclass
@@ -105,6 +110,12 @@ def correlate(cs: CounterSet, counter: int, server: int | None = None,
     p = params or CorrelationParams()
     C = len(cs.counters)
     notes = []
+    have = int(np.isfinite(cs.values[server, counter] if server is not None else cs.values[:, counter]).sum())
+    if have < MIN_SAMPLES:  # no coefficient to compute (numpy would warn of empty means on the terminal)
+        where = f"on {cs.servers[server]}" if server is not None else "over the fleet"
+        return Correlation(counter, server, [], p, have, [
+            f"{cs.counters[counter]} has {count_of(have, 'samples')} {where}: too few to correlate "
+            f"({MIN_SAMPLES} at least)"])
     if server is not None:
         r_p, r_s, n = _server_coefs(cs.values[server], counter)
         series = cs.values[server]

@@ -14,7 +14,7 @@ from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.units import count_of
 
 from .comparative import Between, Comparative, between, fleet_onset, server_onset, within
-from .correlation import Correlation, correlate
+from .correlation import MIN_SAMPLES, Correlation, correlate
 from .onset import Onset
 from .over_time import OverTime, detect_over_time
 from .params import CounterParams
@@ -261,8 +261,10 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
                  f"{r.lag:+d} ({r.lag_r:+.2f})" if r.lag else ""] for r in cr.rows[:20]]
         out.append(Finding(
             analysis="counters",
-            title=f"{count_of(len(strong), 'counters')} {'moves' if len(strong) == 1 else 'move'} with "
-                  f"{cs.counters[cr.target]} {where}",
+            title=f"{cs.counters[cr.target]} {where}: {count_of(cr.cells, 'samples')}, too few to correlate"
+            if cr.cells < MIN_SAMPLES else
+            f"{count_of(len(strong), 'counters')} {'moves' if len(strong) == 1 else 'move'} with "
+            f"{cs.counters[cr.target]} {where}",
             subject=cs.counters[cr.target], score=float(len(strong)), severity="info",
             evidence=[f"correlation analysis: |Pearson| or |Spearman| >= {cr.params.threshold:g} over {cr.cells:,} "
                       "samples" + (f" ({'; '.join(cr.notes)})" if cr.notes else "")],
