@@ -123,6 +123,19 @@ def test_alignment_matches_a_sample_by_sample_reference(seed):
     assert (int(said[0].split()[0].replace(",", "")) if said else 0) == dup
 
 
+def test_a_counter_without_any_sample_is_named_in_the_notes(tmp_path):
+    """A column empty on every server (an exporter that never filled it) is named; the share of
+    empty cells counts the servers that are kept only."""
+    rows = ["time,server,cpu,never,mem"] + [f"{1_700_000_000 + 60 * k},web-{s},{k % 7},,{s + k % 3}"
+                                            for k in range(40) for s in range(3)]
+    cs = load_counters([_write(tmp_path / "c.csv", "\n".join(rows) + "\n")])
+    assert "1 counter without a single sample: never" in cs.notes
+    assert "120 of 360 grid cells (33.3%) have no sample" in cs.notes
+    rows[1:] = [r.replace(",,", ",1,") if r.split(",")[1] == "web-1" else r for r in rows[1:]]
+    filled = load_counters([_write(tmp_path / "d.csv", "\n".join(rows) + "\n")])
+    assert not any("without a single sample" in n for n in filled.notes)
+
+
 @pytest.mark.parametrize("text,problem", [
     ("", "empty"),
     ("time,server,cpu\n", "no data rows"),

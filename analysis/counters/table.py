@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.units import count_of
 from perftriage.analysis.values import drop_impossible, impossible_note
 
 from .stats import each_block
@@ -256,7 +257,9 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
                 cube[at] = vals
     if cube is None:
         cube = np.full((S, C, T), np.nan)
-    dropped, missing = _clean(cube)
+    dropped, have = _clean(cube)
+    keep = np.flatnonzero(seen)
+    have = have[keep]  # samples of each kept server and counter
     notes = list(raw.notes)
     notes.append(f"aligned to {T:,} points every {_secs(d)} from the latest start ({raw.servers[late]}) to the "
                  f"earliest end ({raw.servers[early]})")
@@ -267,14 +270,19 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
                      "the last file read wins between files")
     if dropped:
         notes.append(impossible_note(dropped))
+    cells = len(keep) * C * T
+    missing = cells - int(have.sum())
     if missing:
-        notes.append(f"{missing:,} of {cube.size:,} grid cells ({100 * missing / cube.size:.1f}%) have no sample")
+        notes.append(f"{missing:,} of {cells:,} grid cells ({100 * missing / cells:.1f}%) have no sample")
+    empty = [raw.counters[c] for c in np.flatnonzero(have.sum(axis=0) == 0)]
+    if empty and len(empty) < C:
+        notes.append(f"{count_of(len(empty), 'counters')} without a single sample: "
+                     + ", ".join(empty[:8]) + ("..." if len(empty) > 8 else ""))
     phase = np.divide(phase_sum, phase_n, out=np.zeros(S), where=phase_n > 0)
     shifted = [raw.servers[s] for s in range(S) if abs(phase[s]) > 0.25]
     if shifted:
         notes.append(f"{len(shifted)} server(s) sample more than a quarter interval off the grid (clock offset?): "
                      + ", ".join(shifted[:6]))
-    keep = np.flatnonzero(seen)
     if len(keep) < S:
         cube = cube[keep]
     return CounterSet(servers=[raw.servers[i] for i in keep], counters=list(raw.counters), start=ts, interval=d,
@@ -322,18 +330,18 @@ def _put_runs(cube: np.ndarray, values: np.ndarray, sel: np.ndarray, cell: np.nd
     return int(dup.sum())
 
 
-def _clean(cube: np.ndarray) -> tuple[int, int]:
+def _clean(cube: np.ndarray) -> tuple[int, np.ndarray]:
     """In place, a few servers at a time on up to two threads: impossible values made missing;
-    how many were, and how many cells are missing."""
+    how many were, and each server's samples of each counter (S, C)."""
     S = cube.shape[0]
-    dropped, missing = np.zeros(S, np.int64), np.zeros(S, np.int64)
+    dropped, have = np.zeros(S, np.int64), np.zeros(cube.shape[:2], np.int64)
 
     def work(lo, hi):
         dropped[lo] = drop_impossible(cube[lo:hi])
-        missing[lo] = np.count_nonzero(np.isnan(cube[lo:hi]))
+        have[lo:hi] = np.count_nonzero(~np.isnan(cube[lo:hi]), axis=2)
 
     each_block(work, S, max(1, S // 64))
-    return int(dropped.sum()), int(missing.sum())
+    return int(dropped.sum()), have
 
 
 def from_cube(values: np.ndarray, servers, counters, start: float = 0.0, interval: float = 1.0,
