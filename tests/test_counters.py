@@ -842,6 +842,45 @@ def test_large_csv_columnar_reader_equals_the_numpy_one(tmp_path, monkeypatch):
     assert np.array_equal(a.values, b.values, equal_nan=True)
 
 
+@pytest.mark.parametrize("gz", [False, True])
+def test_large_long_csv_columnar_reader_equals_the_csv_one(tmp_path, monkeypatch, gz):
+    """A long CSV (time, server, counter, value; gaps empty or 'nan', names padded, rows in any
+    order) through polars gives the cube the csv module's path gives; ISO times are left to it."""
+    import gzip
+
+    import perftriage.analysis.counters.readers as readers
+
+    rng = np.random.default_rng(9)
+    lines = ["timestamp,instance,metric,value"]
+    for k in rng.permutation(200):
+        for s in range(4):
+            for c in ("cpu", 'mem{kind="rss"}', "io"):
+                v = "" if rng.random() < 0.02 else "nan" if rng.random() < 0.02 else f"{rng.normal(10, 2):.3f}"
+                name = '"' + c.replace('"', '""') + '"'  # quoted as CSV quotes: mem{kind="rss"}
+                lines.append(f"{1_700_000_000_000 + 60_000 * int(k)}, srv-{s} ,{name},{v}")
+    text = "\n".join(lines) + "\n"
+    p = tmp_path / ("long.csv.gz" if gz else "long.csv")
+    p.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    calls = []
+    real = readers._read_long_fast
+    monkeypatch.setattr(readers, "_read_long_fast", lambda *a: calls.append(real(*a)) or calls[-1])
+    monkeypatch.setattr(readers, "POLARS_FROM_BYTES", 0)
+    a = readers.load_counters([p])
+    assert calls and calls[0] is not None  # polars read it
+    monkeypatch.setattr(readers, "POLARS_FROM_BYTES", 1 << 62)
+    b = readers.load_counters([p])
+    assert a.servers == b.servers == ["srv-0", "srv-1", "srv-2", "srv-3"]
+    assert a.counters == b.counters == ["cpu", "io", 'mem{kind="rss"}']
+    assert (a.start, a.interval, a.n_points) == (b.start, b.interval, b.n_points) == (1_700_000_000.0, 60.0, 200)
+    assert np.array_equal(a.values, b.values, equal_nan=True) and np.isnan(a.values).any()
+    iso = tmp_path / "iso.csv"
+    iso.write_text("time,host,name,value\n" + "".join(f"2024-01-01T00:{m:02d}:00Z,h{s},cpu,{m + s}\n"
+                                                      for m in range(30) for s in range(3)))
+    monkeypatch.setattr(readers, "POLARS_FROM_BYTES", 0)
+    calls.clear()
+    assert readers.load_counters([iso]).n_points == 30 and calls == [None]  # the careful path read it
+
+
 def test_the_other_servers_median_skips_missing_samples_as_the_definition_does():
     """Each server's others' median from one sort, with samples missing here and there (and a
     position missing everywhere): equal to the median of the rest with NaN skipped."""
