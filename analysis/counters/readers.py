@@ -365,30 +365,42 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
 POLARS_FROM_BYTES = 8 << 20  # files from this size are read by polars (its import costs 0.2 s)
 
 
-def _read_polars(path: Path, header: list[str], t_i: int, s_i: int, cols: list[int]):
-    """(numbers (rows, 1 + counters) with the time first, server names, per-row server codes) of
-    a plain numeric counter CSV, by polars' multi-threaded columnar reader: measured on a 121 MB
-    long CSV (360,000 rows x 42 columns), 0.57 s against 1.2 s for pyarrow's reader and 3.3 s for
-    numpy's loadtxt (two columns passes). None when polars is missing, the file is small, or any
-    column is not plain numbers (the careful paths decide then)."""
+def _polars(path: Path):
+    """The polars module for a file of POLARS_FROM_BYTES or more; None for a smaller file (its
+    import costs 0.2 s) or without polars."""
     try:
         if Path(path).stat().st_size < POLARS_FROM_BYTES:
             return None
         import polars as pl  # noqa: PLC0415
     except (ImportError, OSError):
         return None
+    return pl
+
+
+def _frame(pl, path: Path, header: list[str], numeric: set[int]):
+    """The CSV as a polars frame, columns c0, c1..., those in ``numeric`` read as numbers from the
+    start and the others as text (inferred, a column whose first rows hold 'nan' is text, and the
+    whole file went through numpy's parser after polars': measured on a 73 MB wide export with
+    gaps written 'nan', 2.7 s against 0.5 s). Raises what polars raises."""
+    names_in = [f"c{i}" for i in range(len(header))]
+    kinds = [pl.Float64 if i in numeric else pl.String for i in range(len(header))]
+    if not is_gzip(path):
+        return pl.read_csv(path, has_header=True, new_columns=names_in, schema_overrides=kinds)  # mapped, not copied
+    with open_data(path, binary=True) as f:
+        return pl.read_csv(f, has_header=True, new_columns=names_in, schema_overrides=kinds)
+
+
+def _read_polars(path: Path, header: list[str], t_i: int, s_i: int, cols: list[int]):
+    """(numbers (rows, 1 + counters) with the time first, server names, per-row server codes) of
+    a plain numeric counter CSV, by polars' multi-threaded columnar reader: measured on a 121 MB
+    long CSV (360,000 rows x 42 columns), 0.57 s against 1.2 s for pyarrow's reader and 3.3 s for
+    numpy's loadtxt (two columns passes). None when polars is missing, the file is small, or any
+    column is not plain numbers (the careful paths decide then)."""
+    pl = _polars(path)
+    if pl is None:
+        return None
     try:
-        names_in = [f"c{i}" for i in range(len(header))]
-        # the time and the counters read as numbers from the start: inferred, a column whose first
-        # rows hold 'nan' is text, and the whole file went through numpy's parser after polars'
-        # (measured on a 73 MB wide export with gaps written 'nan': 2.7 s, against 0.5 s)
-        numeric = {t_i, *cols}
-        kinds = [pl.Float64 if i in numeric else pl.String for i in range(len(header))]
-        if not is_gzip(path):
-            df = pl.read_csv(path, has_header=True, new_columns=names_in, schema_overrides=kinds)  # mapped, not copied
-        else:
-            with open_data(path, binary=True) as f:
-                df = pl.read_csv(f, has_header=True, new_columns=names_in, schema_overrides=kinds)
+        df = _frame(pl, path, header, {t_i, *cols})
         num_cols = [df.columns[i] for i in [t_i] + cols]
         if any(not df.schema[c].is_numeric() for c in num_cols):
             return None
@@ -416,22 +428,14 @@ def _read_long_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
     v_i = next((i for i, n in enumerate(names) if n == "value"), None)
     if t_i is None or c_i is None or v_i is None:
         return None
-    try:
-        if Path(path).stat().st_size < POLARS_FROM_BYTES:
-            return None
-        import polars as pl  # noqa: PLC0415
-    except (ImportError, OSError):
+    pl = _polars(path)
+    if pl is None:
         return None
     try:
-        names_in = [f"c{i}" for i in range(len(header))]
-        kinds = [pl.Float64 if i in (t_i, v_i) else pl.String for i in range(len(header))]
-        if not is_gzip(path):
-            df = pl.read_csv(path, has_header=True, new_columns=names_in, schema_overrides=kinds)
-        else:
-            with open_data(path, binary=True) as f:
-                df = pl.read_csv(f, has_header=True, new_columns=names_in, schema_overrides=kinds)
+        df = _frame(pl, path, header, {t_i, v_i})
         if not len(df):
             return None
+        names_in = df.columns
         labels = [df.get_column(names_in[c_i])] + ([df.get_column(names_in[s_i])] if s_i is not None else [])
         if any(col.null_count() for col in labels):  # an empty name: the careful path decides
             return None
