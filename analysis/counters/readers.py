@@ -204,8 +204,9 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
                      "skipped")
     if not rows:
         raise InputError(path, "no data rows under the header")
-    t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), 0 if numbered else None)
-    s_i = next((i for i, n in enumerate(names) if n in SERVER_NAMES), None)
+    t_i, s_i, c_i, v_i = _columns(names)
+    if t_i is None and numbered:
+        t_i = 0
     if t_i is None:
         raise InputError(path, f"needs a time column (header: {', '.join(header[:8])})")
     cols = list(zip(*rows))
@@ -216,19 +217,10 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
         server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
     else:
         server = names_.servers_of(cols[s_i])
-    c_i = next((i for i, n in enumerate(names) if n in COUNTER_NAMES and i not in (t_i, s_i)), None)
-    v_i = next((i for i, n in enumerate(names) if n == "value"), None)
-    pieces = []
     if c_i is not None and v_i is not None:  # long
         value = _floats(cols[v_i], path, "the value column")
-        cname = np.asarray(cols[c_i], dtype=object)
-        uniq, inv = np.unique(cname, return_inverse=True)
-        idx = np.array([names_.counter(str(u)) for u in uniq], np.int32)
-        o = np.argsort(inv, kind="stable")
-        bounds = np.flatnonzero(np.r_[True, inv[o][1:] != inv[o][:-1], True])
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            r = o[a:b]
-            pieces.append(Piece(server[r], time[r], idx[inv[r[:1]]], value[r][:, None]))
+        uniq, inv = np.unique(np.asarray(cols[c_i], dtype=object), return_inverse=True)
+        pieces = _by_counter(server, time, value, uniq, inv, names_)
     else:  # wide
         used = ({t_i, s_i} | _other_times(names, t_i)) - {None}
         labels, dup = _column_labels(header)
@@ -244,8 +236,18 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
                 cidx.append(names_.counter(labels[i]))
         if not vals:
             raise InputError(path, "no numeric counter column besides time and server (nor counter and value columns)")
-        pieces.append(Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals)))
+        pieces = [Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals))]
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, s_i is None, numbered)
+
+
+def _columns(names: list[str]) -> tuple[int | None, int | None, int | None, int | None]:
+    """The time, server, counter and value columns of a CSV header (normalised names), None for
+    those it lacks."""
+    t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
+    s_i = next((i for i, n in enumerate(names) if n in SERVER_NAMES), None)
+    c_i = next((i for i, n in enumerate(names) if n in COUNTER_NAMES and i not in (t_i, s_i)), None)
+    v_i = next((i for i, n in enumerate(names) if n == "value"), None)
+    return t_i, s_i, c_i, v_i
 
 
 def _other_times(names: list[str], t_i: int | None) -> set[int]:
@@ -327,9 +329,10 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
     when the file needs the careful path (long form, empty cells, ISO times, short rows...).
     ``row_interval``: its first column numbers the rows, this many seconds apart."""
     names = [_norm(h) for h in header]
-    t_i = 0 if row_interval else next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
-    s_i = next((i for i, n in enumerate(names) if n in SERVER_NAMES), None)
-    if t_i is None or "value" in names:
+    t_i, s_i, _, v_i = _columns(names)
+    if row_interval:
+        t_i = 0
+    if t_i is None or v_i is not None:
         return None
     cols = [i for i in range(len(header)) if i not in (t_i, s_i) and i not in _other_times(names, t_i)]
     if not cols:
@@ -407,9 +410,7 @@ def _read_polars(path: Path, header: list[str], t_i: int, s_i: int, cols: list[i
         nums = df.select([pl.col(c).cast(pl.Float64) for c in num_cols]).to_numpy()
         if s_i is None:  # one server's file: the caller names it
             return nums, [], np.zeros(0, np.int64)
-        srv = df.get_column(df.columns[s_i]).cast(pl.Utf8)
-        names = srv.unique().sort().to_list()
-        codes = (srv.rank("dense").to_numpy() - 1).astype(np.int64)  # ranks of the sorted distinct names
+        names, codes = _codes(df.get_column(df.columns[s_i]).cast(pl.Utf8))
     except Exception:  # noqa: BLE001 (anything polars refuses goes to the careful path, which says what is wrong)
         return None
     return nums, names, codes
@@ -421,11 +422,7 @@ def _read_long_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
     file's order), which parses about 24 MB/s. None when polars is missing, the file is small, the
     times are not numbers (ISO: the careful path) or any cell does not fit (the careful path says
     what is wrong)."""
-    names = [_norm(h) for h in header]
-    t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
-    s_i = next((i for i, n in enumerate(names) if n in SERVER_NAMES), None)
-    c_i = next((i for i, n in enumerate(names) if n in COUNTER_NAMES and i not in (t_i, s_i)), None)
-    v_i = next((i for i, n in enumerate(names) if n == "value"), None)
+    t_i, s_i, c_i, v_i = _columns([_norm(h) for h in header])
     if t_i is None or c_i is None or v_i is None:
         return None
     pl = _polars(path)
@@ -441,26 +438,34 @@ def _read_long_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
             return None
         time = to_seconds(df.get_column(names_in[t_i]).to_numpy(), path)
         value = df.get_column(names_in[v_i]).to_numpy().astype(np.float64, copy=False)
-
-        def coded(col):  # the sorted distinct names and each row's index into them
-            return col.unique().sort().to_list(), (col.rank("dense").to_numpy() - 1).astype(np.int64)
-
-        cnames, inv = coded(labels[0])
+        cnames, inv = _codes(labels[0])
         if s_i is None:  # one server's file: named after it
             server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
         else:
-            snames, scode = coded(labels[1])
+            snames, scode = _codes(labels[1])
             server = np.array([names_.server(n.strip()) for n in snames], np.int32)[scode]
     except InputError:
         raise
     except Exception:  # noqa: BLE001 (anything polars refuses goes to the careful path, which says what is wrong)
         return None
-    idx = np.array([names_.counter(str(u)) for u in cnames], np.int32)
+    return RawCounters(names_.server_list, names_.counter_list, _by_counter(server, time, value, cnames, inv, names_),
+                       str(path), [], s_i is None, False)
+
+
+def _codes(col) -> tuple[list, np.ndarray]:
+    """A polars column of names as its distinct names, sorted, and each row's index into them."""
+    return col.unique().sort().to_list(), (col.rank("dense").to_numpy() - 1).astype(np.int64)
+
+
+def _by_counter(server: np.ndarray, time: np.ndarray, value: np.ndarray, uniq, inv: np.ndarray,
+                names_: "_Names") -> list[Piece]:
+    """A long file's samples as one piece per counter, rows in the file's order (``uniq``: the
+    counter names, sorted; ``inv``: each row's index into them)."""
+    idx = np.array([names_.counter(str(u)) for u in uniq], np.int32)
     o = np.argsort(inv, kind="stable")
     bounds = np.flatnonzero(np.r_[True, inv[o][1:] != inv[o][:-1], True])
-    pieces = [Piece(server[o[a:b]], time[o[a:b]], idx[inv[o[a:a + 1]]], value[o[a:b]][:, None])
-              for a, b in zip(bounds[:-1], bounds[1:])]
-    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), [], s_i is None, False)
+    return [Piece(server[o[a:b]], time[o[a:b]], idx[inv[o[a:a + 1]]], value[o[a:b]][:, None])
+            for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _column_labels(header: list[str]) -> tuple[list[str], str]:
