@@ -10,6 +10,7 @@ functions only.
 - :func:`nanmedian`: medians that skip NaN, by one sort along the axis (numpy's vectorised float
   sort orders 2,000-value rows about 10x faster than ``np.nanmedian`` partitions them: 16 M
   values, sort 0.05 s, median 0.55 s);
+- :func:`median_of_sorted`, :func:`valid_count`: the median of rows already sorted (NaN last);
 - :func:`median_above`: the usual size of a departure where there is one.
 """
 
@@ -92,22 +93,39 @@ def mann_whitney_p(x, y, alternative: str = "two-sided") -> float:
 
 def nanmedian(x: np.ndarray, axis: int) -> np.ndarray:
     """The median along ``axis``, missing values (NaN) skipped, NaN where all are: one sort (NaN
-    last), then the middle of each row's values (a row holds a NaN only when its last value is
-    one: the whole is scanned for NaN only then)."""
-    x = np.asarray(x, np.float64)
-    s = np.sort(x, axis=axis)
-    n_all = x.shape[axis]
-    has_nan = n_all > 0 and bool(np.isnan(np.take(s, -1, axis=axis)).any())
-    n = n_all - np.isnan(s).sum(axis=axis, keepdims=True) if has_nan else None
+    last), then the middle of each row's values (:func:`median_of_sorted`)."""
+    s = np.sort(np.asarray(x, np.float64), axis=axis)
+    m = median_of_sorted(np.moveaxis(s, axis, -1))[..., 0]
+    return m[()] if m.ndim == 0 else m
+
+
+def valid_count(srt: np.ndarray):
+    """How many values each row of ``srt`` (sorted along its last axis, NaN last) has, kept as a
+    length-1 axis; a plain int when no row misses any (a row holds a NaN only when its last value
+    is one: the whole is scanned for NaN only then)."""
+    L = srt.shape[-1]
+    if not np.isnan(srt[..., -1]).any():
+        return L
+    return L - np.isnan(srt).sum(axis=-1, keepdims=True)
+
+
+def median_of_sorted(srt: np.ndarray, n=None, first=0) -> np.ndarray:
+    """The median of the ``n`` values from position ``first`` of each row of ``srt`` (sorted along
+    its last axis, NaN last; ``n``: all its values by default), kept as a length-1 axis; NaN where
+    n is 0."""
     if n is None:
-        lo, hi = (n_all - 1) // 2, n_all // 2
-        a = np.take(s, lo, axis=axis)
-        return a if lo == hi else (a + np.take(s, hi, axis=axis)) / 2
-    lo = np.maximum((n - 1) // 2, 0)
-    hi = np.minimum(n // 2, n_all - 1)
-    a = np.take_along_axis(s, lo, axis=axis)
-    b = np.take_along_axis(s, hi, axis=axis)
-    return np.squeeze(np.where(n > 0, (a + b) / 2, np.nan), axis=axis)
+        n = valid_count(srt)
+    if np.ndim(n) == 0 and np.ndim(first) == 0:
+        if n == 0:
+            return np.full(srt.shape[:-1] + (1,), np.nan)
+        lo, hi = first + (n - 1) // 2, first + n // 2
+        a = srt[..., lo:lo + 1]
+        return a.copy() if lo == hi else (a + srt[..., hi:hi + 1]) / 2
+    L = srt.shape[-1]
+    lo = np.clip(first + (n - 1) // 2, 0, L - 1)
+    hi = np.clip(first + n // 2, 0, L - 1)
+    a, b = np.take_along_axis(srt, lo, axis=-1), np.take_along_axis(srt, hi, axis=-1)
+    return np.where(n > 0, (a + b) / 2, np.nan)
 
 
 def median_above(x: np.ndarray, floor, axis: int) -> np.ndarray:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perftriage.analysis.stats import median_of_sorted, valid_count
 from perftriage.analysis.units import count_of
 
 from .params import TimeParams
@@ -82,31 +83,6 @@ def _resolution(srt: np.ndarray) -> np.ndarray:
     return out
 
 
-def _valid(srt: np.ndarray):
-    """How many values each row of ``srt`` (sorted along its last axis, NaN last) has, kept as a
-    length-1 axis; a plain int when no row misses any (the last value of a row is NaN only when
-    the row has one)."""
-    L = srt.shape[-1]
-    if not np.isnan(srt[..., -1]).any():
-        return L
-    return L - np.isnan(srt).sum(axis=-1, keepdims=True)
-
-
-def _sorted_median(srt: np.ndarray, n, first=0) -> np.ndarray:
-    """The median of the ``n`` values from position ``first`` of each row of ``srt`` (sorted along
-    its last axis), kept as a length-1 axis; NaN where n is 0."""
-    if np.ndim(n) == 0 and np.ndim(first) == 0:
-        if n == 0:
-            return np.full(srt.shape[:-1] + (1,), np.nan)
-        lo, hi = first + (n - 1) // 2, first + n // 2
-        return (srt[..., lo:lo + 1] + srt[..., hi:hi + 1]) / 2
-    L = srt.shape[-1]
-    lo = np.clip(first + (n - 1) // 2, 0, L - 1)
-    hi = np.clip(first + n // 2, 0, L - 1)
-    a, b = np.take_along_axis(srt, lo, axis=-1), np.take_along_axis(srt, hi, axis=-1)
-    return np.where(n > 0, (a + b) / 2, np.nan)
-
-
 def _robust(x: np.ndarray, floor: np.ndarray, with_mad: bool = False, srt: np.ndarray | None = None):
     """|x - median| / its scale along the last axis; NaN stays NaN. The scale is 1.4826 x MAD,
     never under ``floor`` nor under the usual size of a departure where there is one (a series
@@ -116,14 +92,14 @@ def _robust(x: np.ndarray, floor: np.ndarray, with_mad: bool = False, srt: np.nd
     median of the deviations above the floor, a suffix of the sorted deviations, both from it)."""
     if srt is None:
         srt = np.sort(x, axis=-1)
-    n = _valid(srt)
-    med = _sorted_median(srt, n)
+    n = valid_count(srt)
+    med = median_of_sorted(srt, n)
     dev = x - med
     np.abs(dev, out=dev)
     sd = np.sort(dev, axis=-1)  # NaN where x has none, as in srt: n valid values a row
-    mad = 1.4826 * _sorted_median(sd, n)
+    mad = 1.4826 * median_of_sorted(sd, n)
     low = (sd <= floor[..., None]).sum(axis=-1, keepdims=True)  # at or under the floor: a prefix
-    moved = np.nan_to_num(_sorted_median(sd, n - low, low), nan=0.0)  # the median of the rest, 0 if none
+    moved = np.nan_to_num(median_of_sorted(sd, n - low, low), nan=0.0)  # the median of the rest, 0 if none
     del sd
     scale = np.fmax(np.fmax(mad, floor[..., None]), np.where(mad > floor[..., None], 0.0, moved))
     dev /= scale
@@ -186,7 +162,7 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
     block of counters (against peers at the same time from three servers on)."""
     S, C, T = v.shape
     srt = np.sort(v, axis=2)  # the series' resolution, median and spread from one sort
-    usual = _sorted_median(srt, _valid(srt))[..., 0]
+    usual = median_of_sorted(srt)[..., 0]
     floor = p.resolution_steps * _resolution(srt)
     daily_any = False
     if days:
