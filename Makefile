@@ -21,7 +21,7 @@ setup: system $(STAMP)
 system:
 	@tools/setup-system.sh
 
-$(STAMP): pyproject.toml setup.py analysis/growbuf.h analysis/ctf/_decode.c analysis/requests/_walk.c tools/setup-venv.sh
+$(STAMP): pyproject.toml setup.py analysis/growbuf.h analysis/ctf/_decode.c analysis/requests/_walk.c analysis/threads/_fm.c tools/setup-venv.sh
 	tools/setup-venv.sh
 
 bench: setup

@@ -77,25 +77,44 @@ def run(quick: bool = False) -> None:
 
 
 def distance_kernels(quick: bool = False) -> None:
-    """The bootstrap's distances per batch of 50 replicates, by the way :func:`fm_condensed`
-    picks for the shape against the component-wise series always, side by side: a few threads
-    of many metrics (a wide CSV) made the series 6x slower than LAPACK."""
+    """The bootstrap's distances per batch of 50 replicates, side by side: the C kernel (what
+    :func:`fm_condensed` runs where it is built), the way it picks without it (LAPACK or the
+    component-wise series, by the shape) and the component-wise series always (a few threads of
+    many metrics, a wide CSV, made the series 6x slower than LAPACK)."""
     import numpy as np  # noqa: PLC0415
 
-    from perftriage.analysis.threads.covariance import fm_condensed, fm_condensed_fast  # noqa: PLC0415
+    from perftriage.analysis.threads import covariance as cv  # noqa: PLC0415
 
+    kernel = cv._fm_module()
+    real = cv._fm_module
+
+    def without_c(cov):
+        cv._fm_module = lambda: None
+        try:
+            return cv.fm_condensed(cov)
+        finally:
+            cv._fm_module = real
+
+    ways = [("C kernel", (lambda cov: cv.fm_condensed_c(cov, kernel)) if kernel else None),
+            ("numpy's choice", without_c), ("series always", cv.fm_condensed_fast)]
     rng = np.random.default_rng(0)
     for k, p in ((4, 21), (4, 5), (12, 5), (40, 5), (12, 12)):
         base = rng.normal(size=(p, p))
         X = rng.normal(size=(50, k, 30 * p, p)) @ base
         cov = np.swapaxes(X, -1, -2) @ X / (30 * p)
-        times = []
-        for f in (fm_condensed, fm_condensed_fast):
+        times = {}
+        for name, f in ways:
+            if f is None:
+                continue
             best = float("inf")
             for _ in range(2 if quick else 5):
                 t0 = time.perf_counter()
                 f(cov)
                 best = min(best, time.perf_counter() - t0)
-            times.append(best)
-        row(f"  distances of 50 replicates, {k} threads x {p} metrics", f"{times[0] * 1e3:.1f} ms",
-            f"series always {times[1] * 1e3:.1f} ms: {times[1] / times[0]:.2f}x")
+            times[name] = best
+        first = next(iter(times))
+        row(f"  distances of 50 replicates, {k} threads x {p} metrics", f"{times[first] * 1e3:.1f} ms",
+            f"{first}; " + ", ".join(f"{n} {t * 1e3:.1f} ms: {t / times[first]:.2f}x"
+                                     for n, t in times.items() if n != first))
+    if kernel is None:
+        row("  C kernel", "", "not built here (no C compiler): numpy's choice is what runs")

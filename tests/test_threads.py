@@ -349,8 +349,20 @@ def test_report_ranks_threads_from_the_kernel_trace():
     assert any("per-thread metrics from the kernel trace" in n for n in rep["notes"])
 
 
-def test_fast_fm_distances_match_the_exact_ones():
-    from perftriage.analysis.threads.covariance import fm_condensed_fast, fm_pairs
+def _fm_ways():
+    """The bootstrap's two ways to many distances: the component-wise series in numpy and the C
+    kernel (skipped where it is not built: no C compiler)."""
+    from perftriage.analysis.threads import covariance as cv
+
+    c = cv._fm_module()
+    return [pytest.param(cv.fm_condensed_fast, id="series"),
+            pytest.param(lambda cov: cv.fm_condensed_c(cov, c), id="c",
+                         marks=pytest.mark.skipif(c is None, reason="the C kernel (_fm.c) is not built here"))]
+
+
+@pytest.mark.parametrize("fm_condensed_fast", _fm_ways())
+def test_fast_fm_distances_match_the_exact_ones(fm_condensed_fast):
+    from perftriage.analysis.threads.covariance import fm_pairs
 
     rng = np.random.default_rng(4)
     B, k, p = 30, 12, 5
@@ -373,13 +385,31 @@ def test_fast_fm_distances_match_the_exact_ones():
     assert np.max(np.abs(got - ref) / ref) < 1e-3
 
 
-def test_fm_distances_of_many_metrics_and_few_threads_equal_the_exact_ones():
-    # the bootstrap's batches on both sides of the choice between the component-wise series and
-    # LAPACK (few threads of many metrics: LAPACK; many threads of few metrics: the series)
+def test_the_c_distance_kernel_is_built_where_there_is_a_compiler():
+    # make setup builds _fm.c where gcc exists; without it the bootstrap runs 2x slower, silently
+    import shutil
+
+    from perftriage.analysis.threads import covariance as cv
+
+    if shutil.which("gcc") is None:
+        pytest.skip("no C compiler here")
+    assert cv._fm_module() is not None
+
+
+@pytest.mark.parametrize("kernel", ["c", "numpy"])
+def test_fm_distances_of_many_metrics_and_few_threads_equal_the_exact_ones(kernel, monkeypatch):
+    # the bootstrap's batches by the C kernel, and without it on both sides of the choice between
+    # the component-wise series and LAPACK (few threads of many metrics: LAPACK; many threads of
+    # few metrics: the series)
+    from perftriage.analysis.threads import covariance as cv
     from perftriage.analysis.threads.covariance import fm_condensed, fm_pairs
 
+    if kernel == "numpy":
+        monkeypatch.setattr(cv, "_fm_module", lambda: None)
+    elif cv._fm_module() is None:
+        pytest.skip("the C kernel (_fm.c) is not built here")
     rng = np.random.default_rng(5)
-    for B, k, p in ((50, 4, 21), (50, 12, 5), (3, 3, 2)):
+    for B, k, p in ((50, 4, 21), (50, 12, 5), (3, 3, 2), (4, 3, 1)):
         base = rng.normal(size=(p, p))
         X = rng.normal(size=(B, k, 20 * p, p)) @ base
         cov = np.swapaxes(X, -1, -2) @ X / (20 * p)
@@ -412,10 +442,10 @@ def test_bootstrap_block_sums_keep_the_covariance_of_metrics_far_above_their_spr
         assert np.allclose(c, ref, rtol=1e-6, atol=1e-9 * np.abs(ref).max())
 
 
-def test_fast_fm_distances_of_nearly_equal_matrices_keep_their_relative_accuracy():
+@pytest.mark.parametrize("fm_condensed_fast", _fm_ways())
+def test_fast_fm_distances_of_nearly_equal_matrices_keep_their_relative_accuracy(fm_condensed_fast):
     # bootstrap replicates of similar threads: distances of 1e-4; the series must keep them to
     # 1e-6 relative (checked against LAPACK's generalized eigenvalues, pair by pair)
-    from perftriage.analysis.threads.covariance import fm_condensed_fast
 
     rng = np.random.default_rng(8)
     B, k, p = 6, 8, 5

@@ -140,14 +140,21 @@ def fm_matrix(cov: np.ndarray) -> np.ndarray:
 
 
 def fm_condensed(cov: np.ndarray) -> np.ndarray:
-    """Condensed distance vectors for a batch of abstraction sets, cov (B, k, p, p) -> (B, k(k-1)/2),
-    by whichever of the two ways is faster for the batch's shape. The component-wise
-    :func:`fm_condensed_fast` pays a Python-level cost of order p^3 per call whatever the number
-    of problems: it wins only when there are many (B k(k-1)/2) for the matrix size. Measured on
-    this machine (near matrices, one BLAS thread): even with LAPACK from 500 problems at p = 4,
-    1,400 at p = 8 and 10, 3,000 at p = 12; at p = 21 LAPACK is faster at every size (5x on
-    the bootstrap batches of 4 threads of 21 metrics: ``python -m benchmarks threads``)."""
+    """Condensed distance vectors for a batch of abstraction sets, cov (B, k, p, p) -> (B, k(k-1)/2).
+
+    By the C kernel (``_fm.c``, built by ``make setup`` where a C compiler exists) when there is
+    one: 3x the component-wise series on the bootstrap's batches of 40 threads x 5 metrics, 2.3x
+    LAPACK on those of 4 threads x 21 metrics (``python -m benchmarks threads``). Without it, whichever of the two ways is faster for the
+    batch's shape: the component-wise :func:`fm_condensed_fast` pays a Python-level cost of
+    order p^3 per call whatever the number of problems: it wins only when there are many
+    (B k(k-1)/2) for the matrix size. Measured on this machine (near matrices, one BLAS thread):
+    even with LAPACK from 500 problems at p = 4, 1,400 at p = 8 and 10, 3,000 at p = 12; at
+    p = 21 LAPACK is faster at every size (5x on the bootstrap batches of 4 threads of 21
+    metrics)."""
     B, k, p, _ = cov.shape
+    kernel = _fm_module()
+    if kernel is not None and p <= C_MAX_METRICS:
+        return fm_condensed_c(cov, kernel)
     problems = B * (k * (k - 1) // 2)
     if p <= FAST_MAX_METRICS and problems >= FAST_MIN_PROBLEMS_PER_P2 * p * p:
         return fm_condensed_fast(cov)
@@ -155,6 +162,30 @@ def fm_condensed(cov: np.ndarray) -> np.ndarray:
     base = (np.arange(B) * k)[:, None]
     flat = cov.reshape(B * k, p, p)
     return fm_pairs(flat, (base + i).ravel(), (base + j).ravel()).reshape(B, len(i))
+
+
+C_MAX_METRICS = 32  # the C kernel's bound (MAXP in _fm.c)
+
+
+def _fm_module():
+    try:
+        from . import _fm  # noqa: PLC0415  (built by make setup where a C compiler exists)
+    except ImportError:
+        return None
+    return _fm
+
+
+def fm_condensed_c(cov: np.ndarray, kernel=None) -> np.ndarray:
+    """:func:`fm_condensed` by the C kernel: the Cholesky factors of the whole batch by numpy
+    (:func:`safe_cholesky`), then their inverses and every pair in C (the series of
+    :func:`fm_condensed_fast` in double where the eigenvalues are near, Jacobi rotations where
+    they are not), without the GIL."""
+    kernel = kernel or _fm_module()
+    B, k, p, _ = cov.shape
+    L = np.ascontiguousarray(safe_cholesky(cov), dtype=np.float64)
+    out = np.empty((B, k * (k - 1) // 2))
+    kernel.distances(L, out, B, k, p)
+    return out
 
 
 FAST_MAX_METRICS = 12
