@@ -34,8 +34,9 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import TraceReadError
+from perftriage.analysis.frames import receive as _receive
 
-from .isolated import _child, _receive, died, raise_failure
+from .isolated import _child, died, raise_failure
 from .native import native_sink_class, new_state
 from .plans import FLOAT, INT, STR, RawChunk, dense
 from .sink import build_graph
