@@ -282,7 +282,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
             progress(Progress(stage, frac, text))
 
     say("reading spans", None, f"{len(files)} file(s)")
-    spans = read_spans(files, options.span_columns)
+    spans = read_spans(files, options.span_columns, options.cores())
     result.spans = spans
     report = result.report
     report.findings.extend(span_problem_findings(spans))
@@ -302,7 +302,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
     report.findings.extend(diagnosis_findings(diag, top=options.top))
     if options.reference:
         say("reference spans", None, "")
-        ref_spans = read_spans(_span_files(options.reference), options.span_columns)
+        ref_spans = read_spans(_span_files(options.reference), options.span_columns, options.cores())
         ref_trees = build_call_trees(ref_spans)
         result.reference_trees = ref_trees
         report.notes.append("reference spans: " + ", ".join(ref_spans.sources))

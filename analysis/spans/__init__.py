@@ -37,8 +37,10 @@ def _sniff_spans(path: Path, head: bytes) -> bool:
 register_file_kind("spans", _sniff_spans)
 
 
-def read_spans(paths, columns: dict[str, str] | None = None) -> SpanTable:
-    """All spans of the given files in one table (formats detected per file)."""
+def read_spans(paths, columns: dict[str, str] | None = None, jobs: int | None = None) -> SpanTable:
+    """All spans of the given files in one table (formats detected per file). ``jobs``: cores
+    that may be used (None: those this process may run on; a large OTLP file is read by two
+    processes when two may be)."""
     from perftriage.analysis.errors import InputError, reading  # noqa: PLC0415
 
     b = SpanBuilder()
@@ -51,6 +53,8 @@ def read_spans(paths, columns: dict[str, str] | None = None) -> SpanTable:
         with reading(p, FORMAT_NAMES[fmt]):
             if fmt == "span-csv":
                 span_csv.read(p, b, columns)
+            elif fmt == "otlp":
+                otlp.read(p, b, jobs)
             else:
                 FORMATS[fmt].read(p, b)
         b.sources.append(f"{p} ({fmt})")

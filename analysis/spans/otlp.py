@@ -6,7 +6,8 @@ Decoded by msgspec into typed structs that hold only the fields read (the rest o
 attributes and events, is skipped by the decoder, never built as Python objects); a resource is
 kept as its raw bytes and named once per distinct resource. Spans go to the table a batch at a
 time: ids of 16 hex digits converted together in numpy. A line whose types do not fit (a number
-for an id, a list for a name) is read by the per-span path, which counts what it cannot use.
+for an id, a list for a name) is read by the per-span path, which counts what it cannot use. A
+large file of one request per line is read by two processes, half each (halves.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
 
+from .halves import read_in_halves, split_at
 from .ids import is_empty_id, to_id64
 from .k8s import service_of_pod
 from .table import Labels, SpanBuilder
@@ -197,20 +199,21 @@ def _add_one(b: SpanBuilder, s: _Span, service: str, replica: str) -> None:
         b.problem("unparsable", "an OTLP span without traceId/spanId/times")
 
 
-def read(path: Path, b: SpanBuilder) -> None:
+def read(path: Path, b: SpanBuilder, jobs: int | None = None) -> None:
+    """``jobs``: cores that may be used (None: those this process may run on); with two, a
+    large file of one request per line is read by two processes (halves.py)."""
     try:
         f = open_data(path, binary=True)
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
-    batches = _Batches(b)
     with f:
         first = f.readline()
         if not first.lstrip().startswith(b"{"):
             raise InputError(path, "not OTLP JSON (expected an object with resourceSpans)")
         # one document per line (file exporter), or one big document
+        batches = _Batches(b)
         try:
             _one(first, batches, b, path, first_line=True)
-            lines = f
         except msgspec.DecodeError:
             f.seek(0)
             whole = f.read()
@@ -218,14 +221,35 @@ def read(path: Path, b: SpanBuilder) -> None:
                 _one(whole, batches, b, path, first_line=True)
             except msgspec.DecodeError as exc:
                 raise InputError(path, f"not valid JSON ({exc})") from None
-            lines = ()
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                _one(line, batches, b, path)
-            except msgspec.DecodeError:
-                b.problem("unparsable", f"{path.name}: a line is not JSON")
+            batches.flush()
+            return
+        batches.flush()
+        mid = split_at(path, f, f.tell(), jobs)
+
+        def read_lines(g, builder: SpanBuilder, end: int | None) -> None:
+            _lines(g, builder, path, end)
+
+        if mid is None:
+            read_lines(f, b, None)
+        else:
+            read_in_halves(path, f, b, mid, read_lines)
+
+
+def _lines(f, b: SpanBuilder, path: Path, end: int | None) -> None:
+    """The lines of f from its position, up to byte ``end`` (None: to the end)."""
+    batches = _Batches(b)
+    pos = f.tell() if end is not None else 0
+    for line in f:
+        if end is not None:
+            if pos >= end:
+                break
+            pos += len(line)
+        if not line.strip():
+            continue
+        try:
+            _one(line, batches, b, path)
+        except msgspec.DecodeError:
+            b.problem("unparsable", f"{path.name}: a line is not JSON")
     batches.flush()
 
 

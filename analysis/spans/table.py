@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -194,6 +194,27 @@ class SpanBuilder:
         self._replica.frombytes(replica.codes(self.replicas).tobytes())
         self._start.frombytes(np.asarray(start, np.int64).tobytes())
         self._end.frombytes(np.asarray(end, np.int64).tobytes())
+
+    def extend(self, other: "SpanBuilder") -> None:
+        """Append another builder's spans (the second half of a file, read by a child process:
+        halves.py) after these, its strings coded in this builder's pools in the order they
+        first occur there; its problems added to these (details up to five, these first)."""
+        n = len(other)
+        for mine, theirs, col, src in ((self.traces, other.traces, self._trace, other._trace),
+                                       (self.methods, other.methods, self._method, other._method),
+                                       (self.services, other.services, self._service, other._service),
+                                       (self.replicas, other.replicas, self._replica, other._replica)):
+            if n:
+                table = np.array([mine.code(x) for x in theirs.strings] or [-1], np.int32)
+                col.frombytes(table[np.frombuffer(src, np.int32)].tobytes())
+        for col, src in ((self._span, other._span), (self._parent, other._parent), (self._has_parent, other._has_parent),
+                         (self._start, other._start), (self._end, other._end)):
+            col.extend(src)
+        theirs = other.problems
+        for f in fields(SpanProblems):
+            if f.name != "details":
+                setattr(self.problems, f.name, getattr(self.problems, f.name) + getattr(theirs, f.name))
+        self.problems.details.extend(theirs.details[:max(0, 5 - len(self.problems.details))])
 
     def problem(self, kind: str, detail: str | None = None) -> None:
         setattr(self.problems, kind, getattr(self.problems, kind) + 1)
