@@ -79,21 +79,26 @@ def in_ns_range(ns: int, text: str = "") -> int:
     return ns
 
 
-def column_to_seconds(col, path) -> np.ndarray:
+def column_to_seconds(col, path, blanks: bool = False) -> np.ndarray:
     """A column of timestamps as float unix seconds: numbers by magnitude (s, ms, µs, ns; one
     unit for the column, from its largest value) or ISO 8601 strings. ``path`` names the file
-    in the error."""
+    in the error. ``blanks``: empty cells are NaN (the caller leaves their rows out and says
+    so), else an error."""
     from .errors import InputError  # noqa: PLC0415
 
+    if blanks and not (isinstance(col, np.ndarray) and col.dtype.kind in "fiu"):
+        col = [x if not isinstance(x, str) or x.strip() else "nan" for x in col]
     try:
         v = np.array(col, dtype=np.float64)
     except ValueError:
         try:
-            return np.array([parse_iso_ns(x) for x in col], np.float64) / 1e9
+            return np.array([np.nan if blanks and x == "nan" else parse_iso_ns(x) for x in col], np.float64) / 1e9
         except ValueError:
             raise InputError(path, "the time column holds neither numbers nor ISO 8601 times") from None
     if len(v) == 0:
         return v
+    if np.isnan(v).all():
+        raise InputError(path, "the time column holds no time (every cell empty or NaN)")
     return v * (UNIT_NS[epoch_unit(float(np.nanmax(np.abs(v))))] / 1e9)
 
 

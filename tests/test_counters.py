@@ -898,3 +898,38 @@ def test_the_other_servers_median_skips_missing_samples_as_the_definition_does()
                 warnings.simplefilter("ignore", RuntimeWarning)
                 want = np.stack([np.nanmedian(np.delete(v, s, axis=0), axis=0) for s in range(S)])
             assert np.allclose(others_median(v), want, equal_nan=True), (S, share)
+
+
+@pytest.mark.parametrize("layout", ["wide", "long"])
+def test_a_row_without_a_time_is_left_out_with_a_note_by_both_csv_paths(tmp_path, monkeypatch, layout):
+    """An empty time cell (a truncated export, a hand-edited file): its row is left out and said,
+    by the csv module's path (small files) as by polars' (large ones); the rest is read alike."""
+    import perftriage.analysis.counters.readers as readers
+
+    rng = np.random.default_rng(11)
+    if layout == "wide":
+        lines = ["time,server,cpu,mem"] + [f"{'' if (k, s) == (7, 1) else 1_700_000_000 + 60 * k},srv-{s},"
+                                           f"{rng.normal(10, 2):.3f},{rng.normal(50, 5):.3f}"
+                                           for k in range(60) for s in range(3)]
+    else:
+        lines = ["time,server,counter,value"] + [f"{'' if (k, s, c) == (7, 1, 'mem') else 1_700_000_000 + 60 * k},"
+                                                 f"srv-{s},{c},{rng.normal(10, 2):.3f}"
+                                                 for k in range(60) for s in range(3) for c in ("cpu", "mem")]
+    p = tmp_path / f"{layout}.csv"
+    p.write_text("\n".join(lines) + "\n")
+    got = []
+    for size in (1 << 62, 0):  # the csv module's path, then polars'
+        monkeypatch.setattr(readers, "POLARS_FROM_BYTES", size)
+        got.append(readers.load_counters([p]))
+    for t in got:
+        assert any("1 sample with a time that is not a finite number" in n for n in t.notes), t.notes
+        assert t.n_points == 60 and t.servers == ["srv-0", "srv-1", "srv-2"]
+        assert np.isnan(t.values[1, :, 7]).sum() == (2 if layout == "wide" else 1)  # that row's samples only
+        assert np.isfinite(t.values).sum() == t.values.size - (2 if layout == "wide" else 1)
+    assert np.array_equal(got[0].values, got[1].values, equal_nan=True)
+    blank = tmp_path / "blank.csv"
+    blank.write_text("\n".join(lines[:1] + [",".join([""] + line.split(",")[1:]) for line in lines[1:]]) + "\n")
+    for size in (1 << 62, 0):
+        monkeypatch.setattr(readers, "POLARS_FROM_BYTES", size)
+        with pytest.raises(InputError, match="blank.csv: the time column holds no time"):
+            readers.load_counters([blank])

@@ -212,7 +212,7 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
     cols = list(zip(*rows))
     del rows
     time = _floats(cols[t_i], path, f"the row numbers ({header[0]!r})") * row_interval if numbered \
-        else to_seconds(cols[t_i], path)
+        else to_seconds(cols[t_i], path, blanks=True)
     if s_i is None:  # one server's file: named after it
         server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
     else:

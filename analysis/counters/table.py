@@ -264,7 +264,8 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     notes.append(f"aligned to {T:,} points every {_secs(d)} from the latest start ({raw.servers[late]}) to the "
                  f"earliest end ({raw.servers[early]})")
     if before or after:
-        notes.append(f"cut {before:,} samples before the common start and {after:,} after the common end")
+        notes.append(f"cut {before:,} sample{'' if before == 1 else 's'} before the common start and {after:,} after "
+                     "the common end")
     if dup:
         notes.append(f"{dup:,} samples fell on a grid point that already had one: the nearest in a file was kept, "
                      "the last file read wins between files")
