@@ -9,7 +9,9 @@ do not leak from one service into another:
   callee pod), never to the caller's method. A network delay on a pod shows on every edge into
   or out of that pod, its own spans unchanged.
 - **calls per entry**: how many calls a pod makes (or internal spans it opens) per request it
-  serves. An early return or an exception shows as calls that are no longer made.
+  serves, and per request it serves where it calls X (a kind of request its calls tell when the
+  entry's name does not). An early return or an exception shows as calls that are no longer
+  made: in every request, or only in those of one kind (after placing an order).
 
 Each (pod, method), edge and (pod, method) call rate is compared between the reference and the
 current spans (Mann-Whitney U for times, a Poisson test for counts). A slower edge is evidence
@@ -46,6 +48,7 @@ class ChangeParams:
     max_drop: float = 0.6  # calls per entry at most this share of the reference's are 'lost'...
     min_expected: float = 5.0  # ...when at least this many were expected from the reference's rate
     count_p_value: float = 0.05  # a Poisson test on few requests: lost calls come several at once
+    given_p_value: float = 1e-4  # the same per kind of request (a pod calling X): many more tests
     max_samples: int = 20_000
 
 
@@ -64,10 +67,12 @@ class Evidence:
     p90_ms: float
     p: float
     added_ms: float = 0.0  # time: median growth or half the p90's; calls: 0
+    given: str = ""  # calls: counted in the requests where the pod calls this method (else per request served)
 
     def sentence(self) -> str:
         if self.kind == "calls":
-            return (f"{self.service} made {self.median_ms:.2f} `{self.other}` per request it served, "
+            per = f"per request it served where it called `{self.given}`" if self.given else "per request it served"
+            return (f"{self.service} made {self.median_ms:.2f} `{self.other}` {per}, "
                     f"{self.ref_median_ms:.2f} before ({self.n:,} against {self.ref_n:,} expected; p = {self.p:.1g})")
         if self.kind == "own":
             what = f"its own time in `{self.other}`"
@@ -114,7 +119,9 @@ class Suspect:
                          f"edge{'s' if len(outs) != 1 else ''}")
         if lost:
             e = min(lost, key=lambda x: x.median_ms / max(x.ref_median_ms, 1e-9))
-            parts.append(f"it stopped making calls (`{e.other.split(':', 1)[-1]}` {e.median_ms:.2f} per request, "
+            per = f"per request that called `{e.given.split(':', 1)[-1].rsplit('/', 1)[-1]}`" if e.given else \
+                "per request"
+            parts.append(f"it stopped making calls (`{e.other.split(':', 1)[-1]}` {e.median_ms:.2f} {per}, "
                          f"{e.ref_median_ms:.2f} before)")
         return "; ".join(parts)
 
@@ -147,6 +154,8 @@ class _Parts:
     callee: np.ndarray  # replica code of the server child (client spans) else -1
     entry: np.ndarray  # bool: a request enters the pod here (root, or child of another service)
     inside: np.ndarray  # bool: neither an entry nor a client span's gap (counted per entry)
+    unit: np.ndarray  # the row of the entry span it runs under (its own row for an entry)
+    offset: np.ndarray  # ns from the start of that entry to its own start
 
 
 def _parts(sp: SpanTable, rows: np.ndarray | None = None) -> _Parts:
@@ -164,10 +173,18 @@ def _parts(sp: SpanTable, rows: np.ndarray | None = None) -> _Parts:
     gap = np.where(client, np.maximum(dur - child_sum, 0), -1)
     entry = ~has | cross
     inside = ~entry
+    # each span's entry: parents followed (by pointer doubling) up to the pod's entry span
+    unit = np.where(entry, np.arange(n), par)
+    for _ in range(int(np.ceil(np.log2(n + 1))) + 1):
+        nxt = unit[unit]
+        if np.array_equal(nxt, unit):
+            break
+        unit = nxt
     p = _Parts(sp.replica.astype(np.int64), sp.service.astype(np.int64), sp.method.astype(np.int64), own, gap,
-               callee, entry, inside)
+               callee, entry, inside, unit, sp.start - sp.start[unit])
     if rows is not None:
-        p = _Parts(*(getattr(p, f)[rows] for f in ("pod", "svc", "method", "own", "gap", "callee", "entry", "inside")))
+        p = _Parts(*(getattr(p, f)[rows] for f in ("pod", "svc", "method", "own", "gap", "callee", "entry", "inside",
+                                                    "unit", "offset")))
     return p
 
 
@@ -240,7 +257,7 @@ def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None 
 
     if ref is not cur:
         R = _Parts(tr(R.pod, ref.replicas, pods), tr(R.svc, ref.services, svcs), tr(R.method, ref.methods, methods),
-                   R.own, R.gap, tr(R.callee, ref.replicas, pods), R.entry, R.inside)
+                   R.own, R.gap, tr(R.callee, ref.replicas, pods), R.entry, R.inside, R.unit, R.offset)
     pod_svc = {}
     for p_, s_ in zip(C.pod.tolist(), C.svc.tolist()):
         pod_svc.setdefault(p_, s_)
@@ -314,6 +331,43 @@ def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None 
             ev.append(Evidence("calls", pods[pod], s, methods[m], s, int(round(expected)), got, rate_r, rate_c,
                                rate_r, rate_c, p))
 
+    # calls per request of a kind: the requests where the pod calls X (the kind of request its
+    # calls tell, where the entry's name does not: a frontend's one "Recv." for every page). A
+    # pod that stops after X in those requests only (an exception after placing the order) loses
+    # few calls over all its requests. Only calls that usually come after X (a call made before X
+    # and no longer beside it was not lost: X moved away from it), and not when X's callee lost
+    # calls itself (it returned early: the caller stopped for it)
+    flagged = {(e.pod, e.other) for e in ev if e.kind == "calls"}
+    lost_pods = {e.pod for e in ev if e.kind == "calls"}
+    given_r, given_c = _calls_given(R, npod, nmeth), _calls_given(C, npod, nmeth)
+    callee_of = {}
+    cl = (C.callee >= 0) & (C.pod >= 0) & (C.method >= 0)
+    for p_, m_, q_ in zip(C.pod[cl].tolist(), C.method[cl].tolist(), C.callee[cl].tolist()):
+        callee_of.setdefault((p_, m_), q_)
+    for (pod, x), (n_r, sums_r, after_r) in given_r.items():
+        got_c = given_c.get((pod, x))
+        if got_c is None or n_r < params.min_calls or got_c[0] < params.min_calls:
+            continue
+        q = callee_of.get((pod, x))
+        if q is not None and pods[q] in lost_pods:
+            continue
+        n_c, sums_c = got_c[:2]
+        for y, total_r in sums_r.items():
+            if y == x or (pods[pod], methods[y]) in flagged or after_r.get(y, 0.0) < 0.5:
+                continue
+            rate_r = total_r / n_r
+            expected = rate_r * n_c
+            got = sums_c.get(y, 0)
+            rate_c = got / n_c
+            if expected < params.min_expected or rate_c > params.max_drop * rate_r:
+                continue
+            p = float(poisson_cdf(got, expected))
+            if p < params.given_p_value:
+                s = svcs[pod_svc.get(pod, 0)] if pod in pod_svc else ""
+                ev.append(Evidence("calls", pods[pod], s, methods[y], s, int(round(expected)), got, rate_r, rate_c,
+                                   rate_r, rate_c, p, given=methods[x]))
+                flagged.add((pods[pod], methods[y]))
+
     # suspects: every pod with evidence; edges and methods it has, for the shares
     edges_of: dict[int, set] = {}
     for a, b in zip(C.pod[g_c].tolist(), C.callee[g_c].tolist()):
@@ -349,3 +403,32 @@ def split_spans(sp: SpanTable, at_ns: int) -> tuple[np.ndarray, np.ndarray]:
     rs = request_start(sp)
     before = rs < at_ns
     return np.flatnonzero(before), np.flatnonzero(~before)
+
+
+def _calls_given(S: _Parts, npod: int, nmeth: int) -> dict:
+    """Per (pod, X) where the pod calls X (a client or internal span) in some of the requests it
+    serves (its entries): (how many entries, {Y: how many Y calls the pod made in them}, {Y: the
+    share of the entries with both where Y's first call starts after X's first})."""
+    m = S.inside & (S.pod >= 0) & (S.method >= 0)
+    tr, pod, meth, off = S.unit[m], S.pod[m], S.method[m], S.offset[m]
+    out = {}
+    for p in np.unique(pod).tolist():
+        rp = pod == p
+        _, lu = np.unique(tr[rp], return_inverse=True)
+        um, lm = np.unique(meth[rp], return_inverse=True)
+        nu, nm = int(lu.max()) + 1, len(um)
+        cell = lu.reshape(-1) * nm + lm.reshape(-1)
+        M = np.bincount(cell, minlength=nu * nm).reshape(nu, nm)
+        first = np.full(nu * nm, np.inf)
+        np.minimum.at(first, cell, off[rp].astype(np.float64))
+        first = first.reshape(nu, nm)
+        has = M > 0
+        for xi, x in enumerate(um.tolist()):
+            rows = has[:, xi]
+            sums = M[rows].sum(axis=0)
+            both = has[rows]
+            later = (first[rows] > first[rows, xi][:, None]) & both
+            share = later.sum(axis=0) / np.maximum(both.sum(axis=0), 1)
+            out[(p, x)] = (int(rows.sum()), {y: int(v) for y, v in zip(um.tolist(), sums.tolist()) if v},
+                           dict(zip(um.tolist(), share.tolist())))
+    return out
