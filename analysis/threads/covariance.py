@@ -29,7 +29,7 @@ class Covariances:
 
 def scale_of(values: np.ndarray) -> np.ndarray:
     """A per-metric unit: its standard deviation over all samples (1 where constant)."""
-    s = np.nanstd(values, axis=0)
+    s = np.nanstd(values, axis=0) if np.isnan(values).any() else np.std(values, axis=0)
     return np.where(s > 0, s, 1.0)
 
 

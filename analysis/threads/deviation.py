@@ -147,7 +147,9 @@ def _level_inputs(ts: ThreadSeries, level: str, names, members) -> _LevelInputs:
     notes = []
     rows = np.concatenate([np.arange(ts.lo[i], ts.hi[i]) for m in members for i in m]) if members else np.zeros(0, int)
     sub = ts.values[rows] if len(rows) else ts.values[:0]
-    varying = np.nanstd(sub, axis=0) > 0 if len(sub) else np.zeros(len(ts.metrics), bool)
+    with warnings.catch_warnings():  # a metric no thread here reported: all NaN, not varying
+        warnings.simplefilter("ignore", RuntimeWarning)
+        varying = np.nanmax(sub, axis=0) > np.nanmin(sub, axis=0) if len(sub) else np.zeros(len(ts.metrics), bool)
     metric_names = [m for m, v in zip(ts.metrics, varying) if v]
     if not varying.all():
         notes.append("constant metrics left out: " + ", ".join(m for m, v in zip(ts.metrics, varying) if not v))

@@ -68,11 +68,11 @@ def block_moments(groups: list[list[np.ndarray]], scale: np.ndarray, blocks: int
             if m == 0:
                 continue
             b = np.minimum((np.arange(m) * blocks) // m, blocks - 1)
+            # b never decreases: each block is a run of rows, summed by one reduceat per array
+            ub, starts = np.unique(b, return_index=True)
             n[a] += np.bincount(b, minlength=blocks)
-            for q in range(p):
-                s1[a, :, q] += np.bincount(b, weights=z[:, q], minlength=blocks)
-            outer = z[:, :, None] * z[:, None, :]
-            np.add.at(s2[a], b, outer)
+            s1[a, ub] += np.add.reduceat(z, starts, axis=0)
+            s2[a, ub] += np.add.reduceat(z[:, :, None] * z[:, None, :], starts, axis=0)
     return n, s1, s2
 
 
