@@ -480,6 +480,22 @@ async def test_call_trees_pane_says_what_changed_on_real_spans():
         assert app.result.findings[0].title.startswith("currencyservice changed most")
 
 
+async def test_call_trees_pane_names_a_pod_that_stopped_after_one_call_on_real_spans():
+    # the frontend's exception at 04:18:35: no call after PlaceOrder in its orders only
+    from perftriage.analysis.triage import Options
+    from conftest import SHARED
+
+    files = [str(SHARED / "real_data" / "onlineboutique-2022-08-22" / "trace" / f"{m}_trace.csv.gz")
+             for m in ("04_12", "04_20")]
+    app = PerftriageApp(files, Options(incident_time="04:18:35"))
+    async with app.run_test(size=(120, 34)) as pilot:
+        await loaded(pilot)
+        assert app.query_one("#tabs").active == "calltrees"
+        text = " ".join(str(app.query_one("#ct-changed").render()).split())
+        assert "1. frontend" in text and "stopped making calls" in text, text
+        assert "per request that called `PlaceOrder`" in " ".join(app.result.findings[0].title.split())
+
+
 async def test_the_bar_of_a_stage_of_unknown_length_moves_a_few_times_a_second():
     # Textual animates an indeterminate bar at 15 frames a second: each a repaint (over SSH,
     # bytes sent) taken from the analysis; the app moves it with the status line, twice a second
