@@ -215,6 +215,22 @@ def test_calls_lost_in_one_kind_of_request_name_the_pod_that_stopped(tmp_path, w
     assert diagnose_change(healthy, healthy, ref_rows=before, cur_rows=after).suspects == []
 
 
+def test_a_pod_of_many_entries_is_counted_on_a_sample_of_them(tmp_path, monkeypatch):
+    # entries x methods beyond MAX_CELLS: a sample of the entries, the same answer
+    from perftriage.analysis.calltrees import what_changed
+
+    spans = read_spans([write_orders(tmp_path / "s.csv", frontend_stops=True, n=1200, at=600)])
+    before, after = split_spans(spans, T0 + 600 * 100_000_000)
+    whole = diagnose_change(spans, spans, ref_rows=before, cur_rows=after)
+    monkeypatch.setattr(what_changed, "MAX_CELLS", 1_000)  # the frontend: 3 methods, 333 of its 600 entries a side
+    ch = diagnose_change(spans, spans, ref_rows=before, cur_rows=after)
+    for d in (whole, ch):
+        assert d.suspects[0].service == "frontend" and all(e.given for e in d.suspects[0].evidence)
+    # the orders after the change: 150 in all, about 83 in the sample
+    assert max(e.ref_n for e in whole.suspects[0].evidence) == 150
+    assert 50 < max(e.ref_n for e in ch.suspects[0].evidence) < 120
+
+
 def test_no_change_names_nobody(tmp_path):
     spans = read_spans([write_spans(tmp_path / "s.csv", n=400)])
     before, after = split_spans(spans, T0 + 250 * 100_000_000)
