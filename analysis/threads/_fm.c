@@ -75,11 +75,15 @@ static void far_run(Far *f) {
                 double *apq = E(A, r, c), *aqp = E(A, c, r), *app = E(A, r, r), *aqq = E(A, c, c);
                 /* on local copies: the compiler cannot tell the lanes of different entries apart */
                 double x[NB], pv[NB], qv[NB], cs[NB], sn[NB], t[NB], keep[NB];
+                int open_ = 0;
                 LANES {
                     x[l] = apq[l];
                     pv[l] = app[l];
                     qv[l] = aqq[l];
+                    open_ |= !(x[l] * x[l] <= 1e-24 * fabs(pv[l] * qv[l]));
                 }
+                if (!open_) /* this entry is done in every lane: no rotation */
+                    continue;
                 LANES {
                     int small = (x[l] * x[l] <= 1e-24 * fabs(pv[l] * qv[l])) | !(fabs(x[l]) < INFINITY);
                     double theta = (qv[l] - pv[l]) / (2.0 * (small ? 1.0 : x[l]));
