@@ -52,7 +52,8 @@ typedef struct {
 /* Cyclic Jacobi rotations on all lanes at once until, in every lane, every off-diagonal entry
  * is negligible beside its two diagonal entries (a_rc^2 <= 1e-24 |a_rr a_cc|: small eigenvalues
  * stay accurate relative to themselves, as near-singular covariances need); a lane already
- * there is rotated by the identity. Then sum ln^2 of the diagonal into each lane's place. */
+ * there is rotated by the identity, an entry already there in every lane not at all (at most
+ * SWEEPS sweeps: NaN never gets there). Then sum ln^2 of the diagonal into each lane's place. */
 static void far_run(Far *f) {
     int p = f->p, pp = p * p;
     double *A = f->A;
