@@ -36,8 +36,9 @@ def add_marker_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--jobs", type=number(1, 1024, integer=True), metavar="N",
                    help="cores to use (default: those this process may run on). With 2 or more, the CTF trace is "
                         "decoded beside the analysis in up to that many processes (its stream files shared out, "
-                        "one process per 32 MiB of trace and 8 at most), and the thread analysis's bootstrap runs in "
-                        "that many processes; 1 keeps everything on one core")
+                        "one process per 32 MiB of trace and 8 at most), an OTLP span file of 64 MB or more is read "
+                        "by two processes, and the thread analysis's bootstrap runs in that many processes; 1 keeps "
+                        "everything on one core")
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="read the kernel traces host by host and walk the critical paths on a Dask cluster "
                         "(e.g. tcp://HOST:8786; pip install 'perftriage[dask]'): for a fleet's traces, one folder "
