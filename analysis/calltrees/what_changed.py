@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from perftriage.analysis.spans.table import SpanTable
+from perftriage.analysis.spans.table import SpanTable, follow
 from perftriage.analysis.stats import mann_whitney_p, poisson_cdf
 from perftriage.analysis.units import fmt_duration
 
@@ -174,12 +174,7 @@ def _parts(sp: SpanTable, rows: np.ndarray | None = None) -> _Parts:
     entry = ~has | cross
     inside = ~entry
     # each span's entry: parents followed (by pointer doubling) up to the pod's entry span
-    unit = np.where(entry, np.arange(n), par)
-    for _ in range(int(np.ceil(np.log2(n + 1))) + 1):
-        nxt = unit[unit]
-        if np.array_equal(nxt, unit):
-            break
-        unit = nxt
+    unit = follow(np.where(entry, np.arange(n), par))
     p = _Parts(sp.replica.astype(np.int64), sp.service.astype(np.int64), sp.method.astype(np.int64), own, gap,
                callee, entry, inside, unit, sp.start - sp.start[unit])
     if rows is not None:
@@ -315,21 +310,27 @@ def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None 
     kc = (C.pod * nmeth + C.method)[C.inside]
     cnt_r = _groups(kr, kr)
     cnt_c = _groups(kc, kc)
+    def lost(pod, m, calls_r, n_r, calls_c, n_c, p_max, given=None):
+        """Evidence that ``pod`` no longer makes ``m``: calls_r of them in n_r requests before,
+        calls_c in n_c now (a Poisson test), or None; ``given``: the method those requests call."""
+        rate_r, rate_c = calls_r / n_r, calls_c / n_c
+        expected = rate_r * n_c
+        if expected < params.min_expected or rate_c > params.max_drop * rate_r:
+            return None
+        p = float(poisson_cdf(calls_c, expected))
+        if p >= p_max:
+            return None
+        s = svcs[pod_svc.get(pod, 0)] if pod in pod_svc else ""
+        return Evidence("calls", pods[pod], s, methods[m], s, int(round(expected)), calls_c, rate_r, rate_c, rate_r,
+                        rate_c, p, given=methods[given] if given is not None else "")
+
     for k, r in cnt_r.items():
         pod, m = k // nmeth, k % nmeth
         if entries_r[pod] == 0 or entries_c[pod] == 0:
             continue
-        rate_r = len(r) / entries_r[pod]
-        got = len(cnt_c.get(k, ()))
-        expected = rate_r * entries_c[pod]
-        rate_c = got / entries_c[pod]
-        if expected < params.min_expected or rate_c > params.max_drop * rate_r:
-            continue
-        p = float(poisson_cdf(got, expected))
-        if p < params.count_p_value:
-            s = svcs[pod_svc.get(pod, 0)] if pod in pod_svc else ""
-            ev.append(Evidence("calls", pods[pod], s, methods[m], s, int(round(expected)), got, rate_r, rate_c,
-                               rate_r, rate_c, p))
+        e = lost(pod, m, len(r), entries_r[pod], len(cnt_c.get(k, ())), entries_c[pod], params.count_p_value)
+        if e is not None:
+            ev.append(e)
 
     # calls per request of a kind: the requests where the pod calls X (the kind of request its
     # calls tell, where the entry's name does not: a frontend's one "Recv." for every page). A
@@ -339,7 +340,7 @@ def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None 
     # calls itself (it returned early: the caller stopped for it)
     flagged = {(e.pod, e.other) for e in ev if e.kind == "calls"}
     lost_pods = {e.pod for e in ev if e.kind == "calls"}
-    given_r, given_c = _calls_given(R, npod, nmeth), _calls_given(C, npod, nmeth)
+    given_r, given_c = _calls_given(R, order=True), _calls_given(C)
     callee_of = {}
     cl = (C.callee >= 0) & (C.pod >= 0) & (C.method >= 0)
     for p_, m_, q_ in zip(C.pod[cl].tolist(), C.method[cl].tolist(), C.callee[cl].tolist()):
@@ -351,21 +352,13 @@ def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None 
         q = callee_of.get((pod, x))
         if q is not None and pods[q] in lost_pods:
             continue
-        n_c, sums_c = got_c[:2]
+        n_c, sums_c, _ = got_c
         for y, total_r in sums_r.items():
-            if y == x or (pods[pod], methods[y]) in flagged or after_r.get(y, 0.0) < 0.5:
+            if y == x or (pods[pod], methods[y]) in flagged or after_r[y] < 0.5:
                 continue
-            rate_r = total_r / n_r
-            expected = rate_r * n_c
-            got = sums_c.get(y, 0)
-            rate_c = got / n_c
-            if expected < params.min_expected or rate_c > params.max_drop * rate_r:
-                continue
-            p = float(poisson_cdf(got, expected))
-            if p < params.given_p_value:
-                s = svcs[pod_svc.get(pod, 0)] if pod in pod_svc else ""
-                ev.append(Evidence("calls", pods[pod], s, methods[y], s, int(round(expected)), got, rate_r, rate_c,
-                                   rate_r, rate_c, p, given=methods[x]))
+            e = lost(pod, y, total_r, n_r, sums_c.get(y, 0), n_c, params.given_p_value, given=x)
+            if e is not None:
+                ev.append(e)
                 flagged.add((pods[pod], methods[y]))
 
     # suspects: every pod with evidence; edges and methods it has, for the shares
@@ -408,10 +401,11 @@ def split_spans(sp: SpanTable, at_ns: int) -> tuple[np.ndarray, np.ndarray]:
 MAX_CELLS = 4_000_000  # entries x methods of one pod counted at once (32 MB a matrix)
 
 
-def _calls_given(S: _Parts, npod: int, nmeth: int) -> dict:
+def _calls_given(S: _Parts, order: bool = False) -> dict:
     """Per (pod, X) where the pod calls X (a client or internal span) in some of the requests it
-    serves (its entries): (how many entries, {Y: how many Y calls the pod made in them}, {Y: the
-    share of the entries with both where Y's first call starts after X's first})."""
+    serves (its entries): (how many entries, {Y: how many Y calls the pod made in them}, with
+    ``order`` {Y: the share of the entries with both where Y's first call starts after X's
+    first}, else None)."""
     m = S.inside & (S.pod >= 0) & (S.method >= 0)
     tr, pod, meth, off = S.unit[m], S.pod[m], S.method[m], S.offset[m]
     out = {}
@@ -430,16 +424,18 @@ def _calls_given(S: _Parts, npod: int, nmeth: int) -> dict:
             nu = int(lu.max()) + 1
         cell = lu.reshape(-1) * nm + lm.reshape(-1)
         M = np.bincount(cell, minlength=nu * nm).reshape(nu, nm)
-        first = np.full(nu * nm, np.inf)
-        np.minimum.at(first, cell, off[rp].astype(np.float64))
-        first = first.reshape(nu, nm)
         has = M > 0
+        if order:
+            first = np.full(nu * nm, np.inf)
+            np.minimum.at(first, cell, off[rp].astype(np.float64))
+            first = first.reshape(nu, nm)
         for xi, x in enumerate(um.tolist()):
             rows = has[:, xi]
             sums = M[rows].sum(axis=0)
-            both = has[rows]
-            later = (first[rows] > first[rows, xi][:, None]) & both
-            share = later.sum(axis=0) / np.maximum(both.sum(axis=0), 1)
-            out[(p, x)] = (int(rows.sum()), {y: int(v) for y, v in zip(um.tolist(), sums.tolist()) if v},
-                           dict(zip(um.tolist(), share.tolist())))
+            after = None
+            if order:
+                both = has[rows]
+                later = (first[rows] > first[rows, xi][:, None]) & both
+                after = dict(zip(um.tolist(), (later.sum(axis=0) / np.maximum(both.sum(axis=0), 1)).tolist()))
+            out[(p, x)] = (int(rows.sum()), {y: int(v) for y, v in zip(um.tolist(), sums.tolist()) if v}, after)
     return out

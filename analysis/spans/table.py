@@ -296,9 +296,7 @@ def _break_cycles(parent: np.ndarray, probs: SpanProblems) -> np.ndarray:
     n = len(parent)
     if n == 0:
         return parent
-    up = np.where(parent >= 0, parent, np.arange(n))  # roots and orphans point to themselves
-    for _ in range(int(np.ceil(np.log2(n + 1))) + 1):
-        up = up[up]
+    up = follow(np.where(parent >= 0, parent, np.arange(n)))  # roots and orphans point to themselves
     top_is_root = parent[up] < 0
     in_cycle = ~top_is_root
     if in_cycle.any():
@@ -306,3 +304,15 @@ def _break_cycles(parent: np.ndarray, probs: SpanProblems) -> np.ndarray:
         parent = parent.copy()
         parent[in_cycle] = MISSING_PARENT
     return parent
+
+
+def follow(up: np.ndarray) -> np.ndarray:
+    """Where each index's chain of pointers ``up`` ends (an index pointing to itself ends one),
+    by pointer doubling: log2(n) + 1 rounds at most, fewer where every chain has ended. A chain
+    that loops ends somewhere on its loop."""
+    for _ in range(int(np.ceil(np.log2(len(up) + 1))) + 1):
+        nxt = up[up]
+        if np.array_equal(nxt, up):
+            break
+        up = nxt
+    return up
