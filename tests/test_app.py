@@ -465,35 +465,34 @@ async def test_real_kernel_trace_without_markers_opens_on_its_processes():
         assert res.findings[0].title.startswith("apt spent ")
 
 
-async def test_call_trees_pane_says_what_changed_on_real_spans():
+async def what_changed_on_real_spans(minutes, incident_time: str):
+    """The app opened on the OnlineBoutique trace files of ``minutes`` ("HH_MM") with the
+    incident's time: (the Call trees pane's what-changed text, the findings); the pane is the one
+    shown."""
     from perftriage.analysis.triage import Options
     from conftest import SHARED
 
     files = [str(SHARED / "real_data" / "onlineboutique-2022-08-22" / "trace" / f"{m}_trace.csv.gz")
-             for m in ("05_27", "05_28")]
-    app = PerftriageApp(files, Options(incident_time="05:27:06"))
+             for m in minutes]
+    app = PerftriageApp(files, Options(incident_time=incident_time))
     async with app.run_test(size=(120, 34)) as pilot:
         await loaded(pilot)
         assert app.query_one("#tabs").active == "calltrees"
-        text = str(app.query_one("#ct-changed").render())
-        assert "what changed" in text and "1. currencyservice" in text and "between client and server" in text
-        assert app.result.findings[0].title.startswith("currencyservice changed most")
+        return str(app.query_one("#ct-changed").render()), app.result.findings
+
+
+async def test_call_trees_pane_says_what_changed_on_real_spans():
+    text, findings = await what_changed_on_real_spans(("05_27", "05_28"), "05:27:06")
+    assert "what changed" in text and "1. currencyservice" in text and "between client and server" in text
+    assert findings[0].title.startswith("currencyservice changed most")
 
 
 async def test_call_trees_pane_names_a_pod_that_stopped_after_one_call_on_real_spans():
     # the frontend's exception at 04:18:35: no call after PlaceOrder in its orders only
-    from perftriage.analysis.triage import Options
-    from conftest import SHARED
-
-    files = [str(SHARED / "real_data" / "onlineboutique-2022-08-22" / "trace" / f"{m}_trace.csv.gz")
-             for m in ("04_12", "04_20")]
-    app = PerftriageApp(files, Options(incident_time="04:18:35"))
-    async with app.run_test(size=(120, 34)) as pilot:
-        await loaded(pilot)
-        assert app.query_one("#tabs").active == "calltrees"
-        text = " ".join(str(app.query_one("#ct-changed").render()).split())
-        assert "1. frontend" in text and "stopped making calls" in text, text
-        assert "per request that called `PlaceOrder`" in " ".join(app.result.findings[0].title.split())
+    text, findings = await what_changed_on_real_spans(("04_12", "04_20"), "04:18:35")
+    text = " ".join(text.split())
+    assert "1. frontend" in text and "stopped making calls" in text, text
+    assert "per request that called `PlaceOrder`" in " ".join(findings[0].title.split())
 
 
 async def test_the_bar_of_a_stage_of_unknown_length_moves_a_few_times_a_second():

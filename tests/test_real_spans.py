@@ -26,8 +26,28 @@ from conftest import ROOT, SHARED
 BOUTIQUE = SHARED / "real_data" / "onlineboutique-2022-08-22"
 HEADER = "TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration\n"
 PODS = {"frontend": "frontend-579b9bff58-t2dbm", "cart": "cartservice-579f59597d-wc2lz",
-        "currency": "currencyservice-cf787dd48-vpjrd", "ship": "shippingservice-7f9c8d6b45-x2k8q"}
+        "currency": "currencyservice-cf787dd48-vpjrd", "ship": "shippingservice-7f9c8d6b45-x2k8q",
+        "checkout": "checkoutservice-6c9d4b5d8f-hz2mn"}
 T0 = 1_661_140_000_000_000_000
+
+
+class SpanRows:
+    """Span CSV rows as the OnlineBoutique export writes them (times in ns, duration in µs), the
+    span ids numbered from 1."""
+
+    def __init__(self):
+        self.lines = [HEADER]
+        self.sid = 0
+
+    def span(self, trace, parent, pod, name, start, dur) -> str:
+        self.sid += 1
+        s = f"{self.sid:016x}"
+        self.lines.append(f"{trace},{s},{parent},{PODS[pod]},{name},{start},{start + dur},{dur // 1000}\n")
+        return s
+
+    def write(self, path: Path) -> Path:
+        path.write_text("".join(self.lines))
+        return path
 
 
 def write_spans(path: Path, n: int = 400, at: int | None = None, gap_ms: float = 0.0, cpu_ms: float = 0.0,
@@ -37,16 +57,8 @@ def write_spans(path: Path, n: int = 400, at: int | None = None, gap_ms: float =
     ``gap_ms`` more between client and server on every call into currency, ``cpu_ms`` more own
     time in cart, or (``lost``) currency no longer calls shipping."""
     rng = np.random.default_rng(seed)
-    lines = [HEADER]
-    sid = 1
-
-    def span(trace, parent, pod, name, start, dur):
-        nonlocal sid
-        s = f"{sid:016x}"
-        sid += 1
-        end = start + dur
-        lines.append(f"{trace},{s},{parent},{PODS[pod]},{name},{start},{end},{dur // 1000}\n")
-        return s
+    rows = SpanRows()
+    span = rows.span
 
     for i in range(n):
         after = at is not None and i >= at
@@ -68,8 +80,7 @@ def write_spans(path: Path, n: int = 400, at: int | None = None, gap_ms: float =
             c3 = span(trace, s2, "currency", "hipstershop.ShippingService/GetQuote", t2 + cur_gap // 2 + 500_000,
                       2_500_000)
             span(trace, c3, "ship", "hipstershop.ShippingService/GetQuote", t2 + cur_gap // 2 + 1_000_000, 1_500_000)
-    path.write_text("".join(lines))
-    return path
+    return rows.write(path)
 
 
 def test_pod_names_give_their_service():
@@ -151,16 +162,8 @@ def write_orders(path: Path, frontend_stops: bool = False, checkout_stops: bool 
     no call after PlaceOrder (``frontend_stops``: an exception in the frontend), or checkout
     makes no call and the frontend stops for it (``checkout_stops``: checkout returns early)."""
     rng = np.random.default_rng(5)
-    pods = {**PODS, "checkout": "checkoutservice-6c9d4b5d8f-hz2mn"}
-    lines = [HEADER]
-    sid = 1
-
-    def span(trace, parent, pod, name, start, dur):
-        nonlocal sid
-        s = f"{sid:016x}"
-        sid += 1
-        lines.append(f"{trace},{s},{parent},{pods[pod]},{name},{start},{start + dur},{dur // 1000}\n")
-        return s
+    rows = SpanRows()
+    span = rows.span
 
     for i in range(n):
         after = i >= at
@@ -184,8 +187,7 @@ def write_orders(path: Path, frontend_stops: bool = False, checkout_stops: bool 
             at_ += d + 2_000_000
             c2 = span(trace, root, "frontend", "hipstershop.CurrencyService/Convert", at_, d + 1_000_000)
             span(trace, c2, "currency", "grpc.hipstershop.CurrencyService/Convert", at_ + 500_000, d)
-    path.write_text("".join(lines))
-    return path
+    return rows.write(path)
 
 
 @pytest.mark.parametrize("who", ["frontend", "checkout"])
