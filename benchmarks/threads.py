@@ -86,17 +86,8 @@ def distance_kernels(quick: bool = False) -> None:
     from perftriage.analysis.threads import covariance as cv  # noqa: PLC0415
 
     kernel = cv._fm_module()
-    real = cv._fm_module
-
-    def without_c(cov):
-        cv._fm_module = lambda: None
-        try:
-            return cv.fm_condensed(cov)
-        finally:
-            cv._fm_module = real
-
     ways = [("C kernel", (lambda cov: cv.fm_condensed_c(cov, kernel)) if kernel else None),
-            ("numpy's choice", without_c), ("series always", cv.fm_condensed_fast)]
+            ("numpy's choice", cv.fm_condensed_numpy), ("series always", cv.fm_condensed_fast)]
     rng = np.random.default_rng(0)
     for k, p, far in ((4, 21, False), (4, 5, False), (12, 5, False), (40, 5, False), (12, 12, False), (33, 6, True)):
         # threads alike (one mixing of the metrics for all: the simulator's pools), or each its

@@ -144,17 +144,22 @@ def fm_condensed(cov: np.ndarray) -> np.ndarray:
 
     By the C kernel (``_fm.c``, built by ``make setup`` where a C compiler exists) when there is
     one: 3x the component-wise series on the bootstrap's batches of 40 threads x 5 metrics, 2.3x
-    LAPACK on those of 4 threads x 21 metrics (``python -m benchmarks threads``). Without it, whichever of the two ways is faster for the
-    batch's shape: the component-wise :func:`fm_condensed_fast` pays a Python-level cost of
-    order p^3 per call whatever the number of problems: it wins only when there are many
-    (B k(k-1)/2) for the matrix size. Measured on this machine (near matrices, one BLAS thread):
-    even with LAPACK from 500 problems at p = 4, 1,400 at p = 8 and 10, 3,000 at p = 12; at
-    p = 21 LAPACK is faster at every size (5x on the bootstrap batches of 4 threads of 21
-    metrics)."""
-    B, k, p, _ = cov.shape
+    LAPACK on those of 4 threads x 21 metrics (``python -m benchmarks threads``); without it, by
+    :func:`fm_condensed_numpy`."""
     kernel = _fm_module()
-    if kernel is not None and p <= C_MAX_METRICS:
+    if kernel is not None and cov.shape[-1] <= C_MAX_METRICS:
         return fm_condensed_c(cov, kernel)
+    return fm_condensed_numpy(cov)
+
+
+def fm_condensed_numpy(cov: np.ndarray) -> np.ndarray:
+    """:func:`fm_condensed` by numpy, whichever of the two ways is faster for the batch's shape:
+    the component-wise :func:`fm_condensed_fast` pays a Python-level cost of order p^3 per call
+    whatever the number of problems: it wins only when there are many (B k(k-1)/2) for the
+    matrix size. Measured on this machine (near matrices, one BLAS thread): even with LAPACK from
+    500 problems at p = 4, 1,400 at p = 8 and 10, 3,000 at p = 12; at p = 21 LAPACK is faster at
+    every size (5x on the bootstrap batches of 4 threads of 21 metrics)."""
+    B, k, p, _ = cov.shape
     problems = B * (k * (k - 1) // 2)
     if p <= FAST_MAX_METRICS and problems >= FAST_MIN_PROBLEMS_PER_P2 * p * p:
         return fm_condensed_fast(cov)
