@@ -775,6 +775,22 @@ def test_a_fleet_wide_event_is_seen_against_each_servers_history():
     assert any("fleet-wide event" in e for e in f.evidence)
 
 
+def test_many_servers_at_once_without_own_history_are_not_said_seen_against_it():
+    """Two days: every series is judged against the others at the same time only. Five servers
+    leaving at once, each on counters of its own (a slow service slowing its callers), overlap:
+    the finding says so, and does not claim a comparison with their own history it did not make."""
+    cs = _fleet_with(2, counters=8)
+    v = np.array(cs.values, dtype=float)
+    for s in range(5):
+        v[s, s:s + 2, 100:110] += 3.0
+    cs = from_cube(v, cs.servers, cs.counters, start=cs.start, interval=cs.interval)
+    found = [x for x in counter_findings(analyse_counters(cs)) if "unusual from" in x.title]
+    assert {x.subject for x in found} >= {f"srv-{s}" for s in range(5)}
+    lines = [e for e in found[0].evidence if "servers have an interval overlapping" in e]
+    assert lines and lines[0].startswith("5 of 8 servers") and "many servers moved at once" in lines[0]
+    assert not any("own history" in e for x in found for e in x.evidence)
+
+
 def test_a_counter_that_jumps_at_every_burst_does_not_bury_an_incident():
     """A latency that sits still, then jumps at bursts (15% of the points, on every server: a MAD
     of nearly nothing) is beyond z at every burst; its z is scaled down until a tenth of its points

@@ -344,9 +344,13 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
                       f"({against}"
                       f"{', daily cycle taken out' if ot.seasonal and how == 'own' else ''}; robust z {z:.1f})")
         if len(sharing) > 1:
+            # "seen against its own history" only where it was: with less than three days (or a
+            # server that left its peers) the counters said it against the others at the same time
+            own = any(how == "own" for _, _, how, _, _ in iv.counters)
             ev.append(f"{len(sharing)} of {S} servers have an interval overlapping this one"
-                      + (": a fleet-wide event, seen against each server's own history" if len(sharing) >= S / 2
-                         else ""))
+                      + ((": a fleet-wide event, seen against each server's own history" if own
+                          else ": many servers moved at once (an event that spread, or one they share)")
+                         if len(sharing) >= S / 2 else ""))
         out.append(Finding(
             analysis="counters",
             title=f"{cs.servers[iv.server]}: {', '.join(names[:3])}{'...' if len(names) > 3 else ''} unusual "
