@@ -323,6 +323,45 @@ def _span(cs: CounterSet, points: int) -> str:
     return f"{points} point{'s' if points != 1 else ''}, {length}"
 
 
+def _calls_into(cs: CounterSet, edges, iv, twin: int | None) -> str:
+    """The plain-words line of a view's interval: which calls, into which service, seen by whom."""
+    moved = [edges.ends[c] for c, *_ in iv.counters if c in edges.ends]
+    callers = sorted({a for a, b in moved if b == iv.about})
+    side = {"caller": "as the callers measure them", "callee": "as the callee measures them"}.get(
+        edges.sides.get(iv.server, ""), "")
+    waiting = sorted({a for a in callers if any(b == a for _, b in moved)})  # callers whose callers waited too
+    others = sorted({b for _, b in moved} - {iv.about, *waiting})
+    return (f"calls into {iv.about} from {', '.join(callers) or 'its callers'} left their usual level "
+            f"({cs.servers[iv.server]}{': ' + side if side else ''}"
+            + (f"; the other side's view is {cs.servers[twin]}" if twin is not None else "") + ")"
+            + (f"; the calls into {', '.join(waiting)}, which call{'s' if len(waiting) == 1 else ''} it, moved too: they wait for it (a slow service "
+               "slows the calls into it and the calls into its callers)" if waiting else "")
+            + (f"; calls into {', '.join(others)} moved less" if others else ""))
+
+
+def _other_side(cs: CounterSet, edges, iv, c: int, twin: int, level: float, usual: float) -> tuple[str, str]:
+    """How the other side measured the same calls at the same point ("; destination_50: 0.003,
+    usually 0.003") and, when the sides are known, what the two together say ("" if nothing)."""
+    series = np.asarray(cs.values[twin, c], dtype=float)
+    if not np.isfinite(series).any():
+        return "", ""
+    mine = np.asarray(cs.values[iv.server, c, iv.start:iv.end + 1], dtype=float)
+    k = iv.start + int(np.nanargmax(np.abs(mine - usual))) if np.isfinite(mine).any() else iv.peak
+    there, norm = float(series[k]), float(np.nanmedian(series))
+    if not (np.isfinite(there) and np.isfinite(norm)):
+        return "", ""
+    text = f"; {cs.servers[twin]}: {_num(there)}, usually {_num(norm)}"
+    if not (edges.sides.get(iv.server) == "caller" and edges.sides.get(twin) == "callee"
+            and level > 2 * max(usual, 1e-12)):
+        return text, ""
+    if abs(there - norm) <= 0.5 * max(abs(norm), 1e-12):
+        return text, ("the callers waited longer while the callee's own measure did not move: the time goes "
+                      "between the two (network, a proxy, a queue before the callee), not in the callee's work")
+    if there > 2 * max(norm, 1e-12):
+        return text, "the callee measures the rise too: the time goes in the callee"
+    return text, ""
+
+
 def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
     """One finding per interval (the strongest first), then a table of all of them. Intervals
     that many servers share at once are said to be fleet-wide."""
@@ -330,19 +369,31 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
     params = {**asdict(p), "seasonal": ot.seasonal, "period_points": ot.period, "interval_s": cs.interval}
     S = len(cs.servers)
     out = []
-    for rank, iv in enumerate(ot.intervals[: p.max_intervals]):
+    for rank, iv in enumerate([iv for iv in ot.intervals if not iv.twin][: p.max_intervals]):
         sharing = {j.server for j in ot.intervals if j.start <= iv.end and j.end >= iv.start}
         names = [cs.counters[c] for c, *_ in iv.counters]
         who = f"{count_of(len(names), 'counters')}: {', '.join(names[:4])}{'...' if len(names) > 4 else ''}"
         when = f"from {cs.when(iv.start)} to {cs.when(iv.end)} ({_span(cs, iv.points)})"
         ev = [f"{cs.servers[iv.server]}: {who} left their usual level {when}; peak at {cs.when(iv.peak)}"]
         alone = ot.alone is not None and ot.alone[iv.server]
+        twin = ot.edges.twin(iv.server) if iv.about and ot.edges is not None else None
+        verdicts: dict[str, list[str]] = {}  # what the two sides together say -> the calls it says it of
         for c, z, how, level, usual in iv.counters:
             against = ("against the other servers' movement at the same time" if alone else
                        "against its peers at the same time") if how == "peers" else "against its own history"
+            if twin is not None and how == "peers" and c in ot.edges.ends:
+                against = f"against {cs.servers[twin]} at the same time"
+            other = ""
+            if twin is not None and c in ot.edges.ends:
+                other, verdict = _other_side(cs, ot.edges, iv, c, twin, level, usual)
+                if verdict:
+                    verdicts.setdefault(verdict, []).append(cs.counters[c])
             ev.append(f"{cs.counters[c]}: {_num(level)} at its furthest, usually {_num(usual)} "
                       f"({against}"
-                      f"{', daily cycle taken out' if ot.seasonal and how == 'own' else ''}; robust z {z:.1f})")
+                      f"{', daily cycle taken out' if ot.seasonal and how == 'own' else ''}; robust z {z:.1f})" + other)
+        if iv.about:
+            ev.insert(0, _calls_into(cs, ot.edges, iv, twin))
+            ev[1:1] = [f"{', '.join(calls)}: {verdict}" for verdict, calls in verdicts.items()]
         if len(sharing) > 1:
             # "seen against its own history" only where it was: with less than three days (or a
             # server that left its peers) the counters said it against the others at the same time
@@ -351,21 +402,23 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
                       + ((": a fleet-wide event, seen against each server's own history" if own
                           else ": many servers moved at once (an event that spread, or one they share)")
                          if len(sharing) >= S / 2 else ""))
+        title = (f"{iv.about}: calls into it unusual {when} ({', '.join(names[:3])}{'...' if len(names) > 3 else ''} "
+                 f"in {cs.servers[iv.server]})" if iv.about else
+                 f"{cs.servers[iv.server]}: {', '.join(names[:3])}{'...' if len(names) > 3 else ''} unusual {when}")
         out.append(Finding(
-            analysis="counters",
-            title=f"{cs.servers[iv.server]}: {', '.join(names[:3])}{'...' if len(names) > 3 else ''} unusual "
-                  f"{when}",
-            subject=cs.servers[iv.server], score=float(min(iv.peak_z, 1e6)) * float(np.sqrt(iv.points)),
+            analysis="counters", title=title, subject=iv.about or cs.servers[iv.server], score=float(min(iv.peak_z, 1e6)) * float(np.sqrt(iv.points)),
             severity="warning", evidence=ev, parameters=params,
             target={"kind": "server", "server": cs.servers[iv.server], "counter": names[0],
                     "from_s": float(cs.start + iv.start * cs.interval), "to_s": float(cs.start + iv.end * cs.interval)}))
-    if ot.intervals:
-        rows = [[cs.servers[iv.server], cs.time_label(iv.start), cs.time_label(iv.end), iv.points,
-                 cs.time_label(iv.peak), f"{iv.peak_z:.1f}", ", ".join(cs.counters[c] for c, *_ in iv.counters)]
-                for iv in sorted(ot.intervals, key=lambda i: (i.start, i.server))]
-        servers = sorted({iv.server for iv in ot.intervals})
+    shown = [iv for iv in ot.intervals if not iv.twin]
+    if shown:
+        rows = [[cs.servers[iv.server] + (f" (calls into {iv.about})" if iv.about else ""), cs.time_label(iv.start),
+                 cs.time_label(iv.end), iv.points, cs.time_label(iv.peak), f"{iv.peak_z:.1f}",
+                 ", ".join(cs.counters[c] for c, *_ in iv.counters)]
+                for iv in sorted(shown, key=lambda i: (i.start, i.server))]
+        servers = sorted({iv.server for iv in shown})
         out.append(Finding(
-            analysis="counters", title=f"Unusual intervals over time: {len(ot.intervals)} on {len(servers)} of {S} "
+            analysis="counters", title=f"Unusual intervals over time: {len(shown)} on {len(servers)} of {S} "
                                        "servers",
             subject=", ".join(cs.servers[s] for s in servers[:6]) + ("..." if len(servers) > 6 else ""),
             score=0.0, severity="info",

@@ -33,6 +33,7 @@ from perftriage.analysis.stats import median_of_sorted, valid_count
 from perftriage.analysis.units import count_of
 
 from .params import TimeParams
+from .edges import Edges, attribute, find_edges
 from .peers import Peers
 from .stats import THREADS, counters_per_block, each_block, nanmedian
 from .table import CounterSet
@@ -46,6 +47,8 @@ class Interval:
     peak: int
     peak_z: float
     counters: list[tuple[int, float, str, float, float]]  # (counter, max |z|, "own"/"peers", level at peak, usual)
+    about: str = ""  # the server (or workload) it is about when not its own: the callee of a view's edges
+    twin: bool = False  # the same calls as an interval of the other view (edges.attribute): said there
 
     @property
     def points(self) -> int:
@@ -63,6 +66,7 @@ class OverTime:
     notes: list[str] = field(default_factory=list)
     min_counters: int = 2  # the number of unusual counters that flagged a point
     alone: np.ndarray | None = None  # (S,) bool: servers without peers, judged against all the others' movement
+    edges: Edges | None = None  # counters that name a caller and a callee, and the servers that hold them
 
 
 def _resolution(srt: np.ndarray) -> np.ndarray:
@@ -260,7 +264,10 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
                                  float(v[s, c, k]), float(usual[c])))
             intervals.append(Interval(s, lo, hi, peak, float(z[s, :, peak].max()), counters))
     intervals.sort(key=lambda i: -(i.peak_z * np.sqrt(i.points)))
+    edges = find_edges(cs)
+    if edges is not None:  # a view's interval is about the callee of the edges that moved
+        attribute(intervals, edges)
     alone = None
     if peers is not None and not peers.whole_fleet:
         alone = ~peers.compared[peers.group]
-    return OverTime(p, merged, z, seasonal, period if seasonal else 0, intervals, notes, need, alone)
+    return OverTime(p, merged, z, seasonal, period if seasonal else 0, intervals, notes, need, alone, edges)

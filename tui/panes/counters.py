@@ -85,13 +85,16 @@ class CountersPane(ViewPane):
         # the unusual intervals over time (each series against its history and its peers: what
         # finds the incidents of a real fleet), after the servers PAD's X names and before the others
         at = sum(1 for st in styles if st == "alert")
-        ivs = ca.over_time.intervals[:15] if ca.over_time is not None else []
+        ivs = [iv for iv in ca.over_time.intervals if not iv.twin][:15] if ca.over_time is not None else []
         for j, iv in enumerate(ivs):
             names = [cs.counters[c] for c, *_ in iv.counters]
-            rows.insert(at + j, ["", cs.servers[iv.server], names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
+            # a view's interval (edge latencies): the service called, the view in the evidence
+            rows.insert(at + j, ["", iv.about or cs.servers[iv.server],
+                                 names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
                                  _z(iv.peak_z),
                                  cs.time_label(iv.start),
-                                 f"unusual to {cs.time_label(iv.end)} ({iv.points} points)"
+                                 (f"calls into it ({cs.servers[iv.server]}) " if iv.about else "")
+                                 + f"unusual to {cs.time_label(iv.end)} ({iv.points} points)"
                                  + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
             styles.insert(at + j, "alert")
             items.insert(at + j, (iv.server, iv.counters[0][0]))
@@ -136,7 +139,8 @@ class CountersPane(ViewPane):
                f" · {count_of(len(ca.servers), 'deviating servers')} · "
                + ("X = |global median - local median| / global std" if cp.paper_x else
                   "X = |server median - others' median| / others' std"))
-            + (f" · {len(ca.over_time.intervals)} unusual interval(s)" if ca.over_time is not None else "")
+            + (f" · {count_of(sum(not iv.twin for iv in ca.over_time.intervals), 'unusual intervals')}"
+               if ca.over_time is not None else "")
             + " · v: view · c: correlations")
         self.row = 0
         self.corr = None

@@ -1,0 +1,158 @@
+"""Counters that name a caller and a callee (edge latencies, one file per side that measures them):
+their unusual intervals are about the service called, said once for both sides, in plain words."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import replace
+
+import numpy as np
+
+from perftriage.analysis.counters.edges import find_edges
+from perftriage.analysis.counters.findings import analyse_counters, counter_findings, over_time_findings
+from perftriage.analysis.counters.table import from_cube
+
+from conftest import SHARED
+
+PODS = ["frontend-6d4b9c7f5-x2k8q", "checkout-7f5c9d8b4-q2w4z", "cart-5b7d9c6f4-m8n2p",
+        "payment-9c6d7f5b8-t4v6x"]
+EDGES = ["frontend_checkout", "frontend_cart", "checkout_cart", "checkout_payment"]
+POD_COUNTERS = ["cpu", "latency"]
+
+
+def _mesh(days: float, events=(), seed: int = 3, interval: float = 300.0):
+    """Four pods (their own counters) and the two views of the four call edges (latencies in
+    seconds, rounded to the millisecond as a mesh exports them). ``events``: (edge, side, from,
+    to, added seconds); side "caller" (only the callers' view), "callee" or "both"."""
+    rng = np.random.default_rng(seed)
+    T = int(days * 86400 / interval)
+    servers = PODS + ["source_50", "destination_50"]
+    counters = POD_COUNTERS + EDGES
+    v = np.full((len(servers), len(counters), T), np.nan)
+    v[:4, 0] = np.round(20 + rng.normal(0, 2, (4, T)), 1)
+    v[:4, 1] = np.round(0.05 + rng.normal(0, 0.004, (4, T)), 3)
+    base = 0.005 + np.abs(rng.normal(0, 0.0007, (len(EDGES), T)))
+    # the callers' view: the time on the wire too; each side its own sampling noise
+    v[4, 2:] = np.round(base + 0.001 + np.abs(rng.normal(0, 0.0007, base.shape)), 3)
+    v[5, 2:] = np.round(base + np.abs(rng.normal(0, 0.0007, base.shape)), 3)
+    for edge, side, a, b, add in events:
+        c = 2 + EDGES.index(edge)
+        if side in ("caller", "both"):
+            v[4, c, a:b] += add
+        if side in ("callee", "both"):
+            v[5, c, a:b] += add
+    return from_cube(v, servers, counters, start=1.66e9, interval=interval)
+
+
+def _view_findings(cs):
+    return [f for f in counter_findings(analyse_counters(cs)) if "calls into it" in f.title]
+
+
+def test_edge_counters_their_ends_and_the_sides_of_the_views():
+    cs = _mesh(1)
+    e = find_edges(cs)
+    assert e is not None and [cs.servers[s] for s in e.views] == ["source_50", "destination_50"]
+    assert {cs.counters[c]: ends for c, ends in e.ends.items()} == {
+        "frontend_checkout": (PODS[0], PODS[1]), "frontend_cart": (PODS[0], PODS[2]),
+        "checkout_cart": (PODS[1], PODS[2]), "checkout_payment": (PODS[1], PODS[3])}
+    assert e.sides == {4: "caller", 5: "callee"}
+    # counters with an underscore that name no two servers are no edges: no views
+    plain = from_cube(np.random.default_rng(1).normal(size=(4, 2, 50)), PODS, ["cpu_user", "mem_used"])
+    assert find_edges(plain) is None
+
+
+def test_a_network_delay_into_a_service_names_it_once_and_says_where_the_time_goes():
+    """Less than three days: the views are judged against each other, which is what a delay
+    between the two sides moves. One finding (not one per view), about the callee."""
+    cs = _mesh(1, events=[("checkout_payment", "caller", 200, 206, 0.3)], interval=60)
+    found = _view_findings(cs)
+    assert len(found) == 1, [f.title for f in found]
+    f = found[0]
+    assert f.subject == PODS[3] and f.title.startswith(f"{PODS[3]}: calls into it unusual")
+    assert f.evidence[0].startswith(f"calls into {PODS[3]} from {PODS[1]} left their usual level "
+                                    "(source_50: as the callers measure them; the other side's view is destination_50)")
+    assert any(e.startswith("checkout_payment: the callers waited longer while the callee's own measure did not move")
+               for e in f.evidence)
+    assert any(re.search(r"robust z [\d.]+\); destination_50: 0\.00\d, usually 0\.00\d$", e) for e in f.evidence)
+    ot = analyse_counters(cs).over_time
+    shown = [iv for iv in ot.intervals if iv.about]
+    assert len(shown) == 2 and sum(iv.twin for iv in shown) == 1
+    assert cs.servers[next(iv for iv in shown if not iv.twin).server] == "source_50"  # the callers' side kept
+
+
+def test_a_slow_service_is_named_before_its_callers_that_wait_for_it():
+    """Four days (each view against its own history too): payment slow, as both sides measure it,
+    and checkout, which calls it, slow as long: the finding is about payment, checkout waiting."""
+    cs = _mesh(4, events=[("checkout_payment", "both", 700, 706, 0.4), ("frontend_checkout", "both", 700, 706, 0.45)])
+    found = _view_findings(cs)
+    assert found and found[0].subject == PODS[3], [f.title for f in found]
+    ev = found[0].evidence
+    assert f"the calls into {PODS[1]}, which calls it, moved too: they wait for it" in ev[0]
+    assert any("checkout_payment" in e.split(": ")[0] and "the callee measures the rise too: the time goes in the "
+               "callee" in e for e in ev)
+    assert not any(f.subject == PODS[1] for f in found)
+
+
+def test_without_views_intervals_are_their_servers_own():
+    cs = _mesh(1, events=[("checkout_payment", "caller", 200, 206, 0.3)], interval=60)
+    keep = [i for i, s in enumerate(cs.servers) if not s.endswith("_50")]
+    pods = from_cube(np.asarray(cs.values)[keep][:, :2], [cs.servers[i] for i in keep], cs.counters[:2],
+                     start=cs.start, interval=cs.interval)
+    ot = analyse_counters(pods).over_time
+    assert ot.edges is None and not any(iv.about or iv.twin for iv in ot.intervals)
+
+
+def test_onlineboutique_edge_files_name_the_delayed_service(tmp_path):
+    """The real metric folder (../shared/real_data): the network delay injected into
+    currencyservice at 05:27:06 shows only on the calls into it, as its callers measure them."""
+    import pytest  # noqa: PLC0415
+
+    folder = SHARED / "real_data" / "onlineboutique-2022-08-22" / "metric"
+    if not folder.is_dir():
+        pytest.skip("no real OnlineBoutique metrics here")
+    from perftriage.analysis.triage import run_triage  # noqa: PLC0415
+
+    ca = run_triage([folder]).counters
+    cs, ot = ca.cs, ca.over_time
+    t = 1661146026  # 05:27:06 UTC
+    near = [iv for iv in ot.intervals if not iv.twin and abs(cs.start + iv.start * cs.interval - t) <= 180]
+    assert near and near[0].about.startswith("currencyservice-"), [(cs.servers[i.server], i.about) for i in near]
+    every = replace(ot, params=replace(ot.params, max_intervals=len(ot.intervals)))  # not only the first 12
+    f = next(f for f in over_time_findings(every, cs)
+             if f.subject == near[0].about and f.target.get("from_s") == cs.start + near[0].start * cs.interval)
+    assert f.title.startswith(f"{near[0].about}: calls into it unusual")
+    assert any("the callee's own measure did not move" in e for e in f.evidence)
+    with gzip.open(folder / "source_50.csv.gz", "rt") as fh:
+        assert "frontend_currencyservice" in fh.readline()
+
+
+def _write_mesh(folder, cs) -> None:
+    """One CSV per server (a time column and its own counters), as a metric exporter writes them."""
+    v = np.asarray(cs.values)
+    t = cs.start + np.arange(cs.n_points) * cs.interval
+    for s, name in enumerate(cs.servers):
+        cols = [c for c in range(len(cs.counters)) if np.isfinite(v[s, c]).any()]
+        lines = ["timestamp," + ",".join(cs.counters[c] for c in cols)]
+        lines += [f"{t[k]:.0f}," + ",".join(f"{v[s, c, k]:g}" for c in cols) for k in range(cs.n_points)]
+        (folder / f"{name}.csv").write_text("\n".join(lines) + "\n")
+
+
+async def test_the_counters_pane_shows_the_service_called_and_plots_the_view(tmp_path):
+    from perftriage.analysis.triage import Options  # noqa: PLC0415
+    from perftriage.tui.app import PerftriageApp  # noqa: PLC0415
+    from perftriage.tui.panes.counters import CountersPane  # noqa: PLC0415
+
+    _write_mesh(tmp_path, _mesh(1, events=[("checkout_payment", "caller", 200, 206, 0.3)], interval=60))
+    app = PerftriageApp([str(tmp_path)], Options())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.query_one(CountersPane)
+        cs = pane.ca.cs
+        rows = [pane.table.source.cells(r) for r in range(len(pane.items))]
+        mine = [r for r, cells in enumerate(rows) if cells[1] == PODS[3] and "unusual to" in cells[5]]
+        assert len(mine) == 1, rows  # once: the callee side's view of the same calls is not a second row
+        assert rows[mine[0]][5].startswith("calls into it (source_50) unusual to")
+        assert cs.servers[pane.items[mine[0]][0]] == "source_50"  # its plot: the series that moved
+        assert not any(cells[1] in ("source_50", "destination_50") for cells in rows if "unusual to" in cells[5])
