@@ -156,3 +156,24 @@ async def test_the_counters_pane_shows_the_service_called_and_plots_the_view(tmp
         assert rows[mine[0]][5].startswith("calls into it (source_50) unusual to")
         assert cs.servers[pane.items[mine[0]][0]] == "source_50"  # its plot: the series that moved
         assert not any(cells[1] in ("source_50", "destination_50") for cells in rows if "unusual to" in cells[5])
+
+
+def test_one_call_held_beyond_z_on_a_view_is_an_interval_a_blip_is_not():
+    """One edge is one counter of a view: a delay on one call moves nothing else there. Three
+    points in a row beyond z (but under the one-counter threshold, strong) flag it; two do not."""
+    from perftriage.analysis.counters.params import TimeParams  # noqa: PLC0415
+
+    for points, expect in ((3, True), (2, False)):
+        cs = _mesh(1, events=[("checkout_payment", "caller", 300, 300 + points, 0.012)], interval=60)
+        ot = analyse_counters(cs).over_time
+        hits = [iv for iv in ot.intervals if iv.about and not iv.twin and 295 <= iv.start <= 305]
+        assert bool(hits) == expect, (points, [(iv.start, iv.points, iv.peak_z) for iv in ot.intervals])
+        if hits:
+            assert hits[0].about == PODS[3] and ot.params.z < hits[0].peak_z < ot.params.strong
+            assert hits[0].points == points
+    # the rule is the views' only: off, the three points are no interval
+    from perftriage.analysis.counters.over_time import detect_over_time  # noqa: PLC0415
+
+    cs = _mesh(1, events=[("checkout_payment", "caller", 300, 303, 0.012)], interval=60)
+    off = detect_over_time(cs, TimeParams(edge_run=0))
+    assert not [iv for iv in off.intervals if 295 <= iv.start <= 305]

@@ -374,7 +374,8 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
         names = [cs.counters[c] for c, *_ in iv.counters]
         who = f"{count_of(len(names), 'counters')}: {', '.join(names[:4])}{'...' if len(names) > 4 else ''}"
         when = f"from {cs.when(iv.start)} to {cs.when(iv.end)} ({_span(cs, iv.points)})"
-        ev = [f"{cs.servers[iv.server]}: {who} left their usual level {when}; peak at {cs.when(iv.peak)}"]
+        ev = [f"{cs.servers[iv.server]}: {who} left {'its' if len(names) == 1 else 'their'} usual level {when}; "
+              f"peak at {cs.when(iv.peak)}"]
         alone = ot.alone is not None and ot.alone[iv.server]
         twin = ot.edges.twin(iv.server) if iv.about and ot.edges is not None else None
         verdicts: dict[str, list[str]] = {}  # what the two sides together say -> the calls it says it of

@@ -161,6 +161,19 @@ def peers_median(v: np.ndarray, peers: Peers | None) -> np.ndarray:
     return om
 
 
+def held(over: np.ndarray, run: int) -> np.ndarray:
+    """``over`` (..., T) bool where it is part of a run of at least ``run`` True points in a row."""
+    starts = over.copy()  # where a long enough run starts
+    for k in range(1, run):
+        starts[..., :-k] &= over[..., k:]
+    if run > 1:
+        starts[..., over.shape[-1] - run + 1:] = False
+    out = starts.copy()
+    for k in range(1, run):
+        out[..., k:] |= starts[..., :-k]
+    return out
+
+
 def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers | None):
     """z (float32), 'the peers said it', 'a daily profile was used' and each series' median for a
     block of counters (against peers at the same time from three servers on)."""
@@ -242,6 +255,12 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     over = z > p.z
     need = p.min_counters or max(2, int(np.ceil(C / 10)))
     flag = (over.sum(axis=1) >= need) | (z.max(axis=1) > p.strong)  # (S, T)
+    edges = find_edges(cs)
+    if edges is not None and p.edge_run > 0:
+        # each counter of a view is one call edge: a delay on one call moves one of its counters
+        # (a server's incident moves several of its own), so one edge held beyond z flags it
+        for s in edges.views:
+            flag[s] |= held(over[s], p.edge_run).any(axis=0)
     merged = flag.copy()
     intervals = []
     for s in range(S):
@@ -264,7 +283,6 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
                                  float(v[s, c, k]), float(usual[c])))
             intervals.append(Interval(s, lo, hi, peak, float(z[s, :, peak].max()), counters))
     intervals.sort(key=lambda i: -(i.peak_z * np.sqrt(i.points)))
-    edges = find_edges(cs)
     if edges is not None:  # a view's interval is about the callee of the edges that moved
         attribute(intervals, edges)
     alone = None

@@ -25,6 +25,7 @@ class TimeParams:
     resolution_steps: float = 2.0  # spreads are never finer than this many steps of the series' resolution
     max_intervals: int = 12  # intervals reported as findings (all are in the result)
     tail: float = 0.1  # share of a series' points that may lie beyond z (more: its z is scaled down)
+    edge_run: int = 3  # on a view of call edges (edges.py), one edge beyond z this many points in a row flags it
 
 
 @dataclass
