@@ -88,7 +88,7 @@ def test_a_slow_service_is_named_before_its_callers_that_wait_for_it():
     found = _view_findings(cs)
     assert found and found[0].subject == PODS[3], [f.title for f in found]
     ev = found[0].evidence
-    assert f"the calls into {PODS[1]}, which calls it, moved too: they wait for it" in ev[0]
+    assert f"the calls into {PODS[1]}, which calls it, moved at the same time: they wait for it" in ev[0]
     assert any("checkout_payment" in e.split(": ")[0] and "the callee measures the rise too: the time goes in the "
                "callee" in e for e in ev)
     assert not any(f.subject == PODS[1] for f in found)
@@ -177,3 +177,13 @@ def test_one_call_held_beyond_z_on_a_view_is_an_interval_a_blip_is_not():
     cs = _mesh(1, events=[("checkout_payment", "caller", 300, 303, 0.012)], interval=60)
     off = detect_over_time(cs, TimeParams(edge_run=0))
     assert not [iv for iv in off.intervals if 295 <= iv.start <= 305]
+
+
+def test_calls_into_different_services_are_separate_intervals():
+    """A delay on the calls into cart, then one on the calls into payment two points later: two
+    intervals, each from its own start (one over the whole view would start with cart's)."""
+    cs = _mesh(1, events=[("frontend_cart", "caller", 300, 303, 0.3), ("checkout_payment", "caller", 305, 311, 0.3)],
+               interval=60)
+    ot = analyse_counters(cs).over_time
+    shown = {iv.about: (iv.start, iv.end) for iv in ot.intervals if iv.about and not iv.twin}
+    assert shown == {PODS[2]: (300, 302), PODS[3]: (305, 310)}, shown

@@ -5,9 +5,9 @@ with the caller and the callee in the name: ``frontend_checkoutservice``,
 ``frontend->checkoutservice``, often one file per side that measures them (the caller's view,
 "source", and the callee's, "destination", as Istio's ``reporter`` label). perftriage reads such
 a file as a server of its own (a *view*): its unusual intervals are then not about the file but
-about a service, the callee of the edges that moved. When several edges moved, the callee that
-is not itself the caller of another moved edge (the most downstream): a slow service slows the
-calls into it and the calls into its callers, which wait for it.
+about a service: each callee's edges make intervals of their own (separate calls, separate
+events), and a caller whose calls moved with the calls it makes into a slow callee is said to
+wait for it (a slow service slows the calls into it and the calls into its callers).
 
 Names match a server's name or its Kubernetes workload (``checkoutservice-578fcf4766-9csqn`` is
 ``checkoutservice``), case aside. A callee with several servers (replicas) is named by its
@@ -38,13 +38,12 @@ class Edges:
     views: list[int]  # the servers whose counters are edges
     sides: dict[int, str]  # view -> "caller" / "callee" / "" (its name does not say)
 
-    def about(self, counters: list[int]) -> str:
-        """The service the moved ``counters`` (strongest first) of a view point at: the most
-        downstream callee of the edges among them; "" when none is an edge."""
-        moved = [self.ends[c] for c in counters if c in self.ends]
-        callers = {a for a, _ in moved}
-        downstream = [b for _, b in moved if b not in callers]
-        return (downstream or [b for _, b in moved] or [""])[0]
+    def by_callee(self) -> dict[str, list[int]]:
+        """The edge counters by callee."""
+        out: dict[str, list[int]] = {}
+        for c, (_, callee) in sorted(self.ends.items()):
+            out.setdefault(callee, []).append(c)
+        return out
 
     def twin(self, view: int) -> int | None:
         """The other view of the same edges (the callee's side of the caller's), if there is one."""
@@ -53,28 +52,42 @@ class Edges:
 
 
 def attribute(intervals: list, edges: Edges) -> None:
-    """Sets ``about`` on the intervals of views (the callee of the edges that moved) and ``twin``
-    on all but one of the intervals that overlap in time across the views: the same calls seen
-    by both sides are one event, about the callee of the edges that moved on either side; the
-    interval kept is the callers' side's where the names tell the sides, else the strongest."""
-    views = sorted((iv for iv in intervals if iv.server in edges.sides), key=lambda iv: iv.start)
-    groups: list[list] = []
-    end = -1
-    for iv in views:
-        if groups and iv.start <= end:
-            groups[-1].append(iv)
-            end = max(end, iv.end)
-        else:
-            groups.append([iv])
-            end = iv.end
-    for group in groups:
-        moved = sorted(((z, c) for iv in group for c, z, *_ in iv.counters), reverse=True)
-        about = edges.about(list(dict.fromkeys(c for _, c in moved)))
-        if not about:
-            continue
-        keep = max(group, key=lambda iv: (edges.sides.get(iv.server) == "caller", iv.peak_z * iv.points ** 0.5))
-        for iv in group:
-            iv.about, iv.twin = about, iv is not keep
+    """Of the views' intervals (each about one callee), marks ``twin`` those another one says:
+
+    - the same calls seen by both sides: overlapping intervals about the same callee on the two
+      views are one event; the callers' side's is kept where the names tell the sides, else the
+      strongest;
+    - a caller waiting for its callee: where the calls into A and the calls from A into B moved at
+      once, A's interval is B's (a slow service slows the calls into it and the calls into its
+      callers, which wait for it): B's lists A in ``waiting``, down the chain to the last callee.
+    """
+    views = [iv for iv in intervals if iv.about]
+
+    def overlap(a, b) -> bool:
+        return a.start <= b.end and b.start <= a.end
+
+    def rank(iv):
+        return edges.sides.get(iv.server) == "caller", iv.peak_z * iv.points ** 0.5
+
+    for iv in sorted(views, key=rank, reverse=True):
+        if not iv.twin:
+            for other in views:
+                if other is not iv and not other.twin and other.about == iv.about and overlap(iv, other):
+                    other.twin = True
+    kept = [iv for iv in views if not iv.twin]
+    moved = {id(iv): {edges.ends[c][0] for c, *_ in iv.counters if c in edges.ends} for iv in kept}  # its callers
+    for iv in kept:  # iv about A, waiting for B: A calls B (an edge A -> B moved in B's interval)
+        down = [b for b in kept if b is not iv and overlap(iv, b) and iv.about in moved[id(b)]]
+        while down:
+            b = down[0]
+            further = [x for x in kept if x is not b and x is not iv and overlap(b, x) and b.about in moved[id(x)]
+                       and not x.twin]
+            if not further:
+                break
+            down = further
+        if down and not iv.twin:
+            iv.twin = True
+            down[0].waiting.append(iv.about)
 
 
 def find_edges(cs: CounterSet) -> Edges | None:

@@ -325,18 +325,16 @@ def _span(cs: CounterSet, points: int) -> str:
 
 def _calls_into(cs: CounterSet, edges, iv, twin: int | None) -> str:
     """The plain-words line of a view's interval: which calls, into which service, seen by whom."""
-    moved = [edges.ends[c] for c, *_ in iv.counters if c in edges.ends]
-    callers = sorted({a for a, b in moved if b == iv.about})
+    callers = sorted({edges.ends[c][0] for c, *_ in iv.counters if c in edges.ends})
     side = {"caller": "as the callers measure them", "callee": "as the callee measures them"}.get(
         edges.sides.get(iv.server, ""), "")
-    waiting = sorted({a for a in callers if any(b == a for _, b in moved)})  # callers whose callers waited too
-    others = sorted({b for _, b in moved} - {iv.about, *waiting})
+    waiting = sorted(set(iv.waiting))
     return (f"calls into {iv.about} from {', '.join(callers) or 'its callers'} left their usual level "
             f"({cs.servers[iv.server]}{': ' + side if side else ''}"
             + (f"; the other side's view is {cs.servers[twin]}" if twin is not None else "") + ")"
-            + (f"; the calls into {', '.join(waiting)}, which call{'s' if len(waiting) == 1 else ''} it, moved too: they wait for it (a slow service "
-               "slows the calls into it and the calls into its callers)" if waiting else "")
-            + (f"; calls into {', '.join(others)} moved less" if others else ""))
+            + (f"; the calls into {', '.join(waiting)}, which call{'s' if len(waiting) == 1 else ''} it, moved at "
+               "the same time: they wait for it (a slow service slows the calls into it and the calls into its "
+               "callers)" if waiting else ""))
 
 
 def _other_side(cs: CounterSet, edges, iv, c: int, twin: int, level: float, usual: float) -> tuple[str, str]:

@@ -48,7 +48,8 @@ class Interval:
     peak_z: float
     counters: list[tuple[int, float, str, float, float]]  # (counter, max |z|, "own"/"peers", level at peak, usual)
     about: str = ""  # the server (or workload) it is about when not its own: the callee of a view's edges
-    twin: bool = False  # the same calls as an interval of the other view (edges.attribute): said there
+    twin: bool = False  # said by another interval (edges.attribute): the other side's, or its callee's
+    waiting: list[str] = field(default_factory=list)  # callers whose calls moved with it (edges.attribute)
 
     @property
     def points(self) -> int:
@@ -256,34 +257,57 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     need = p.min_counters or max(2, int(np.ceil(C / 10)))
     flag = (over.sum(axis=1) >= need) | (z.max(axis=1) > p.strong)  # (S, T)
     edges = find_edges(cs)
-    if edges is not None and p.edge_run > 0:
-        # each counter of a view is one call edge: a delay on one call moves one of its counters
-        # (a server's incident moves several of its own), so one edge held beyond z flags it
+    # a view of call edges (edges.py): its intervals are per service called, from the edges into
+    # it alone (separate calls are separate events; one interval over all of a view's edges
+    # would start with the first blip on any call and end with the last)
+    groups: dict[int, list[tuple[str, np.ndarray, np.ndarray]]] = {}  # view -> (callee, its edges, flagged)
+    if edges is not None:
         for s in edges.views:
-            flag[s] |= held(over[s], p.edge_run).any(axis=0)
+            flag[s] = False
+            for callee, cb in edges.by_callee().items():
+                cb = np.asarray(cb)
+                o = over[s, cb]
+                # a delay on one call moves one counter of a view (a server's incident moves several of
+                # its own): one edge held beyond z for edge_run points flags it, as do two at once
+                f = (o.sum(axis=0) >= 2) | (z[s, cb].max(axis=0) > p.strong)
+                if p.edge_run > 0:
+                    f |= held(o, p.edge_run).any(axis=0)
+                groups.setdefault(s, []).append((callee, cb, f))
+                flag[s] |= f
     merged = flag.copy()
     intervals = []
-    for s in range(S):
-        idx = np.flatnonzero(flag[s])
+
+    def runs_of(f):
+        idx = np.flatnonzero(f)
         if not len(idx):
-            continue
+            return
         cuts = np.flatnonzero(np.diff(idx) > p.gap + 1)
         for a, b in zip(np.r_[0, cuts + 1], np.r_[cuts, len(idx) - 1]):
-            lo, hi = int(idx[a]), int(idx[b])
-            merged[s, lo:hi + 1] = True
-            zz = z[s, :, lo:hi + 1]  # (C, len)
-            peak = lo + int(np.argmax(zz.max(axis=0)))
-            cmax = zz.max(axis=1)
-            moved = [c for c in np.argsort(-cmax) if cmax[c] > p.z][:6]
-            usual = usual_all[s]
-            counters = []
-            for c in moved:
-                k = lo + int(np.argmax(zz[c]))
-                counters.append((int(c), float(cmax[c]), "peers" if why_peer[s, c, k] else "own",
-                                 float(v[s, c, k]), float(usual[c])))
-            intervals.append(Interval(s, lo, hi, peak, float(z[s, :, peak].max()), counters))
+            yield int(idx[a]), int(idx[b])
+
+    def interval(s, lo, hi, cols, about=""):
+        merged[s, lo:hi + 1] = True
+        zz = z[s, cols, lo:hi + 1]  # (counters, len)
+        peak = lo + int(np.argmax(zz.max(axis=0)))
+        cmax = zz.max(axis=1)
+        usual = usual_all[s]
+        counters = []
+        for i in [i for i in np.argsort(-cmax) if cmax[i] > p.z][:6]:
+            c = int(cols[i])
+            k = lo + int(np.argmax(zz[i]))
+            counters.append((c, float(cmax[i]), "peers" if why_peer[s, c, k] else "own", float(v[s, c, k]),
+                             float(usual[c])))
+        return Interval(s, lo, hi, peak, float(zz[:, peak - lo].max()), counters, about)
+
+    every = np.arange(C)
+    for s in range(S):
+        if s in groups:
+            for callee, cb, f in groups[s]:
+                intervals += [interval(s, lo, hi, cb, callee) for lo, hi in runs_of(f)]
+        else:
+            intervals += [interval(s, lo, hi, every) for lo, hi in runs_of(flag[s])]
     intervals.sort(key=lambda i: -(i.peak_z * np.sqrt(i.points)))
-    if edges is not None:  # a view's interval is about the callee of the edges that moved
+    if edges is not None:  # the two sides' intervals of the same calls, and callers waiting for a callee
         attribute(intervals, edges)
     alone = None
     if peers is not None and not peers.whole_fleet:
