@@ -123,6 +123,14 @@ def test_onlineboutique_edge_files_name_the_delayed_service(tmp_path):
              if f.subject == near[0].about and f.target.get("from_s") == cs.start + near[0].start * cs.interval)
     assert f.title.startswith(f"{near[0].about}: calls into it unusual")
     assert any("the callee's own measure did not move" in e for e in f.evidence)
+    # 06:35:39, productcatalogservice's CPU consumed: recommendationservice, which calls it, rose
+    # with it (its own latency ranks higher); productcatalog comes first, recommendation waits
+    t = 1661150139
+    near = [iv for iv in ot.intervals if not iv.twin and -120 <= cs.start + iv.start * cs.interval - t <= 300]
+    who = [iv.about or cs.servers[iv.server] for iv in near]
+    assert who[0].startswith("productcatalogservice-"), who
+    rec = next(iv for iv in near if cs.servers[iv.server].startswith("recommendationservice-"))
+    assert rec.waits_for.startswith("productcatalogservice-")
     with gzip.open(folder / "source_50.csv.gz", "rt") as fh:
         assert "frontend_currencyservice" in fh.readline()
 
@@ -187,3 +195,27 @@ def test_calls_into_different_services_are_separate_intervals():
     ot = analyse_counters(cs).over_time
     shown = {iv.about: (iv.start, iv.end) for iv in ot.intervals if iv.about and not iv.twin}
     assert shown == {PODS[2]: (300, 302), PODS[3]: (305, 310)}, shown
+
+
+def test_a_caller_slowed_by_its_callee_comes_after_it_and_says_why():
+    """checkout's own latency and CPU rise (its interval ranks high) while payment, which it
+    calls, is slow as payment itself measures it: payment's interval comes first, checkout's
+    after it with the reason. When only the caller's side measures the calls slower (the time
+    goes on the way, or in the caller), checkout is not said to wait."""
+    def ranked(side):
+        cs = _mesh(4, events=[("checkout_payment", side, 700, 706, 0.05)])
+        v = np.array(cs.values, dtype=float)
+        v[1, :2, 700:706] += np.array([40.0, 0.4])[:, None]  # checkout: cpu and latency
+        cs = from_cube(v, cs.servers, cs.counters, start=cs.start, interval=cs.interval)
+        ot = analyse_counters(cs).over_time
+        return cs, [iv for iv in ot.intervals if not iv.twin and 695 <= iv.start <= 705], analyse_counters(cs)
+
+    cs, near, ca = ranked("both")
+    who = [iv.about or cs.servers[iv.server] for iv in near]
+    assert who[:2] == [PODS[3], PODS[1]], who
+    assert near[1].waits_for == PODS[3] and near[1].peak_z * near[1].points ** 0.5 > near[0].peak_z * near[0].points ** 0.5
+    f = next(f for f in counter_findings(ca) if f.subject == PODS[1])
+    assert f.evidence[1].startswith(f"it calls {PODS[3]}, and its calls into {PODS[3]} slowed at the same time, as "
+                                    f"{PODS[3]} itself measures them")
+    cs, near, _ = ranked("caller")
+    assert (near[0].about or cs.servers[near[0].server]) == PODS[1] and not near[0].waits_for

@@ -90,6 +90,51 @@ def attribute(intervals: list, edges: Edges) -> None:
             down[0].waiting.append(iv.about)
 
 
+def wait_for_callees(intervals: list, edges: Edges, servers: list[str], values) -> list:
+    """``intervals`` (ranked) with a server's own interval put after the view's interval about a
+    callee it waits for, and ``waits_for`` set: the two overlap, the server's calls into the callee
+    moved, and the callee measures the rise itself (its side's view: the time goes in the callee,
+    not on the way, and not in the caller, whose own slowness lengthens its calls only as the
+    caller measures them). A slow service slows its callers: the callee is the first to look at."""
+    callee_side = [v for v in edges.views if edges.sides.get(v) == "callee"]
+    if not callee_side:
+        return intervals
+    ends = edges.ends
+
+    def rose(b, c: int) -> bool:  # the callee's own measure of the calls ``c`` rose over b's span
+        series = np.asarray(values[callee_side[0], c], dtype=float)
+        span = series[b.start:b.end + 1]
+        if not np.isfinite(span).any():
+            return False
+        norm = np.nanmedian(series)
+        return bool(np.isfinite(norm) and np.nanmax(span) > 2 * max(norm, 1e-12))
+
+    kept = [b for b in intervals if b.about and not b.twin]
+    after: dict[int, list] = {}  # a view interval's id -> the server intervals that wait for it
+    for iv in intervals:
+        if iv.about:
+            continue
+        me = servers[iv.server]
+        for b in kept:
+            if (b.start <= iv.end and iv.start <= b.end and b.about != me
+                    and any(c in ends and ends[c][0] == me and rose(b, c) for c, *_ in b.counters)):
+                iv.waits_for = b.about
+                after.setdefault(id(b), []).append(iv)
+                break
+    if not after:
+        return intervals
+    pos = {id(iv): k for k, iv in enumerate(intervals)}
+    # only an interval ranked before the one it waits for moves (to just after it)
+    after = {b: [w for w in ws if pos[id(w)] < pos[b]] for b, ws in after.items()}
+    moved = {id(w) for ws in after.values() for w in ws}
+    out = []
+    for iv in intervals:
+        if id(iv) not in moved:
+            out.append(iv)
+            out.extend(after.get(id(iv), []))
+    return out
+
+
 def find_edges(cs: CounterSet) -> Edges | None:
     """The edge counters and the views among ``cs``'s servers; None when there are none."""
     if len(cs.servers) < 3 or not cs.counters:

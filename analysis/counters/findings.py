@@ -390,6 +390,10 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
             ev.append(f"{cs.counters[c]}: {_num(level)} at its furthest, usually {_num(usual)} "
                       f"({against}"
                       f"{', daily cycle taken out' if ot.seasonal and how == 'own' else ''}; robust z {z:.1f})" + other)
+        if iv.waits_for:
+            ev.insert(1, f"it calls {iv.waits_for}, and its calls into {iv.waits_for} slowed at the same time, as "
+                         f"{iv.waits_for} itself measures them: {cs.servers[iv.server]} may be waiting for it (the "
+                         f"finding on {iv.waits_for} comes first)")
         if iv.about:
             ev.insert(0, _calls_into(cs, ot.edges, iv, twin))
             ev[1:1] = [f"{', '.join(calls)}: {verdict}" for verdict, calls in verdicts.items()]

@@ -33,7 +33,7 @@ from perftriage.analysis.stats import median_of_sorted, valid_count
 from perftriage.analysis.units import count_of
 
 from .params import TimeParams
-from .edges import Edges, attribute, find_edges
+from .edges import Edges, attribute, find_edges, wait_for_callees
 from .peers import Peers
 from .stats import THREADS, counters_per_block, each_block, nanmedian
 from .table import CounterSet
@@ -50,6 +50,7 @@ class Interval:
     about: str = ""  # the server (or workload) it is about when not its own: the callee of a view's edges
     twin: bool = False  # said by another interval (edges.attribute): the other side's, or its callee's
     waiting: list[str] = field(default_factory=list)  # callers whose calls moved with it (edges.attribute)
+    waits_for: str = ""  # a server's own interval: the callee it waits for (edges.wait_for_callees)
 
     @property
     def points(self) -> int:
@@ -309,6 +310,7 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     intervals.sort(key=lambda i: -(i.peak_z * np.sqrt(i.points)))
     if edges is not None:  # the two sides' intervals of the same calls, and callers waiting for a callee
         attribute(intervals, edges)
+        intervals = wait_for_callees(intervals, edges, cs.servers, v)
     alone = None
     if peers is not None and not peers.whole_fleet:
         alone = ~peers.compared[peers.group]
