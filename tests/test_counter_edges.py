@@ -219,3 +219,24 @@ def test_a_caller_slowed_by_its_callee_comes_after_it_and_says_why():
                                     f"{PODS[3]} itself measures them")
     cs, near, _ = ranked("caller")
     assert (near[0].about or cs.servers[near[0].server]) == PODS[1] and not near[0].waits_for
+
+
+async def test_the_counters_pane_lists_the_callee_before_the_caller_waiting_for_it(tmp_path):
+    from perftriage.analysis.triage import Options  # noqa: PLC0415
+    from perftriage.tui.app import PerftriageApp  # noqa: PLC0415
+    from perftriage.tui.panes.counters import CountersPane  # noqa: PLC0415
+
+    cs = _mesh(4, events=[("checkout_payment", "both", 700, 706, 0.05)])
+    v = np.array(cs.values, dtype=float)
+    v[1, :2, 700:706] += np.array([40.0, 0.4])[:, None]
+    _write_mesh(tmp_path, from_cube(v, cs.servers, cs.counters, start=cs.start, interval=cs.interval))
+    app = PerftriageApp([str(tmp_path)], Options())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.query_one(CountersPane)
+        rows = [pane.table.source.cells(r) for r in range(len(pane.items))]
+        ivs = [cells for cells in rows if "unusual to" in cells[5]]
+        who = [cells[1] for cells in ivs]
+        assert who.index(PODS[3]) < who.index(PODS[1]), who
+        assert ivs[who.index(PODS[1])][5].startswith(f"waiting for {PODS[3]}? unusual to")

@@ -94,6 +94,7 @@ class CountersPane(ViewPane):
                                  _z(iv.peak_z),
                                  cs.time_label(iv.start),
                                  (f"calls into it ({cs.servers[iv.server]}) " if iv.about else "")
+                                 + (f"waiting for {iv.waits_for}? " if iv.waits_for else "")
                                  + f"unusual to {cs.time_label(iv.end)} ({iv.points} points)"
                                  + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
             styles.insert(at + j, "alert")
