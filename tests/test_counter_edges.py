@@ -215,6 +215,8 @@ def test_a_caller_slowed_by_its_callee_comes_after_it_and_says_why():
     assert who[:2] == [PODS[3], PODS[1]], who
     assert near[1].waits_for == PODS[3] and near[1].peak_z * near[1].points ** 0.5 > near[0].peak_z * near[0].points ** 0.5
     f = next(f for f in counter_findings(ca) if f.subject == PODS[1])
+    pay = next(f for f in counter_findings(ca) if f.subject == PODS[3])
+    assert pay.score > f.score  # the report ranks findings by score: the callee first there too
     assert f.evidence[1].startswith(f"it calls {PODS[3]}, and its calls into {PODS[3]} slowed at the same time, as "
                                     f"{PODS[3]} itself measures them")
     cs, near, _ = ranked("caller")

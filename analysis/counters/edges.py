@@ -91,8 +91,8 @@ def attribute(intervals: list, edges: Edges) -> None:
 
 
 def wait_for_callees(intervals: list, edges: Edges, servers: list[str], values) -> list:
-    """``intervals`` (ranked) with a server's own interval put after the view's interval about a
-    callee it waits for, and ``waits_for`` set: the two overlap, the server's calls into the callee
+    """``intervals`` ranked again, a server's own interval just under the view's interval about a
+    callee it waits for (its ``score`` lowered, when it was above), and ``waits_for`` set: the two overlap, the server's calls into the callee
     moved, and the callee measures the rise itself (its side's view: the time goes in the callee,
     not on the way, and not in the caller, whose own slowness lengthens its calls only as the
     caller measures them). A slow service slows its callers: the callee is the first to look at."""
@@ -123,16 +123,11 @@ def wait_for_callees(intervals: list, edges: Edges, servers: list[str], values) 
                 break
     if not after:
         return intervals
-    pos = {id(iv): k for k, iv in enumerate(intervals)}
-    # only an interval ranked before the one it waits for moves (to just after it)
-    after = {b: [w for w in ws if pos[id(w)] < pos[b]] for b, ws in after.items()}
-    moved = {id(w) for ws in after.values() for w in ws}
-    out = []
-    for iv in intervals:
-        if id(iv) not in moved:
-            out.append(iv)
-            out.extend(after.get(id(iv), []))
-    return out
+    by_id = {id(b): b for b in kept}
+    for b, ws in after.items():  # ranked just under the interval it waits for, when it was above
+        for w in ws:
+            w.score = min(w.score, by_id[b].score * (1 - 1e-9))
+    return sorted(intervals, key=lambda iv: -iv.score)
 
 
 def find_edges(cs: CounterSet) -> Edges | None:

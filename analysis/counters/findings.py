@@ -409,7 +409,7 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
                  f"in {cs.servers[iv.server]})" if iv.about else
                  f"{cs.servers[iv.server]}: {', '.join(names[:3])}{'...' if len(names) > 3 else ''} unusual {when}")
         out.append(Finding(
-            analysis="counters", title=title, subject=iv.about or cs.servers[iv.server], score=float(min(iv.peak_z, 1e6)) * float(np.sqrt(iv.points)),
+            analysis="counters", title=title, subject=iv.about or cs.servers[iv.server], score=iv.score,
             severity="warning", evidence=ev, parameters=params,
             target={"kind": "server", "server": cs.servers[iv.server], "counter": names[0],
                     "from_s": float(cs.start + iv.start * cs.interval), "to_s": float(cs.start + iv.end * cs.interval)}))

@@ -51,6 +51,7 @@ class Interval:
     twin: bool = False  # said by another interval (edges.attribute): the other side's, or its callee's
     waiting: list[str] = field(default_factory=list)  # callers whose calls moved with it (edges.attribute)
     waits_for: str = ""  # a server's own interval: the callee it waits for (edges.wait_for_callees)
+    score: float = 0.0  # its rank: peak z x sqrt(points), under its callee's when it waits for it
 
     @property
     def points(self) -> int:
@@ -307,7 +308,9 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
                 intervals += [interval(s, lo, hi, cb, callee) for lo, hi in runs_of(f)]
         else:
             intervals += [interval(s, lo, hi, every) for lo, hi in runs_of(flag[s])]
-    intervals.sort(key=lambda i: -(i.peak_z * np.sqrt(i.points)))
+    for iv in intervals:
+        iv.score = float(min(iv.peak_z, 1e6)) * float(np.sqrt(iv.points))
+    intervals.sort(key=lambda i: -i.score)
     if edges is not None:  # the two sides' intervals of the same calls, and callers waiting for a callee
         attribute(intervals, edges)
         intervals = wait_for_callees(intervals, edges, cs.servers, v)
