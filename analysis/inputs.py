@@ -151,15 +151,19 @@ def classify(paths) -> Inputs:
             if looks_like_ctf(p):
                 inputs.ctf.append(p)
                 continue
-            kinds = 0
-            for child in sorted(p.iterdir()):
-                if child.is_file() and not child.name.startswith("."):
-                    kind = _sniff_quiet(child)
-                    if kind:
-                        inputs.add_file(kind, child)
-                        kinds += 1
-            if not kinds:
-                raise InputError(p, "holds neither a CTF trace (no 'metadata' file) nor a data file perftriage reads")
+            if not _add_folder(inputs, p):
+                # a dataset's folder (metric/, trace/, ...): its subfolders, one level down
+                subs = [c for c in sorted(p.iterdir()) if c.is_dir() and not c.name.startswith(".")]
+                found = 0
+                for sub in subs:
+                    if looks_like_ctf(sub):
+                        inputs.ctf.append(sub)
+                        found += 1
+                    else:
+                        found += _add_folder(inputs, sub)
+                if not found:
+                    raise InputError(p, "holds neither a CTF trace (no 'metadata' file) nor a data file perftriage "
+                                        "reads" + (", nor do its subfolders" if subs else ""))
             continue
         if p.name == "metadata" and is_ctf_metadata(p):
             inputs.ctf.append(p.parent)
@@ -171,6 +175,18 @@ def classify(paths) -> Inputs:
             raise InputError(p, "unrecognised input: not a CTF trace folder nor a data file perftriage reads")
         inputs.add_file(kind, p)
     return inputs
+
+
+def _add_folder(inputs: Inputs, folder: Path) -> int:
+    """The data files directly in ``folder`` into ``inputs``; how many."""
+    kinds = 0
+    for child in sorted(folder.iterdir()):
+        if child.is_file() and not child.name.startswith("."):
+            kind = _sniff_quiet(child)
+            if kind:
+                inputs.add_file(kind, child)
+                kinds += 1
+    return kinds
 
 
 def _header_only(path: Path) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -238,6 +239,17 @@ def test_no_change_names_nobody(tmp_path):
     before, after = split_spans(spans, T0 + 250 * 100_000_000)
     assert diagnose_change(spans, spans, ref_rows=before, cur_rows=after).suspects == []
     assert find_split(spans)[0] is None
+
+
+def test_a_small_change_over_time_is_not_called_no_change(tmp_path):
+    """Requests 1.2x slower from the middle on, 2,000 of them: a change beyond doubt, too small to
+    cut the requests at (1.5x): the note says how much it moved, not that nothing changed."""
+    spans = read_spans([write_spans(tmp_path / "s.csv", n=2000, at=1000, gap_ms=3.0)])
+    at, why = find_split(spans)
+    assert at is None
+    m = re.match(r"no single change over time in the requests' latency: the clearest split moves their median "
+                 r"by (\d\.\d\d)x only \(1\.5x needed; p = (\S+)\)$", why)
+    assert m and 1.1 < float(m[1]) < 1.5 and float(m[2]) < 1e-4, why
 
 
 def test_report_leads_with_what_changed_and_lists_data_quality_last(tmp_path):

@@ -1,0 +1,59 @@
+"""What the paths the user gives hold: a dataset's folder is searched one level down."""
+
+from __future__ import annotations
+
+import pytest
+
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import classify
+
+from conftest import ROOT
+from test_real_spans import write_spans
+
+
+def _counters(folder, servers=("web-01", "web-02", "web-03")):
+    folder.mkdir()
+    for s in servers:
+        rows = ["time,cpu,latency_ms"] + [f"{1_700_000_000 + 60 * k},{20 + k % 3},{5 + k % 2}" for k in range(30)]
+        (folder / f"{s}.csv").write_text("\n".join(rows) + "\n")
+
+
+def test_a_datasets_folder_is_read_through_its_subfolders(tmp_path):
+    """A dataset as published: metric/ (one CSV per pod), trace/ (span files), a README and a
+    fault list at the top, which are no data. Given the top folder, both are found."""
+    _counters(tmp_path / "metric")
+    (tmp_path / "trace").mkdir()
+    write_spans(tmp_path / "trace" / "03_53_trace.csv", n=50)
+    (tmp_path / "README.md").write_text("# a dataset\n")
+    (tmp_path / "faults.json").write_text('{"03": []}\n')
+    (tmp_path / ".cache").mkdir()
+    inputs = classify([str(tmp_path)])
+    assert {k: sorted(p.name for p in v) for k, v in inputs.files.items()} == {
+        "counters": ["web-01.csv", "web-02.csv", "web-03.csv"], "spans": ["03_53_trace.csv"]}
+    assert inputs.ctf == []
+
+
+def test_a_trace_in_a_subfolder_is_found(tmp_path):
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "webserver").symlink_to(ROOT / "sample_traces" / "webserver")
+    (tmp_path / "notes.txt").write_text("recorded on the staging host\n")
+    assert [p.name for p in classify([str(tmp_path / "traces")]).ctf] == ["webserver"]
+
+
+def test_a_folder_whose_files_are_data_is_not_searched_below(tmp_path):
+    _counters(tmp_path / "top")
+    _counters(tmp_path / "top" / "older", servers=("web-09",))
+    inputs = classify([str(tmp_path / "top")])
+    assert sorted(p.name for p in inputs.files["counters"]) == ["web-01.csv", "web-02.csv", "web-03.csv"]
+
+
+def test_a_folder_without_data_says_so_in_one_line(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "README.md").write_text("nothing to analyse\n")
+    with pytest.raises(InputError) as err:
+        classify([str(tmp_path)])
+    assert str(err.value) == (f"{tmp_path}: holds neither a CTF trace (no 'metadata' file) nor a data file "
+                              "perftriage reads, nor do its subfolders")
+    with pytest.raises(InputError) as err:
+        classify([str(tmp_path / "docs")])
+    assert str(err.value).endswith("nor a data file perftriage reads")
