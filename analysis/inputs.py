@@ -154,13 +154,26 @@ def classify(paths) -> Inputs:
             if not _add_folder(inputs, p):
                 # a dataset's folder (metric/, trace/, ...): its subfolders, one level down
                 subs = [c for c in sorted(p.iterdir()) if c.is_dir() and not c.name.startswith(".")]
-                found = 0
+                found, where = 0, {}  # kind -> the subfolders holding it
                 for sub in subs:
                     if looks_like_ctf(sub):
                         inputs.ctf.append(sub)
                         found += 1
-                    else:
-                        found += _add_folder(inputs, sub)
+                        continue
+                    below = Inputs(paths=[])
+                    if _add_folder(below, sub):
+                        for kind, files in below.files.items():
+                            where.setdefault(kind, []).append(sub.name)
+                            for f in files:
+                                inputs.add_file(kind, f)
+                        found += 1
+                # data of one kind in several subfolders (train/ and test/, this week's and last
+                # week's) are not one dataset: which to read is the user's to say
+                for kind, names in where.items():
+                    if len(names) > 1:
+                        raise InputError(p, f"holds no data file of its own, and its subfolders {', '.join(names)} "
+                                            f"each hold {kind} files: name the folder to read (--reference for a "
+                                            "second one to compare with)")
                 if not found:
                     raise InputError(p, "holds neither a CTF trace (no 'metadata' file) nor a data file perftriage "
                                         "reads" + (", nor do its subfolders" if subs else ""))

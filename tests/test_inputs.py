@@ -57,3 +57,15 @@ def test_a_folder_without_data_says_so_in_one_line(tmp_path):
     with pytest.raises(InputError) as err:
         classify([str(tmp_path / "docs")])
     assert str(err.value).endswith("nor a data file perftriage reads")
+
+
+def test_one_kind_in_several_subfolders_is_for_the_user_to_choose(tmp_path):
+    """train/ and test/ of a labelled dataset both hold counters: not one fleet (their rows are
+    numbered from 0 each), so perftriage asks which, in one line, rather than mixing them."""
+    _counters(tmp_path / "train")
+    _counters(tmp_path / "test")
+    with pytest.raises(InputError) as err:
+        classify([str(tmp_path)])
+    assert str(err.value) == (f"{tmp_path}: holds no data file of its own, and its subfolders test, train each hold "
+                              "counters files: name the folder to read (--reference for a second one to compare "
+                              "with)")
