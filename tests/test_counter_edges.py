@@ -57,6 +57,12 @@ def test_edge_counters_their_ends_and_the_sides_of_the_views():
         "frontend_checkout": (PODS[0], PODS[1]), "frontend_cart": (PODS[0], PODS[2]),
         "checkout_cart": (PODS[1], PODS[2]), "checkout_payment": (PODS[1], PODS[3])}
     assert e.sides == {4: "caller", 5: "callee"}
+    # a callee with two replicas is named by its workload (the edge does not say which pod)
+    v = np.asarray(cs.values)
+    two = from_cube(np.concatenate([v[:4], v[3:4], v[4:]]), PODS + ["payment-9c6d7f5b8-k2m4n", "source_50",
+                                                                     "destination_50"], cs.counters)
+    assert {two.counters[c]: ends for c, ends in find_edges(two).ends.items()}["checkout_payment"] == (PODS[1],
+                                                                                                      "payment")
     # counters with an underscore that name no two servers are no edges: no views
     plain = from_cube(np.random.default_rng(1).normal(size=(4, 2, 50)), PODS, ["cpu_user", "mem_used"])
     assert find_edges(plain) is None

@@ -67,7 +67,7 @@ def attribute(intervals: list, edges: Edges) -> None:
         return a.start <= b.end and b.start <= a.end
 
     def rank(iv):
-        return edges.sides.get(iv.server) == "caller", iv.peak_z * iv.points ** 0.5
+        return edges.sides.get(iv.server) == "caller", iv.score
 
     for iv in sorted(views, key=rank, reverse=True):
         if not iv.twin:
@@ -92,10 +92,11 @@ def attribute(intervals: list, edges: Edges) -> None:
 
 def wait_for_callees(intervals: list, edges: Edges, servers: list[str], values) -> list:
     """``intervals`` ranked again, a server's own interval just under the view's interval about a
-    callee it waits for (its ``score`` lowered, when it was above), and ``waits_for`` set: the two overlap, the server's calls into the callee
-    moved, and the callee measures the rise itself (its side's view: the time goes in the callee,
-    not on the way, and not in the caller, whose own slowness lengthens its calls only as the
-    caller measures them). A slow service slows its callers: the callee is the first to look at."""
+    callee it waits for (its ``score`` lowered, when it was above), and ``waits_for`` set: the two
+    overlap, the server's calls into the callee moved, and the callee measures the rise itself
+    (its side's view: the time goes in the callee, not on the way, and not in the caller, whose
+    own slowness lengthens its calls only as the caller measures them). A slow service slows its
+    callers: the callee is the first to look at."""
     callee_side = [v for v in edges.views if edges.sides.get(v) == "callee"]
     if not callee_side:
         return intervals
@@ -114,10 +115,10 @@ def wait_for_callees(intervals: list, edges: Edges, servers: list[str], values) 
     for iv in intervals:
         if iv.about:
             continue
-        me = servers[iv.server]
+        me = {servers[iv.server], (service_of_pod(servers[iv.server]) or "").lower()}  # a replica: its workload too
         for b in kept:
-            if (b.start <= iv.end and iv.start <= b.end and b.about != me
-                    and any(c in ends and ends[c][0] == me and rose(b, c) for c, *_ in b.counters)):
+            if (b.start <= iv.end and iv.start <= b.end and b.about not in me
+                    and any(c in ends and ends[c][0] in me and rose(b, c) for c, *_ in b.counters)):
                 iv.waits_for = b.about
                 after.setdefault(id(b), []).append(iv)
                 break

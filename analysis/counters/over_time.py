@@ -32,8 +32,8 @@ import numpy as np
 from perftriage.analysis.stats import median_of_sorted, valid_count
 from perftriage.analysis.units import count_of
 
-from .params import TimeParams
 from .edges import Edges, attribute, find_edges, wait_for_callees
+from .params import TimeParams
 from .peers import Peers
 from .stats import THREADS, counters_per_block, each_block, nanmedian
 from .table import CounterSet
