@@ -287,27 +287,26 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
         for a, b in zip(np.r_[0, cuts + 1], np.r_[cuts, len(idx) - 1]):
             yield int(idx[a]), int(idx[b])
 
-    def interval(s, lo, hi, cols, about=""):
+    def interval(s, lo, hi, cols=None, about=""):  # cols: a view's edges into one callee (None: all)
         merged[s, lo:hi + 1] = True
-        zz = z[s, cols, lo:hi + 1]  # (counters, len)
+        zz = z[s, :, lo:hi + 1] if cols is None else z[s, cols, lo:hi + 1]  # (counters, len)
         peak = lo + int(np.argmax(zz.max(axis=0)))
         cmax = zz.max(axis=1)
         usual = usual_all[s]
         counters = []
         for i in [i for i in np.argsort(-cmax) if cmax[i] > p.z][:6]:
-            c = int(cols[i])
+            c = int(i if cols is None else cols[i])
             k = lo + int(np.argmax(zz[i]))
             counters.append((c, float(cmax[i]), "peers" if why_peer[s, c, k] else "own", float(v[s, c, k]),
                              float(usual[c])))
         return Interval(s, lo, hi, peak, float(zz[:, peak - lo].max()), counters, about)
 
-    every = np.arange(C)
     for s in range(S):
         if s in groups:
             for callee, cb, f in groups[s]:
                 intervals += [interval(s, lo, hi, cb, callee) for lo, hi in runs_of(f)]
         else:
-            intervals += [interval(s, lo, hi, every) for lo, hi in runs_of(flag[s])]
+            intervals += [interval(s, lo, hi) for lo, hi in runs_of(flag[s])]
     for iv in intervals:
         iv.score = float(min(iv.peak_z, 1e6)) * float(np.sqrt(iv.points))
     intervals.sort(key=lambda i: -i.score)
