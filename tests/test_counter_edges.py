@@ -248,3 +248,15 @@ async def test_the_counters_pane_lists_the_callee_before_the_caller_waiting_for_
         who = [cells[1] for cells in ivs]
         assert who.index(PODS[3]) < who.index(PODS[1]), who
         assert ivs[who.index(PODS[1])][5].startswith(f"waiting for {PODS[3]}? unusual to")
+
+
+def test_a_counter_two_views_hold_has_no_fleet_median_over_time():
+    """The calls into payment slow on both views: PAD's time view (the fleet's median at each
+    point) would call it the fleet's; two servers of six are not the fleet. A counter every pod
+    holds still has one."""
+    cs = _mesh(4, events=[("checkout_payment", "both", 700, 706, 0.4)])
+    v = np.array(cs.values, dtype=float)
+    v[:4, 0, 900:930] += 30.0  # every pod's cpu at once
+    ca = analyse_counters(from_cube(v, cs.servers, cs.counters, start=cs.start, interval=cs.interval))
+    moved = {ca.cs.counters[c] for c, x, n in ca.comparative.counters_by_time(ca.params.time_x) if n >= 3}
+    assert "cpu" in moved and not moved & set(EDGES), moved

@@ -94,7 +94,11 @@ def within(cs: CounterSet, block: int = 16, paper_x: bool = False, peers: Peers 
             sx[idx], ref_m[idx], ref_s[idx] = _x(sm[idx] - g_gm, g_gs), g_gm, g_gs
         else:
             sx[idx], ref_m[idx], ref_s[idx] = _left_out(tuple(a[idx] for a in sums), sm[idx], g_gs)
-    return Comparative(gm, gs, sm, tm, sx, _x(tm - gm, gs), paper_x, ref_m, ref_s)
+    tx = _x(tm - gm, gs)
+    # the fleet's median of a counter that fewer than three servers hold is theirs, not the fleet's
+    # (edge latencies held by a caller's and a callee's view): no time view of it
+    tx[:, np.isfinite(sm).sum(axis=0) < 3] = np.nan
+    return Comparative(gm, gs, sm, tm, sx, tx, paper_x, ref_m, ref_s)
 
 
 def _medians(values: np.ndarray, block: int, idx: np.ndarray | None = None, servers_and_times: bool = True,
