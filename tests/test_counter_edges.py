@@ -170,6 +170,14 @@ async def test_the_counters_pane_shows_the_service_called_and_plots_the_view(tmp
         assert rows[mine[0]][5].startswith("calls into it (source_50) unusual to")
         assert cs.servers[pane.items[mine[0]][0]] == "source_50"  # its plot: the series that moved
         assert not any(cells[1] in ("source_50", "destination_50") for cells in rows if "unusual to" in cells[5])
+        # its time view: both sides' measure of the calls, the callers' up, the callee's flat
+        assert mine[0] == 0 and pane.row == 0
+        pane.table.focus()
+        await pilot.press("v")
+        await pilot.pause(0.2)
+        assert pane.view_name == "time view"
+        shot = app.export_screenshot()
+        assert "source_50" in shot and "destination_50" in shot
 
 
 def test_one_call_held_beyond_z_on_a_view_is_an_interval_a_blip_is_not():

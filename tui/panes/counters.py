@@ -245,6 +245,10 @@ class CountersPane(ViewPane):
             series = {"median": tv.median[part].tolist(), "q95": tv.q95[part].tolist(), "q05": tv.q05[part].tolist()}
             if s is not None:
                 series = {cs.servers[s]: cs.values[s, c, part].tolist(), **series}
+                twin = _other_view(ca, s, c)
+                if twin is not None:  # an edge: how the other side measured the same calls, beside it
+                    mine = series.pop(cs.servers[s])
+                    series = {cs.servers[s]: mine, cs.servers[twin]: cs.values[twin, c, part].tolist(), **series}
             if marked is not None:  # the marked time, on the server's line (else the median's)
                 base = cs.values[s, c] if s is not None else tv.median
                 at = np.full(cs.n_points, np.nan)
@@ -281,6 +285,14 @@ class CountersPane(ViewPane):
             t.append(f"{cs.counters[row.counter][:42]:<42} {row.pearson:>+8.2f} {row.spearman:>+9.2f}  {lag}\n",
                      style="bold" if id(row) in strong else "dim")
         return t
+
+
+def _other_view(ca, s: int, c: int) -> int | None:
+    """The other side's view of the calls ``c`` when ``s`` is a view of call edges (edges.py)."""
+    edges = ca.over_time.edges if ca.over_time is not None else None
+    if edges is None or s not in edges.sides or c not in edges.ends:
+        return None
+    return edges.twin(s)
 
 
 def _marked_points(cs, mark) -> tuple[int, int] | None:
