@@ -21,6 +21,7 @@ class Inputs:
     ctf: list[Path] = field(default_factory=list)  # trace folders (or session folders holding traces)
     files: dict[str, list[Path]] = field(default_factory=dict)  # kind -> data files
     servers: list[str] = field(default_factory=list)  # running servers to query (prometheus+http://HOST:PORT)
+    notes: list[str] = field(default_factory=list)  # files of a folder left out that a user would miss (empty ones)
 
     @property
     def all_paths(self) -> list[str]:
@@ -191,14 +192,24 @@ def classify(paths) -> Inputs:
 
 
 def _add_folder(inputs: Inputs, folder: Path) -> int:
-    """The data files directly in ``folder`` into ``inputs``; how many."""
-    kinds = 0
+    """The data files directly in ``folder`` into ``inputs``; how many. An empty file beside data
+    files is said in a note (a collector that died, a disk that filled): files of other kinds
+    (READMEs, notes) are left out without a word."""
+    kinds, empty = 0, []
     for child in sorted(folder.iterdir()):
         if child.is_file() and not child.name.startswith("."):
-            kind = _sniff_quiet(child)
+            try:
+                kind = sniff_file(child)
+            except InputError as exc:
+                kind = None
+                if exc.problem == "file is empty":
+                    empty.append(child.name)
             if kind:
                 inputs.add_file(kind, child)
                 kinds += 1
+    if kinds and empty:
+        inputs.notes.append(f"{folder}: {', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''} "
+                            f"{'is' if len(empty) == 1 else 'are'} empty: left out")
     return kinds
 
 

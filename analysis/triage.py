@@ -155,6 +155,7 @@ def run_triage(paths, options: Options | None = None, progress: ProgressFn | Non
     inputs = classify(paths)
     result = TriageResult(inputs=inputs, options=options, publish=publish)
     report = result.report = Report(inputs=inputs.all_paths, created=_now(), tool=f"perftriage {__version__}")
+    report.notes.extend(inputs.notes)
     if inputs.ctf:
         _run_ctf(inputs, options, result, progress)
     if "features" in inputs.files:

@@ -949,3 +949,37 @@ def test_a_row_without_a_time_is_left_out_with_a_note_by_both_csv_paths(tmp_path
         monkeypatch.setattr(readers, "POLARS_FROM_BYTES", size)
         with pytest.raises(InputError, match="blank.csv: the time column holds no time"):
             readers.load_counters([blank])
+
+
+def _short(servers: int, per_server_counters: bool = False, spike: bool = True, seed: int = 1):
+    """A day and a half at one point a minute: a daily swing (amplitude 10, noise 1) and, with
+    ``spike``, 10 minutes 30 above on every counter of the first server."""
+    rng = np.random.default_rng(seed)
+    T = 2160
+    t = np.arange(T)
+    v = 50 + 10 * np.sin(2 * np.pi * t / 1440) + rng.normal(0, 1, (servers, 3, T))
+    if spike:
+        v[0, :, 1000:1010] += 30
+    if not per_server_counters:
+        return from_cube(v, [f"h{i}" for i in range(servers)], ["x", "y", "z"], start=1.6e9, interval=60)
+    w = np.full((servers, 3 * servers, T), np.nan)  # each host its own counters (h0.x, ...): no peers
+    for s in range(servers):
+        w[s, 3 * s:3 * s + 3] = v[s]
+    return from_cube(w, [f"h{i}" for i in range(servers)], [f"h{s}.{c}" for s in range(servers) for c in "xyz"],
+                     start=1.6e9, interval=60)
+
+
+@pytest.mark.parametrize("servers,own", [(1, False), (2, False), (4, True)])
+def test_series_without_peers_or_days_are_judged_against_the_hour_before(servers, own):
+    """Fewer than three days and nothing to compare with at the same time (one or two servers, or
+    counters only one server has): each point against the level of the hour before it. The
+    spike is an interval, said so; the daily swing alone is none."""
+    from perftriage.analysis.counters.over_time import detect_over_time
+
+    ot = detect_over_time(_short(servers, own))
+    assert [(iv.server, iv.start, iv.end) for iv in ot.intervals] == [(0, 1000, 1009)]
+    assert any("against their level in the hour before" in n for n in ot.notes)
+    cs = _short(servers, own)
+    f = next(x for x in counter_findings(analyse_counters(cs)) if "unusual from" in x.title)
+    assert "(against its level in the hour before; robust z" in f.evidence[1]
+    assert detect_over_time(_short(servers, own, spike=False)).intervals == []

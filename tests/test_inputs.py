@@ -69,3 +69,17 @@ def test_one_kind_in_several_subfolders_is_for_the_user_to_choose(tmp_path):
     assert str(err.value) == (f"{tmp_path}: holds no data file of its own, and its subfolders test, train each hold "
                               "counters files: name the folder to read (--reference for a second one to compare "
                               "with)")
+
+
+def test_an_empty_file_beside_data_files_is_said_not_silently_dropped(tmp_path):
+    """destination_50.csv beside the pods' files, empty (the collector died): left out with a
+    note; a README beside them is left out without one."""
+    _counters(tmp_path / "metric")
+    (tmp_path / "metric" / "destination_50.csv").write_text("")
+    (tmp_path / "metric" / "README.md").write_text("pod metrics\n")
+    inputs = classify([str(tmp_path / "metric")])
+    assert len(inputs.files["counters"]) == 3
+    assert inputs.notes == [f"{tmp_path / 'metric'}: destination_50.csv is empty: left out"]
+    from perftriage.analysis.triage import run_triage  # noqa: PLC0415
+
+    assert inputs.notes[0] in run_triage([str(tmp_path / "metric")]).report.notes

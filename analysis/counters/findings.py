@@ -379,7 +379,8 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
         verdicts: dict[str, list[str]] = {}  # what the two sides together say -> the calls it says it of
         for c, z, how, level, usual in iv.counters:
             against = ("against the other servers' movement at the same time" if alone else
-                       "against its peers at the same time") if how == "peers" else "against its own history"
+                       "against its peers at the same time") if how == "peers" else \
+                "against its level in the hour before" if ot.recent else "against its own history"
             if twin is not None and how == "peers" and c in ot.edges.ends:
                 against = f"against {cs.servers[twin]} at the same time"
             other = ""

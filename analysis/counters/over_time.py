@@ -70,6 +70,7 @@ class OverTime:
     min_counters: int = 2  # the number of unusual counters that flagged a point
     alone: np.ndarray | None = None  # (S,) bool: servers without peers, judged against all the others' movement
     edges: Edges | None = None  # counters that name a caller and a callee, and the servers that hold them
+    recent: int = 0  # points in the hour before that series without peers were judged against (< 3 days)
 
 
 def _resolution(srt: np.ndarray) -> np.ndarray:
@@ -177,9 +178,24 @@ def held(over: np.ndarray, run: int) -> np.ndarray:
     return out
 
 
-def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers | None):
-    """z (float32), 'the peers said it', 'a daily profile was used' and each series' median for a
-    block of counters (against peers at the same time from three servers on)."""
+def recent_level(v: np.ndarray, w: int) -> np.ndarray:
+    """(..., T): for each point, the median of the block of ``w`` points before its own block
+    (blocks of ``w`` from the first point; the first block: its own median)."""
+    *lead, T = v.shape
+    nb = -(-T // w)
+    pad = np.full((*lead, nb * w), np.nan)
+    pad[..., :T] = v
+    bm = nanmedian(pad.reshape(*lead, nb, w), axis=-1)  # (..., nb)
+    prev = np.concatenate([bm[..., :1], bm[..., :-1]], axis=-1)
+    prev = np.where(np.isnan(prev), bm, prev)
+    return np.repeat(prev, w, axis=-1)[..., :T]
+
+
+def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers | None, recent: int = 0):
+    """z (float32), 'the peers said it', 'a daily profile was used', each series' median and how
+    many series were judged against the hour before, for a block of counters (against peers at
+    the same time from three servers on). ``recent``: points in an hour, when there are fewer than
+    three days (0: none)."""
     S, C, T = v.shape
     srt = np.sort(v, axis=2)  # the series' resolution, median and spread from one sort
     usual = median_of_sorted(srt)[..., 0]
@@ -203,13 +219,26 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
         z = np.zeros(v.shape, np.float32)
         del srt
     why_peer = np.zeros(v.shape, bool)
+    alone = np.ones((S, C), bool)  # series that no other server's values at the same time judge
     if S >= 3:
         d = v - peers_median(v, peers)
         zp = _robust(d, floor)
         del d
+        alone = np.isnan(zp).all(axis=2)
         why_peer = np.nan_to_num(zp) > np.nan_to_num(z)
         z = np.fmax(z, zp)
-    return z, why_peer, daily_any, usual
+    n_recent = 0
+    if not days and recent:
+        # nothing else judges them (fewer than three days, no peers: a counter only this server
+        # has, or fewer than three servers): each point against the level of the hour before it,
+        # where a sudden change shows and a daily cycle's slow swing hardly does
+        pick = alone & np.isfinite(v).any(axis=2)
+        if pick.any():
+            x = v[pick]  # (n, T)
+            zr = _robust(x - recent_level(x, recent), floor[pick])
+            z[pick] = np.fmax(np.nan_to_num(z[pick]), zr)
+            n_recent = int(pick.sum())
+    return z, why_peer, daily_any, usual, n_recent
 
 
 def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Peers | None = None) -> OverTime:
@@ -228,9 +257,12 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     block = counters_per_block(S, T, THREADS)
     daily = np.zeros(C, bool)
     usual_all = np.empty((S, C))  # each series' median
+    hour = int(round(3600 / cs.interval)) if cs.interval > 0 else 0
+    recent = hour if not days and hour >= 6 and T >= 4 * hour else 0
+    n_recent = np.zeros(C, int)  # per block (its first counter): series judged against the hour before
 
     def work(lo, hi):
-        zb, wb, db, usual_all[:, lo:hi] = _block(v[:, lo:hi, :], p, days, period, peers)
+        zb, wb, db, usual_all[:, lo:hi], n_recent[lo] = _block(v[:, lo:hi, :], p, days, period, peers, recent)
         zb = np.nan_to_num(zb, nan=0.0, posinf=1e6)
         # a series beyond z at more than p.tail of its points has heavier tails than its robust
         # spread says (a latency that mostly sits still, then jumps at every burst): its z scaled
@@ -250,10 +282,16 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     if days and not seasonal:
         notes.append("no daily cycle found (taking out a daily profile narrows no series' spread): each series is "
                      "judged against its median")
+    alone_series = int(n_recent.sum())
     if not days:
         notes.append(f"{T} points over {T * cs.interval / 86400:.1f} day(s): fewer than 3 days, so each series is "
-                     "judged against its peers only (its own history would flag its daily cycle)")
-    if S < 3:
+                     "judged against its peers only (its own history would flag its daily cycle)"
+                     + (f"; {count_of(alone_series, 'series')} without peers (fewer than 3 servers, or a counter no other "
+                        "server has) against their level in the hour before (a sudden change shows, a daily swing "
+                        "hardly does)" if alone_series else
+                        "" if S >= 3 else f"; too few points to judge {S} server(s) without peers against the hour "
+                        "before (4 hours needed)"))
+    if S < 3 and days:
         notes.append(f"{count_of(S, 'servers')}: each judged against its own history only (3 are needed for peers)")
     over = z > p.z
     need = p.min_counters or max(2, int(np.ceil(C / 10)))
@@ -316,4 +354,5 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     alone = None
     if peers is not None and not peers.whole_fleet:
         alone = ~peers.compared[peers.group]
-    return OverTime(p, merged, z, seasonal, period if seasonal else 0, intervals, notes, need, alone, edges)
+    return OverTime(p, merged, z, seasonal, period if seasonal else 0, intervals, notes, need, alone, edges,
+                    recent if alone_series else 0)
