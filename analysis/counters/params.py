@@ -23,6 +23,7 @@ class TimeParams:
     strong: float = 12.0  # one counter this far out flags it alone
     gap: int = 2  # flagged points at most this many points apart make one interval
     resolution_steps: float = 2.0  # spreads are never finer than this many steps of the series' resolution
+    relative_floor: float = 0.005  # ... nor than this share of the series' usual level
     max_intervals: int = 12  # intervals reported as findings (all are in the result)
     tail: float = 0.1  # share of a series' points that may lie beyond z (more: its z is scaled down)
     edge_run: int = 3  # on a view of call edges (edges.py), one edge beyond z this many points in a row flags it
