@@ -1003,3 +1003,24 @@ def test_a_tiny_move_of_a_still_counter_is_no_incident():
 
     off = [(cs.servers[iv.server], iv.start) for iv in detect_over_time(cs, TimeParams(relative_floor=0)).intervals]
     assert ("n0", 0) in off  # without the floor, the first minutes are an incident
+
+
+def test_a_server_of_its_own_kind_that_did_not_move_is_not_the_others_incident():
+    """Five servers of five kinds (levels 10 to 5,000: no peers), judged against the others'
+    movement at the same time. The other four move together for ten minutes: the still one is
+    not flagged for it (its difference to them moved, not it); one that moves alone is."""
+    from perftriage.analysis.counters.over_time import detect_over_time
+    from perftriage.analysis.counters.peers import find_peers
+
+    rng = np.random.default_rng(7)
+    T, levels = 1440, np.array([10.0, 50.0, 200.0, 1000.0, 5000.0])
+    v = levels[:, None, None] * (1 + rng.normal(0, 0.002, (5, 3, T)))
+    v[1:, :, 300:310] *= 1.5  # the other four together
+    v[2, :, 900:910] *= 1.5  # one alone
+    names = ["db", "cache", "web", "queue", "store"]
+    cs = from_cube(v, names, ["a", "b", "c"], start=1.6e9, interval=60)
+    peers = find_peers(cs.servers, cs.values, cs.counters)
+    assert not peers.compared.any()
+    ot = detect_over_time(cs, peers=peers)
+    assert not [iv for iv in ot.intervals if iv.server == 0], [(iv.server, iv.start) for iv in ot.intervals]
+    assert any(iv.server == 2 and iv.start == 900 for iv in ot.intervals)

@@ -232,6 +232,13 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
         zp = _robust(d, floor, unit=unit)
         del d
         alone = np.isnan(zp).all(axis=2)
+        if peers is not None and not peers.whole_fleet:
+            # a server of its own kind is judged against the others' movement at the same time: where
+            # it did not move itself (under z units of its level), the others did, and it is theirs
+            kind = ~peers.compared[peers.group]  # (S,)
+            if kind.any():
+                still = np.abs(v[kind] - usual[kind][..., None]) < p.z * unit[kind][..., None]
+                zp[kind] = np.where(still, 0.0, zp[kind])
         why_peer = np.nan_to_num(zp) > np.nan_to_num(z)
         z = np.fmax(z, zp)
     n_recent = 0
