@@ -168,6 +168,7 @@ def run_triage(paths, options: Options | None = None, progress: ProgressFn | Non
         _run_threads(inputs.files["threads"], options, result, progress)
     if "counters" in inputs.files or inputs.servers:
         _run_counters(inputs.files.get("counters", []), options, result, progress, inputs.servers)
+        _when_to_compare(result, options)
     for kind, files in inputs.files.items():
         if kind not in ("features", "spans", "threads", "counters"):
             report.notes.append(f"{len(files)} {kind} file(s) given; this version does not analyse them yet")
@@ -318,6 +319,34 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
         report.findings.extend(change_findings(result.change))
     result.ready("calltrees")
     say("done", 1.0, f"{len(spans):,} spans, {len(trees.categories)} categories")
+
+
+def _when_to_compare(result: TriageResult, options: Options, n: int = 3) -> None:
+    """Spans not compared for want of a time, beside counters with unusual intervals where there
+    are requests on both sides within five minutes: the starts of the strongest of them, as times
+    to give --incident-time."""
+    spans, ca = result.spans, result.counters
+    if (spans is None or not len(spans) or result.change is not None or options.incident_time is not None
+            or options.reference or ca is None or ca.over_time is None):
+        return
+    cs = ca.cs
+    starts = np.sort(spans.start)
+    times: dict[str, str] = {}  # HH:MM -> what starts then
+    for iv in ca.over_time.intervals:
+        if iv.twin:
+            continue
+        t = cs.start + iv.start * cs.interval
+        # requests on both sides of it, within minutes (the span files may cover some minutes only)
+        near = np.searchsorted(starts, [(t - 300) * 1e9, t * 1e9, (t + 300) * 1e9])
+        if near[0] < near[1] < near[2]:
+            hhmm = fmt_timestamp(int(t * 1e9))[11:16]
+            times.setdefault(hhmm, iv.about or cs.servers[iv.server])
+            if len(times) == n:
+                break
+    if times:
+        result.report.notes.append("what changed: the counters' strongest unusual intervals where there are spans start at "
+                                   + ", ".join(f"{t} UTC ({who})" for t, who in times.items())
+                                   + ": give one as --incident-time to compare the requests before and after it")
 
 
 def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> None:
