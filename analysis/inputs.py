@@ -163,6 +163,7 @@ def classify(paths) -> Inputs:
                         continue
                     below = Inputs(paths=[])
                     if _add_folder(below, sub):
+                        inputs.notes.extend(below.notes)
                         for kind, files in below.files.items():
                             where.setdefault(kind, []).append(sub.name)
                             for f in files:
@@ -220,10 +221,3 @@ def _header_only(path: Path) -> bool:
         return False
     lines = [ln for ln in head.decode("utf-8", "replace").splitlines() if ln.strip()]
     return len(lines) == 1 and any(sep in lines[0] for sep in ",;\t")
-
-
-def _sniff_quiet(path: Path) -> str | None:
-    try:
-        return sniff_file(path)
-    except InputError:
-        return None

@@ -108,3 +108,11 @@ def test_spans_without_a_change_get_the_counters_times_to_compare_at(tmp_path):
     notes = run_triage([str(tmp_path)]).report.notes
     hint = [n for n in notes if n.startswith("what changed: the counters' strongest unusual intervals")]
     assert len(hint) == 1 and "start at 03:49 UTC (payment-9c6d7f5b8-t4v6x):" in hint[0], notes  # T0 + 150 s
+
+
+def test_an_empty_file_in_a_datasets_subfolder_is_said_too(tmp_path):
+    _counters(tmp_path / "metric")
+    (tmp_path / "metric" / "source_50.csv").write_text("")
+    (tmp_path / "trace").mkdir()
+    write_spans(tmp_path / "trace" / "03_53_trace.csv", n=50)
+    assert classify([str(tmp_path)]).notes == [f"{tmp_path / 'metric'}: source_50.csv is empty: left out"]
