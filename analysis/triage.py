@@ -339,8 +339,12 @@ def _when_to_compare(result: TriageResult, options: Options, n: int = 3) -> None
         # requests on both sides of it, within minutes (the span files may cover some minutes only)
         near = np.searchsorted(starts, [(t - 300) * 1e9, t * 1e9, (t + 300) * 1e9])
         if near[0] < near[1] < near[2]:
-            hhmm = fmt_timestamp(int(t * 1e9))[11:16]
-            times.setdefault(hhmm, iv.about or cs.servers[iv.server])
+            # a time of day is read on the spans' first day (--incident-time): the date where they
+            # run into another
+            stamp = fmt_timestamp(int(t * 1e9))
+            same_day = stamp[:10] == fmt_timestamp(int(starts[0]))[:10]
+            times.setdefault(stamp[11:16] if same_day else f"{stamp[:10]}T{stamp[11:16]}",
+                             iv.about or cs.servers[iv.server])
             if len(times) == n:
                 break
     if times:
