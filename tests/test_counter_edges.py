@@ -268,3 +268,60 @@ def test_a_counter_two_views_hold_has_no_fleet_median_over_time():
     ca = analyse_counters(from_cube(v, cs.servers, cs.counters, start=cs.start, interval=cs.interval))
     moved = {ca.cs.counters[c] for c, x, n in ca.comparative.counters_by_time(ca.params.time_x) if n >= 3}
     assert "cpu" in moved and not moved & set(EDGES), moved
+
+
+async def test_w_on_a_counters_interval_compares_the_requests_at_its_start(tmp_path):
+    """Spans and counters together: on a counters interval, w analyses again with the requests
+    before and after its start (--incident-time) and shows the call trees; the footer offers w on
+    interval rows only, and not at all without spans."""
+    from test_inputs import spans_and_counters  # noqa: PLC0415
+    from test_app_links import footer_keys  # noqa: PLC0415
+
+    from perftriage.analysis.triage import Options  # noqa: PLC0415
+    from perftriage.tui.app import PerftriageApp  # noqa: PLC0415
+    from perftriage.tui.panes.counters import CountersPane  # noqa: PLC0415
+
+    spans_and_counters(tmp_path)  # healthy spans from 03:46:40, payment's CPU and memory up at 03:49:10
+    app = PerftriageApp([str(tmp_path)], Options())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.result.change is None  # no time to compare at, at first
+        await pilot.press("5")
+        await pilot.pause(0.1)
+        pane = app.query_one(CountersPane)
+        pane.table.focus()
+        rows = [r for r, m in enumerate(pane.row_marks) if m is not None]
+        others = [r for r, m in enumerate(pane.row_marks) if m is None]
+        assert rows and others
+        pane.table.focus_row(others[0])
+        await pilot.pause(0.1)
+        assert "w" not in footer_keys(app)
+        pane.table.focus_row(rows[0])
+        await pilot.pause(0.1)
+        assert "w" in footer_keys(app)
+        await pilot.press("w")
+        await pilot.pause(0.1)
+        assert app.options.incident_time == "2022-08-22T03:49:10" and app.query_one("#tabs").active == "calltrees"
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.result.change is not None
+
+
+async def test_w_is_not_offered_without_spans(tmp_path):
+    from test_app_links import footer_keys  # noqa: PLC0415
+
+    from perftriage.analysis.triage import Options  # noqa: PLC0415
+    from perftriage.tui.app import PerftriageApp  # noqa: PLC0415
+    from perftriage.tui.panes.counters import CountersPane  # noqa: PLC0415
+
+    _write_mesh(tmp_path, _mesh(1, events=[("checkout_payment", "caller", 200, 206, 0.3)], interval=60))
+    app = PerftriageApp([str(tmp_path)], Options())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.query_one(CountersPane)
+        pane.table.focus()
+        pane.table.focus_row(0)
+        await pilot.pause(0.1)
+        assert pane.row_marks[0] is not None and "w" not in footer_keys(app)

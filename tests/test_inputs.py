@@ -85,37 +85,37 @@ def test_an_empty_file_beside_data_files_is_said_not_silently_dropped(tmp_path):
     assert inputs.notes[0] in run_triage([str(tmp_path / "metric")]).report.notes
 
 
-def test_spans_without_a_change_get_the_counters_times_to_compare_at(tmp_path):
-    """Healthy spans (no time to cut them at) beside pod counters with one unusual interval in
-    the spans' minutes: the report says when, to give as --incident-time."""
+def spans_and_counters(folder) -> None:
+    """Healthy spans (300 s of requests from T0, no time to cut them at) in trace/, beside three
+    pods' counters (every 10 s over 7 hours) in metric/, payment's CPU and memory up for 50 s from
+    T0 + 150 s (03:49:10 UTC)."""
     import numpy as np  # noqa: PLC0415
 
-    from perftriage.analysis.triage import run_triage  # noqa: PLC0415
     from test_real_spans import T0  # noqa: PLC0415
 
-    (tmp_path / "trace").mkdir()
-    write_spans(tmp_path / "trace" / "spans.csv", n=3000)  # 300 s of requests from T0
-    (tmp_path / "metric").mkdir()
+    (folder / "trace").mkdir()
+    write_spans(folder / "trace" / "spans.csv", n=3000)
+    (folder / "metric").mkdir()
     t0 = T0 // 10**9 - 6 * 3600
     rng = np.random.default_rng(2)
     for i, pod in enumerate(["cart-5b7d9c6f4-m8n2p", "payment-9c6d7f5b8-t4v6x", "email-7f5c9d8b4-q2w4z"]):
         rows = ["timestamp,cpu,mem"]
-        for k in range(7 * 360):  # 7 hours every 10 s
+        for k in range(7 * 360):
             t = t0 + 10 * k
             spike = 40.0 if i == 1 and T0 // 10**9 + 150 <= t < T0 // 10**9 + 200 else 0.0
             rows.append(f"{t},{20 + rng.normal(0, 1) + spike:.2f},{50 + rng.normal(0, 1) + spike:.2f}")
-        (tmp_path / "metric" / f"{pod}.csv").write_text("\n".join(rows) + "\n")
+        (folder / "metric" / f"{pod}.csv").write_text("\n".join(rows) + "\n")
+
+
+def test_spans_without_a_change_get_the_counters_times_to_compare_at(tmp_path):
+    """Healthy spans beside pod counters with one unusual interval in the spans' minutes: the
+    report says when, to give as --incident-time."""
+    from perftriage.analysis.triage import run_triage  # noqa: PLC0415
+
+    spans_and_counters(tmp_path)
     notes = run_triage([str(tmp_path)]).report.notes
     hint = [n for n in notes if n.startswith("what changed: the counters' strongest unusual intervals")]
     assert len(hint) == 1 and "start at 03:49 UTC (payment-9c6d7f5b8-t4v6x):" in hint[0], notes  # T0 + 150 s
-
-
-def test_an_empty_file_in_a_datasets_subfolder_is_said_too(tmp_path):
-    _counters(tmp_path / "metric")
-    (tmp_path / "metric" / "source_50.csv").write_text("")
-    (tmp_path / "trace").mkdir()
-    write_spans(tmp_path / "trace" / "03_53_trace.csv", n=50)
-    assert classify([str(tmp_path)]).notes == [f"{tmp_path / 'metric'}: source_50.csv is empty: left out"]
 
 
 def test_a_time_to_compare_at_on_another_day_than_the_spans_first_gives_its_date(tmp_path):

@@ -627,6 +627,13 @@ class PerftriageApp(App):
         self.call_after_refresh(pane.select_server, message.host, None,
                                 (message.start / 1e9, message.end / 1e9, "the request"))
 
+    def on_counters_pane_compare_at(self, message: CountersPane.CompareAt) -> None:
+        """w on a counters interval: the requests before and after its start (--incident-time)."""
+        from perftriage.analysis.units import fmt_timestamp  # noqa: PLC0415
+
+        self.rerun(incident_time=fmt_timestamp(int(message.at_s * 1e9))[:19].replace(" ", "T"))
+        self.action_tab("calltrees")  # where what changed shows when the analysis ends
+
     def on_findings_pane_open(self, message: FindingsPane.Open) -> None:
         self.open_target(message.finding.target)
 

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import Static
 
 from perftriage.analysis.units import count_of
@@ -36,7 +37,15 @@ class CountersPane(ViewPane):
     TITLE_ID, IDLE, TABLE_ID, EMPTY = "#co-title", IDLE, "#co-table", "no counters"
 
     VIEWS = VIEWS
-    BINDINGS = [Binding("c", "correlations", "correlations")]
+    BINDINGS = [Binding("c", "correlations", "correlations"),
+                Binding("w", "what_changed", "what changed then")]
+
+    class CompareAt(Message):
+        """Compare the requests before and after this time (an interval's start, in seconds)."""
+
+        def __init__(self, at_s: float) -> None:
+            super().__init__()
+            self.at_s = at_s
 
     DEFAULT_CSS = """
     CountersPane #co-title { height: 1; color: $text-muted; }
@@ -49,6 +58,7 @@ class CountersPane(ViewPane):
         self.items: list[tuple[int | None, int]] = []  # row -> (server or None, counter)
         self.row = 0
         self.corr = None
+        self.has_spans = False
         self.mark: tuple[float, float, str] | None = None  # (start s, end s, what): a request's time, marked
         self.row_marks: list[tuple[float, float, str] | None] = []  # row -> its own time to mark (an interval's)
         self.rule_rows: dict[str, int] = {}  # counter -> the row of its first rule violation
@@ -62,6 +72,8 @@ class CountersPane(ViewPane):
         return self.query_one("#co-table", RowTable)
 
     def show_result(self, result) -> None:
+        spans = getattr(result, "spans", None)
+        self.has_spans = spans is not None and len(spans) > 0  # w: what changed in them at an interval
         self.ca = getattr(result, "counters", None)
         ca = self.ca
         if ca is None:
@@ -153,7 +165,21 @@ class CountersPane(ViewPane):
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "correlations":
             return self.ca is not None and bool(self.items)
+        if action == "what_changed":
+            return self._interval_start() is not None
         return super().check_action(action, parameters)
+
+    def _interval_start(self) -> float | None:
+        """The start (s) of the highlighted row's interval, when spans were given to compare at it."""
+        if not self.has_spans or not self.row_marks:
+            return None
+        mark = self.row_marks[min(self.row, len(self.row_marks) - 1)]
+        return mark[0] if mark is not None else None
+
+    def action_what_changed(self) -> None:
+        at = self._interval_start()
+        if at is not None:
+            self.post_message(self.CompareAt(at))
 
     def select_server(self, server: str, counter: str | None = None,
                       window: tuple[float, float, str] | None = None) -> bool:
@@ -186,7 +212,10 @@ class CountersPane(ViewPane):
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:
+            could = self._interval_start() is not None
             self.row = event.row
+            if could != (self._interval_start() is not None):
+                self.refresh_bindings()  # w compares at an interval's start only: the footer follows
             self.corr = None
             self.render_view()
 

@@ -34,6 +34,8 @@ LONG = {
     "next_view": "next view of the highlighted row",
     "up": "up a level; at the top, back where a link came from",
     "correlations": "the counters that move with the highlighted one",
+    "what_changed": "on an unusual interval, with spans given too: the requests before and after its start, "
+                    "in Call trees",
 }
 # what enter opens, per pane
 ENTER = {
