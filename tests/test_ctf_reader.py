@@ -248,6 +248,11 @@ def test_kernel_traces_of_one_hostname_get_distinct_hosts_and_ust_follows_its_fo
     assert distinct_hosts(paths, env) == ["ubuntu (s1)", "ubuntu (s1)", "ubuntu (s2)", "ubuntu (s2)", "db"]
     # one kernel trace per hostname: names unchanged
     assert distinct_hosts(paths[:2], env[:2]) == ["ubuntu", "ubuntu"]
+    # a user-space recording beside none of the kernel traces (another day's session, as when a
+    # folder of recordings is opened whole) is its own host, not the last kernel trace's
+    paths2 = ["/t/wget-1/kernel", "/t/wget-2/kernel", "/t/php-ust/ust/uid/1000/64-bit"]
+    env2 = [("desk", "kernel"), ("desk", "kernel"), ("desk", "ust")]
+    assert distinct_hosts(paths2, env2) == ["desk (wget-1)", "desk (wget-2)", "desk (php-ust)"]
 
 
 @needs_bt2

@@ -14,7 +14,9 @@ def distinct_hosts(paths: list, env: list) -> list[str | None]:
     name the same host (machines installed from one image, containers...): they are different
     machines, named ``hostname (folder)`` after the first folder where their paths part, and a
     user-space trace of that hostname goes with the kernel trace whose path shares the most
-    with its own. None where the metadata has no hostname (the stream's environment says)."""
+    with its own, beyond where theirs part (a session's ``ust/`` beside its ``kernel/``); one
+    that shares no more with any of them is a recording of its own, named after its own folder
+    there. None where the metadata has no hostname (the stream's environment says)."""
     out = [h for h, _ in env]
     by_name: dict[str, list[int]] = {}
     for i, (h, dom) in enumerate(env):
@@ -34,7 +36,12 @@ def distinct_hosts(paths: list, env: list) -> list[str | None]:
             if h2 == h and dom != "kernel":
                 mine = Path(os.path.abspath(paths[i])).parts
                 shared = [(len(os.path.commonprefix([mine, Path(os.path.abspath(paths[k])).parts])), k) for k in kern]
-                out[i] = names[max(shared)[1]]
+                best = max(n for n, _ in shared)
+                closest = [k for n, k in shared if n == best]
+                if best > common and len(closest) == 1:
+                    out[i] = names[closest[0]]  # recorded beside that kernel trace
+                else:  # beside none of them more than the others: a recording of its own
+                    out[i] = f"{h} ({mine[common] if len(mine) > common else mine[-1]})"
     return out
 
 
