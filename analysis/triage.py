@@ -321,6 +321,9 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
     say("done", 1.0, f"{len(spans):,} spans, {len(trees.categories)} categories")
 
 
+CHANGE_WINDOW_NS = 5 * 60 * 10**9  # --incident-time: the requests this long before and after it
+
+
 def _when_to_compare(result: TriageResult, options: Options, n: int = 3) -> None:
     """Spans not compared for want of a time, beside counters with unusual intervals where there
     are requests on both sides within five minutes: the starts of the strongest of them, as times
@@ -362,7 +365,8 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
         except (ValueError, OverflowError):
             raise InputError(None, f"--incident-time {options.incident_time!r}: not a time (epoch, ISO 8601 or "
                                    "HH:MM[:SS] UTC)") from None
-        how = f"requests from {fmt_timestamp(at)[:23]} UTC on (--incident-time) against those before"
+        how = (f"requests from {fmt_timestamp(at)[:23]} UTC on (--incident-time) against those before, "
+               f"{CHANGE_WINDOW_NS // 60_000_000_000} minutes each side at most")
     else:
         at, why = find_split(spans)
         if at is None:
@@ -371,7 +375,9 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
             return
         how = (f"requests from {fmt_timestamp(at)[:23]} UTC on against those before: the time where their {why} "
                "changed most (--incident-time TIME to choose it, --reference FILE for another baseline)")
-    before, after = split_spans(spans, at)
+    # a time given: the minutes around it (a day of spans holds other incidents, which the whole
+    # day before and after would mix in); a split found: all of them (it is where they changed)
+    before, after = split_spans(spans, at, CHANGE_WINDOW_NS if options.incident_time is not None else None)
     if not len(before) or not len(after):
         result.report.notes.append(f"what changed: every request is on one side of {fmt_timestamp(at)[:23]} UTC")
         return

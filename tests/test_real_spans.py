@@ -325,3 +325,33 @@ def test_real_network_delay_is_charged_to_the_callee():
     assert first.service == "currencyservice"
     assert any(e.kind == "into" and e.added_ms > 200 for e in first.evidence)
     assert res.findings[0].title.startswith("currencyservice changed most")
+
+
+def test_split_at_a_given_time_keeps_the_minutes_around_it(tmp_path):
+    """--incident-time on a long recording: the requests of the five minutes each side, not every
+    request before and after (another incident an hour before would be the reference); where
+    fewer than min_requests are that near (span files of some minutes only), the nearest ones."""
+    spans = read_spans([write_spans(tmp_path / "s.csv", n=12000)])  # one request every 100 ms, 20 minutes
+    at = T0 + 600 * 10**9
+    before, after = split_spans(spans, at, 300 * 10**9)
+    rs = spans.start[spans.parent == -1]
+    n_before = int(((rs >= at - 300 * 10**9) & (rs < at)).sum())
+    assert n_before == 3000 and len(np.unique(spans.trace[before])) == 3000
+    assert len(np.unique(spans.trace[after])) == 3000
+    assert len(split_spans(spans, at)[0]) > len(before)  # without a window: all of them
+    # a window that holds too few: the 100 nearest requests on that side
+    b, a = split_spans(spans, at, 5 * 10**9)
+    assert len(np.unique(spans.trace[b])) == 100 and len(np.unique(spans.trace[a])) == 100
+    assert spans.start[b].max() < at <= spans.start[a].min()
+
+
+def test_a_whole_day_of_spans_compared_at_a_fault_names_it():
+    """The development data's trace folder whole (43 minute files, 24 faults over 4 hours) and
+    --incident-time at an injection: the minutes around it are compared, not the whole day
+    before and after (which named the services of other faults for 12 of the 20)."""
+    folder = BOUTIQUE / "trace"
+    if not folder.is_dir():
+        pytest.skip("no real OnlineBoutique spans here")
+    for stamp, service in (("1661146026", "currencyservice"), ("1661142963", "cartservice")):  # 05:27:06, 04:36:03
+        res = run_triage([str(folder)], Options(incident_time=stamp))
+        assert res.change.suspects[0].service == service, stamp

@@ -394,11 +394,28 @@ def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None 
     return ChangeDiagnosis(params, how, split_ns, nr, nc, suspects, ev)
 
 
-def split_spans(sp: SpanTable, at_ns: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of the requests whose root starts before ``at_ns``, and of the others."""
+def split_spans(sp: SpanTable, at_ns: int, window_ns: int | None = None,
+                min_requests: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the requests whose root starts before ``at_ns``, and of the others; with
+    ``window_ns``, only the requests within it on each side (a day of spans holds other
+    incidents), or where fewer than ``min_requests`` are, the ``min_requests`` nearest on that
+    side (span files of some minutes only: the last ones recorded before)."""
     rs = request_start(sp)
     before = rs < at_ns
-    return np.flatnonzero(before), np.flatnonzero(~before)
+    if window_ns is None:
+        return np.flatnonzero(before), np.flatnonzero(~before)
+    roots = np.unique(rs)  # one start per request (requests that start together count once)
+    out = []
+    for side, lo, hi in ((before, at_ns - window_ns, at_ns), (~before, at_ns, at_ns + window_ns)):
+        near = side & (rs >= lo) & (rs < hi)
+        starts = roots[(roots >= lo) & (roots < hi)]
+        if len(starts) < min_requests:  # too few in the window: the nearest requests on that side
+            pool = roots[roots < at_ns] if side is before else roots[roots >= at_ns]
+            pick = pool[-min_requests:] if side is before else pool[:min_requests]
+            if len(pick):
+                near = side & (rs >= pick[0]) & (rs <= pick[-1])
+        out.append(np.flatnonzero(near))
+    return out[0], out[1]
 
 
 MAX_CELLS = 4_000_000  # entries x methods of one pod counted at once (32 MB a matrix)

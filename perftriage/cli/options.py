@@ -134,8 +134,9 @@ def add_span_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--reference", action="append", default=[], metavar="PATH",
                    help="reference (baseline) span files or folders: which categories and methods got slower")
     g.add_argument("--incident-time", metavar="TIME",
-                   help="what changed from this time on, against the requests before it in the same spans (epoch, "
-                        "ISO 8601, or HH:MM[:SS] UTC on the spans' day); default: where the requests changed most")
+                   help="what changed from this time on, against the requests before it in the same spans (the "
+                        "five minutes each side; epoch, ISO 8601, or HH:MM[:SS] UTC on the spans' day); default: "
+                        "where the requests changed most")
     g.add_argument("--alpha", type=number(0, 1e6), default=0.0, metavar="CV",
                    help="analyse only categories whose latency CV is above this (default 0: all of them)")
     g.add_argument("--beta", type=number(0, 1, lo_open=True), default=0.97, metavar="COS",
