@@ -16,7 +16,8 @@ from perftriage.analysis.calltrees.compare import Comparison, compare
 from perftriage.analysis.calltrees.findings import (change_findings, comparison_findings, diagnosis_findings,
                                                     span_problem_findings)
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
-from perftriage.analysis.calltrees.what_changed import ChangeDiagnosis, diagnose_change, find_split, split_spans
+from perftriage.analysis.calltrees.what_changed import (ChangeDiagnosis, diagnose_change, find_local_split,
+                                                        find_split, split_spans)
 from perftriage.analysis.counters.findings import CounterAnalysis, analyse_counters, counter_findings
 from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.counters.rules import read_rules
@@ -367,17 +368,25 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
                                    "HH:MM[:SS] UTC)") from None
         how = (f"requests from {fmt_timestamp(at)[:23]} UTC on (--incident-time) against those before, "
                f"{CHANGE_WINDOW_NS // 60_000_000_000} minutes each side at most")
+        window = CHANGE_WINDOW_NS  # the minutes around it: a day of spans holds other incidents
     else:
+        window = None  # a split of them all: all of them (it is where they changed)
         at, why = find_split(spans)
-        if at is None:
-            result.report.notes.append(f"what changed: not compared ({why}); give --incident-time TIME or "
-                                       "--reference FILE")
-            return
-        how = (f"requests from {fmt_timestamp(at)[:23]} UTC on against those before: the time where their {why} "
-               "changed most (--incident-time TIME to choose it, --reference FILE for another baseline)")
-    # a time given: the minutes around it (a day of spans holds other incidents, which the whole
-    # day before and after would mix in); a split found: all of them (it is where they changed)
-    before, after = split_spans(spans, at, CHANGE_WINDOW_NS if options.incident_time is not None else None)
+        if at is None:  # no one change of them all: several incidents come and go; the clearest
+            local, what = find_local_split(spans, CHANGE_WINDOW_NS)
+            if local is None:
+                result.report.notes.append(f"what changed: not compared ({why}; {what}); give --incident-time "
+                                           "TIME or --reference FILE")
+                return
+            at, window = local, CHANGE_WINDOW_NS
+            how = (f"requests from {fmt_timestamp(at)[:23]} UTC on against those before, "
+                   f"{CHANGE_WINDOW_NS // 60_000_000_000} minutes each side: the time where their {what} changed "
+                   "most within minutes (--incident-time TIME to choose another, --reference FILE for another "
+                   "baseline)")
+        else:
+            how = (f"requests from {fmt_timestamp(at)[:23]} UTC on against those before: the time where their "
+                   f"{why} changed most (--incident-time TIME to choose it, --reference FILE for another baseline)")
+    before, after = split_spans(spans, at, window)
     if not len(before) or not len(after):
         result.report.notes.append(f"what changed: every request is on one side of {fmt_timestamp(at)[:23]} UTC")
         return

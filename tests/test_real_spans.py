@@ -355,3 +355,38 @@ def test_a_whole_day_of_spans_compared_at_a_fault_names_it():
     for stamp, service in (("1661146026", "currencyservice"), ("1661142963", "cartservice")):  # 05:27:06, 04:36:03
         res = run_triage([str(folder)], Options(incident_time=stamp))
         assert res.change.suspects[0].service == service, stamp
+
+
+def _roots(path: Path, slow: tuple[int, int] | None = None, n: int = 24000, seed: int = 6) -> Path:
+    """n requests of one span each, one every 100 ms (40 minutes), about 10 ms each; ``slow``:
+    the requests from..to 3x slower (a short incident in a long recording)."""
+    rng = np.random.default_rng(seed)
+    rows = SpanRows()
+    for i in range(n):
+        dur = int(rng.lognormal(np.log(10e6), 0.2)) * (3 if slow and slow[0] <= i < slow[1] else 1)
+        rows.span(f"{i + 1:032x}", "root", "frontend", "hipstershop.Frontend/Recv.", T0 + i * 100_000_000, dur)
+    return rows.write(path)
+
+
+def test_a_short_incident_in_a_long_recording_is_found_within_minutes(tmp_path):
+    """Three minutes of 3x slower requests in forty: no split of all the requests is clear (the
+    incident is 4% of them), the clearest change within five minutes each side is its start; a
+    healthy recording has none."""
+    from perftriage.analysis.calltrees.what_changed import find_local_split
+
+    spans = read_spans([_roots(tmp_path / "s.csv", slow=(12000, 13800))])
+    assert find_split(spans)[0] is None
+    at, what = find_local_split(spans, 300 * 10**9)
+    assert what == "latency" and abs(at - (T0 + 12000 * 100_000_000)) <= 10 * 10**9  # within 10 s of 20 min
+    healthy = read_spans([_roots(tmp_path / "h.csv")])
+    assert find_local_split(healthy, 300 * 10**9)[0] is None
+
+
+def test_the_whole_days_spans_without_a_time_are_compared_at_their_clearest_change():
+    folder = BOUTIQUE / "trace"
+    if not folder.is_dir():
+        pytest.skip("no real OnlineBoutique spans here")
+    res = run_triage([str(folder)])
+    # 04:02:07, the frontend's early return: its requests lose half their spans
+    assert res.change is not None and res.change.suspects[0].service == "frontend"
+    assert "04:02:" in res.change.how and "5 minutes each side" in res.change.how

@@ -237,6 +237,49 @@ def find_split(sp: SpanTable, min_share: float = 0.15) -> tuple[int | None, str]
     return int(t[k]), what
 
 
+def find_local_split(sp: SpanTable, window_ns: int, min_requests: int = 100) -> tuple[int | None, str]:
+    """On a recording with several incidents (no one split of all the requests is clear): the
+    time where the requests of ``window_ns`` before and after differ most, in log latency or in
+    number of spans, when that is clear (Mann-Whitney p < 1e-6 between the two windows and a
+    median shift of at least 1.5x). (None, why) otherwise."""
+    roots = np.flatnonzero(sp.parent == -1)
+    if len(roots) < 2 * min_requests:
+        return None, f"{len(roots)} requests: too few to find when they changed"
+    order = np.argsort(sp.start[roots], kind="stable")
+    r = roots[order]
+    t = sp.start[r]
+    nspans = np.bincount(sp.trace, minlength=len(sp.traces)).astype(np.float64)[sp.trace[r]]
+    best = (0.0, None, "", None)
+    for x, what in ((np.log(np.maximum(sp.duration[r].astype(np.float64), 1.0)), "latency"),
+                    (np.log(nspans), "number of spans")):
+        sd = float(np.std(x))
+        if sd < 1e-9:
+            continue
+        c = np.concatenate([[0.0], np.cumsum(x)])
+        k = np.arange(len(r))
+        lo = np.searchsorted(t, t - window_ns)  # the window before request k: [lo, k)
+        hi = np.searchsorted(t, t + window_ns)  # after: [k, hi)
+        n1, n2 = k - lo, hi - k
+        ok = (n1 >= min_requests) & (n2 >= min_requests)
+        if not ok.any():
+            continue
+        m1 = np.where(ok, (c[k] - c[lo]) / np.maximum(n1, 1), 0.0)
+        m2 = np.where(ok, (c[hi] - c[k]) / np.maximum(n2, 1), 0.0)
+        z = np.where(ok, np.abs(m2 - m1) / sd * np.sqrt(n1 * n2 / np.maximum(n1 + n2, 1)), 0.0)
+        i = int(np.argmax(z))
+        if z[i] > best[0]:
+            best = (float(z[i]), i, what, x[lo[i]:hi[i]], i - lo[i])
+    z, i, what, *rest = best
+    if i is None:
+        return None, "too few requests within the window on each side of any time"
+    x, cut = rest[0], rest[1]
+    p = mann_whitney_p(x[:cut], x[cut:], "two-sided")
+    shift = abs(float(np.median(x[cut:]) - np.median(x[:cut])))
+    if p >= 1e-6 or shift < np.log(1.5):
+        return None, f"nor any within {window_ns // 60_000_000_000} minutes"
+    return int(t[i]), what
+
+
 def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None = None, how: str = "",
                     ref_rows: np.ndarray | None = None, cur_rows: np.ndarray | None = None,
                     split_ns: int | None = None) -> ChangeDiagnosis:
