@@ -16,8 +16,8 @@ from perftriage.analysis.calltrees.compare import Comparison, compare
 from perftriage.analysis.calltrees.findings import (change_findings, comparison_findings, diagnosis_findings,
                                                     span_problem_findings)
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
-from perftriage.analysis.calltrees.what_changed import (ChangeDiagnosis, diagnose_change, find_local_split,
-                                                        find_split, split_spans)
+from perftriage.analysis.calltrees.what_changed import (ChangeDiagnosis, diagnose_change, find_split,
+                                                        local_changes, split_spans)
 from perftriage.analysis.counters.findings import CounterAnalysis, analyse_counters, counter_findings
 from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.counters.rules import read_rules
@@ -325,6 +325,13 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
 CHANGE_WINDOW_NS = 5 * 60 * 10**9  # --incident-time: the requests this long before and after it
 
 
+def _hhmm(t_ns: int, first_day: str) -> str:
+    """A time to give --incident-time, which reads HH:MM on the spans' first day: with its date
+    where it falls on another (HH:MM:SS where the minute would cut into the change)."""
+    stamp = fmt_timestamp(t_ns)
+    return stamp[11:19] if stamp[:10] == first_day else f"{stamp[:10]}T{stamp[11:19]}"
+
+
 def _when_to_compare(result: TriageResult, options: Options, n: int = 3) -> None:
     """Spans not compared for want of a time, beside counters with unusual intervals where there
     are requests on both sides within five minutes: the starts of the strongest of them, as times
@@ -343,12 +350,7 @@ def _when_to_compare(result: TriageResult, options: Options, n: int = 3) -> None
         # requests on both sides of it, within minutes (the span files may cover some minutes only)
         near = np.searchsorted(starts, [(t - 300) * 1e9, t * 1e9, (t + 300) * 1e9])
         if near[0] < near[1] < near[2]:
-            # a time of day is read on the spans' first day (--incident-time): the date where they
-            # run into another
-            stamp = fmt_timestamp(int(t * 1e9))
-            same_day = stamp[:10] == fmt_timestamp(int(starts[0]))[:10]
-            times.setdefault(stamp[11:16] if same_day else f"{stamp[:10]}T{stamp[11:16]}",
-                             iv.about or cs.servers[iv.server])
+            times.setdefault(_hhmm(int(t * 1e9), fmt_timestamp(int(starts[0]))[:10]), iv.about or cs.servers[iv.server])
             if len(times) == n:
                 break
     if times:
@@ -373,12 +375,19 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
         window = None  # a split of them all: all of them (it is where they changed)
         at, why = find_split(spans)
         if at is None:  # no one change of them all: several incidents come and go; the clearest
-            local, what = find_local_split(spans, CHANGE_WINDOW_NS)
-            if local is None:
-                result.report.notes.append(f"what changed: not compared ({why}; {what}); give --incident-time "
+            changes = local_changes(spans, CHANGE_WINDOW_NS)
+            if isinstance(changes, str):
+                result.report.notes.append(f"what changed: not compared ({why}; {changes}); give --incident-time "
                                            "TIME or --reference FILE")
                 return
-            at, window = local, CHANGE_WINDOW_NS
+            (at, what), others = changes[0], changes[1:]
+            window = CHANGE_WINDOW_NS
+            if others:
+                day = fmt_timestamp(int(spans.start.min()))[:10]
+                result.report.notes.append(
+                    "what changed: the requests changed clearly within minutes at other times too: "
+                    + ", ".join(f"{_hhmm(t, day)} UTC ({w})" for t, w in sorted(others))
+                    + "; give one as --incident-time to compare there")
             how = (f"requests from {fmt_timestamp(at)[:23]} UTC on against those before, "
                    f"{CHANGE_WINDOW_NS // 60_000_000_000} minutes each side: the time where their {what} changed "
                    "most within minutes (--incident-time TIME to choose another, --reference FILE for another "

@@ -115,7 +115,7 @@ def test_spans_without_a_change_get_the_counters_times_to_compare_at(tmp_path):
     spans_and_counters(tmp_path)
     notes = run_triage([str(tmp_path)]).report.notes
     hint = [n for n in notes if n.startswith("what changed: the counters' strongest unusual intervals")]
-    assert len(hint) == 1 and "start at 03:49 UTC (payment-9c6d7f5b8-t4v6x):" in hint[0], notes  # T0 + 150 s
+    assert len(hint) == 1 and "start at 03:49:10 UTC (payment-9c6d7f5b8-t4v6x):" in hint[0], notes  # T0 + 150 s
 
 
 def test_a_time_to_compare_at_on_another_day_than_the_spans_first_gives_its_date(tmp_path):
@@ -147,6 +147,6 @@ def test_a_time_to_compare_at_on_another_day_than_the_spans_first_gives_its_date
     res = run_triage([str(tmp_path)])
     assert int(res.spans.start.min()) < T0 - 10 * 3600 * 10**9  # the spans do start the day before
     hint = [n for n in res.report.notes if n.startswith("what changed: the counters' strongest")]
-    assert hint and "start at 2022-08-22T03:49 UTC (payment-9c6d7f5b8-t4v6x)" in hint[0], res.report.notes
-    # --incident-time takes it back: the minute the interval starts in
-    assert user_time_ns("2022-08-22T03:49", int(res.spans.start.min())) == (T0 // 10**9 + 150) // 60 * 60 * 10**9
+    assert hint and "start at 2022-08-22T03:49:10 UTC (payment-9c6d7f5b8-t4v6x)" in hint[0], res.report.notes
+    # --incident-time takes it back: the interval's start
+    assert user_time_ns("2022-08-22T03:49:10", int(res.spans.start.min())) == (T0 // 10**9 + 150) * 10**9

@@ -390,3 +390,10 @@ def test_the_whole_days_spans_without_a_time_are_compared_at_their_clearest_chan
     # 04:02:07, the frontend's early return: its requests lose half their spans
     assert res.change is not None and res.change.suspects[0].service == "frontend"
     assert "04:02:" in res.change.how and "5 minutes each side" in res.change.how
+    # the other clear changes, as times to give: the frontend's CPU contention (03:53:54), the
+    # network delay into currencyservice (05:27:06), recommendationservice's CPU (07:09:43)
+    other = next(n for n in res.report.notes if n.startswith("what changed: the requests changed clearly"))
+    times = re.findall(r"(\d\d:\d\d:\d\d) UTC", other)
+    faults = [(3, 53, 54), (5, 27, 6), (7, 9, 43)]
+    assert len(times) == 3 and all(0 <= (int(a[:2]) * 3600 + int(a[3:5]) * 60 + int(a[6:])) - (h * 3600 + m * 60 + s)
+                                   <= 60 for a, (h, m, s) in zip(times, faults)), other

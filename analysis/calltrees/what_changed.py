@@ -240,44 +240,64 @@ def find_split(sp: SpanTable, min_share: float = 0.15) -> tuple[int | None, str]
 def find_local_split(sp: SpanTable, window_ns: int, min_requests: int = 100) -> tuple[int | None, str]:
     """On a recording with several incidents (no one split of all the requests is clear): the
     time where the requests of ``window_ns`` before and after differ most, in log latency or in
-    number of spans, when that is clear (Mann-Whitney p < 1e-6 between the two windows and a
-    median shift of at least 1.5x). (None, why) otherwise."""
+    number of spans, when that is clear (see :func:`local_changes`). (None, why) otherwise."""
+    found = local_changes(sp, window_ns, 1, min_requests)
+    if isinstance(found, str):
+        return None, found
+    return found[0]
+
+
+def local_changes(sp: SpanTable, window_ns: int, n: int = 4, min_requests: int = 100,
+                  max_tests: int = 60) -> list[tuple[int, str]] | str:
+    """Up to ``n`` times, strongest first and ``window_ns`` apart at least, where the requests of
+    ``window_ns`` before and after differ most in log latency or number of spans, each clear
+    (Mann-Whitney p < 1e-6 between its two windows and a median shift of at least 1.5x); why
+    none, when none. One pass of prefix sums over the requests by start for each measure."""
     roots = np.flatnonzero(sp.parent == -1)
     if len(roots) < 2 * min_requests:
-        return None, f"{len(roots)} requests: too few to find when they changed"
+        return f"{len(roots)} requests: too few to find when they changed"
     order = np.argsort(sp.start[roots], kind="stable")
     r = roots[order]
     t = sp.start[r]
     nspans = np.bincount(sp.trace, minlength=len(sp.traces)).astype(np.float64)[sp.trace[r]]
-    best = (0.0, None, "", None)
+    k = np.arange(len(r))
+    lo = np.searchsorted(t, t - window_ns)  # the window before request k: [lo, k)
+    hi = np.searchsorted(t, t + window_ns)  # after: [k, hi)
+    n1, n2 = k - lo, hi - k
+    ok = (n1 >= min_requests) & (n2 >= min_requests)
+    if not ok.any():
+        return "too few requests within the window on each side of any time"
+    measures, zs = [], []
     for x, what in ((np.log(np.maximum(sp.duration[r].astype(np.float64), 1.0)), "latency"),
                     (np.log(nspans), "number of spans")):
         sd = float(np.std(x))
         if sd < 1e-9:
             continue
         c = np.concatenate([[0.0], np.cumsum(x)])
-        k = np.arange(len(r))
-        lo = np.searchsorted(t, t - window_ns)  # the window before request k: [lo, k)
-        hi = np.searchsorted(t, t + window_ns)  # after: [k, hi)
-        n1, n2 = k - lo, hi - k
-        ok = (n1 >= min_requests) & (n2 >= min_requests)
-        if not ok.any():
+        m1 = (c[k] - c[lo]) / np.maximum(n1, 1)
+        m2 = (c[hi] - c[k]) / np.maximum(n2, 1)
+        zs.append(np.where(ok, np.abs(m2 - m1) / sd * np.sqrt(n1 * n2 / np.maximum(n1 + n2, 1)), 0.0))
+        measures.append((x, what))
+    if not zs:
+        return "the requests' latency and size never vary"
+    z = np.max(zs, axis=0)
+    which = np.argmax(zs, axis=0)
+    out: list[tuple[int, str]] = []
+    tested = 0
+    for i in np.argsort(-z, kind="stable"):
+        if z[i] <= 0 or len(out) >= n or tested >= max_tests:
+            break
+        if any(abs(int(t[i]) - at) < window_ns for at, _ in out):
             continue
-        m1 = np.where(ok, (c[k] - c[lo]) / np.maximum(n1, 1), 0.0)
-        m2 = np.where(ok, (c[hi] - c[k]) / np.maximum(n2, 1), 0.0)
-        z = np.where(ok, np.abs(m2 - m1) / sd * np.sqrt(n1 * n2 / np.maximum(n1 + n2, 1)), 0.0)
-        i = int(np.argmax(z))
-        if z[i] > best[0]:
-            best = (float(z[i]), i, what, x[lo[i]:hi[i]], i - lo[i])
-    z, i, what, *rest = best
-    if i is None:
-        return None, "too few requests within the window on each side of any time"
-    x, cut = rest[0], rest[1]
-    p = mann_whitney_p(x[:cut], x[cut:], "two-sided")
-    shift = abs(float(np.median(x[cut:]) - np.median(x[:cut])))
-    if p >= 1e-6 or shift < np.log(1.5):
-        return None, f"nor any within {window_ns // 60_000_000_000} minutes"
-    return int(t[i]), what
+        tested += 1
+        x, what = measures[int(which[i])]
+        before, after = x[lo[i]:i], x[i:hi[i]]
+        p = mann_whitney_p(before, after, "two-sided")
+        if p < 1e-6 and abs(float(np.median(after) - np.median(before))) >= np.log(1.5):
+            out.append((int(t[i]), what))
+        elif not out:
+            break  # the strongest is not clear: nothing is
+    return out or f"nor any within {window_ns // 60_000_000_000} minutes"
 
 
 def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None = None, how: str = "",
