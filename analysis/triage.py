@@ -342,15 +342,16 @@ def _when_to_compare(result: TriageResult, options: Options, n: int = 3) -> None
         return
     cs = ca.cs
     starts = np.sort(spans.start)
-    times: dict[str, str] = {}  # HH:MM -> what starts then
+    first_day = fmt_timestamp(int(starts[0]))[:10]
+    times: dict[str, str] = {}  # the time to give -> what starts then
     for iv in ca.over_time.intervals:
         if iv.twin:
             continue
-        t = cs.start + iv.start * cs.interval
-        # requests on both sides of it, within minutes (the span files may cover some minutes only)
-        near = np.searchsorted(starts, [(t - 300) * 1e9, t * 1e9, (t + 300) * 1e9])
+        t = int((cs.start + iv.start * cs.interval) * 1e9)
+        # requests on both sides of it within the window (the span files may cover some minutes only)
+        near = np.searchsorted(starts, [t - CHANGE_WINDOW_NS, t, t + CHANGE_WINDOW_NS])
         if near[0] < near[1] < near[2]:
-            times.setdefault(_hhmm(int(t * 1e9), fmt_timestamp(int(starts[0]))[:10]), iv.about or cs.servers[iv.server])
+            times.setdefault(_hhmm(t, first_day), iv.about or cs.servers[iv.server])
             if len(times) == n:
                 break
     if times:

@@ -372,14 +372,14 @@ def test_a_short_incident_in_a_long_recording_is_found_within_minutes(tmp_path):
     """Three minutes of 3x slower requests in forty: no split of all the requests is clear (the
     incident is 4% of them), the clearest change within five minutes each side is its start; a
     healthy recording has none."""
-    from perftriage.analysis.calltrees.what_changed import find_local_split
+    from perftriage.analysis.calltrees.what_changed import local_changes
 
     spans = read_spans([_roots(tmp_path / "s.csv", slow=(12000, 13800))])
     assert find_split(spans)[0] is None
-    at, what = find_local_split(spans, 300 * 10**9)
+    [(at, what)] = local_changes(spans, 300 * 10**9, 1)
     assert what == "latency" and abs(at - (T0 + 12000 * 100_000_000)) <= 10 * 10**9  # within 10 s of 20 min
     healthy = read_spans([_roots(tmp_path / "h.csv")])
-    assert find_local_split(healthy, 300 * 10**9)[0] is None
+    assert local_changes(healthy, 300 * 10**9, 1) == "nor any within 5 minutes"
 
 
 def test_the_whole_days_spans_without_a_time_are_compared_at_their_clearest_change():

@@ -237,16 +237,6 @@ def find_split(sp: SpanTable, min_share: float = 0.15) -> tuple[int | None, str]
     return int(t[k]), what
 
 
-def find_local_split(sp: SpanTable, window_ns: int, min_requests: int = 100) -> tuple[int | None, str]:
-    """On a recording with several incidents (no one split of all the requests is clear): the
-    time where the requests of ``window_ns`` before and after differ most, in log latency or in
-    number of spans, when that is clear (see :func:`local_changes`). (None, why) otherwise."""
-    found = local_changes(sp, window_ns, 1, min_requests)
-    if isinstance(found, str):
-        return None, found
-    return found[0]
-
-
 def local_changes(sp: SpanTable, window_ns: int, n: int = 4, min_requests: int = 100,
                   max_tests: int = 60) -> list[tuple[int, str]] | str:
     """Up to ``n`` times, strongest first and ``window_ns`` apart at least, where the requests of

@@ -273,11 +273,11 @@ class CountersPane(ViewPane):
             part = slice(k0, k1 + 1)
             series = {"median": tv.median[part].tolist(), "q95": tv.q95[part].tolist(), "q05": tv.q05[part].tolist()}
             if s is not None:
-                series = {cs.servers[s]: cs.values[s, c, part].tolist(), **series}
+                shown = [s]
                 twin = _other_view(ca, s, c)
                 if twin is not None:  # an edge: how the other side measured the same calls, beside it
-                    mine = series.pop(cs.servers[s])
-                    series = {cs.servers[s]: mine, cs.servers[twin]: cs.values[twin, c, part].tolist(), **series}
+                    shown.append(twin)
+                series = {**{cs.servers[x]: cs.values[x, c, part].tolist() for x in shown}, **series}
             if marked is not None:  # the marked time, on the server's line (else the median's)
                 base = cs.values[s, c] if s is not None else tv.median
                 at = np.full(cs.n_points, np.nan)
