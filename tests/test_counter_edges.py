@@ -170,6 +170,13 @@ async def test_the_counters_pane_shows_the_service_called_and_plots_the_view(tmp
         assert rows[mine[0]][5].startswith("calls into it (source_50) unusual to")
         assert cs.servers[pane.items[mine[0]][0]] == "source_50"  # its plot: the series that moved
         assert not any(cells[1] in ("source_50", "destination_50") for cells in rows if "unusual to" in cells[5])
+        # no spans given: w (what changed in them at the interval) is not offered, even on its row
+        from test_app_links import footer_keys  # noqa: PLC0415
+
+        pane.table.focus()
+        pane.table.focus_row(0)
+        await pilot.pause(0.1)
+        assert pane.row_marks[0] is not None and "w" not in footer_keys(app)
         # its time view: both sides' measure of the calls, the callers' up, the callee's flat
         assert mine[0] == 0 and pane.row == 0
         pane.table.focus()
@@ -306,22 +313,3 @@ async def test_w_on_a_counters_interval_compares_the_requests_at_its_start(tmp_p
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.result.change is not None
-
-
-async def test_w_is_not_offered_without_spans(tmp_path):
-    from test_app_links import footer_keys  # noqa: PLC0415
-
-    from perftriage.analysis.triage import Options  # noqa: PLC0415
-    from perftriage.tui.app import PerftriageApp  # noqa: PLC0415
-    from perftriage.tui.panes.counters import CountersPane  # noqa: PLC0415
-
-    _write_mesh(tmp_path, _mesh(1, events=[("checkout_payment", "caller", 200, 206, 0.3)], interval=60))
-    app = PerftriageApp([str(tmp_path)], Options())
-    async with app.run_test(size=(80, 24)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        pane = app.query_one(CountersPane)
-        pane.table.focus()
-        pane.table.focus_row(0)
-        await pilot.pause(0.1)
-        assert pane.row_marks[0] is not None and "w" not in footer_keys(app)

@@ -89,13 +89,18 @@ def spans_and_counters(folder) -> None:
     """Healthy spans (300 s of requests from T0, no time to cut them at) in trace/, beside three
     pods' counters (every 10 s over 7 hours) in metric/, payment's CPU and memory up for 50 s from
     T0 + 150 s (03:49:10 UTC)."""
+    (folder / "trace").mkdir()
+    write_spans(folder / "trace" / "spans.csv", n=3000)
+    _pod_counters(folder / "metric")
+
+
+def _pod_counters(folder) -> None:
+    """spans_and_counters' metric/: three pods every 10 s over 7 hours, payment's spike."""
     import numpy as np  # noqa: PLC0415
 
     from test_real_spans import T0  # noqa: PLC0415
 
-    (folder / "trace").mkdir()
-    write_spans(folder / "trace" / "spans.csv", n=3000)
-    (folder / "metric").mkdir()
+    folder.mkdir()
     t0 = T0 // 10**9 - 6 * 3600
     rng = np.random.default_rng(2)
     for i, pod in enumerate(["cart-5b7d9c6f4-m8n2p", "payment-9c6d7f5b8-t4v6x", "email-7f5c9d8b4-q2w4z"]):
@@ -104,7 +109,7 @@ def spans_and_counters(folder) -> None:
             t = t0 + 10 * k
             spike = 40.0 if i == 1 and T0 // 10**9 + 150 <= t < T0 // 10**9 + 200 else 0.0
             rows.append(f"{t},{20 + rng.normal(0, 1) + spike:.2f},{50 + rng.normal(0, 1) + spike:.2f}")
-        (folder / "metric" / f"{pod}.csv").write_text("\n".join(rows) + "\n")
+        (folder / f"{pod}.csv").write_text("\n".join(rows) + "\n")
 
 
 def test_spans_without_a_change_get_the_counters_times_to_compare_at(tmp_path):
@@ -121,29 +126,16 @@ def test_spans_without_a_change_get_the_counters_times_to_compare_at(tmp_path):
 def test_a_time_to_compare_at_on_another_day_than_the_spans_first_gives_its_date(tmp_path):
     """--incident-time reads HH:MM on the spans' first day: a time on a later day is given with
     its date, in a form --incident-time takes back."""
-    import numpy as np  # noqa: PLC0415
-
     from perftriage.analysis.timeparse import user_time_ns  # noqa: PLC0415
     from perftriage.analysis.triage import run_triage  # noqa: PLC0415
     from test_real_spans import T0, SpanRows  # noqa: PLC0415
 
-    (tmp_path / "trace").mkdir()
-    write_spans(tmp_path / "trace" / "spans.csv", n=3000)
+    spans_and_counters(tmp_path)
     early = SpanRows()  # a few requests 20 hours before, on the day before
     for k in range(20):
         early.span(f"e{k:031x}", "root", "frontend", "hipstershop.Frontend/Recv.", T0 - 72_000 * 10**9 + k * 10**9,
                    5_000_000)
     early.write(tmp_path / "trace" / "early.csv")
-    (tmp_path / "metric").mkdir()
-    t0 = T0 // 10**9 - 6 * 3600
-    rng = np.random.default_rng(2)
-    for i, pod in enumerate(["cart-5b7d9c6f4-m8n2p", "payment-9c6d7f5b8-t4v6x", "email-7f5c9d8b4-q2w4z"]):
-        rows = ["timestamp,cpu,mem"]
-        for k in range(7 * 360):
-            t = t0 + 10 * k
-            spike = 40.0 if i == 1 and T0 // 10**9 + 150 <= t < T0 // 10**9 + 200 else 0.0
-            rows.append(f"{t},{20 + rng.normal(0, 1) + spike:.2f},{50 + rng.normal(0, 1) + spike:.2f}")
-        (tmp_path / "metric" / f"{pod}.csv").write_text("\n".join(rows) + "\n")
     res = run_triage([str(tmp_path)])
     assert int(res.spans.start.min()) < T0 - 10 * 3600 * 10**9  # the spans do start the day before
     hint = [n for n in res.report.notes if n.startswith("what changed: the counters' strongest")]
