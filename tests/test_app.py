@@ -225,6 +225,57 @@ async def test_load_error_is_shown_not_crashed():
         assert "error: /nope: no such file or folder" in str(app.query_one("#status").render())
 
 
+async def test_a_load_error_is_said_whole_on_every_pane_not_analysing():
+    """At 80x24 the status line cuts a long error and its toast goes: each pane says it could
+    not load (not "analysing ...") and shows the error whole, its "[...]" as text."""
+    from test_app_links import screen_text
+
+    why = "its rows are numbered [idx], not timed: give the time between two rows, e.g. --interval 5m"
+
+    def broken(paths, options=None, progress=None):
+        from perftriage.analysis.errors import InputError
+
+        raise InputError(paths[0], why)
+
+    app = PerftriageApp(["/data/[/fleet]/omi-10_test.csv.gz"], analyse=broken)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        app.clear_notifications()
+        for key in "123456":
+            await pilot.press(key)
+            await pilot.pause()
+            text = screen_text(app)
+            assert "could not load" in text and "analysing" not in text, (key, text)
+            assert "[idx]" in text and "--interval 5m" in text.replace("\n", " "), (key, text)
+        assert "error: /data/[/fleet]/omi" in str(app.query_one("#status").render())
+
+
+async def test_a_uri_that_looks_like_markup_is_shown_as_it_is():
+    """A uri or a file name holding "[/x]" or "[b]" (PHP's a[]=1, a path) is text: Rich markup
+    dropped "[b]" and raised on an unmatched "[/x]" (the app crashed on the request's detail)."""
+    from app_fixtures import synthetic_requests
+    from test_app_links import screen_text
+
+    from perftriage.analysis.findings import Report
+    from perftriage.analysis.inputs import Inputs
+    from perftriage.analysis.options import Options
+    from perftriage.analysis.triage import TriageResult
+
+    def analyse(paths, options=None, progress=None):
+        t = synthetic_requests(5)
+        t.fields["uri"][:] = "/q?a[/x]=1&[b]bold"
+        return TriageResult(inputs=Inputs(paths=list(paths)), options=Options(), requests=t,
+                            report=Report(inputs=list(paths), findings=[], created="2026-01-01T00:00:00+00:00"))
+
+    app = PerftriageApp(["/traces/[b]x"], analyse=analyse)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        assert "/q?a[/x]=1&[b]bold" in screen_text(app)  # the request's line below the list
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert "/q?a[/x]=1&[b]bold" in screen_text(app)  # its detail screen
+
+
 @needs_bt2
 async def test_real_php_trace_end_to_end():
     app = PerftriageApp([str(real_trace("tracevizlab-php-ust"))])

@@ -176,8 +176,8 @@ class PerftriageApp(App):
             yield ListFilter(placeholder="filter this list: rows containing the text; enter applies, escape cancels",
                              id="list-filter")
             yield ProgressBar(id="progress", show_eta=False)
-        yield Static("", id="too-small")
-        yield Static("starting", id="status")
+        yield Static("", id="too-small", markup=False)
+        yield Static("starting", id="status", markup=False)
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -385,8 +385,11 @@ class PerftriageApp(App):
             err = event.worker.error
             self.load_error = str(err) if isinstance(err, PerftriageError) else f"{type(err).__name__}: {err}"
             self.set_status(f"error: {self.load_error}")
-            self.query_one("#requests-pane", RequestsPane).show_requests(None, f"could not load: {self.load_error}")
-            self.notify(self.load_error, title="cannot load", severity="error", timeout=10)
+            for pane in self._pending_panes():  # each says why, not "analysing ..." any more
+                pane.show_failed(self.load_error)
+            if self.result is None or not self.result.findings:
+                self.query_one("#findings-pane", FindingsPane).show_failed(self.load_error)
+            self.notify(self.load_error, title="cannot load", severity="error", timeout=10, markup=False)
 
     def _show_pending_ended(self) -> None:
         for pane in self._pending_panes():
@@ -448,7 +451,7 @@ class PerftriageApp(App):
         # the notes in one toast, not one each: six of them covered the list for eight seconds at 80x24
         notes = result.report.notes
         if len(notes) == 1:
-            self.notify(notes[0], severity="warning", timeout=8)
+            self.notify(notes[0], severity="warning", timeout=8, markup=False)
         elif notes:
             self.notify(f"{count_of(len(notes), 'notes')} on the inputs (how they were read, what was left out): "
                         "the first row of Findings (6) shows them", severity="warning", timeout=6)
@@ -517,7 +520,7 @@ class PerftriageApp(App):
             box.target.set_filter(event.value)
             box.target.focus()
             if event.value.strip():
-                self.notify(box.target.filter_note() + " (escape shows them all)", timeout=3)
+                self.notify(box.target.filter_note() + " (escape shows them all)", timeout=3, markup=False)
 
     # -- the command palette (^p): the app's commands beside Textual's ----------------------------
 
@@ -563,7 +566,7 @@ class PerftriageApp(App):
         self.parts, self.history, self.cancelled, self._drawn = set(), [], False, {}
         self.result, self.load_error, self._progress = None, None, None
         said = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in changes.items())
-        self.notify(f"analysing again: {said}", timeout=4)
+        self.notify(f"analysing again: {said}", timeout=4, markup=False)
         self._run += 1
         self._start_analysis()
         self.refresh_bindings()
@@ -725,10 +728,10 @@ class PerftriageApp(App):
                          protect=[str(p) for p in self.result.inputs.ctf])
         except (PerftriageError, OSError) as exc:
             msg = str(exc) if isinstance(exc, PerftriageError) else f"{path}: {exc.strerror or exc}"
-            self.notify(msg, title="export failed", severity="error", timeout=10)
+            self.notify(msg, title="export failed", severity="error", timeout=10, markup=False)
             return
         self.last_export = path
-        self.notify(f"{len(self.result.findings)} findings written to {path}", title="exported")
+        self.notify(f"{len(self.result.findings)} findings written to {path}", title="exported", markup=False)
         self.set_status(f"exported to {path} · " + self.status_text())
 
 

@@ -38,6 +38,16 @@ class Pending:
                 table.empty_text = empty
                 table.refresh()
 
+    def show_failed(self, error: str) -> None:
+        """The inputs could not be loaded: "could not load" instead of "analysing ...", and
+        ``error`` (the file and what is wrong with it) whole below the list, in the pane's view."""
+        self.show_idle(f"could not load: {error}")
+        self.query_one(self.TITLE_ID, Static).update("could not load", layout=False)
+        if self.TABLE_ID:
+            table = self.query_one(self.TABLE_ID, RowTable)
+            table.empty_text = "nothing loaded: the error is below"
+            table.refresh()
+
     EMPTY = "nothing"  # the table's text when it has no rows
     _idle = ""  # why the pane is empty, once its analysis ended without its part
 
@@ -46,8 +56,10 @@ class Pending:
         ..."). A pane with a view says it whole there, its one-line title only the head (at 80
         columns the title cut "... time series (a CSV, `perftriage" mid-sentence)."""
         self._idle = why
+        from rich.text import Text  # noqa: PLC0415
+
         head = why.split(": ", 1)[0] if isinstance(self, ViewPane) else why
-        self.query_one(self.TITLE_ID, Static).update(head, layout=False)
+        self.query_one(self.TITLE_ID, Static).update(Text(head), layout=False)
         if isinstance(self, ViewPane):
             self.clear_view()
 
@@ -70,7 +82,7 @@ class ViewPane(Pending, Vertical):
         yield from self.compose_top()
         yield Static("", classes="view-title")
         with VerticalScroll(classes="view-box"):
-            yield Static("", classes="view-body")
+            yield Static("", classes="view-body", markup=False)
 
     def compose_top(self) -> ComposeResult:  # the title and table(s)
         yield from ()
@@ -97,13 +109,20 @@ class ViewPane(Pending, Vertical):
         return width, height
 
     def show_view_title(self, what: str = "") -> None:
+        from rich.markup import escape  # noqa: PLC0415
+
+        # ``what`` names a method, a counter, a thread: its "[...]" is text, not markup
         self.view_title.update(" · ".join(f"[b]{v}[/b]" if i == self.view else v for i, v in enumerate(self.VIEWS))
-                               + (f"  —  {what}" if what else ""))
+                               + (f"  —  {escape(what)}" if what else ""))
 
     def clear_view(self) -> None:
         """Nothing to view: blank, or why the pane is empty (``show_idle``)."""
         self.view_title.update("")
-        self.view_body.update(self._idle[:1].upper() + self._idle[1:] + "." if self._idle else "")
+        from rich.text import Text  # noqa: PLC0415
+
+        idle = self._idle[:1].upper() + self._idle[1:]
+        # as text, not markup: an error may quote a file's "[...]"
+        self.view_body.update(Text(idle + ("" if idle.endswith(".") else ".")) if idle else "")
 
     def has_view(self) -> bool:
         """Whether there is something to view (v is offered only then)."""

@@ -57,10 +57,10 @@ class CallTreesPane(ViewPane):
         self.subject = "pair"  # which table's row the view shows
 
     def compose_top(self) -> ComposeResult:
-        yield Static(self.IDLE, id="ct-title")
-        yield Static("", id="ct-changed")
+        yield Static(self.IDLE, id="ct-title", markup=False)
+        yield Static("", id="ct-changed", markup=False)
         yield RowTable(id="ct-pairs", empty_text="no (method, replica) pair is anomalous", open_label=None)
-        yield Static("request categories (call-tree shapes)", id="ct-cats-title")
+        yield Static("request categories (call-tree shapes)", id="ct-cats-title", markup=False)
         yield RowTable(id="ct-cats", empty_text="no categories", open_label=None)
 
     @property

@@ -53,7 +53,7 @@ class ClustersPane(ViewPane):
         self._map_done = False
 
     def compose_top(self) -> ComposeResult:
-        yield Static(self.IDLE, id="clusters-title")
+        yield Static(self.IDLE, id="clusters-title", markup=False)
         yield RowTable(id="clusters-table", empty_text="no clusters")
 
     @property

@@ -64,7 +64,7 @@ class CountersPane(ViewPane):
         self.rule_rows: dict[str, int] = {}  # counter -> the row of its first rule violation
 
     def compose_top(self) -> ComposeResult:
-        yield Static(self.IDLE, id="co-title")
+        yield Static(self.IDLE, id="co-title", markup=False)
         yield RowTable(id="co-table", empty_text="no counters", open_label=None)
 
     @property

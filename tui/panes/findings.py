@@ -31,7 +31,7 @@ class FindingsPane(Pending, Vertical):
         self._detail_text = ""  # the Markdown the detail shows
 
     def compose(self) -> ComposeResult:
-        yield Static("no findings yet", id="findings-title")
+        yield Static("no findings yet", id="findings-title", markup=False)
         yield RowTable(id="findings-table", empty_text="no findings", open_label="open its subject")
         with VerticalScroll(id="findings-detail-box"):
             yield Static("", id="findings-detail")
@@ -63,6 +63,14 @@ class FindingsPane(Pending, Vertical):
             f"{count_of(len(findings), 'findings')}, most severe first · e exports them all to Markdown"
         )
         self._show(table.source_row(table.cursor) if table.row_count else 0)
+
+    def show_failed(self, error: str) -> None:
+        """Nothing could be loaded: no findings, and the error whole in the detail below."""
+        from rich.text import Text  # noqa: PLC0415
+
+        super().show_failed(error)
+        self._detail_text = ""
+        self.query_one("#findings-detail", Static).update(Text(f"Could not load: {error}"))
 
     @property
     def _lead(self) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -106,12 +107,18 @@ class RequestsPane(Pending, Vertical):
         self._extra: list[str] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("no requests loaded", id="requests-title")
+        yield Static("no requests loaded", id="requests-title", markup=False)
         yield RowTable(id="requests-table", empty_text="no requests in the loaded inputs", filterable=False)
         yield Input(placeholder="filter (text in uri, method, host, kind, tid, id); enter applies, escape clears",
                     id="requests-filter")
-        yield Static("", id="requests-detail")
+        yield Static("", id="requests-detail", markup=False)
         yield PathBreakdown(id="requests-path")
+
+    def show_failed(self, error: str) -> None:
+        """Nothing could be loaded: the error whole below the list, where a request's path goes."""
+        self.show_requests(None, "could not load")
+        self.row_table.empty_text = "nothing loaded: the error is below"
+        self.query_one(PathBreakdown).show_view(None, f"Could not load: {error}")
 
     @property
     def row_table(self) -> RowTable:
@@ -124,7 +131,7 @@ class RequestsPane(Pending, Vertical):
         if table is None or len(table) == 0:
             self.table = None
             self.index = np.empty(0, np.int64)
-            self.query_one("#requests-title", Static).update(note or "no requests in the loaded inputs")
+            self.query_one("#requests-title", Static).update(Text(note or "no requests in the loaded inputs"))
             self.row_table.empty_text = note or "no requests in the loaded inputs"
             self.row_table.set_rows(self._columns([]), RequestRows(RequestTable.empty(), self.index, [], self.notable))
             self.query_one(PathBreakdown).show_view(None, "")

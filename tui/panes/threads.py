@@ -45,7 +45,7 @@ class ThreadsPane(ViewPane):
         self.busy = False
 
     def compose_top(self) -> ComposeResult:
-        yield Static(NO_THREADS, id="th-title")
+        yield Static(NO_THREADS, id="th-title", markup=False)
         yield RowTable(id="th-table", empty_text="no abstractions")
 
     @property
@@ -174,7 +174,7 @@ class ThreadsPane(ViewPane):
             self._show_level()
             return
         self.busy = True
-        self.view_title.update(f"analysing the {plural(lower)} of {res.names[item]}…")
+        self.view_title.update(Text(f"analysing the {plural(lower)} of {res.names[item]}…"))
         self._drill(lower, within)
 
     @work(thread=True, exclusive=True, group="threads-drill")

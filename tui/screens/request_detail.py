@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -64,7 +65,7 @@ class RequestDetailScreen(ModalScreen):
     def compose(self) -> ComposeResult:
         lines = request_lines(self.table, self.row)
         width = max(len(k) for k, _ in lines)
-        text = "\n".join(f"[b]{k:<{width}}[/b]  {v}" for k, v in lines)
+        text = "\n".join(f"[b]{k:<{width}}[/b]  {escape(str(v))}" for k, v in lines)  # a uri's "[...]" as text
         with Vertical():
             with VerticalScroll(id="request-detail-top"):
                 yield Static(text, id="request-detail-text", markup=True)
