@@ -811,6 +811,32 @@ def test_a_counter_that_jumps_at_every_burst_does_not_bury_an_incident():
     assert len(detect_over_time(cs, TimeParams(tail=1.0)).intervals) > 100  # not scaled: a burst is an interval
 
 
+def test_one_sample_of_one_counter_is_no_interval_unless_beyond_anything_before():
+    """A scrape's glitch: one counter jumps at one sample, now on one server, now on another, the
+    same size every time: none of these points is an interval (nor flagged). A lone sample stays
+    one where three counters leave at once, or where it is beyond anything its series did."""
+    from perftriage.analysis.counters.over_time import detect_over_time
+    from perftriage.analysis.counters.params import TimeParams
+
+    cs = _fleet_with(4, event=([2], 1, 3, 200, 212, 0.6))
+    v = cs.values.copy()
+    glitches = [(s, 30 + 37 * i) for i, s in enumerate([0, 3, 5, 0, 6, 3, 7, 1, 5])]
+    for s, k in glitches:
+        v[s, 4, k] += 2.0
+    v[4, 0:3, 300] += 0.8  # three counters at one sample
+    v[1, 3, 330] += 5.0  # one counter, once, beyond anything before
+    cs = from_cube(v, cs.servers, cs.counters, start=cs.start, interval=cs.interval)
+    ot = detect_over_time(cs)
+    spans = {(iv.server, iv.start, iv.end) for iv in ot.intervals}
+    assert not any(iv.start <= k <= iv.end and iv.server == s for s, k in glitches for iv in ot.intervals)
+    assert not any(ot.flagged[s, k] for s, k in glitches)
+    assert (4, 300, 300) in spans and (1, 330, 330) in spans
+    assert any(iv.server == 2 and iv.start == 200 for iv in ot.intervals)
+    # without the rule each glitch is an interval of its own
+    old = detect_over_time(cs, TimeParams(lone_point=False))
+    assert all(any(iv.server == s and iv.start == k == iv.end for iv in old.intervals) for s, k in glitches)
+
+
 def test_less_than_three_days_is_judged_against_peers_only():
     from perftriage.analysis.counters.over_time import detect_over_time
 
