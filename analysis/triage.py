@@ -289,6 +289,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
     result.spans = spans
     report = result.report
     report.findings.extend(span_problem_findings(spans))
+    report.notes.extend(spans.notes)
     if not spans.problems.total():
         report.notes.extend(spans.problems.lines())
     if len(spans) == 0:

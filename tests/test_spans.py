@@ -205,6 +205,48 @@ def test_columns_mapping_names_unusual_headers(tmp_path):
     assert sorted(st.replicas) == ["auth-2", "db-1", "web-1"]
 
 
+def _aiops_csv(path, slow_pod: str = "cartservice-1"):
+    """Spans as the AIOps challenge exports them (no service column: the pod is cmdb_id; times in
+    ms), frontend calling cartservice on two pods, one of them slow from request 200 on."""
+    rng = np.random.default_rng(5)
+    rows = ["timestamp,cmdb_id,span_id,trace_id,duration,type,status_code,operation_name,parent_span"]
+    for i in range(300):
+        tid, root, child = f"{i + 1:032x}", f"{2 * i + 1:016x}", f"{2 * i + 2:016x}"
+        ts, cart = 1647705600000 + i * 200, f"cartservice-{i % 2}"
+        d = int(rng.integers(2, 6)) + (20 if i >= 200 and cart == slow_pod else 0)
+        rows.append(f"{ts},frontend-{i % 3},{root},{tid},{d + 3},rpc,0,hipstershop.Frontend/Recv.,")
+        rows.append(f"{ts + 1},{cart},{child},{tid},{d},rpc,0,hipstershop.CartService/GetCart,{root}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_aiops_span_csv_is_read_with_its_pods_and_the_slow_pod_named(tmp_path):
+    """cmdb_id is the pod (its service from its name), parent_span the parent: the report names the
+    slow pod. Before, every span was service '' on replica '?', and comparing the requests before
+    and after crashed on calls with no time between two pods (an empty group)."""
+    from perftriage.analysis.triage import run_triage
+
+    res = run_triage([_aiops_csv(tmp_path / "trace_jaeger-span.csv")])
+    assert sorted(res.spans.services) == ["cartservice", "frontend"]
+    assert "cartservice-1" in res.spans.replicas and "?" not in res.spans.replicas
+    first = res.report.findings[0]
+    assert "cartservice" in first.title and "cartservice-1" in first.subject and "cartservice-0" not in first.title
+    assert not any("no service nor replica" in n for n in res.report.notes)
+
+
+def test_a_span_csv_without_service_or_parent_columns_says_so(tmp_path):
+    from perftriage.analysis.triage import run_triage
+
+    p = tmp_path / "spans.csv"
+    p.write_text("trace_id,span_id,start_ms,duration_ms\n" + "".join(f"t{i},{i + 1:016x},{1000 + i},5\n"
+                                                                        for i in range(30)))
+    notes = run_triage([p]).report.notes
+    assert any(n.startswith("spans.csv: no parent column") and "--columns parent=COLUMN" in n for n in notes)
+    assert any(n.startswith("spans.csv: no service nor replica column") and "--columns service=COLUMN" in n
+               for n in notes)
+    assert any(n.startswith("spans.csv: no operation column") and "--columns name=COLUMN" in n for n in notes)
+
+
 def test_hex_ids_of_digits_only_do_not_collide_with_letters():
     assert to_id64("0000000000000011") != to_id64("000000000000000b")
     assert to_id64("0000000000000011") == 0x11

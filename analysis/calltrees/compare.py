@@ -66,6 +66,8 @@ class Comparison:
 
 
 def _groups(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
+    if not len(keys):  # no such time on this side (no call between two pods, say)
+        return {}
     order = np.argsort(keys, kind="stable")
     k, v = keys[order], values[order]
     cuts = np.flatnonzero(np.r_[True, k[1:] != k[:-1], True])

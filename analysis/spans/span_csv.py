@@ -6,14 +6,21 @@ key      recognised names
 ======== =================================================================================
 trace    trace_id, traceid, trace, request_id, requestid, request
 span     span_id, spanid, span, id, mid
-parent   parent_id, parent_span_id, parentspanid, parent, caller_mid, callermid
+parent   parent_id, parent_span_id, parentspanid, parent, caller_mid, callermid, parent_span,
+         pid (the AIOps challenges' exports)
 service  service, service_name, servicename, svc, component, app
-replica  replica, instance, service_instance_id, pod, pod_name, host, hostname, node, container
-name     operation, operation_name, operationname, name, span_name, spanname, method, endpoint
+replica  replica, instance, service_instance_id, pod, pod_name, host, hostname, node, container,
+         cmdb_id (AIOps: the pod or container), host_ip, ip
+name     operation, operation_name, operationname, name, span_name, spanname, method, endpoint,
+         interface, url, call_type (callType)
 start    start, start_time, starttime, start_ns/_us/_ms/_s, timestamp, ts, begin
 end      end, end_time, endtime, end_ns/_us/_ms/_s, finish
-duration duration, duration_ns/_us/_ms/_s, latency, elapsed
+duration duration, duration_ns/_us/_ms/_s, latency, elapsed, elapsed_time (elapsedTime)
 ======== =================================================================================
+
+A file without a service or a replica column (every span would be one service's, on one
+replica), without a parent column (every span a request of its own) or without an operation
+column is read, and the report's notes say what it lacked and how to name the column.
 
 Without a service column, the service is the pod's (Kubernetes naming: ``orders-6d4b9c7f5-x2k8q``
 is ``orders``; see :mod:`.k8s`), else the replica's name; ``--columns service=...`` wins.
@@ -42,14 +49,15 @@ from .table import SpanBuilder
 NAMES = {
     "trace": ("traceid", "trace", "requestid", "request", "tracecontext"),
     "span": ("spanid", "span", "id", "mid"),
-    "parent": ("parentid", "parentspanid", "parent", "callermid", "parentspan"),
+    "parent": ("parentid", "parentspanid", "parent", "callermid", "parentspan", "pid"),
     "service": ("service", "servicename", "svc", "component", "app", "application"),
     "replica": ("replica", "instance", "serviceinstanceid", "instanceid", "pod", "podname", "host", "hostname",
-                "node", "container", "containerid"),
-    "name": ("operation", "operationname", "name", "spanname", "method", "endpoint", "rpc"),
+                "node", "container", "containerid", "cmdbid", "hostip", "ip"),
+    "name": ("operation", "operationname", "name", "spanname", "method", "endpoint", "rpc", "interface", "url",
+             "calltype"),
     "start": ("start", "starttime", "timestamp", "ts", "begin", "starttimeunixnano"),
     "end": ("end", "endtime", "finish", "endtimeunixnano"),
-    "duration": ("duration", "latency", "elapsed", "durationtime"),
+    "duration": ("duration", "latency", "elapsed", "durationtime", "elapsedtime"),
 }
 REQUIRED = ("trace", "span")
 
@@ -125,6 +133,14 @@ def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> 
         if missing:
             raise InputError(path, f"span CSV lacks {', '.join(missing)} columns (header: {', '.join(header[:10])}); "
                                    "name them with --columns key=COLUMN")
+        lacking = [(key, what) for key, what in (("parent", "no parent column: every span is a request of its own"),
+                                                  ("name", "no operation column: a service's spans are one method, "
+                                                           "'?'")) if key not in cols]
+        if "service" not in cols and "replica" not in cols:
+            lacking.append(("service", "no service nor replica column: every span is one service's, on one replica"))
+        for key, what in lacking:
+            b.notes.append(f"{path.name}: {what} (header: {', '.join(header[:12])}); name the column with "
+                           f"--columns {key}=COLUMN")
         ti, si = cols["trace"][0], cols["span"][0]
         pi = cols.get("parent", (None, None))[0]
         svi = cols.get("service", (None, None))[0]

@@ -75,6 +75,7 @@ class SpanTable:
     replicas: list[str]
     problems: SpanProblems = field(default_factory=SpanProblems)
     sources: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how the readers read the files (a column they lacked)
 
     def __len__(self) -> int:
         return len(self.span)
@@ -135,6 +136,7 @@ class SpanBuilder:
         self.replicas = StringPool()
         self.problems = SpanProblems()
         self.sources: list[str] = []
+        self.notes: list[str] = []
 
     def __len__(self) -> int:
         return len(self._span)
@@ -200,6 +202,7 @@ class SpanBuilder:
         halves.py) after these, its strings coded in this builder's pools in the order they
         first occur there; its problems added to these (details up to five, these first)."""
         n = len(other)
+        self.notes += [x for x in other.notes if x not in self.notes]
         for mine, theirs, col, src in ((self.traces, other.traces, self._trace, other._trace),
                                        (self.methods, other.methods, self._method, other._method),
                                        (self.services, other.services, self._service, other._service),
@@ -286,7 +289,7 @@ class SpanBuilder:
             method=cols["method"].astype(np.int32), service=cols["service"].astype(np.int32),
             replica=cols["replica"].astype(np.int32), start=cols["start"], end=cols["end"],
             traces=self.traces.strings, methods=self.methods.strings, services=self.services.strings,
-            replicas=self.replicas.strings, problems=probs, sources=list(self.sources),
+            replicas=self.replicas.strings, problems=probs, sources=list(self.sources), notes=list(self.notes),
         )
 
 
