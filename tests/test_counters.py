@@ -837,6 +837,34 @@ def test_one_sample_of_one_counter_is_no_interval_unless_beyond_anything_before(
     assert all(any(iv.server == s and iv.start == k == iv.end for iv in old.intervals) for s, k in glitches)
 
 
+def test_a_count_that_sits_still_and_moves_once_is_an_interval():
+    """A thread count at 50 on every server for days, 80 on srv-1 for ten points: its one move was
+    taken for the series' resolution (30) and its usual departure (30), z 0.5, no interval."""
+    from perftriage.analysis.counters.over_time import detect_over_time
+
+    v = np.full((6, 3, 400), 50.0)
+    v[:, 2] = np.round(np.random.default_rng(1).normal(10, 1, (6, 400)), 1)  # one counter that does vary
+    v[1, :2, 200:210] = 80.0
+    cs = from_cube(v, [f"srv-{i}" for i in range(6)], ["threads", "pool", "cpu"], start=1.6e9, interval=60)
+    ot = detect_over_time(cs)
+    hits = [(iv.server, iv.start, iv.end) for iv in ot.intervals]
+    assert (1, 200, 209) in hits and all(s == 1 for s, *_ in hits if _[0] <= 205 <= _[1])
+
+
+def test_a_fleet_of_one_counter_flags_a_server_on_it_alone():
+    """CPU only: two counters at once could never be, and a server 8 sigma up for ten points
+    (under the 12 that flags one counter alone) went unseen."""
+    from perftriage.analysis.counters.over_time import detect_over_time
+
+    rng = np.random.default_rng(2)
+    v = rng.normal(50, 2, (6, 1, 400))
+    v[3, 0, 100:110] += 16
+    cs = from_cube(v, [f"srv-{i}" for i in range(6)], ["cpu"], start=1.6e9, interval=60)
+    ot = detect_over_time(cs)
+    assert ot.min_counters == 1
+    assert any(iv.server == 3 and iv.start <= 102 and iv.end >= 107 for iv in ot.intervals)
+
+
 def test_less_than_three_days_is_judged_against_peers_only():
     from perftriage.analysis.counters.over_time import detect_over_time
 

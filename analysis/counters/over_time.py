@@ -73,9 +73,15 @@ class OverTime:
     recent: int = 0  # points in the hour before that series without peers were judged against (< 3 days)
 
 
+HABIT = 3  # separate departures from its median that make their size a series' usual move (_robust)
+
+
 def _resolution(srt: np.ndarray) -> np.ndarray:
     """(S, C): the smallest positive step between distinct values of each series (``srt``: the
-    series sorted along time; 1e-12 if constant)."""
+    series sorted along time; 1e-12 if constant). A series of two values away from zero has
+    none to tell: its one step is a move, not its resolution (a thread count that sat at 50 and
+    went to 80 once had a 'resolution' of 30, and its move a z of 0.5); there the unit of a share
+    of its level stands in (``_block``). From zero, the step is the only scale a series has."""
     S, C, T = srt.shape
     out = np.full((S, C), 1e-12)
     if T < 2:  # one time point: no step to measure
@@ -87,6 +93,8 @@ def _resolution(srt: np.ndarray) -> np.ndarray:
     np.copyto(d, np.inf, where=~(d > tol))  # NaN compares false: out too
     del tol
     m = d.min(axis=2)
+    two = np.isfinite(d).sum(axis=2) < 2  # fewer than three distinct values
+    m = np.where(two & (srt[:, :, 0] != 0), np.inf, m)
     out = np.where(np.isfinite(m), m, out)
     return out
 
@@ -94,9 +102,11 @@ def _resolution(srt: np.ndarray) -> np.ndarray:
 def _robust(x: np.ndarray, floor: np.ndarray, with_mad: bool = False, srt: np.ndarray | None = None,
             unit: np.ndarray | None = None):
     """|x - median| / its scale along the last axis; NaN stays NaN. The scale is 1.4826 x MAD,
-    never under ``floor`` nor under the usual size of a departure where there is one (a series
-    that sits on its median most of the time, zero requests at night, has a MAD of 0: its
-    ordinary noise when it moves must not count as a deviation); and where ``unit`` is given, z's
+    never under ``floor`` nor under the usual size of a departure where departing is the series'
+    habit, three separate departures or more (a series that sits on its median most of the time,
+    zero requests at night, has a MAD of 0: its ordinary noise when it moves must not count as a
+    deviation; a series that left its level once, a step in a count that sits still, has no such
+    habit, and its one move was its own scale: z 1); and where ``unit`` is given, z's
     unit is never under it (the scale returned is the series' own). ``srt``: x sorted along its
     last axis, when the caller has it. Two sorts: x's and the deviations' (the MAD and the
     median of the deviations above the floor, a suffix of the sorted deviations, both from it)."""
@@ -111,6 +121,10 @@ def _robust(x: np.ndarray, floor: np.ndarray, with_mad: bool = False, srt: np.nd
     low = (sd <= floor[..., None]).sum(axis=-1, keepdims=True)  # at or under the floor: a prefix
     moved = np.nan_to_num(median_of_sorted(sd, n - low, low), nan=0.0)  # the median of the rest, 0 if none
     del sd
+    away = dev > floor[..., None]  # (time order) off the median beyond the floor
+    departures = (away[..., 1:] & ~away[..., :-1]).sum(axis=-1, keepdims=True) + away[..., :1]
+    del away
+    moved = np.where(departures >= HABIT, moved, 0.0)
     scale = np.fmax(np.fmax(mad, floor[..., None]), np.where(mad > floor[..., None], 0.0, moved))
     dev /= scale if unit is None else np.fmax(scale, unit[..., None])
     z = dev.astype(np.float32)  # z to 7 digits is plenty, and half the memory of a cube
@@ -308,7 +322,7 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     if S < 3 and days:
         notes.append(f"{count_of(S, 'servers')}: each judged against its own history only (3 are needed for peers)")
     over = z > p.z
-    need = p.min_counters or max(2, int(np.ceil(C / 10)))
+    need = min(p.min_counters or max(2, int(np.ceil(C / 10))), C)  # one counter: it alone (a CPU-only fleet)
     flag = (over.sum(axis=1) >= need) | (z.max(axis=1) > p.strong)  # (S, T)
     edges = find_edges(cs)
     # a view of call edges (edges.py): its intervals are per service called, from the edges into
