@@ -865,6 +865,43 @@ def test_a_fleet_of_one_counter_flags_a_server_on_it_alone():
     assert any(iv.server == 3 and iv.start <= 102 and iv.end >= 107 for iv in ot.intervals)
 
 
+@pytest.mark.parametrize("days,frac", [(4, 0.3), (2, 0.6), (4, 0.15)])
+def test_an_incident_still_running_at_the_end_is_one_level_change(days, frac):
+    """srv-5's two counters up for the last part of the data, the triage case (it is still going
+    on): beyond z at more than a tenth of the points, the tail's scaling cut it into pieces (a
+    third of the data) or hid it (60% of two days: its median is the new level, PAD's view under
+    its threshold: no finding at all). Now one finding, from its start to the end of the data."""
+    T = days * 96
+    a = int(T * (1 - frac))
+    cs = _fleet_with(days, event=([5], 1, 3, a, T, 0.6))
+    ca = analyse_counters(cs)
+    changes = ca.over_time.changes
+    assert len(changes) == 1 and changes[0].server == 5 and changes[0].end == T - 1
+    assert abs(changes[0].start - a) <= 3 and {c for c, *_ in changes[0].counters} == {1, 2}
+    f = [x for x in counter_findings(ca) if "at another level" in x.title]
+    assert len(f) == 1 and f[0].subject == "srv-5" and "to the end of the data" in f[0].title
+    assert not any(x.subject == "srv-5" and "unusual from" in x.title and "c1" in x.title for x in counter_findings(ca))
+
+
+def test_bursts_and_a_fleet_wide_change_are_no_server_level_change():
+    """A latency that jumps at 15% of the points, here and there, is no level change; a counter
+    at another level on every server at once is the fleet's: one finding, not eight."""
+    from perftriage.analysis.counters.over_time import detect_over_time
+
+    cs = _fleet_with(6)
+    v = cs.values.copy()
+    rng = np.random.default_rng(3)
+    shape = (v.shape[0], v.shape[2])
+    v[:, 4] = np.where(rng.random(shape) < 0.15, rng.uniform(0.05, 0.5, shape), 0.003 + rng.normal(0, 1e-4, shape))
+    v[:, 0, 460:] += 0.6 + 0.05 * np.arange(8)[:, None]  # every server, each by about as much
+    cs = from_cube(v, cs.servers, cs.counters, start=cs.start, interval=cs.interval)
+    ot = detect_over_time(cs)
+    assert not any(c == 4 for lc in ot.changes for c, *_ in lc.counters)
+    ca = analyse_counters(cs)
+    f = [x for x in counter_findings(ca) if "at another level" in x.title]
+    assert len(f) == 1 and f[0].title.startswith("c0 at another level on") and f[0].severity == "info"
+
+
 def test_less_than_three_days_is_judged_against_peers_only():
     from perftriage.analysis.counters.over_time import detect_over_time
 

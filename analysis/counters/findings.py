@@ -366,8 +366,13 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
     p = ot.params
     params = {**asdict(p), "seasonal": ot.seasonal, "period_points": ot.period, "interval_s": cs.interval}
     S = len(cs.servers)
-    out = []
-    for rank, iv in enumerate([iv for iv in ot.intervals if not iv.twin][: p.max_intervals]):
+    out = _change_findings(ot, cs, params)
+
+    def within_change(iv) -> bool:  # a piece of a level change said above (its top counter among the change's)
+        return any(lc.server == iv.server and lc.start <= iv.start and iv.end <= lc.end
+                   and iv.counters and iv.counters[0][0] in {c for c, *_ in lc.counters} for lc in ot.changes)
+
+    for rank, iv in enumerate([iv for iv in ot.intervals if not iv.twin and not within_change(iv)][: p.max_intervals]):
         sharing = {j.server for j in ot.intervals if j.start <= iv.end and j.end >= iv.start}
         names = [cs.counters[c] for c, *_ in iv.counters]
         who = f"{count_of(len(names), 'counters')}: {', '.join(names[:4])}{'...' if len(names) > 4 else ''}"
@@ -432,4 +437,49 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
                       f"beyond {p.strong:g}"] + ot.notes,
             tables=[Table(["server", "from", "to", "points", "peak", "peak z", "counters"], rows, "in time order")],
             parameters=params, target={"kind": "pane", "pane": "counters", "part": "intervals"}))
+    return out
+
+
+def _change_findings(ot: OverTime, cs: CounterSet, params: dict) -> list[Finding]:
+    """One finding per level change (a server's counters beyond z over one long stretch: an
+    incident still running at the end of the data, or a long departure), the strongest first."""
+    T, out = cs.n_points, []
+    said: set[int] = set()  # servers of a fleet-wide change said already
+    for lc in ot.changes:
+        if len(out) >= ot.params.max_intervals:
+            break
+        if lc.server in said:
+            continue
+        names = [cs.counters[c] for c, *_ in lc.counters]
+        span = _span(cs, lc.points)
+        if lc.end >= T - 1 and lc.start > 0:
+            when, elsewhere = f"since {cs.when(lc.start)}, to the end of the data ({span})", "before"
+        elif lc.start <= 0 and lc.end < T - 1:
+            when, elsewhere = f"from the start of the data to {cs.when(lc.end)} ({span})", "after"
+        else:
+            when, elsewhere = f"from {cs.when(lc.start)} to {cs.when(lc.end)} ({span})", "before and after"
+        ev = [f"{cs.servers[lc.server]}: {count_of(len(names), 'counters')} at another level {when}"]
+        for c, zm, level, other, peer in lc.counters:
+            ev.append(f"{cs.counters[c]}: {_num(level)} there, {_num(other)} {elsewhere}"
+                      + (f"; its peers {_num(peer)} at the same time" if np.isfinite(peer) else "")
+                      + f" (robust z {zm:.1f} at the middle of the stretch)")
+        ev.append(f"details: beyond z {ot.params.z:g} over one long stretch, not in bursts: a level the server moved to, "
+                  "said once here (over time, the tail's scaling would show it in pieces, or not at all)")
+        if lc.shared:  # the fleet's change, once, below the servers' own
+            said.update(lc.shared)
+            who = [cs.servers[s] for s in [lc.server] + lc.shared]
+            ev[0] = (f"{len(who)} of {len(cs.servers)} servers: {', '.join(who[:8])}{'...' if len(who) > 8 else ''}: "
+                     f"{names[0]} at another level {when}, the same change on each: the fleet's, not one server's")
+            out.append(Finding(
+                analysis="counters", title=f"{names[0]} at another level on {len(who)} of {len(cs.servers)} servers "
+                                           f"{when}",
+                subject=names[0], score=0.0, severity="info", evidence=ev[:1] + ev[1:2] + ev[-1:],
+                parameters=params, target={"kind": "pane", "pane": "counters", "part": "intervals"}))
+            continue
+        out.append(Finding(
+            analysis="counters", title=f"{cs.servers[lc.server]}: {', '.join(names[:3])}{'...' if len(names) > 3 else ''} "
+                                       f"at another level {when}",
+            subject=cs.servers[lc.server], score=lc.score, severity="warning", evidence=ev, parameters=params,
+            target={"kind": "server", "server": cs.servers[lc.server], "counter": names[0],
+                    "from_s": float(cs.start + lc.start * cs.interval), "to_s": float(cs.start + lc.end * cs.interval)}))
     return out

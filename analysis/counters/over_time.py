@@ -59,6 +59,44 @@ class Interval:
 
 
 @dataclass
+class LevelChange:
+    """A server's counters beyond z over one long stretch: a level it moved to and stayed at (to
+    the end of the data: an incident still running), or a long departure. ``start``..``end``:
+    the stretch at the other level, decided against the peers where there are some (the part
+    that differs from them), else the stretch beyond z."""
+    server: int
+    start: int
+    end: int
+    counters: list[tuple[int, float, float, float, float]]  # (counter, median z, level there, level elsewhere,
+    # the peers' level there: NaN without peers)
+    score: float = 0.0
+    shared: list[int] = field(default_factory=list)  # the other servers whose same counter changed with it
+    # (half the fleet or more: the fleet's change, said once)
+    own: bool = True  # away from its peers there (False: it moved with them; kept only as part of the fleet's)
+
+    @property
+    def points(self) -> int:
+        return self.end - self.start + 1
+
+
+def _stretch(z: np.ndarray, p: TimeParams) -> tuple[int, int] | None:
+    """The one run (gaps of a hundredth of the series or ``p.gap`` bridged) that holds half of a
+    series' points beyond z or more, is beyond z at half its points or more, and spans ``p.tail``
+    of the series, or None: beyond z here and there (bursts, a heavy tail). Half, not all: a daily profile learnt over days that hold the
+    change puts the same hours of the days before beyond z too."""
+    idx = np.flatnonzero(z > p.z)
+    if not len(idx):
+        return None
+    cuts = np.flatnonzero(np.diff(idx) > max(p.gap, len(z) // 100) + 1)
+    starts, ends = np.r_[0, cuts + 1], np.r_[cuts, len(idx) - 1]
+    j = int(np.argmax(ends - starts))
+    held, length = ends[j] - starts[j] + 1, idx[ends[j]] - idx[starts[j]] + 1
+    if held < 0.5 * len(idx) or length < p.tail * len(z) or held < 0.5 * length:  # bursts bridged are no level
+        return None
+    return int(idx[starts[j]]), int(idx[ends[j]])
+
+
+@dataclass
 class OverTime:
     params: TimeParams
     flagged: np.ndarray  # (S, T) bool, after merging intervals
@@ -71,6 +109,7 @@ class OverTime:
     alone: np.ndarray | None = None  # (S,) bool: servers without peers, judged against all the others' movement
     edges: Edges | None = None  # counters that name a caller and a callee, and the servers that hold them
     recent: int = 0  # points in the hour before that series without peers were judged against (< 3 days)
+    changes: list[LevelChange] = field(default_factory=list)  # sustained departures (TimeParams.sustained)
 
 
 HABIT = 3  # separate departures from its median that make their size a series' usual move (_robust)
@@ -289,6 +328,8 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     recent = hour if not days and hour >= 6 and T >= 4 * hour else 0
     n_recent = np.zeros(C, int)  # per block (its first counter): series judged against the hour before
 
+    stretches: list[tuple[int, int, int, int, float]] = []  # (server, counter, first, last, median z there)
+
     def work(lo, hi):
         zb, wb, db, usual_all[:, lo:hi], n_recent[lo] = _block(v[:, lo:hi, :], p, days, period, peers, recent)
         zb = np.nan_to_num(zb, nan=0.0, posinf=1e6)
@@ -298,6 +339,11 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
         # named the faulty pod first for 7 of 24 faults without, 17 with; the ASD fleet's
         # intervals in the order ranked, 36 of the first 50 in a labelled segment against 32)
         q = np.quantile(zb, 1 - p.tail, axis=2, keepdims=True)
+        if p.sustained:  # before the scaling: beyond z over one long stretch is a level change, no tail
+            for s_, c_ in np.argwhere(q[..., 0] > p.z):
+                st = _stretch(zb[s_, c_], p)
+                if st is not None:
+                    stretches.append((int(s_), lo + int(c_), *st, float(np.median(zb[s_, c_, st[0]:st[1] + 1]))))
         zb *= np.minimum(1.0, p.z / np.maximum(q, 1e-12)).astype(np.float32)
         z[:, lo:hi, :] = zb
         why_peer[:, lo:hi, :] = wb
@@ -409,5 +455,83 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     alone = None
     if peers is not None and not peers.whole_fleet:
         alone = ~peers.compared[peers.group]
+    changes = _level_changes(v, sorted(stretches), peers, p) if stretches else []
     return OverTime(p, merged, z, seasonal, period if seasonal else 0, intervals, notes, need, alone, edges,
-                    recent if alone_series else 0)
+                    recent if alone_series else 0, changes)
+
+
+def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams) -> list[LevelChange]:
+    """Each server's long stretches, those of its counters that start and end together (within a
+    fiftieth of the data) as one change; where the stretch beyond z is the part at its peers' level
+    (more than half the series moved: its median is the new level), the other part is the change.
+    The peers' median and spread are computed once per counter that has a stretch."""
+    S, C, T = v.shape
+    tol = max(3, T // 50)
+    out: list[LevelChange] = []
+    by_counter: dict[int, list] = {}
+    for st in stretches:
+        by_counter.setdefault(st[1], []).append(st)
+    groups = [np.arange(S)] if peers is None else [peers.members(g) for g in range(len(peers.roles))]
+    group_of = np.zeros(S, int) if peers is None else peers.group
+    step = max(1, T // 256)  # the peers' level and spread on every step-th point: a stretch's median needs no more
+    for c_, sts in by_counter.items():
+        vs = v[:, c_, ::step]  # (S, T / step)
+        pm = peers_median(vs[:, None, :], peers)[:, 0] if S >= 3 else None
+        spread = np.full((len(groups), vs.shape[1]), np.nan)  # how far a group's servers lie from one another
+        if S >= 3:
+            for g, members in enumerate(groups):
+                if len(members) >= 3 and {s for s, *_ in sts} & set(members.tolist()):
+                    w = vs[members]
+                    spread[g] = 1.4826 * nanmedian(np.abs(w - nanmedian(w, 0)), 0)
+        for s_, _, a, b, zm in sts:
+            x, xs = v[s_, c_], vs[s_]
+            if pm is not None and (a <= tol) != (b >= T - 1 - tol):  # from the start, or to the end: which differs?
+                i, j = a // step, b // step + 1
+                inside = _med(xs[i:j] - pm[s_, i:j])
+                outside = _med(np.r_[xs[:i] - pm[s_, :i], xs[j:] - pm[s_, j:]])
+                if np.isfinite(inside) and abs(outside) > abs(inside):
+                    a, b = (b + 1, T - 1) if a <= tol else (0, a - 1)
+            i, j = a // step, b // step + 1
+            level = _med(x[a:b + 1])
+            peer = _med(pm[s_, i:j]) if pm is not None else float("nan")
+            # its own change when as far from its peers as they lie from one another at the same time, p.z
+            # times or more (PAD's server view, over the stretch): beside peers spread wide there (a
+            # warm-up when every server's actors swing), 5% under them is no level of its own; such a
+            # change is said only as part of the fleet's
+            sp = _med(spread[group_of[s_], i:j])
+            own = not (np.isfinite(sp) and np.isfinite(peer) and abs(level - peer) < p.z * max(sp, 1e-12))
+            other = _med(np.r_[x[:a], x[b + 1:]])
+            for lc in out:
+                if lc.server == s_ and lc.own == own and abs(lc.start - a) <= tol and abs(lc.end - b) <= tol:
+                    lc.counters.append((c_, zm, level, other, peer))
+                    break
+            else:
+                out.append(LevelChange(s_, a, b, [(c_, zm, level, other, peer)], own=own))
+    if S >= 3:  # the same counter at another level over the same time on half the fleet or more
+        for lc in out:
+            mine = {c for c, *_ in lc.counters}
+            lc.shared = [o.server for o in out if o is not lc and abs(o.start - lc.start) <= tol
+                         and abs(o.end - lc.end) <= tol and mine & {c for c, *_ in o.counters}]
+            if len(lc.shared) + 1 < S / 2:
+                lc.shared = []
+    out = [lc for lc in out if lc.own or lc.shared]  # moved with its peers: only the fleet's change says it
+    for lc in out:
+        lc.counters.sort(key=lambda c: -c[1])
+        lc.score = float(lc.counters[0][1]) * float(np.sqrt(lc.points)) * len(lc.counters) ** 0.5
+    out.sort(key=lambda lc: -lc.score)
+    return out
+
+
+def _med(x: np.ndarray) -> float:
+    """The median of a 1-D array, NaN skipped (NaN when none): numpy's partition, not a sort."""
+    nan = np.isnan(x)
+    if nan.any():
+        x = x[~nan]
+    n = len(x)
+    if not n:
+        return float("nan")
+    k = n // 2
+    if n % 2:
+        return float(np.partition(x, k)[k])
+    part = np.partition(x, (k - 1, k))
+    return float(part[k - 1] + part[k]) / 2
