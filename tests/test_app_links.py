@@ -194,8 +194,11 @@ async def test_every_finding_opens_what_it_is_about(sample, reference):
             if f.target.get("part") == "intervals":
                 pane = app.query_one(CountersPane)
                 assert pane.row_marks[pane.table.cursor] is not None
-                # the intervals are rows of the list, after the servers PAD's X names
-                assert sum(m is not None for m in pane.row_marks) == min(15, len(pane.ca.over_time.intervals)) > 0
+                # the intervals are rows of the list, after the servers PAD's X names and the level changes
+                ot = pane.ca.over_time
+                changes = min(15, sum(not lc.shared for lc in ot.changes))
+                assert sum(m is not None for m in pane.row_marks) == min(15, len(ot.intervals)) + changes > 0
+                assert sum(m is not None and m[2] == "the level change" for m in pane.row_marks) == changes
             await back_to_findings(app, pilot, row_of(row))
         assert (sample != "fleet" or ("server", None, True) in tried) and (sample != "microservices" or
                                                                              ("pod", None, False) in tried)

@@ -97,6 +97,22 @@ class CountersPane(ViewPane):
         # the unusual intervals over time (each series against its history and its peers: what
         # finds the incidents of a real fleet), after the servers PAD's X names and before the others
         at = sum(1 for st in styles if st == "alert")
+        # a server's level changes first (an incident still running at the end of the data), then intervals
+        changes = [lc for lc in ca.over_time.changes if not lc.shared][:15] if ca.over_time is not None else []
+        for lc in changes:
+            names = [cs.counters[c] for c, *_ in lc.counters]
+            c0, _, level, other, peer = lc.counters[0]
+            to = "the end" if lc.end >= cs.n_points - 1 else cs.time_label(lc.end)
+            rows.insert(at, ["", cs.servers[lc.server], names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
+                             _z(lc.counters[0][1]), cs.time_label(lc.start),
+                             f"another level to {to} ({lc.points} points): {_n(level)} against {_n(other)} "
+                             f"{'before' if to == 'the end' else 'elsewhere'}"
+                             + (f", peers {_n(peer)}" if np.isfinite(peer) else "")
+                             + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
+            styles.insert(at, "alert")
+            items.insert(at, (lc.server, c0))
+            marks.insert(at, (cs.start + lc.start * cs.interval, cs.start + lc.end * cs.interval, "the level change"))
+            at += 1
         ivs = [iv for iv in ca.over_time.intervals if not iv.twin][:15] if ca.over_time is not None else []
         for j, iv in enumerate(ivs):
             names = [cs.counters[c] for c, *_ in iv.counters]
