@@ -33,6 +33,7 @@ from perftriage.analysis.stats import median_of_sorted, valid_count
 from perftriage.analysis.units import count_of
 
 from .edges import Edges, attribute, find_edges, wait_for_callees
+from .onset import find_onset
 from .params import TimeParams
 from .peers import Peers
 from .stats import THREADS, counters_per_block, each_block, nanmedian
@@ -112,6 +113,7 @@ class OverTime:
     changes: list[LevelChange] = field(default_factory=list)  # sustained departures (TimeParams.sustained)
 
 
+ONSET_GAIN = 0.8  # share of a series' variance a fitted step or hinge must explain to date a level change
 HABIT = 3  # separate departures from its median that make their size a series' usual move (_robust)
 
 
@@ -474,6 +476,7 @@ def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams)
     groups = [np.arange(S)] if peers is None else [peers.members(g) for g in range(len(peers.roles))]
     group_of = np.zeros(S, int) if peers is None else peers.group
     step = max(1, T // 256)  # the peers' level and spread on every step-th point: a stretch's median needs no more
+    found = []
     for c_, sts in by_counter.items():
         vs = v[:, c_, ::step]  # (S, T / step)
         pm = peers_median(vs[:, None, :], peers)[:, 0] if S >= 3 else None
@@ -491,6 +494,13 @@ def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams)
                 outside = _med(np.r_[xs[:i] - pm[s_, :i], xs[j:] - pm[s_, j:]])
                 if np.isfinite(inside) and abs(outside) > abs(inside):
                     a, b = (b + 1, T - 1) if a <= tol else (0, a - 1)
+            if b >= T - 1 - tol and a > 0:
+                # where it started: the first crossing of z is noise's where the change is a slow ramp
+                # (the same buffer leak read from Prometheus and from a file began 25 minutes apart);
+                # a step or a hinge fitted to the series against its peers dates it, when it fits well
+                o = find_onset(x - pm[s_].repeat(step)[:T] if pm is not None else x, min_before=max(2, tol))
+                if o is not None and o.gain >= ONSET_GAIN and a - (b - a) <= o.index < b - tol:
+                    a = o.index
             i, j = a // step, b // step + 1
             level = _med(x[a:b + 1])
             peer = _med(pm[s_, i:j]) if pm is not None else float("nan")
@@ -500,13 +510,16 @@ def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams)
             # change is said only as part of the fleet's
             sp = _med(spread[group_of[s_], i:j])
             own = not (np.isfinite(sp) and np.isfinite(peer) and abs(level - peer) < p.z * max(sp, 1e-12))
-            other = _med(np.r_[x[:a], x[b + 1:]])
-            for lc in out:
-                if lc.server == s_ and lc.own == own and abs(lc.start - a) <= tol and abs(lc.end - b) <= tol:
-                    lc.counters.append((c_, zm, level, other, peer))
-                    break
-            else:
-                out.append(LevelChange(s_, a, b, [(c_, zm, level, other, peer)], own=own))
+            found.append((s_, a, b, -zm, c_, level, _med(np.r_[x[:a], x[b + 1:]]), peer, own))
+    # grouped in the order of their starts, whatever the order of the counters (a Prometheus range
+    # lists them by name, a CSV by column): the earliest start of a group is its start
+    for s_, a, b, nzm, c_, level, other, peer, own in sorted(found):
+        for lc in out:
+            if lc.server == s_ and lc.own == own and abs(lc.start - a) <= tol and abs(lc.end - b) <= tol:
+                lc.counters.append((c_, -nzm, level, other, peer))
+                break
+        else:
+            out.append(LevelChange(s_, a, b, [(c_, -nzm, level, other, peer)], own=own))
     if S >= 3:  # the same counter at another level over the same time on half the fleet or more
         for lc in out:
             mine = {c for c, *_ in lc.counters}
