@@ -494,13 +494,6 @@ def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams)
                 outside = _med(np.r_[xs[:i] - pm[s_, :i], xs[j:] - pm[s_, j:]])
                 if np.isfinite(inside) and abs(outside) > abs(inside):
                     a, b = (b + 1, T - 1) if a <= tol else (0, a - 1)
-            if b >= T - 1 - tol and a > 0:
-                # where it started: the first crossing of z is noise's where the change is a slow ramp
-                # (the same buffer leak read from Prometheus and from a file began 25 minutes apart);
-                # a step or a hinge fitted to the series against its peers dates it, when it fits well
-                o = find_onset(x - pm[s_].repeat(step)[:T] if pm is not None else x, min_before=max(2, tol))
-                if o is not None and o.gain >= ONSET_GAIN and a - (b - a) <= o.index < b - tol:
-                    a = o.index
             i, j = a // step, b // step + 1
             level = _med(x[a:b + 1])
             peer = _med(pm[s_, i:j]) if pm is not None else float("nan")
@@ -510,23 +503,45 @@ def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams)
             # change is said only as part of the fleet's
             sp = _med(spread[group_of[s_], i:j])
             own = not (np.isfinite(sp) and np.isfinite(peer) and abs(level - peer) < p.z * max(sp, 1e-12))
+            if own and b >= T - 1 - tol and a > 0:
+                # where it started: the first crossing of z is noise's where the change is a slow ramp
+                # (the same buffer leak read from Prometheus and from a file began 25 minutes apart);
+                # a step or a hinge fitted to the series against its peers dates it, when it fits well
+                o = find_onset(x - pm[s_].repeat(step)[:T] if pm is not None else x, min_before=max(2, tol))
+                if o is not None and o.gain >= ONSET_GAIN and a - (b - a) <= o.index < b - tol:
+                    a = o.index
+                    i = a // step
+                    level, peer = _med(x[a:b + 1]), _med(pm[s_, i:j]) if pm is not None else float("nan")
             found.append((s_, a, b, -zm, c_, level, _med(np.r_[x[:a], x[b + 1:]]), peer, own))
     # grouped in the order of their starts, whatever the order of the counters (a Prometheus range
     # lists them by name, a CSV by column): the earliest start of a group is its start
+    mine: dict[tuple[int, bool], list[LevelChange]] = {}  # a server's changes, its own or with its peers
     for s_, a, b, nzm, c_, level, other, peer, own in sorted(found):
-        for lc in out:
-            if lc.server == s_ and lc.own == own and abs(lc.start - a) <= tol and abs(lc.end - b) <= tol:
+        for lc in mine.setdefault((s_, own), []):
+            if abs(lc.start - a) <= tol and abs(lc.end - b) <= tol:
                 lc.counters.append((c_, -nzm, level, other, peer))
                 break
         else:
-            out.append(LevelChange(s_, a, b, [(c_, -nzm, level, other, peer)], own=own))
+            lc = LevelChange(s_, a, b, [(c_, -nzm, level, other, peer)], own=own)
+            mine[(s_, own)].append(lc)
+            out.append(lc)
     if S >= 3:  # the same counter at another level over the same time on half the fleet or more
-        for lc in out:
-            mine = {c for c, *_ in lc.counters}
-            lc.shared = [o.server for o in out if o is not lc and abs(o.start - lc.start) <= tol
-                         and abs(o.end - lc.end) <= tol and mine & {c for c, *_ in o.counters}]
-            if len(lc.shared) + 1 < S / 2:
-                lc.shared = []
+        holders: dict[int, list[int]] = {}  # counter -> the changes (indices into out) that hold it
+        for k, lc in enumerate(out):
+            for c, *_ in lc.counters:
+                holders.setdefault(c, []).append(k)
+        shared: list[set[int]] = [set() for _ in out]
+        for ks in holders.values():
+            if len(ks) + 1 < S / 2:
+                continue
+            ks = np.array(ks)
+            st = np.array([out[k].start for k in ks])
+            en = np.array([out[k].end for k in ks])
+            for k, a, b in zip(ks, st, en):
+                near = ks[(np.abs(st - a) <= tol) & (np.abs(en - b) <= tol) & (ks != k)]
+                shared[k].update(out[j].server for j in near)
+        for k, lc in enumerate(out):
+            lc.shared = sorted(shared[k]) if len(shared[k]) + 1 >= S / 2 else []
     out = [lc for lc in out if lc.own or lc.shared]  # moved with its peers: only the fleet's change says it
     for lc in out:
         lc.counters.sort(key=lambda c: -c[1])
