@@ -894,12 +894,15 @@ def test_bursts_and_a_fleet_wide_change_are_no_server_level_change():
     shape = (v.shape[0], v.shape[2])
     v[:, 4] = np.where(rng.random(shape) < 0.15, rng.uniform(0.05, 0.5, shape), 0.003 + rng.normal(0, 1e-4, shape))
     v[:, 0, 460:] += 0.6 + 0.05 * np.arange(8)[:, None]  # every server, each by about as much
+    v[2, 2, 440:] += 0.6  # and srv-2's own, which sharing the fleet's does not hide
     cs = from_cube(v, cs.servers, cs.counters, start=cs.start, interval=cs.interval)
     ot = detect_over_time(cs)
     assert not any(c == 4 for lc in ot.changes for c, *_ in lc.counters)
     ca = analyse_counters(cs)
     f = [x for x in counter_findings(ca) if "at another level" in x.title]
-    assert len(f) == 1 and f[0].title.startswith("c0 at another level on") and f[0].severity == "info"
+    assert len(f) == 2
+    assert [x.severity for x in f if x.title.startswith("c0 at another level on 8 of 8 servers")] == ["info"]
+    assert [x.severity for x in f if x.title.startswith("srv-2: c2 at another level since")] == ["warning"]
 
 
 def test_less_than_three_days_is_judged_against_peers_only():

@@ -444,12 +444,12 @@ def _change_findings(ot: OverTime, cs: CounterSet, params: dict) -> list[Finding
     """One finding per level change (a server's counters beyond z over one long stretch: an
     incident still running at the end of the data, or a long departure), the strongest first."""
     T, out = cs.n_points, []
-    said: set[int] = set()  # servers of a fleet-wide change said already
+    said: set[tuple[int, int]] = set()  # (server, counter) of a fleet's change said already
     for lc in ot.changes:
         if len(out) >= ot.params.max_intervals:
             break
-        if lc.server in said:
-            continue
+        if lc.shared and (lc.server, lc.counters[0][0]) in said:
+            continue  # a server's own changes are said whatever fleet's change it shares too
         names = [cs.counters[c] for c, *_ in lc.counters]
         span = _span(cs, lc.points)
         if lc.end >= T - 1 and lc.start > 0:
@@ -462,11 +462,11 @@ def _change_findings(ot: OverTime, cs: CounterSet, params: dict) -> list[Finding
         for c, zm, level, other, peer in lc.counters:
             ev.append(f"{cs.counters[c]}: {_num(level)} there, {_num(other)} {elsewhere}"
                       + (f"; its peers {_num(peer)} at the same time" if np.isfinite(peer) else "")
-                      + f" (robust z {zm:.1f} at the middle of the stretch)")
+                      + f" (median robust z {zm:.1f} over the stretch)")
         ev.append(f"details: beyond z {ot.params.z:g} over one long stretch, not in bursts: a level the server moved to, "
                   "said once here (over time, the tail's scaling would show it in pieces, or not at all)")
         if lc.shared:  # the fleet's change, once, below the servers' own
-            said.update(lc.shared)
+            said.update((s, lc.counters[0][0]) for s in lc.shared)
             who = [cs.servers[s] for s in [lc.server] + lc.shared]
             ev[0] = (f"{len(who)} of {len(cs.servers)} servers: {', '.join(who[:8])}{'...' if len(who) > 8 else ''}: "
                      f"{names[0]} at another level {when}, the same change on each: the fleet's, not one server's")
