@@ -426,6 +426,18 @@ async def test_counters_pane_views_and_correlations():
         assert VIEWS[pane.view] == "correlations" and "Pearson" in app.export_screenshot() and pane.corr is not None
 
 
+def test_the_aiops_metric_export_is_read_as_long_counters(tmp_path):
+    """timestamp, cmdb_id (the pod), kpi_name, value: before, no server column was recognised
+    and the file was not a counter file perftriage reads."""
+    rows = ["timestamp,cmdb_id,kpi_name,value"]
+    rows += [f"{1647705600 + 60 * k},frontend-{s},{c},{50 + (s == 4 and 40 <= k < 50) * 30 + k % 3}"
+             for k in range(120) for s in range(5) for c in ("cpu", "mem")]
+    p = _write(tmp_path / "kpi_container.csv", "\n".join(rows) + "\n")
+    cs = load_counters([p])
+    assert sorted(cs.servers) == [f"frontend-{s}" for s in range(5)] and sorted(cs.counters) == ["cpu", "mem"]
+    assert cs.n_points == 120 and cs.interval == 60
+
+
 def test_one_file_per_server_without_a_server_column_is_that_servers(tmp_path, monkeypatch):
     """Exports per host (web-01.csv: time and counters, no server column) read as a fleet: each
     file the server named after it, epoch and ISO times aligned, the same cube as one wide file

@@ -46,8 +46,9 @@ from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from .table import CounterSet, Piece, RawCounters, align
 
 TIME_NAMES = ("time", "timestamp", "ts", "t", "datetime", "date")
-SERVER_NAMES = ("server", "instance", "host", "hostname", "node", "machine", "silo", "pod", "podname", "container")
-COUNTER_NAMES = ("counter", "metric", "name", "countername", "metricname")
+SERVER_NAMES = ("server", "instance", "host", "hostname", "node", "machine", "silo", "pod", "podname", "container",
+                "cmdbid", "hostip")  # cmdb_id: the pod or host of the AIOps challenges' metric exports
+COUNTER_NAMES = ("counter", "metric", "name", "countername", "metricname", "kpiname", "kpi")
 THREAD_NAMES = ("thread", "tid", "threadid", "lwp")
 INDEX_NAMES = ("idx", "index", "row", "rownumber", "sample", "")  # a first column numbering rows
 
