@@ -53,13 +53,14 @@ def _flags(ca) -> np.ndarray:
 def run(quick: bool = False, first_seed: int = 1) -> bool:
     seeds = range(first_seed, first_seed + (3 if quick else 36))
     t0 = time.perf_counter()
-    rows = {}
+    rows, changes = {}, {}
     totals = [0, 0, 0]
     params = CounterParams()
     for kind in ("stuck_rng", "hot_partition", "buffer_leak"):
         first = dated = cases = 0
         tp = fp = fn = 0
         errs = []
+        lc_found, lc_errs = 0, []  # the level change over time on the incident's server (the fleet's: any)
         for seed in seeds:
             rng = np.random.default_rng([seed, 11])
             server = int(rng.integers(25))
@@ -80,6 +81,12 @@ def run(quick: bool = False, first_seed: int = 1) -> bool:
                 sd = next((d for d in ca.servers if d.server == server), None)
                 onset = sd.onset if sd is not None else None
             first += hit
+            ot = ca.over_time
+            mine = [lc for lc in ot.changes if (lc.shared if kind == "buffer_leak" else lc.server == server and lc.own)
+                    and {c for c, *_ in lc.counters} & affected]
+            if mine:
+                lc_found += 1
+                lc_errs.append(min((lc.start - inc["start_index"] for lc in mine), key=abs))
             if onset is not None:
                 errs.append(onset.index - inc["start_index"])
                 dated += abs(onset.index - inc["start_index"]) <= 2
@@ -92,14 +99,16 @@ def run(quick: bool = False, first_seed: int = 1) -> bool:
         rec = tp / (tp + fn) if tp + fn else 1.0
         f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
         rows[kind] = (first / cases, dated / cases, prec, rec, f1, errs)
+        changes[kind] = (lc_found / cases, lc_errs)
         totals[0] += first
         totals[1] += dated
         totals[2] += cases
-    healthy = 0
+    healthy = healthy_changes = 0
     for seed in seeds:
         cs, _ = fleet_counters(FleetConfig(seed=100 + seed))
         ca = analyse_counters(cs, params)
         healthy += bool(ca.servers or (ca.fleet is not None and ca.fleet.lasting(params.min_gain)))
+        healthy_changes += any(lc.own for lc in ca.over_time.changes)
     mixed = _mixed(seeds, params)
     print(f"  {len(list(seeds))} fleets per incident (25 servers x 50 counters x 288 points), defaults "
           f"(server X >= {params.server_x:g}, time X >= {params.time_x:g}); {time.perf_counter() - t0:.1f} s")
@@ -111,6 +120,13 @@ def run(quick: bool = False, first_seed: int = 1) -> bool:
     first_all, dated_all = totals[0] / totals[2], totals[1] / totals[2]
     print(f"  {'all incidents':<15} {first_all:>12.0%} {dated_all:>10.0%}")
     print(f"  healthy fleets reporting a deviation: {healthy} of {len(list(seeds))}")
+    print("  level changes over time (an incident still running at the end of the data as one finding): the "
+          "incident's server's own (buffer_leak: the fleet's) on a counter it moves")
+    for kind, (found, lc_errs) in changes.items():
+        near = sum(abs(e) <= 2 for e in lc_errs)
+        print(f"  {kind:<15} found {found:>5.0%}, dated within 2 intervals {near / len(list(seeds)):>5.0%}, "
+              f"median error {np.median(lc_errs) if lc_errs else float('nan'):+.0f}")
+    print(f"  healthy fleets with a server's own level change: {healthy_changes} of {len(list(seeds))}")
     print(f"  beside 8 servers of another kind ({GATEWAYS}: the same counters at other levels, each counter's x "
           "e^N(0, 1)), server incidents:")
     print(f"  {'servers compared':<28} {'first finding the incident':>26} {'gateways named':>15}")

@@ -105,6 +105,10 @@ def run(quick: bool = False) -> bool:
     firsts = ", ".join(f"first {k}: {sum(ranked[:k])}/{min(k, len(ranked))}" for k in (ca.params.over_time.max_intervals,
                                                                                        25, 50, 100))
     print(f"  perftriage's intervals in a labelled segment, as ranked (the first are the report's findings): {firsts}")
+    own = [lc for lc in ot.changes if not lc.shared]
+    right = sum(bool(L[order.index(lc.server), max(lc.start - k0, 0):min(lc.end - k0, T - 1) + 1].any()) for lc in own)
+    print(f"  level changes (a series beyond z over one long stretch, said apart from the intervals): {len(own)}, "
+          f"{right} in a labelled segment")
     print(f"  PAD's server view (X >= {ca.params.server_x:g}) names: {', '.join(f'omi-{n}' for n in pad) or 'none'}")
     ratio = ours["f1"] / max(base["f1"], 1e-9)
     met = ratio >= 1.5 and len(ours["named"]) == 12
