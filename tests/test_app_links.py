@@ -199,6 +199,8 @@ async def test_every_finding_opens_what_it_is_about(sample, reference):
                 changes = min(15, sum(not lc.shared for lc in ot.changes))
                 assert sum(m is not None for m in pane.row_marks) == min(15, len(ot.intervals)) + changes > 0
                 assert sum(m is not None and m[2] == "the level change" for m in pane.row_marks) == changes
+                title = str(pane.query_one("#co-title").render())
+                assert not changes or f"{changes} level change" in title, title
             await back_to_findings(app, pilot, row_of(row))
         assert (sample != "fleet" or ("server", None, True) in tried) and (sample != "microservices" or
                                                                              ("pod", None, False) in tried)

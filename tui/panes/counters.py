@@ -170,6 +170,7 @@ class CountersPane(ViewPane):
                   "X = |server median - others' median| / others' std"))
             + (f" · {count_of(sum(not iv.twin for iv in ca.over_time.intervals), 'unusual intervals')}"
                if ca.over_time is not None else "")
+            + (f" · {count_of(len(changes), 'level changes')}" if changes else "")
             + " · v: view · c: correlations")
         self.row = 0
         self.corr = None
