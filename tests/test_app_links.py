@@ -201,6 +201,13 @@ async def test_every_finding_opens_what_it_is_about(sample, reference):
                 assert sum(m is not None and m[2] == "the level change" for m in pane.row_marks) == changes
                 title = str(pane.query_one("#co-title").render())
                 assert not changes or f"{changes} level change" in title, title
+                # changes and intervals by their score, as the findings rank them (no edges here: no
+                # caller placed under its callee)
+                cs = pane.ca.cs
+                events = {(e.server, cs.start + e.start * cs.interval): e.score
+                          for e in [lc for lc in ot.changes if not lc.shared] + ot.intervals}
+                scores = [events[(s_, m[0])] for (s_, _), m in zip(pane.items, pane.row_marks) if m is not None]
+                assert scores == sorted(scores, reverse=True)
             await back_to_findings(app, pilot, row_of(row))
         assert (sample != "fleet" or ("server", None, True) in tried) and (sample != "microservices" or
                                                                              ("pod", None, False) in tried)
@@ -365,6 +372,29 @@ async def test_the_help_opens_on_the_pane_shown_fills_the_terminal_and_scrolls_w
         await pilot.press("escape")
         await pilot.pause(0.1)
         assert len(app.screen_stack) == 1
+
+
+async def test_level_changes_take_their_place_among_the_intervals_by_score(tmp_path):
+    """srv-5 up for the last 30% of four days (a level change) and srv-1's ten-point spike far
+    stronger: the Counters list puts the spike first, as the findings do (a change first
+    whatever its score put a pod's memory above the faults of the day on real pod metrics)."""
+    from test_counters import _fleet_with
+
+    from perftriage.tui.panes.counters import CountersPane
+
+    cs = _fleet_with(4, event=([5], 1, 3, 268, 384, 0.6))
+    v = cs.values.copy()
+    v[1, :3, 100:110] += 5.0
+    rows = ["time,server,counter,value"] + [f"{int(cs.start + k * cs.interval)},{cs.servers[s_]},{cs.counters[c]},"
+                                            f"{v[s_, c, k]:.3f}" for s_ in range(8) for c in range(5) for k in range(384)]
+    path = tmp_path / "fleet.csv"
+    path.write_text("\n".join(rows) + "\n")
+    app = app_on([str(path)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(app, pilot)
+        pane = app.query_one(CountersPane)
+        marked = [(pane.ca.cs.servers[s_], m[2]) for (s_, _), m in zip(pane.items, pane.row_marks) if m is not None]
+        assert marked[0] == ("srv-1", "the interval") and ("srv-5", "the level change") in marked[1:3], marked
 
 
 def table_lines(app, table_id: str, rows: int = 6) -> list[str]:

@@ -97,37 +97,43 @@ class CountersPane(ViewPane):
         # the unusual intervals over time (each series against its history and its peers: what
         # finds the incidents of a real fleet), after the servers PAD's X names and before the others
         at = sum(1 for st in styles if st == "alert")
-        # a server's level changes first (an incident still running at the end of the data), then intervals
+        # a server's level changes (an incident still running at the end of the data) and the intervals,
+        # the strongest first, as the findings rank them
         changes = [lc for lc in ca.over_time.changes if not lc.shared][:15] if ca.over_time is not None else []
-        for lc in changes:
-            names = [cs.counters[c] for c, *_ in lc.counters]
-            c0, _, level, other, peer = lc.counters[0]
-            to = "the end" if lc.end >= cs.n_points - 1 else cs.time_label(lc.end)
-            rows.insert(at, ["", cs.servers[lc.server], names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
-                             _z(lc.counters[0][1]), cs.time_label(lc.start),
-                             f"another level to {to} ({lc.points} points): {_n(level)} against {_n(other)} "
-                             f"{'before' if to == 'the end' else 'elsewhere'}"
-                             + (f", peers {_n(peer)}" if np.isfinite(peer) else "")
-                             + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
-            styles.insert(at, "alert")
-            items.insert(at, (lc.server, c0))
-            marks.insert(at, (cs.start + lc.start * cs.interval, cs.start + lc.end * cs.interval, "the level change"))
-            at += 1
         ivs = [iv for iv in ca.over_time.intervals if not iv.twin][:15] if ca.over_time is not None else []
-        for j, iv in enumerate(ivs):
-            names = [cs.counters[c] for c, *_ in iv.counters]
-            # a view's interval (edge latencies): the service called, the view in the evidence
-            rows.insert(at + j, ["", iv.about or cs.servers[iv.server],
-                                 names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
-                                 _z(iv.peak_z),
-                                 cs.time_label(iv.start),
-                                 (f"calls into it ({cs.servers[iv.server]}) " if iv.about else "")
-                                 + (f"waiting for {iv.waits_for}? " if iv.waits_for else "")
-                                 + f"unusual to {cs.time_label(iv.end)} ({iv.points} points)"
-                                 + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
+        merged = []  # the intervals in their order (a caller waiting for a callee under it), changes among them
+        left = sorted(changes, key=lambda e: -e.score)
+        for iv in ivs:
+            while left and left[0].score >= iv.score:
+                merged.append(left.pop(0))
+            merged.append(iv)
+        for j, ev in enumerate(merged + left):
+            names = [cs.counters[c] for c, *_ in ev.counters]
+            if not hasattr(ev, "peak_z"):  # a level change (an interval has its peak)
+                c0, _, level, other, peer = ev.counters[0]
+                to = "the end" if ev.end >= cs.n_points - 1 else cs.time_label(ev.end)
+                rows.insert(at + j, ["", cs.servers[ev.server], names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
+                                     _z(ev.counters[0][1]), cs.time_label(ev.start),
+                                     f"another level to {to} ({ev.points} points): {_n(level)} against {_n(other)} "
+                                     f"{'before' if to == 'the end' else 'elsewhere'}"
+                                     + (f", peers {_n(peer)}" if np.isfinite(peer) else "")
+                                     + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
+                what = "the level change"
+            else:
+                iv = ev
+                # a view's interval (edge latencies): the service called, the view in the evidence
+                rows.insert(at + j, ["", iv.about or cs.servers[iv.server],
+                                     names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
+                                     _z(iv.peak_z),
+                                     cs.time_label(iv.start),
+                                     (f"calls into it ({cs.servers[iv.server]}) " if iv.about else "")
+                                     + (f"waiting for {iv.waits_for}? " if iv.waits_for else "")
+                                     + f"unusual to {cs.time_label(iv.end)} ({iv.points} points)"
+                                     + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
+                what = "the interval"
             styles.insert(at + j, "alert")
-            items.insert(at + j, (iv.server, iv.counters[0][0]))
-            marks.insert(at + j, (cs.start + iv.start * cs.interval, cs.start + iv.end * cs.interval, "the interval"))
+            items.insert(at + j, (ev.server, ev.counters[0][0]))
+            marks.insert(at + j, (cs.start + ev.start * cs.interval, cs.start + ev.end * cs.interval, what))
         for k, r in enumerate(rows):
             r[0] = str(k + 1)
         for c, x, n in cp.counters_by_time(p.time_x)[:15]:
