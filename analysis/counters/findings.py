@@ -434,7 +434,11 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
             evidence=[f"each (server, counter) series against its own history (robust z"
                       f"{', daily cycle taken out' if ot.seasonal else ''}) and against the median of the other servers "
                       f"at the same time; a point counts when {ot.min_counters}+ counters are beyond z {p.z:g} or one "
-                      f"beyond {p.strong:g}"] + ot.notes,
+                      f"beyond {p.strong:g}"
+                      + (f"; a point alone (no other within {p.gap}) only when {max(ot.min_counters, 3)}+ counters are, "
+                         "or one goes half as far again as that counter went anywhere else" if p.lone_point else "")
+                      + (f"; {count_of(sum(not lc.shared for lc in ot.changes), 'level changes')} (a series beyond z "
+                         "over one long stretch) said apart" if ot.changes else "")] + ot.notes,
             tables=[Table(["server", "from", "to", "points", "peak", "peak z", "counters"], rows, "in time order")],
             parameters=params, target={"kind": "pane", "pane": "counters", "part": "intervals"}))
     return out
