@@ -348,7 +348,7 @@ def _when_to_compare(result: TriageResult, options: Options, n: int = 3) -> None
     for iv in ca.over_time.intervals:
         if iv.twin:
             continue
-        t = int((cs.start + iv.start * cs.interval) * 1e9)
+        t = int(cs.seconds(iv.start) * 1e9)
         # requests on both sides of it within the window (the span files may cover some minutes only)
         near = np.searchsorted(starts, [t - CHANGE_WINDOW_NS, t, t + CHANGE_WINDOW_NS])
         if near[0] < near[1] < near[2]:

@@ -418,7 +418,7 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
             analysis="counters", title=title, subject=iv.about or cs.servers[iv.server], score=iv.score,
             severity="warning", evidence=ev, parameters=params,
             target={"kind": "server", "server": cs.servers[iv.server], "counter": names[0],
-                    "from_s": float(cs.start + iv.start * cs.interval), "to_s": float(cs.start + iv.end * cs.interval)}))
+                    "from_s": cs.seconds(iv.start), "to_s": cs.seconds(iv.end)}))
     shown = [iv for iv in ot.intervals if not iv.twin]
     if shown:
         rows = [[cs.servers[iv.server] + (f" (calls into {iv.about})" if iv.about else ""), cs.time_label(iv.start),
@@ -467,8 +467,8 @@ def _change_findings(ot: OverTime, cs: CounterSet, params: dict) -> list[Finding
             ev.append(f"{cs.counters[c]}: {_num(level)} there, {_num(other)} {elsewhere}"
                       + (f"; its peers {_num(peer)} at the same time" if np.isfinite(peer) else "")
                       + f" (median robust z {zm:.1f} over the stretch)")
-        ev.append(f"details: beyond z {ot.params.z:g} over one long stretch, not in bursts: a level the server moved to, "
-                  "said once here (over time, the tail's scaling would show it in pieces, or not at all)")
+        ev.append(f"details: beyond z {ot.params.z:g} over one long stretch, not in bursts: a level the server moved "
+                  "to, said once here (over time, the tail's scaling would show it in pieces, or not at all)")
         if lc.shared:  # the fleet's change, once, below the servers' own
             said.update((s, lc.counters[0][0]) for s in lc.shared)
             who = [cs.servers[s] for s in [lc.server] + lc.shared]
@@ -477,13 +477,14 @@ def _change_findings(ot: OverTime, cs: CounterSet, params: dict) -> list[Finding
             out.append(Finding(
                 analysis="counters", title=f"{names[0]} at another level on {len(who)} of {len(cs.servers)} servers "
                                            f"{when}",
-                subject=names[0], score=0.0, severity="info", evidence=ev[:1] + ev[1:2] + ev[-1:],
+                subject=names[0], score=0.0, severity="info", evidence=ev[:2] + ev[-1:],
                 parameters=params, target={"kind": "pane", "pane": "counters", "part": "intervals"}))
             continue
         out.append(Finding(
-            analysis="counters", title=f"{cs.servers[lc.server]}: {', '.join(names[:3])}{'...' if len(names) > 3 else ''} "
-                                       f"at another level {when}",
+            analysis="counters",
+            title=f"{cs.servers[lc.server]}: {', '.join(names[:3])}{'...' if len(names) > 3 else ''} at another level "
+                  f"{when}",
             subject=cs.servers[lc.server], score=lc.score, severity="warning", evidence=ev, parameters=params,
             target={"kind": "server", "server": cs.servers[lc.server], "counter": names[0],
-                    "from_s": float(cs.start + lc.start * cs.interval), "to_s": float(cs.start + lc.end * cs.interval)}))
+                    "from_s": cs.seconds(lc.start), "to_s": cs.seconds(lc.end)}))
     return out

@@ -36,7 +36,7 @@ from .edges import Edges, attribute, find_edges, wait_for_callees
 from .onset import find_onset
 from .params import TimeParams
 from .peers import Peers
-from .stats import THREADS, counters_per_block, each_block, nanmedian
+from .stats import THREADS, counters_per_block, each_block, nanmedian, nanmedian_rows
 from .table import CounterSet
 
 
@@ -80,16 +80,23 @@ class LevelChange:
         return self.end - self.start + 1
 
 
+def _runs(f: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The True points of ``f`` (1-D) and its runs, gaps of up to ``gap`` points bridged: (the
+    points' indices, each run's first and last position among them)."""
+    idx = np.flatnonzero(f)
+    cuts = np.flatnonzero(np.diff(idx) > gap + 1)
+    return idx, np.r_[0, cuts + 1], np.r_[cuts, len(idx) - 1]
+
+
 def _stretch(z: np.ndarray, p: TimeParams) -> tuple[int, int] | None:
     """The one run (gaps of a hundredth of the series or ``p.gap`` bridged) that holds half of a
     series' points beyond z or more, is beyond z at half its points or more, and spans ``p.tail``
-    of the series, or None: beyond z here and there (bursts, a heavy tail). Half, not all: a daily profile learnt over days that hold the
-    change puts the same hours of the days before beyond z too."""
-    idx = np.flatnonzero(z > p.z)
+    of the series, or None: beyond z here and there (bursts, a heavy tail). Half, not all: a
+    daily profile learnt over days that hold the change puts the same hours of the days before
+    beyond z too."""
+    idx, starts, ends = _runs(z > p.z, max(p.gap, len(z) // 100))
     if not len(idx):
         return None
-    cuts = np.flatnonzero(np.diff(idx) > max(p.gap, len(z) // 100) + 1)
-    starts, ends = np.r_[0, cuts + 1], np.r_[cuts, len(idx) - 1]
     j = int(np.argmax(ends - starts))
     held, length = ends[j] - starts[j] + 1, idx[ends[j]] - idx[starts[j]] + 1
     if held < 0.5 * len(idx) or length < p.tail * len(z) or held < 0.5 * length:  # bursts bridged are no level
@@ -394,12 +401,9 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     intervals = []
 
     def runs_of(f):
-        idx = np.flatnonzero(f)
-        if not len(idx):
-            return
-        cuts = np.flatnonzero(np.diff(idx) > p.gap + 1)
-        for a, b in zip(np.r_[0, cuts + 1], np.r_[cuts, len(idx) - 1]):
-            yield int(idx[a]), int(idx[b])
+        idx, starts, ends = _runs(f, p.gap)
+        if len(idx):
+            yield from ((int(idx[a]), int(idx[b])) for a, b in zip(starts, ends))
 
     def interval(s, lo, hi, cols=None, about=""):  # cols: a view's edges into one callee (None: all)
         merged[s, lo:hi + 1] = True
@@ -418,8 +422,8 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     def lone(s, k):
         """Whether the server's point ``k``, flagged alone (no other within the gap), is one sample
         of a counter or two: fewer than three counters (or ``need``, when more) beyond z at once, and
-        none half as far again as that counter went anywhere else, on this server or another. That is what
-        a scrape's glitch and chance coincidences of two counters among many over many points give:
+        none half as far again as that counter went anywhere else, on this server or another. That
+        is what a scrape's glitch and chance coincidences of two counters among many points give:
         in the ASD fleet 346 of 374 one-point intervals lay outside every labelled segment (7.5%
         right, where 4.6% of all points are labelled), whatever their z; 5 were their series' record"""
         if over[s, :, k].sum() >= max(need, 3):
@@ -457,7 +461,7 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     alone = None
     if peers is not None and not peers.whole_fleet:
         alone = ~peers.compared[peers.group]
-    changes = _level_changes(v, sorted(stretches), peers, p) if stretches else []
+    changes = _level_changes(v, stretches, peers, p) if stretches else []  # ordered there, whatever the threads
     return OverTime(p, merged, z, seasonal, period if seasonal else 0, intervals, notes, need, alone, edges,
                     recent if alone_series else 0, changes)
 
@@ -551,15 +555,5 @@ def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams)
 
 
 def _med(x: np.ndarray) -> float:
-    """The median of a 1-D array, NaN skipped (NaN when none): numpy's partition, not a sort."""
-    nan = np.isnan(x)
-    if nan.any():
-        x = x[~nan]
-    n = len(x)
-    if not n:
-        return float("nan")
-    k = n // 2
-    if n % 2:
-        return float(np.partition(x, k)[k])
-    part = np.partition(x, (k - 1, k))
-    return float(part[k - 1] + part[k]) / 2
+    """The median of a 1-D array, NaN skipped (NaN when none): a partition, not a sort."""
+    return float(nanmedian_rows(x[None])[0])

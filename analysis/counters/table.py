@@ -68,6 +68,10 @@ class CounterSet:
     def times(self) -> np.ndarray:
         return self.start + self.interval * np.arange(self.n_points)
 
+    def seconds(self, k: int) -> float:
+        """Grid point k in seconds since the epoch (since the start for numbered rows)."""
+        return float(self.start + k * self.interval)
+
     def counter_index(self, name: str) -> int:
         try:
             return self.counters.index(name)
@@ -93,7 +97,7 @@ class CounterSet:
             return f"{self.time_label(k)} (row {k})"
         import datetime as _dt  # noqa: PLC0415
 
-        at = _dt.datetime.fromtimestamp(self.start + k * self.interval, _dt.timezone.utc)
+        at = _dt.datetime.fromtimestamp(self.seconds(k), _dt.timezone.utc)
         return at.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S") + f" UTC ({self.time_label(k)})"
 
     def time_label(self, k: int) -> str:

@@ -133,9 +133,11 @@ def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> 
         if missing:
             raise InputError(path, f"span CSV lacks {', '.join(missing)} columns (header: {', '.join(header[:10])}); "
                                    "name them with --columns key=COLUMN")
-        lacking = [(key, what) for key, what in (("parent", "no parent column: every span is a request of its own"),
-                                                  ("name", "no operation column: a service's spans are one method, "
-                                                           "'?'")) if key not in cols]
+        lacking = []  # (the --columns key to give, what its absence means)
+        if "parent" not in cols:
+            lacking.append(("parent", "no parent column: every span is a request of its own"))
+        if "name" not in cols:
+            lacking.append(("name", "no operation column: a service's spans are one method, '?'"))
         if "service" not in cols and "replica" not in cols:
             lacking.append(("service", "no service nor replica column: every span is one service's, on one replica"))
         for key, what in lacking:

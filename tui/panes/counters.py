@@ -112,7 +112,8 @@ class CountersPane(ViewPane):
             if not hasattr(ev, "peak_z"):  # a level change (an interval has its peak)
                 c0, _, level, other, peer = ev.counters[0]
                 to = "the end" if ev.end >= cs.n_points - 1 else cs.time_label(ev.end)
-                rows.insert(at + j, ["", cs.servers[ev.server], names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
+                rows.insert(at + j, ["", cs.servers[ev.server],
+                                     names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
                                      _z(ev.counters[0][1]), cs.time_label(ev.start),
                                      f"another level to {to} ({ev.points} points): {_n(level)} against {_n(other)} "
                                      f"{'before' if to == 'the end' else 'elsewhere'}"
@@ -120,20 +121,19 @@ class CountersPane(ViewPane):
                                      + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
                 what = "the level change"
             else:
-                iv = ev
                 # a view's interval (edge latencies): the service called, the view in the evidence
-                rows.insert(at + j, ["", iv.about or cs.servers[iv.server],
+                rows.insert(at + j, ["", ev.about or cs.servers[ev.server],
                                      names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
-                                     _z(iv.peak_z),
-                                     cs.time_label(iv.start),
-                                     (f"calls into it ({cs.servers[iv.server]}) " if iv.about else "")
-                                     + (f"waiting for {iv.waits_for}? " if iv.waits_for else "")
-                                     + f"unusual to {cs.time_label(iv.end)} ({iv.points} points)"
+                                     _z(ev.peak_z),
+                                     cs.time_label(ev.start),
+                                     (f"calls into it ({cs.servers[ev.server]}) " if ev.about else "")
+                                     + (f"waiting for {ev.waits_for}? " if ev.waits_for else "")
+                                     + f"unusual to {cs.time_label(ev.end)} ({ev.points} points)"
                                      + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
                 what = "the interval"
             styles.insert(at + j, "alert")
             items.insert(at + j, (ev.server, ev.counters[0][0]))
-            marks.insert(at + j, (cs.start + ev.start * cs.interval, cs.start + ev.end * cs.interval, what))
+            marks.insert(at + j, (cs.seconds(ev.start), cs.seconds(ev.end), what))
         for k, r in enumerate(rows):
             r[0] = str(k + 1)
         for c, x, n in cp.counters_by_time(p.time_x)[:15]:
