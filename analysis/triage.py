@@ -172,14 +172,14 @@ def run_triage(paths, options: Options | None = None, progress: ProgressFn | Non
         _when_to_compare(result, options)
     for kind, files in inputs.files.items():
         if kind not in ("features", "spans", "threads", "counters"):
-            report.notes.append(f"{len(files)} {kind} file(s) given; this version does not analyse them yet")
+            report.notes.append(f"{count_of(len(files), kind + ' files')} given; this version does not analyse them yet")
     result.publish = None
     return result
 
 
 def _run_threads(files, options: Options, result: TriageResult, progress: ProgressFn | None) -> None:
     if progress is not None:
-        progress(Progress("reading thread metrics", None, f"{len(files)} file(s)"))
+        progress(Progress("reading thread metrics", None, count_of(len(files), "files")))
     if len(files) > 1:
         result.report.notes.append(f"{len(files)} thread metric files given: only {files[0]} is analysed")
     with reading(files[0], "thread metrics CSV"):
@@ -195,7 +195,7 @@ def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: Tr
     result.thread_series = ts
     result.report.notes.extend(f"{source}: {n}" for n in ts.notes)
     if ts.n_threads < 3:
-        result.report.notes.append(f"{source}: {ts.n_threads} thread(s): at least 3 are needed to compare them")
+        result.report.notes.append(f"{source}: {count_of(ts.n_threads, 'threads')}: at least 3 are needed to compare them")
         return
 
     def on_level(text: str, fraction: float) -> None:
@@ -215,7 +215,7 @@ def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: Tr
 def _run_counters(files, options: Options, result: TriageResult, progress: ProgressFn | None,
                   servers=()) -> None:
     if progress is not None and files:
-        progress(Progress("reading counters", None, f"{len(files)} file(s)"))
+        progress(Progress("reading counters", None, count_of(len(files), "files")))
     cs = load_counters(files, options.server_label, servers=_server_counters(servers, options, progress),
                        row_interval=options.counter_interval)
     result.report.notes.extend(cs.notes)
@@ -284,7 +284,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
         if progress is not None:
             progress(Progress(stage, frac, text))
 
-    say("reading spans", None, f"{len(files)} file(s)")
+    say("reading spans", None, count_of(len(files), "files"))
     spans = read_spans(files, options.span_columns, options.cores())
     result.spans = spans
     report = result.report

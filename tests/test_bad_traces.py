@@ -206,7 +206,7 @@ def test_nothing_of_a_session_is_left_out_silently(copy_trace):
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 4, r.stderr
     err = r.stderr
-    assert f"{t / 'cat-kernel'}: 8 stream file(s)" in err and "without a metadata file: not read" in err
+    assert f"{t / 'cat-kernel'}: 8 stream files" in err and "without a metadata file: not read" in err
     assert f"{t / 'cat-ust' / 'loop_a'}: not a readable regular file" in err
 
 

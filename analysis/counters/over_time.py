@@ -367,12 +367,12 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
                      "judged against its median")
     alone_series = int(n_recent.sum())
     if not days:
-        notes.append(f"{T} points over {T * cs.interval / 86400:.1f} day(s): fewer than 3 days, so each series is "
+        notes.append(f"{T} points over {T * cs.interval / 86400:.1f} days: fewer than 3 days, so each series is "
                      "judged against its peers only (its own history would flag its daily cycle)"
                      + (f"; {count_of(alone_series, 'series')} without peers (fewer than 3 servers, or a counter no other "
                         "server has) against their level in the hour before (a sudden change shows, a daily swing "
                         "hardly does)" if alone_series else
-                        "" if S >= 3 else f"; too few points to judge {S} server(s) without peers against the hour "
+                        "" if S >= 3 else f"; too few points to judge {count_of(S, 'servers')} without peers against the hour "
                         "before (4 hours needed)"))
     if S < 3 and days:
         notes.append(f"{count_of(S, 'servers')}: each judged against its own history only (3 are needed for peers)")

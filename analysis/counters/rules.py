@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError, reading
+from perftriage.analysis.units import count_of
 
 from .table import CounterSet
 
@@ -269,10 +270,11 @@ def _check(cs: CounterSet, r: Rule, c: int, keep: int) -> Violation | None:
     idx = idx[np.argsort(-np.nan_to_num(severity[idx], posinf=1e308), kind="stable")]
     if r.statistic == "any" and r.view in ("server", "time"):
         # one item per server (time point): its worst value
-        key, what = (srv, "in {} server(s)") if r.view == "server" else (tim, "at {} time point(s)")
+        key, what = (srv, "in {}") if r.view == "server" else (tim, "at {}")
         first = np.unique(key[idx], return_index=True)[1]  # idx is worst first: the first of each
         worst = idx[np.sort(first)]
         items = [(int(srv[i]), int(tim[i]), float(vals[i])) for i in worst[:keep].tolist()]
-        return Violation(r, c, items, len(worst), int(ok.sum()), [f"{n:,} values " + what.format(len(worst))])
+        where = count_of(len(worst), "servers" if r.view == "server" else "time points")
+        return Violation(r, c, items, len(worst), int(ok.sum()), [f"{count_of(n, 'values')} " + what.format(where)])
     items = [(int(srv[i]), int(tim[i]), float(vals[i])) for i in idx[:keep].tolist()]
     return Violation(r, c, items, n, int(ok.sum()))

@@ -172,7 +172,7 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
                          "left out")
     seen = np.isfinite(first)
     if not seen.all():
-        raw.notes.append(f"{int((~seen).sum())} server(s) without samples left out")
+        raw.notes.append(f"{count_of(int((~seen).sum()), 'servers')} without samples left out")
     span = np.where(seen, last - first, 0.0)
     if seen.sum() >= 3:
         # a server sampled over a small part of the others' period (one stray sample, a late
@@ -180,7 +180,7 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
         short = seen & (span < 0.5 * float(np.median(span[seen])))
         if short.any() and not short.all():
             names = ", ".join(raw.servers[i] for i in np.flatnonzero(short)[:5])
-            raw.notes.append(f"{int(short.sum())} server(s) sampled over less than half the others' period "
+            raw.notes.append(f"{count_of(int(short.sum()), 'servers')} sampled over less than half the others' period "
                              f"({names}) do not set the common period: their samples outside it are dropped")
             seen = seen & ~short
     ts, tf = float(first[seen].max()), float(last[seen].min())
@@ -286,7 +286,7 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     phase = np.divide(phase_sum, phase_n, out=np.zeros(S), where=phase_n > 0)
     shifted = [raw.servers[s] for s in range(S) if abs(phase[s]) > 0.25]
     if shifted:
-        notes.append(f"{len(shifted)} server(s) sample more than a quarter interval off the grid (clock offset?): "
+        notes.append(f"{count_of(len(shifted), 'servers')} sampling more than a quarter interval off the grid (clock offset?): "
                      + ", ".join(shifted[:6]))
     if len(keep) < S:
         cube = cube[keep]

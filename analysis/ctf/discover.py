@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.units import count_of
 
 # LTTng's stream files: <channel>_<cpu> (kernel: channel0_0; ust: ust_0...)
 _STREAM_NAME = re.compile(r"^[A-Za-z][\w-]*_\d+$")
@@ -84,7 +85,7 @@ def find_traces(paths) -> list[TraceDir]:
             if "metadata" not in files:
                 orphans = [f for f in files if _STREAM_NAME.match(f)]
                 if orphans:
-                    lost.append(f"{root_p}: {len(orphans)} stream file(s) ({', '.join(sorted(orphans)[:3])}) without a "
+                    lost.append(f"{root_p}: {count_of(len(orphans), 'stream files')} ({', '.join(sorted(orphans)[:3])}) without a "
                                 "metadata file: not read")
                 continue
             if not is_ctf_metadata(root_p / "metadata"):

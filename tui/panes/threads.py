@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
+from perftriage.analysis.units import count_of
 from perftriage.tui.lazy import np
 from perftriage.tui.widgets.plots import line_series
 from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
@@ -75,7 +76,7 @@ class ThreadsPane(ViewPane):
         else:
             ts = getattr(result, "thread_series", None)
             if ts is not None:  # analysed, but too few threads to compare
-                self.show_idle(f"no thread analysis: {ts.n_threads} thread(s) with metrics in {ts.source}; "
+                self.show_idle(f"no thread analysis: {count_of(ts.n_threads, 'threads')} with metrics in {ts.source}; "
                                "at least 3 are needed")
             elif getattr(result, "graphs", None):
                 self.show_idle("no thread analysis: thread metrics from the kernel trace were not asked for "
