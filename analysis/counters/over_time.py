@@ -88,20 +88,32 @@ def _runs(f: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return idx, np.r_[0, cuts + 1], np.r_[cuts, len(idx) - 1]
 
 
-def _stretch(z: np.ndarray, p: TimeParams) -> tuple[int, int] | None:
-    """The one run (gaps of a hundredth of the series or ``p.gap`` bridged) that holds half of a
-    series' points beyond z or more, is beyond z at half its points or more, and spans ``p.tail``
-    of the series, or None: beyond z here and there (bursts, a heavy tail). Half, not all: a
-    daily profile learnt over days that hold the change puts the same hours of the days before
-    beyond z too."""
-    idx, starts, ends = _runs(z > p.z, max(p.gap, len(z) // 100))
-    if not len(idx):
-        return None
-    j = int(np.argmax(ends - starts))
-    held, length = ends[j] - starts[j] + 1, idx[ends[j]] - idx[starts[j]] + 1
-    if held < 0.5 * len(idx) or length < p.tail * len(z) or held < 0.5 * length:  # bursts bridged are no level
-        return None
-    return int(idx[starts[j]]), int(idx[ends[j]])
+def _stretches(z: np.ndarray, p: TimeParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of each row of ``z`` (n, T), the one run (gaps of a hundredth of the series or ``p.gap``
+    bridged) that holds half of its points beyond z or more, is beyond z at half its points or
+    more, and spans ``p.tail`` of the series: (the rows that have one, its first and last point).
+    None for a row beyond z here and there (bursts, a heavy tail). Half, not all: a daily profile
+    learnt over days that hold the change puts the same hours of the days before beyond z too.
+    All rows at once: a run's bounds from the beyond-z points of every row in one pass."""
+    n, T = z.shape
+    gap = max(p.gap, T // 100)
+    row, t = np.nonzero(z > p.z)
+    none = np.zeros(0, np.int64)
+    if not len(row):
+        return none, none, none
+    new = np.r_[True, (row[1:] != row[:-1]) | (np.diff(t) > gap + 1)]  # a run begins
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, len(t) - 1]
+    held = last - first + 1  # beyond-z points in each run
+    r_row = row[first]
+    # each row's run that holds the most points (the first of equals)
+    order = np.lexsort((np.arange(len(first)), -held, r_row))
+    best = order[np.r_[True, r_row[order][1:] != r_row[order][:-1]]]
+    total = np.bincount(row, minlength=n)[r_row[best]]
+    h, a, b = held[best], t[first[best]], t[last[best]]
+    length = b - a + 1
+    ok = (h >= 0.5 * total) & (length >= p.tail * T) & (h >= 0.5 * length)  # bursts bridged are no level
+    return r_row[best][ok], a[ok], b[ok]
 
 
 @dataclass
@@ -349,10 +361,12 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
         # intervals in the order ranked, 36 of the first 50 in a labelled segment against 32)
         q = np.quantile(zb, 1 - p.tail, axis=2, keepdims=True)
         if p.sustained:  # before the scaling: beyond z over one long stretch is a level change, no tail
-            for s_, c_ in np.argwhere(q[..., 0] > p.z):
-                st = _stretch(zb[s_, c_], p)
-                if st is not None:
-                    stretches.append((int(s_), lo + int(c_), *st, float(np.median(zb[s_, c_, st[0]:st[1] + 1]))))
+            sc = np.argwhere(q[..., 0] > p.z)
+            if len(sc):
+                rows = zb[sc[:, 0], sc[:, 1]]  # (n, T): the series beyond z at more than p.tail of their points
+                k, fa, fb = _stretches(rows, p)
+                for k_, a_, b_ in zip(k.tolist(), fa.tolist(), fb.tolist()):
+                    stretches.append((int(sc[k_, 0]), lo + int(sc[k_, 1]), a_, b_, float(np.median(rows[k_, a_:b_ + 1]))))
         zb *= np.minimum(1.0, p.z / np.maximum(q, 1e-12)).astype(np.float32)
         z[:, lo:hi, :] = zb
         why_peer[:, lo:hi, :] = wb
@@ -490,33 +504,10 @@ def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams)
                 if len(members) >= 3 and {s for s, *_ in sts} & set(members.tolist()):
                     w = vs[members]
                     spread[g] = 1.4826 * nanmedian(np.abs(w - nanmedian(w, 0)), 0)
-        for s_, _, a, b, zm in sts:
-            x, xs = v[s_, c_], vs[s_]
-            if pm is not None and (a <= tol) != (b >= T - 1 - tol):  # from the start, or to the end: which differs?
-                i, j = a // step, b // step + 1
-                inside = _med(xs[i:j] - pm[s_, i:j])
-                outside = _med(np.r_[xs[:i] - pm[s_, :i], xs[j:] - pm[s_, j:]])
-                if np.isfinite(inside) and abs(outside) > abs(inside):
-                    a, b = (b + 1, T - 1) if a <= tol else (0, a - 1)
-            i, j = a // step, b // step + 1
-            level = _med(x[a:b + 1])
-            peer = _med(pm[s_, i:j]) if pm is not None else float("nan")
-            # its own change when as far from its peers as they lie from one another at the same time, p.z
-            # times or more (PAD's server view, over the stretch): beside peers spread wide there (a
-            # warm-up when every server's actors swing), 5% under them is no level of its own; such a
-            # change is said only as part of the fleet's
-            sp = _med(spread[group_of[s_], i:j])
-            own = not (np.isfinite(sp) and np.isfinite(peer) and abs(level - peer) < p.z * max(sp, 1e-12))
-            if own and b >= T - 1 - tol and a > 0:
-                # where it started: the first crossing of z is noise's where the change is a slow ramp
-                # (the same buffer leak read from Prometheus and from a file began 25 minutes apart);
-                # a step or a hinge fitted to the series against its peers dates it, when it fits well
-                o = find_onset(x - pm[s_].repeat(step)[:T] if pm is not None else x, min_before=max(2, tol))
-                if o is not None and o.gain >= ONSET_GAIN and a - (b - a) <= o.index < b - tol:
-                    a = o.index
-                    i = a // step
-                    level, peer = _med(x[a:b + 1]), _med(pm[s_, i:j]) if pm is not None else float("nan")
-            found.append((s_, a, b, -zm, c_, level, _med(np.r_[x[:a], x[b + 1:]]), peer, own))
+        spread = spread[group_of]  # each server's group's
+        rows = max(1, 2_000_000 // T)  # the stretches checked a few at a time: working copies of rows x T
+        for k in range(0, len(sts), rows):
+            found += _check_stretches(v[:, c_], vs, pm, spread, sts[k:k + rows], step, tol, p)
     # grouped in the order of their starts, whatever the order of the counters (a Prometheus range
     # lists them by name, a CSV by column): the earliest start of a group is its start
     mine: dict[tuple[int, bool], list[LevelChange]] = {}  # a server's changes, its own or with its peers
@@ -534,24 +525,85 @@ def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams)
         for k, lc in enumerate(out):
             for c, *_ in lc.counters:
                 holders.setdefault(c, []).append(k)
-        shared: list[set[int]] = [set() for _ in out]
+        shared = np.zeros((len(out), S), bool)  # change k -> the other servers with one like it
+        start = np.array([lc.start for lc in out])
+        end = np.array([lc.end for lc in out])
+        server = np.array([lc.server for lc in out])
         for ks in holders.values():
             if len(ks) + 1 < S / 2:
                 continue
             ks = np.array(ks)
-            st = np.array([out[k].start for k in ks])
-            en = np.array([out[k].end for k in ks])
-            for k, a, b in zip(ks, st, en):
-                near = ks[(np.abs(st - a) <= tol) & (np.abs(en - b) <= tol) & (ks != k)]
-                shared[k].update(out[j].server for j in near)
+            st, en = start[ks], end[ks]
+            near = (np.abs(st[:, None] - st[None, :]) <= tol) & (np.abs(en[:, None] - en[None, :]) <= tol)
+            np.fill_diagonal(near, False)
+            r, c = np.nonzero(near)
+            shared[ks[r], server[ks[c]]] = True
+        n_shared = shared.sum(1)
         for k, lc in enumerate(out):
-            lc.shared = sorted(shared[k]) if len(shared[k]) + 1 >= S / 2 else []
+            lc.shared = np.flatnonzero(shared[k]).tolist() if n_shared[k] + 1 >= S / 2 else []
     out = [lc for lc in out if lc.own or lc.shared]  # moved with its peers: only the fleet's change says it
     for lc in out:
         lc.counters.sort(key=lambda c: -c[1])
         lc.score = float(lc.counters[0][1]) * float(np.sqrt(lc.points)) * len(lc.counters) ** 0.5
     out.sort(key=lambda lc: -lc.score)
     return out
+
+
+def _check_stretches(x_all: np.ndarray, vs: np.ndarray, pm, spread: np.ndarray, sts, step: int, tol: int,
+                     p: TimeParams) -> list[tuple]:
+    """One counter's stretches, checked together: which part differs from the peers, its level,
+    the peers' level and spread there, whether it is the server's own, where it started.
+    ``x_all``: the counter on every server (S, T); ``vs``, ``pm``, ``spread``: every step-th point
+    of it, of its peers' median and of the spread among a server's peers (S, T / step; pm None
+    without peers). Medians over each stretch's window at once, one sort for all (a median per
+    stretch and window in Python was most of the level changes' cost)."""
+    T = x_all.shape[1]
+    srv = np.array([st[0] for st in sts])
+    a = np.array([st[2] for st in sts])
+    b = np.array([st[3] for st in sts])
+    x, xs = x_all[srv], vs[srv]
+    pms = pm[srv] if pm is not None else None
+    if pms is not None:  # from the start, or to the end: which part differs from the peers?
+        ask = (a <= tol) != (b >= T - 1 - tol)
+        if ask.any():
+            i, j = a // step, b // step + 1
+            inside = _window_medians(xs - pms, i, j)
+            outside = _window_medians(xs - pms, i, j, outside=True)
+            swap = ask & np.isfinite(inside) & (np.abs(outside) > np.abs(inside))
+            head = swap & (a <= tol)  # the stretch from the start is the peers' level: the rest differs
+            tail = swap & (a > tol)
+            a, b = np.where(head, b + 1, np.where(tail, 0, a)), np.where(head, T - 1, np.where(tail, a - 1, b))
+    i, j = a // step, b // step + 1
+    level = _window_medians(x, a, b + 1)
+    peer = _window_medians(pms, i, j) if pms is not None else np.full(len(sts), np.nan)
+    # its own change when as far from its peers as they lie from one another at the same time, p.z
+    # times or more (PAD's server view, over the stretch): beside peers spread wide there (a
+    # warm-up when every server's actors swing), 5% under them is no level of its own; such a
+    # change is said only as part of the fleet's
+    sp = _window_medians(spread[srv], i, j)
+    with np.errstate(invalid="ignore"):
+        own = ~(np.isfinite(sp) & np.isfinite(peer) & (np.abs(level - peer) < p.z * np.maximum(sp, 1e-12)))
+    for k in np.flatnonzero(own & (b >= T - 1 - tol) & (a > 0)).tolist():
+        # where it started: the first crossing of z is noise's where the change is a slow ramp
+        # (the same buffer leak read from Prometheus and from a file began 25 minutes apart);
+        # a step or a hinge fitted to the series against its peers dates it, when it fits well
+        o = find_onset(x[k] - pms[k].repeat(step)[:T] if pms is not None else x[k], min_before=max(2, tol))
+        if o is not None and o.gain >= ONSET_GAIN and a[k] - (b[k] - a[k]) <= o.index < b[k] - tol:
+            a[k] = o.index
+            level[k] = _med(x[k, a[k]:b[k] + 1])
+            if pms is not None:
+                peer[k] = _med(pms[k, a[k] // step:j[k]])
+    other = _window_medians(x, a, b + 1, outside=True)
+    return [(int(srv[k]), int(a[k]), int(b[k]), -sts[k][4], sts[k][1], float(level[k]), float(other[k]),
+             float(peer[k]), bool(own[k])) for k in range(len(sts))]
+
+
+def _window_medians(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, outside: bool = False) -> np.ndarray:
+    """The median of each row's values in [lo, hi) (outside it: ``outside``), NaN skipped; NaN
+    where there are none."""
+    pos = np.arange(rows.shape[1])
+    inside = (pos >= lo[:, None]) & (pos < hi[:, None])
+    return nanmedian(np.where(inside != outside, rows, np.nan), 1)
 
 
 def _med(x: np.ndarray) -> float:
