@@ -395,6 +395,9 @@ async def test_level_changes_take_their_place_among_the_intervals_by_score(tmp_p
         pane = app.query_one(CountersPane)
         marked = [(pane.ca.cs.servers[s_], m[2]) for (s_, _), m in zip(pane.items, pane.row_marks) if m is not None]
         assert marked[0] == ("srv-1", "the interval") and ("srv-5", "the level change") in marked[1:3], marked
+        # its row says where the other level was in the findings' words: before (to the end of the data)
+        k = [i for i, m in enumerate(pane.row_marks) if m is not None and m[2] == "the level change"][0]
+        assert " before, peers " in " ".join(map(str, pane.table.source.cells(k))), pane.table.source.cells(k)
 
 
 def table_lines(app, table_id: str, rows: int = 6) -> list[str]:

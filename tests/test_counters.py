@@ -895,6 +895,21 @@ def test_an_incident_still_running_at_the_end_is_one_level_change(days, frac):
     assert not any(x.subject == "srv-5" and "unusual from" in x.title and "c1" in x.title for x in counter_findings(ca))
 
 
+@pytest.mark.parametrize("days,a,b,side", [(4, 0, 115, "after"), (4, 150, 260, "before and after"),
+                                           (4, 268, 384, "before")])
+def test_a_level_change_says_where_the_other_level_was(days, a, b, side):
+    """From the start of the data, a long departure in the middle, to the end: the level
+    elsewhere is said as the level after, before and after, before (the Counters pane uses the
+    same words: it said 'elsewhere' for the first two)."""
+    cs = _fleet_with(days, event=([5], 1, 3, a, b, 0.6))
+    ca = analyse_counters(cs)
+    (lc,) = ca.over_time.changes
+    assert lc.server == 5 and abs(lc.start - a) <= 3 and abs(lc.end - (b - 1)) <= 3
+    assert lc.other_side(cs.n_points) == side
+    (f,) = [x for x in counter_findings(ca) if "at another level" in x.title]
+    assert any(" there, " in e and f" {side}; its peers " in e for e in f.evidence), f.evidence
+
+
 def test_bursts_and_a_fleet_wide_change_are_no_server_level_change():
     """A latency that jumps at 15% of the points, here and there, is no level change; a counter
     at another level on every server at once is the fleet's: one finding, not eight."""

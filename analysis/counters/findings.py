@@ -456,12 +456,10 @@ def _change_findings(ot: OverTime, cs: CounterSet, params: dict) -> list[Finding
             continue  # a server's own changes are said whatever fleet's change it shares too
         names = [cs.counters[c] for c, *_ in lc.counters]
         span = _span(cs, lc.points)
-        if lc.end >= T - 1 and lc.start > 0:
-            when, elsewhere = f"since {cs.when(lc.start)}, to the end of the data ({span})", "before"
-        elif lc.start <= 0 and lc.end < T - 1:
-            when, elsewhere = f"from the start of the data to {cs.when(lc.end)} ({span})", "after"
-        else:
-            when, elsewhere = f"from {cs.when(lc.start)} to {cs.when(lc.end)} ({span})", "before and after"
+        elsewhere = lc.other_side(T)
+        when = {"before": f"since {cs.when(lc.start)}, to the end of the data ({span})",
+                "after": f"from the start of the data to {cs.when(lc.end)} ({span})"}.get(
+            elsewhere, f"from {cs.when(lc.start)} to {cs.when(lc.end)} ({span})")
         ev = [f"{cs.servers[lc.server]}: {count_of(len(names), 'counters')} at another level {when}"]
         for c, zm, level, other, peer in lc.counters:
             ev.append(f"{cs.counters[c]}: {_num(level)} there, {_num(other)} {elsewhere}"

@@ -79,6 +79,15 @@ class LevelChange:
     def points(self) -> int:
         return self.end - self.start + 1
 
+    def other_side(self, n_points: int) -> str:
+        """Where the server was at its other level, in words: 'before' (a change to the end of the
+        data), 'after' (from its start), 'before and after' (a long departure)."""
+        if self.end >= n_points - 1 and self.start > 0:
+            return "before"
+        if self.start <= 0 and self.end < n_points - 1:
+            return "after"
+        return "before and after"
+
 
 def _runs(f: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The True points of ``f`` (1-D) and its runs, gaps of up to ``gap`` points bridged: (the

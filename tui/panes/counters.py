@@ -116,7 +116,7 @@ class CountersPane(ViewPane):
                                      names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
                                      _z(ev.counters[0][1]), cs.time_label(ev.start),
                                      f"another level to {to} ({ev.points} points): {_n(level)} against {_n(other)} "
-                                     f"{'before' if to == 'the end' else 'elsewhere'}"
+                                     f"{ev.other_side(cs.n_points)}"
                                      + (f", peers {_n(peer)}" if np.isfinite(peer) else "")
                                      + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
                 what = "the level change"
