@@ -17,7 +17,6 @@ import tempfile
 import time
 
 import numpy as np
-
 from perftriage.analysis.counters.correlation import correlate
 from perftriage.analysis.counters.findings import CounterParams, analyse_counters
 from perftriage.analysis.counters.over_time import detect_over_time
@@ -25,6 +24,7 @@ from perftriage.analysis.counters.params import TimeParams
 from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.counters.table import Piece, RawCounters, align
 from perftriage.analysis.sim.fleet import COUNTERS, FleetConfig, simulate
+from perftriage.analysis.units import count_of
 
 from .common import row
 
@@ -64,7 +64,7 @@ def run(quick: bool = False) -> None:
     ca = analyse_counters(cs, CounterParams(over_time=None), correlations=False)
     t_cmp = time.perf_counter() - t0
     row("comparative analyses: server and time view X of every counter, dates", f"{t_cmp:.2f} s",
-        f"{len(ca.servers)} deviating server(s); top {cs.servers[ca.servers[0].server] if ca.servers else '-'}")
+        f"{count_of(len(ca.servers), 'deviating servers')}; top {cs.servers[ca.servers[0].server] if ca.servers else '-'}")
     total = t_load + t_cmp
     row("load + all comparative analyses", f"{total:.2f} s", f"target < 10 s: {'met' if total < 10 else 'NOT MET'}")
     # beyond PAD (issue 8's target predates it): every series against its history and its peers
