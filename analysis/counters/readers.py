@@ -481,7 +481,8 @@ def _column_labels(header: list[str]) -> tuple[list[str], str]:
         out.append(name if k == 1 else f"{name} ({k})")
         if k == 2:
             dups.append(name)
-    return out, (f"column(s) named twice, read as NAME (2), ...: {', '.join(dups)}" if dups else "")
+    said = "a column" if len(dups) == 1 else "columns"
+    return out, (f"{said} named twice, read as NAME (2), ...: {', '.join(dups)}" if dups else "")
 
 
 class _Names:

@@ -148,7 +148,7 @@ def _from_toml(text: str, path: Path) -> list[Rule]:
             raise ValueError(f"{where}: expected a table")
         extra = set(d) - known
         if extra:
-            raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
+            raise ValueError(f"{where}: unknown key{'' if len(extra) == 1 else 's'} {', '.join(sorted(extra))}")
         stat = STAT_WORDS.get(str(d.get("statistic", "any")).lower(), str(d.get("statistic")))
         r = Rule(counter=str(d.get("counter", "")), view=str(d.get("view", "detail")).lower(), statistic=stat,
                  op=_op(d.get("op", d.get("operator", ">")), where),

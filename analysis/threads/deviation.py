@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from perftriage.analysis.stats import median_above
-from perftriage.analysis.units import fmt_clock, fmt_duration, fmt_ratio
+from perftriage.analysis.units import count_of, fmt_clock, fmt_duration, fmt_ratio
 
 from .covariance import covariances, fm_matrix, scale_of
 from .params import ThreadParams
@@ -235,8 +235,10 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
             kept.append((good, score, float(np.min(apart[good]))))
     res.ranking = [Ranked(items, "dendrogram", score, separation=sep) for items, score, sep in kept]
     if dropped:
-        res.notes.append(f"{len(dropped)} cluster(s) the paper's descent reached were not ranked: their distance to "
-                         f"the others is under {params.separation:g}x the typical one ("
+        one = len(dropped) == 1
+        res.notes.append(f"{count_of(len(dropped), 'clusters')} the paper's descent reached {'was' if one else 'were'} "
+                         f"not ranked: {'its' if one else 'their'} distance to the others is under "
+                         f"{params.separation:g}x the typical one ("
                          + ", ".join(f"{'+'.join(names[i] for i in it)} {sp:.1f}x" for it, _, sp in dropped[:5]) + ")")
     if params.windows:
         exc = by_member(window_scores, groups, params)
