@@ -584,3 +584,39 @@ def test_a_spread_reads_as_steadier_constant_or_varying_more_in_the_metrics_unit
     assert steady["Handles"] == ["constant, where the others vary (std 0.5 open files)"]
     wild = dict(explain([1], [2, 3, 4], means, stds, ["CPU", "Handles"], units))
     assert wild["CPU"] == ["varies more: std 20% against 5% for the others (4.0x)"]
+
+
+def test_the_walk_drills_only_where_three_threads_can_be_compared():
+    """Four waves of ten threads and four 'waves' of one thread each, one of them far off: it is
+    ranked at the top, but nothing below it can be compared (a process of one thread: a pool of
+    one, a thread alone), so the walk spends no drill there (on the webserver sample's kernel
+    trace such drills took six of the eight, twelve analyses of one abstraction)."""
+    from perftriage.analysis.sim.threadpool import pool_series
+    from perftriage.analysis.threads.series import build
+
+    ts0, _ = pool_series(PoolConfig(seed=21, deviations={}))
+    waves = ts0.groups["wave"]
+    keep, wave_of = [], {}
+    for w in ("W1", "W2", "W3", "W4"):
+        for i in (i for i, x in enumerate(waves) if x == w):
+            keep.append(i)
+            wave_of[i] = w
+    for w in ("W5", "W6", "W7", "W8"):
+        i = next(i for i, x in enumerate(waves) if x == w)
+        keep.append(i)
+        wave_of[i] = "S" + w[1:]
+    times, keys, vals, groups = [], [], [], []
+    for i in keep:
+        v = ts0.samples(i).copy()
+        if wave_of[i] == "S5":
+            v[len(v) // 3:, 0] *= 6  # its CPU far above everyone's for the last two thirds
+        times.append(ts0.times(i))
+        keys += [ts0.ids[i]] * len(v)
+        groups += [wave_of[i]] * len(v)
+        vals.append(v)
+    ts = build(np.concatenate(times), keys, {"wave": groups}, np.vstack(vals), ts0.metrics, "test")
+    td = top_down(ts, ThreadParams(replicates=50))
+    top = td.results[0]
+    assert top.level == "wave" and "S5" in {top.names[i] for i in top.ranked_items()}
+    assert [r.within for r in td.results[1:] if r.within.get("wave", "").startswith("S")] == []
+    assert all(len(m) >= 3 for r in td.results[1:] for m in [top.members[top.names.index(r.within["wave"])]])

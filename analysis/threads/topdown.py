@@ -60,19 +60,25 @@ def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: in
         lower = next_level(ts, level)
         if lower is None:
             continue
-        items = [i for r in res.ranking for i in r.items]
+        # an abstraction of fewer than three threads holds nothing to compare at any level below
+        # (a process of one thread: a pool of one, a thread alone): not drilled into, so that the
+        # drills go where something can be ranked (the webserver sample's ranked apache2
+        # processes, one thread each, took six of the eight drills: twelve analyses of one)
+        roomy = [len(m) >= 3 for m in res.members]
+        items = [i for r in res.ranking for i in r.items if roomy[i]]
         if done == 1:
             # beyond the paper: the groups that do not deviate as a whole are looked into when
             # something inside them could be ranked (a cheap screen: no bootstrap), or always
             # with drill_all; a single deviating thread rarely moves its wave
-            rest = [i for i in range(res.k) if i not in items]
+            ranked = {i for r in res.ranking for i in r.items}
+            rest = [i for i in range(res.k) if i not in ranked and roomy[i]]
             items += [i for i in rest if drill_all or could_rank(ts, lower, {**within, level: res.names[i]}, params)]
         for i in items:
             if done + len(queue) < max_drill + 1:
                 queue.append((lower, {**within, level: res.names[i]}))
         # the paper drills into deviating abstractions; with none at the top, look inside the
         # largest group anyway only when the top level has a single abstraction
-        if res.k == 1 and lower:
+        if res.k == 1 and roomy[0]:
             queue.append((lower, {**within, level: res.names[0]}))
     return td
 
