@@ -208,6 +208,7 @@ def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: Tr
 
     td = top_down(ts, options.threads, progress=on_level, on_analysed=on_analysed)
     result.threads = td
+    result.report.notes.extend(f"{source}: {n}" for n in td.notes)
     result.report.findings.extend(topdown_findings(td))
     result.ready("threads")
 

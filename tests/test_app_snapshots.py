@@ -1,5 +1,5 @@
 """Every pane and every view at 80x24 with NO_COLOR (SVG snapshots): the request list, the four
-cluster views, the call trees' three, the threads' three, the counters' six, the findings and the
+cluster views, the call trees' three, the threads' comparisons and three views, the counters' six, the findings and the
 help. One analysis of the samples together (a web server's kernel trace with its thread metrics,
 microservice spans, a fleet's counters) serves them all."""
 
@@ -16,7 +16,8 @@ pytestmark = needs_bt2
 SAMPLES = ROOT / "sample_traces"
 PATHS = [str(SAMPLES / "webserver"), str(SAMPLES / "microservices"), str(SAMPLES / "fleet")]
 
-VIEWS = [("requests", "1", 0), ("clusters", "2", 4), ("calltrees", "3", 3), ("threads", "4", 3),
+# the threads: the list of comparisons of alike abstractions, then the first one's three views
+VIEWS = [("requests", "1", 0), ("clusters", "2", 4), ("calltrees", "3", 3), ("threads", "4", 4),
          ("counters", "5", 6), ("findings", "6", 0)]
 CASES = [(name, key, view) for name, key, n in VIEWS for view in range(max(n, 1))]
 
@@ -54,7 +55,10 @@ def test_snapshot_at_80x24_without_colour(pane, key, view, analysed, snap_compar
         await settled(pilot)
         await pilot.press(key)
         await pilot.pause()
-        for _ in range(view):
+        if pane == "threads" and view:  # into the first comparison, then its views
+            await pilot.press("enter")
+            await pilot.pause()
+        for _ in range(view - (pane == "threads" and view > 0)):
             await pilot.press("v")
             await pilot.pause()
         await settled(pilot)  # views drawn in workers (the map)
@@ -106,3 +110,41 @@ async def test_from_a_request_to_its_threads_and_back(analysed):
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert app.query_one("#tabs").active == "requests" and pane.selected_request() == i
+
+
+async def test_a_thread_finding_opens_its_comparison_and_escape_comes_back(analysed):
+    """A finding about a mysqld thread opens the comparison of mysqld's threads (not the list of
+    comparisons, nor apache2's processes) with that thread highlighted; escape returns to the
+    finding; in the pane, escape then climbs from a comparison to the list."""
+    from perftriage.tui.panes.findings import FindingsPane
+    from perftriage.tui.panes.threads import Overview, ThreadsPane
+
+    app = app_on(analysed)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        await pilot.press("6")
+        await pilot.pause()
+        fp = app.query_one(FindingsPane)
+        row = next(i for i, f in enumerate(fp.findings) if f.target.get("kind") == "threads"
+                   and f.target.get("within", {}).get("pool") == "mysqld")
+        f = fp.findings[row]
+        table = app.query_one("#findings-table")
+        table.focus()
+        table.cursor = fp.row_of(row)
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.query_one("#tabs").active == "threads"
+        threads = app.query_one(ThreadsPane)
+        res = threads.current
+        assert res.level == "thread" and res.within == f.target["within"]
+        assert res.names[threads.order[threads.table.cursor]] in f.target["names"]
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert app.query_one("#tabs").active == "findings"
+        await pilot.press("4")
+        await pilot.pause()
+        threads.table.focus()
+        await pilot.press("escape")  # back in the pane by its tab: escape climbs to the list
+        await pilot.pause()
+        assert isinstance(threads.current, Overview)

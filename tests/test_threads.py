@@ -500,7 +500,7 @@ def test_jacobi_eigenvalues_match_lapack():
 async def test_threads_pane_shows_threads_derived_from_the_kernel_trace():
     from perftriage.analysis.triage import Options
     from perftriage.tui.app import PerftriageApp
-    from perftriage.tui.panes.threads import ThreadsPane
+    from perftriage.tui.panes.threads import Overview, ThreadsPane
 
     app = PerftriageApp([str(ROOT / "sample_traces" / "webserver")],
                         Options(thread_windows=0.0, threads=ThreadParams(replicates=30)))
@@ -508,9 +508,23 @@ async def test_threads_pane_shows_threads_derived_from_the_kernel_trace():
         await app.workers.wait_for_complete()
         await pilot.pause()
         pane = app.query_one(ThreadsPane)
-        assert pane.current is not None and pane.current.level == "process"
-        assert len(pane.table.source) > 10
+        # the top lists the comparisons of alike abstractions: apache2's processes among
+        # themselves, mysqld's threads among themselves (never mysqld against an apache2 worker)
+        top = pane.current
+        assert isinstance(top, Overview) and len(pane.table.source) == len(app.result.threads.results) >= 2
+        compared = [(r.level, r.within) for r in top.entries]
+        assert ("process", {"program": "apache2"}) in compared
+        assert ("thread", {"process": "mysqld[1400]", "pool": "mysqld"}) in compared
         assert "metrics from the kernel trace" in " ".join(app.result.report.notes)
+        app.action_tab("threads")
+        await pilot.pause()
+        pane.table.focus()
+        await pilot.press("enter")  # the first comparison opens: its abstractions, ranked first
+        await pilot.pause()
+        assert pane.current is top.entries[0] and len(pane.table.source) == top.entries[0].k > 10
+        await pilot.press("escape")
+        await pilot.pause()
+        assert pane.current is top
 
 
 def test_covariances_no_ridge_mends_still_give_factors():
@@ -620,3 +634,79 @@ def test_the_walk_drills_only_where_three_threads_can_be_compared():
     assert top.level == "wave" and "S5" in {top.names[i] for i in top.ranked_items()}
     assert [r.within for r in td.results[1:] if r.within.get("wave", "").startswith("S")] == []
     assert all(len(m) >= 3 for r in td.results[1:] for m in [top.members[top.names.index(r.within["wave"])]])
+
+
+def test_pool_names_drop_the_threads_number():
+    from perftriage.analysis.threads.from_trace import pool_name
+
+    assert [pool_name(n) for n in ("pool-1-thread-3", "pool-1-thread-12", "worker-7", "mysqld", "Chrome_ChildIOT",
+                                   "kworker/0:1", "1234")] == ["pool-1-thread", "pool-1-thread", "worker", "mysqld",
+                                                               "Chrome_ChildIOT", "kworker/0", "1234"]
+
+
+def test_only_alike_abstractions_are_compared_where_the_series_has_kinds():
+    """A kernel trace's processes and pools (ThreadSeries.kinds): four processes of program
+    'web' are compared among themselves, the eight 'w' threads of the one 'db' process among
+    themselves; db is never ranked against a web process, its pool 'w' never against its 'io'
+    thread, the lone 'cron' process never compared at all. One web process and one w thread
+    deviate and are ranked where they belong."""
+    from perftriage.analysis.sim.threadpool import pool_series
+    from perftriage.analysis.threads.series import build
+    from perftriage.analysis.threads.topdown import topdown_findings
+
+    ts0, _ = pool_series(PoolConfig(seed=33, deviations={}))
+    layout = ([("web", "web[10]", "web")] + [("web", f"web[{p}]", "web") for p in (11, 12, 13)]
+              + [("db", "db[20]", "w")] * 8 + [("db", "db[20]", "io"), ("cron", "cron[30]", "cron")])
+    times, keys, vals, cols = [], [], [], {"program": [], "process": [], "pool": []}
+    for i, (prog, proc, pool) in enumerate(layout):
+        v = ts0.samples(i).copy()
+        if proc == "web[12]" or (pool == "w" and i == 7):
+            v[len(v) // 3:, 0] *= 6  # CPU far up for the last two thirds
+        if prog == "db":
+            v[:, 0] += 40  # the database runs hotter than any web process: no deviation of its own
+        times.append(ts0.times(i))
+        keys += [ts0.ids[i]] * len(v)
+        vals.append(v)
+        for name, x in zip(("program", "process", "pool"), (prog, proc, pool)):
+            cols[name] += [x] * len(v)
+    ts = build(np.concatenate(times), keys, cols, np.vstack(vals), ts0.metrics, "test")
+    ts.kinds = {"process": "program", "pool": "pool"}
+    td = top_down(ts, ThreadParams(replicates=50))
+    compared = {(r.level, tuple(sorted(r.within.items()))): r for r in td.results}
+    web = compared[("process", (("program", "web"),))]
+    w = compared[("thread", (("pool", "w"), ("process", "db[20]")))]
+    assert set(compared) == {("process", (("program", "web"),)), ("thread", (("pool", "w"), ("process", "db[20]")))}
+    assert sorted(web.names) == ["web[10]", "web[11]", "web[12]", "web[13]"] and "web[12]" in {
+        web.names[i] for i in web.ranked_items()}
+    assert len(w.names) == 8 and ts0.ids[7] in {w.names[i] for i in w.ranked_items()}
+    titles = " ".join(f.title for f in topdown_findings(td))
+    assert "db[20]" not in {n for r in td.results if r.level == "process" for n in r.names}
+    assert "in program web" in titles and "in process db[20], pool w" in titles and "cron" not in titles
+
+
+def test_workers_that_each_serve_in_turn_are_no_departures():
+    """Twelve workers, each busy (CPU 50%) for its own tenth of the run and idle otherwise, as
+    prefork workers serve requests in turn: every one departs from the others' median for 10%
+    of the run, so departing is their habit and none is ranked for it (on the webserver
+    sample's apache2 workers 19 of 32 were); one that stays busy three times as long still is."""
+    from perftriage.analysis.threads.series import build
+
+    rng = np.random.default_rng(5)
+    n, k = 600, 12
+    times, keys, vals = [], [], []
+    for i in range(k):
+        cpu = 1 + rng.normal(0, 0.2, n)
+        a = i * n // 20 + n // 10
+        cpu[a:a + n // 10] = 50 + rng.normal(0, 2, n // 10)
+        if i == 11:
+            cpu[a:a + 3 * n // 10] = 50 + rng.normal(0, 2, 3 * n // 10)
+        other = rng.normal(10, 1, (n, 2))
+        times.append(np.arange(n, dtype=float))
+        keys += [f"t{i}"] * n
+        vals.append(np.column_stack([cpu, other]))
+    ts = build(np.concatenate(times), keys, {"pool": ["w"] * (n * k)}, np.vstack(vals), ["CPU", "A", "B"], "test")
+    res = analyse_level(ts, "thread", params=ThreadParams(replicates=30))
+    dz = np.array([d.z for d in res.departures])
+    assert (dz > ThreadParams().departure).sum() >= 10  # beyond the plain bar: nearly all of them
+    departing = [res.names[r.items[0]] for r in res.ranking if r.how == "departure"]
+    assert departing in ([], ["t11"]) and "t11" in {res.names[i] for i in res.ranked_items()}, res.ranking

@@ -669,7 +669,7 @@ class PerftriageApp(App):
                 "pair": ("calltrees", "select_pair", lambda t: (t["method"], t.get("replica"))),
                 "pod": ("calltrees", "select_pod", lambda t: (t["pod"], t.get("service"))),
                 "rule": ("counters", "select_rule", lambda t: (t["counter"],)),
-                "threads": ("threads", "select_names", lambda t: (t["level"], list(t["names"]))),
+                "threads": ("threads", "select_names", lambda t: (t["level"], list(t["names"]), t.get("within"))),
                 "server": ("counters", "select_server",
                            lambda t: (t["server"], t.get("counter"),
                                       (t["from_s"], t["to_s"], "the interval") if "from_s" in t else None))}

@@ -19,13 +19,19 @@ The system's background (kernel threads, the idle task, the tracer's own threads
 the most deviating threads (the tracer's consumer is busy exactly when the traced work is).
 
 Groups for the top-down walk: machine (host), process (the process's name and pid), pool (the
-thread's name: the threads of one pool share it) and thread (tid). Only threads present and active
+thread's name, its number taken off: the threads of one pool share it) and thread (tid). Only
+alike abstractions are compared (``ThreadSeries.kinds``): processes with the processes of the
+same program, threads with the threads of their pool; a process's pools are looked into one by
+one, never ranked against each other (Xorg against java, a browser's IO thread against its
+compositor: no pool of workers, different jobs). Only threads present and active
 (running or entering system calls) in at least ``min_windows`` windows are kept (a covariance
 needs samples; a daemon asleep through the trace has none to compare), and at most ``max_threads``
 of them, the busiest first.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -48,6 +54,14 @@ UNITS = {"CPU": "%", "Syscalls": "calls/s", "Blocked": "%", "Preempted": "%", "H
 MAPPERS = {"mmap": 1, "mmap2": 1, "mremap": 1, "munmap": -1}
 
 
+def pool_name(comm: str) -> str:
+    """The pool a thread belongs to, from its name: its number taken off ('pool-1-thread-3' and
+    'pool-1-thread-12' -> 'pool-1-thread', 'worker-7' -> 'worker'); a name that is only a number
+    stays."""
+    base = re.sub(r"[-_#:./\s]*\d+$", "", comm)
+    return base or comm
+
+
 def _cumulative(starts, ends, on, edges):
     """Time spent in intervals where ``on`` holds, from the first interval to each edge."""
     dur = np.where(on, ends - starts, 0).astype(np.float64)
@@ -65,7 +79,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
                               min_windows: int = 10, max_threads: int = 400, background: bool = False) -> ThreadSeries:
     times, keys, vals = [], [], []
     widths = []
-    groups = {"machine": [], "process": [], "pool": []}
+    groups = {"machine": [], "process": [], "pool": [], "program": []}
     notes = []
     for host, g in graphs.items():
         span = max(g.end - g.begin, 1)
@@ -147,12 +161,16 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             pname = (leader.comm if leader is not None and leader.comm else (info.comm if info else "")) or "?"
             groups["machine"] += [host] * n
             groups["process"] += [f"{pname}[{pid}]"] * n
-            groups["pool"] += [g.comm(tid)] * n
+            groups["pool"] += [pool_name(g.comm(tid))] * n
+            groups["program"] += [pname] * n
     if not vals:
         ts = build(np.zeros(0), [], {}, np.zeros((0, len(METRICS))), METRICS, "kernel trace")
     else:
         ts = build(np.concatenate(times), keys, groups, np.vstack(vals), METRICS, "kernel trace")
     ts.units = dict(UNITS)
+    # only alike abstractions are compared: processes of one program (prefork workers, a
+    # fleet's daemons), threads of one pool; a process's pools each do their own job
+    ts.kinds = {"process": "program", "pool": "pool"}
     wtxt = ", ".join(sorted({f"{w / 1e6:g} ms" for w in widths})) or "-"
     ts.notes = notes + [f"per-thread metrics from the kernel trace ({', '.join(METRICS)}) in windows of {wtxt}; "
                         f"{ts.n_threads} threads present and active in {min_windows}+ windows"]

@@ -17,7 +17,10 @@ class ThreadParams:
     separation: float = 2.6  # an abstraction's median distance to the others, over the typical one
     windows: bool = True
     departure: float = 6.0  # a level held apart from the others this many times their usual spread...
-    sustain: float = 0.05  # ...over at least this share of the run's windows
+    sustain: float = 0.05  # ...over at least this share of the run's windows...
+    # ...and this many times the departure the median abstraction holds: where every one departs
+    # now and then (prefork workers each serving requests in turn) departing is the habit
+    habit: float = 3.0
     seed: int = 0
     workers: int | None = None  # bootstrap processes (None: one per scale, at most the cores)
 

@@ -54,6 +54,11 @@ class ThreadSeries:
     source: str = ""
     notes: list[str] = field(default_factory=list)
     units: dict[str, str] = field(default_factory=dict)  # metric -> unit ('%', 'calls/s'), where known
+    # level -> the group column that tells each abstraction's kind there: abstractions of different
+    # kinds do different work and are not compared with one another (a kernel trace's processes
+    # by program, its pools each of its own kind); none: a level's abstractions are alike, as the
+    # paper's waves or machines, and as a CSV's levels are taken
+    kinds: dict[str, str] = field(default_factory=dict)
 
     def unit(self, metric: str) -> str:
         u = self.units.get(metric, "")

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perftriage.analysis.findings import Finding, Table
+from perftriage.analysis.units import count_of
 
-from .deviation import LevelResult, ThreadParams, analyse_level, could_rank
+from .deviation import LevelResult, ThreadParams, abstractions, analyse_level, could_rank
 from .series import ThreadSeries, plural
 
 
@@ -18,6 +19,7 @@ class TopDown:
     series: ThreadSeries
     levels: list[str]
     results: list[LevelResult] = field(default_factory=list)  # top level first, then drill-downs
+    notes: list[str] = field(default_factory=list)  # why nothing was analysed, where nothing was
 
 
 def next_level(ts: ThreadSeries, level: str) -> str | None:
@@ -39,16 +41,26 @@ def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: in
     params = params or ThreadParams()
     levels = ts.levels()
     td = TopDown(ts, levels)
-    queue = [(levels[0], {})]
+    # (level, within, screened: analysed only where could_rank finds something to rank there)
+    queue: list[tuple[str, dict, bool]] = [(levels[0], {}, False)]
     done = 0
-    while queue:
-        level, within = queue.pop(0)
-        what = plural(level) + (" in " + ", ".join(within.values()) if within else "")
-        total = done + 1 + len(queue)  # the analyses known so far (more may come from this one)
+    while queue and done < max_drill + 1:
+        level, within, screened = queue.pop(0)
+        lower = next_level(ts, level)
+        kind = _split_by(ts, level, within)
+        if kind is not None:  # abstractions of different kinds here: each kind compared on its own, in its place
+            queue[:0] = _alike(ts, level, within, kind, lower, screened)
+            continue
+        if screened and done > 0 and not drill_all and not could_rank(ts, level, within, params):
+            continue
+        what = plural(level) + where_text(within, ts.kinds)
+        sure = sum(1 for e in queue if not e[2])
+        total = done + 1 + sure  # the analyses known so far (more may come from this one, or be screened in)
+        more = "+" if done == 0 or sure < len(queue) else ""
 
-        def on_level(text: str, frac: float, what=what, done=done, total=total) -> None:
+        def on_level(text: str, frac: float, what=what, done=done, total=total, more=more) -> None:
             if progress:
-                progress(f"analysis {done + 1} of {total}{'+' if done == 0 else ''}: {what} · {text}",
+                progress(f"analysis {done + 1} of {total}{more}: {what} · {text}",
                          frac)  # this analysis's own progress: the text says which of how many
 
         on_level("distances", 0.0)
@@ -57,7 +69,6 @@ def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: in
         done += 1
         if on_analysed is not None:
             on_analysed(TopDown(ts, levels, list(td.results)))
-        lower = next_level(ts, level)
         if lower is None:
             continue
         # an abstraction of fewer than three threads holds nothing to compare at any level below
@@ -65,26 +76,111 @@ def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: in
         # drills go where something can be ranked (the webserver sample's ranked apache2
         # processes, one thread each, took six of the eight drills: twelve analyses of one)
         roomy = [len(m) >= 3 for m in res.members]
-        items = [i for r in res.ranking for i in r.items if roomy[i]]
+        ranked = [i for r in res.ranking for i in r.items]
+        queue += [(lower, {**within, level: res.names[i]}, False) for i in ranked if roomy[i]]
         if done == 1:
             # beyond the paper: the groups that do not deviate as a whole are looked into when
             # something inside them could be ranked (a cheap screen: no bootstrap), or always
             # with drill_all; a single deviating thread rarely moves its wave
-            ranked = {i for r in res.ranking for i in r.items}
-            rest = [i for i in range(res.k) if i not in ranked and roomy[i]]
-            items += [i for i in rest if drill_all or could_rank(ts, lower, {**within, level: res.names[i]}, params)]
-        for i in items:
-            if done + len(queue) < max_drill + 1:
-                queue.append((lower, {**within, level: res.names[i]}))
+            for i in range(res.k):
+                if i in ranked or not roomy[i]:
+                    continue
+                w = {**within, level: res.names[i]}
+                if _split_by(ts, lower, w) is not None:
+                    queue.append((lower, w, True))  # screened once split into its kinds
+                elif drill_all or could_rank(ts, lower, w, params):  # screened now: the count is known
+                    queue.append((lower, w, False))
         # the paper drills into deviating abstractions; with none at the top, look inside the
         # largest group anyway only when the top level has a single abstraction
         if res.k == 1 and roomy[0]:
-            queue.append((lower, {**within, level: res.names[0]}))
+            queue.append((lower, {**within, level: res.names[0]}, False))
+    if not td.results:
+        td.notes.append(_nothing_alike(ts))
     return td
 
 
-def _where(res: LevelResult) -> str:
-    return " in " + ", ".join(f"{k} {v}" for k, v in res.within.items()) if res.within else ""
+def _nothing_alike(ts: ThreadSeries) -> str:
+    """Why a walk analysed nothing: which kinds have too few abstractions to compare."""
+    levels = ts.levels()
+    parts = []
+    for n, lv in enumerate(levels[:-1]):
+        kind = ts.kinds.get(lv)
+        if kind is None or kind not in ts.groups:
+            continue
+        if kind != lv:
+            per: dict[str, set] = {}
+            for a, b in zip(ts.groups[kind], ts.groups[lv]):
+                per.setdefault(a, set()).add(b)
+            most = max((len(v) for v in per.values()), default=0)
+            parts.append(f"no {kind} with 3 {plural(lv)} or more (the most: {most})")
+        else:
+            sizes: dict[tuple, int] = {}
+            for key in zip(*(ts.groups[g] for g in levels[:n + 1])):  # a pool within its process
+                sizes[key] = sizes.get(key, 0) + 1
+            parts.append(f"no {lv} of 3 threads or more (the largest: {max(sizes.values(), default=0)})")
+    if not parts:
+        return f"nothing to compare among {count_of(ts.n_threads, 'threads')}"
+    return (f"nothing alike to compare among {count_of(ts.n_threads, 'threads')}: {', '.join(parts)}; abstractions "
+            "of different kinds (processes of different programs, a process's pools) do different work and are "
+            "not ranked against one another")
+
+
+def _split_by(ts: ThreadSeries, level: str, within: dict) -> str | None:
+    """The group column that tells the kinds of ``level``'s abstractions in ``within`` apart,
+    where they are of different kinds; None where they are alike."""
+    kind = ts.kinds.get(level)
+    return kind if kind is not None and kind in ts.groups and kind not in within else None
+
+
+def _alike(ts: ThreadSeries, level: str, within: dict, kind: str, lower: str | None,
+           screened: bool) -> list[tuple[str, dict, bool]]:
+    """What replaces the analysis of ``level`` in ``within`` where its abstractions are of
+    different kinds (``ts.kinds``): the abstractions of each kind that has three or more compared
+    among themselves, the others' insides looked into (those of three threads or more); where each
+    abstraction is a kind of its own (a process's pools), the inside of each. The largest first;
+    screened (:func:`could_rank`) where there is more than one."""
+    names, members = abstractions(ts, level, within)
+    sets: list[tuple[int, str, dict]] = []  # (threads, level, within)
+    if kind == level:
+        sets = [(len(m), lower, {**within, level: n}) for n, m in zip(names, members) if lower and len(m) >= 3]
+    else:
+        by: dict[str, list] = {}
+        for n, m in zip(names, members):
+            by.setdefault(ts.groups[kind][m[0]], []).append((n, m))
+        for k, nm in by.items():
+            if len(nm) >= 3:
+                sets.append((sum(len(m) for _, m in nm), level, {**within, kind: k}))
+            else:
+                sets += [(len(m), lower, {**within, level: n}) for n, m in nm if lower and len(m) >= 3]
+    sets.sort(key=lambda s: -s[0])
+    return [(lv, w, screened if len(sets) == 1 else True) for _, lv, w in sets]
+
+
+def comparisons(ts: ThreadSeries, level: str, within: dict) -> list[tuple[str, dict]]:
+    """The analyses that look at ``level`` in ``within``: that level itself where its abstractions
+    are alike, else those of each kind, or below, as the walk takes them (:func:`_alike`); the
+    Threads pane asks this when the user goes into an abstraction."""
+    out, todo = [], [(level, within)]
+    while todo:
+        lv, w = todo.pop(0)
+        kind = _split_by(ts, lv, w)
+        if kind is not None:
+            todo[:0] = [(a, b) for a, b, _ in _alike(ts, lv, w, kind, next_level(ts, lv), False)]
+        else:
+            out.append((lv, w))
+    return out
+
+
+def where_text(within: dict, kinds: dict | None = None) -> str:
+    """' in process mysqld[1400], pool mysqld': the groups an analysis is within, a kind left out
+    where the abstraction it is the kind of is named (the program where the process is)."""
+    hidden = {k for lv, k in (kinds or {}).items() if k != lv and lv in within}
+    shown = [f"{k} {v}" for k, v in within.items() if k not in hidden]
+    return " in " + ", ".join(shown) if shown else ""
+
+
+def _where(res: LevelResult, kinds: dict | None = None) -> str:
+    return where_text(res.within, kinds)
 
 
 def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
@@ -114,13 +210,13 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
         rows = [[m, t] for m, t in r.metrics]
         out.append(Finding(
             analysis="threads",
-            title=(f"{what.capitalize()} {', '.join(names[:4])}{'…' if len(names) > 4 else ''}{_where(res)}: "
+            title=(f"{what.capitalize()} {', '.join(names[:4])}{'…' if len(names) > 4 else ''}{_where(res, ts.kinds)}: "
                    f"{r.headline}" if r.headline else
                    f"{what.capitalize()} {', '.join(names[:4])}{'…' if len(names) > 4 else ''} "
                    f"{'deviates' if len(names) == 1 else 'deviate'}" + (f" ({r.metrics[0][0]})" if r.metrics else "")
-                   + _where(res)),
-            subject=f"{what} {', '.join(names)}{_where(res)}",
-            target={"kind": "threads", "level": res.level, "names": list(names)},
+                   + _where(res, ts.kinds)),
+            subject=f"{what} {', '.join(names)}{_where(res, ts.kinds)}",
+            target={"kind": "threads", "level": res.level, "names": list(names), "within": dict(res.within)},
             score=float(100 - rank + (r.separation if np.isfinite(r.separation) else r.score)),
             severity="warning",
             evidence=ev,
@@ -140,7 +236,7 @@ def topdown_findings(td: TopDown) -> list[Finding]:
         for res in td.results:
             ranked = ", ".join("+".join(res.names[i] for i in r.items) + (f" ({r.how})" if r.how != "dendrogram" else "")
                                for r in res.ranking) or "-"
-            rows.append([res.level + _where(res), res.k, ranked])
+            rows.append([res.level + _where(res, td.series.kinds), res.k, ranked])
         ev = [f"{td.series.n_threads:,} threads, metrics {', '.join(td.series.metrics)}; levels "
               f"{' -> '.join(td.levels)}"]
         seen: dict[str, int] = {}

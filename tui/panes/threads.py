@@ -2,11 +2,15 @@
 that sets each apart; below, for the highlighted one, its metrics over time beside the
 majority's (sparklines on a shared scale), a plot of its most deviating metric, or the Ward
 dendrogram with heights and AU p-values (v cycles). enter goes down a level into the
-highlighted abstraction (analysed in a worker), escape comes back up."""
+highlighted abstraction (analysed in a worker), escape comes back up. Where only alike
+abstractions are compared (a kernel trace: a program's processes, a pool's threads), the top is
+the list of those comparisons, each opened with enter."""
 
 from __future__ import annotations
 
 from rich.text import Text
+from dataclasses import dataclass, field
+
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,6 +25,17 @@ from perftriage.tui.widgets.sparkline import sparkline
 from .base import ViewPane
 
 VIEWS = ("metrics", "plot", "dendrogram")
+
+
+@dataclass
+class Overview:
+    """The pane's list of comparisons where the walk compares several sets of alike abstractions:
+    each entry analysed (a LevelResult) or to analyse on enter (level, within)."""
+
+    entries: list
+    about: str = ""  # whose inside it lists ("" at the top)
+    level: str = "comparison"
+    within: dict = field(default_factory=dict)
 
 
 NO_THREADS = ("no thread analysis: it needs per-thread resource time series (a CSV, `perftriage record threads`) "
@@ -44,6 +59,7 @@ class ThreadsPane(ViewPane):
         self.order: list[int] = []  # row -> abstraction
         self.row = 0
         self.busy = False
+        self.link_top = 1  # the depth a link opened the pane at: escape there goes back where the link came from
 
     def compose_top(self) -> ComposeResult:
         yield Static(NO_THREADS, id="th-title", markup=False)
@@ -65,13 +81,18 @@ class ThreadsPane(ViewPane):
         before, row = (self.stack, self.row) if same else ([], 0)
         self.result = result
         td = getattr(result, "threads", None)
-        self.stack = [td.results[0]] if td is not None and td.results else []
+        self.stack = [self._root(td)] if td is not None and td.results else []
         for res in before[1:]:  # found again in the walk, or one the user had analysed here: kept
+            if isinstance(res, Overview):
+                self.stack.append(res)
+                continue
             found = next((r for r in td.results if r.level == res.level and r.within == res.within), None)
             if found is None:
                 td.results.append(res)
             self.stack.append(found or res)
-        if td is not None:
+        if td is not None and not td.results and td.notes:  # nothing alike to compare: why
+            self.show_idle(f"no thread analysis: {td.notes[0]}")
+        elif td is not None:
             self._idle = ""
         else:
             ts = getattr(result, "thread_series", None)
@@ -87,14 +108,55 @@ class ThreadsPane(ViewPane):
         if row:
             self.table.select_source(row)
 
+    def _root(self, td):
+        """The top of the pane: the walk's first analysis, or, where only alike abstractions are
+        compared, the list of the walk's comparisons."""
+        return Overview(list(td.results)) if td.series.kinds else td.results[0]
+
+    def _show_overview(self, ov: Overview) -> None:
+        from perftriage.analysis.threads.deviation import abstractions  # noqa: PLC0415
+        from perftriage.analysis.threads.series import plural  # noqa: PLC0415
+        from perftriage.analysis.threads.topdown import where_text  # noqa: PLC0415
+
+        ts = self.result.thread_series
+        self.order = list(range(len(ov.entries)))
+        rows, styles = [], []
+        for n, e in enumerate(ov.entries):
+            level, within = (e.level, e.within) if not isinstance(e, tuple) else e
+            what = plural(level) + where_text(within, ts.kinds)
+            if isinstance(e, tuple):
+                k = len(abstractions(ts, level, within)[0])
+                rows.append([str(n + 1), what, str(k), "-", "not analysed yet: enter analyses them"])
+                styles.append(None)
+                continue
+            first = e.ranking[0] if e.ranking else None
+            said = (first.headline or (first.metrics[0][0] + ": " + first.metrics[0][1] if first.metrics else "")
+                    ) if first is not None else "nothing deviates"
+            rows.append([str(n + 1), what, str(e.k), str(len(e.ranking)),
+                         (", ".join(e.names[i] for i in first.items[:3]) + ": " if first is not None else "") + said])
+            styles.append("alert" if e.ranking else None)
+        cols = [Column("#", "right", 2, 3), Column("compared", "left", 12, 48, priority=IDENTITY),
+                Column("n", "right", 2, 5), Column("ranked", "right", 3, 6),
+                Column("first deviation", "left", 10, 90, priority=TEXT, flex=True)]
+        self.table.set_rows(cols, ListSource(rows, styles))
+        inside = f" inside {ov.about}" if ov.about else ""
+        self.query_one("#th-title", Static).update(
+            f"{count_of(len(ov.entries), 'comparisons')}{inside} (a program's processes, a pool's threads) · "
+            f"enter: open{' · escape: up' if len(self.stack) > 1 else ''}")
+        self.row = 0
+        self.render_view()
+
     def _show_level(self) -> None:
         from perftriage.analysis.threads.series import plural  # noqa: PLC0415
-        from perftriage.analysis.threads.topdown import next_level  # noqa: PLC0415
+        from perftriage.analysis.threads.topdown import next_level, where_text  # noqa: PLC0415
 
         res = self.current
         if res is None:
             self.table.set_rows([], ListSource([]))
             self.render_view()
+            return
+        if isinstance(res, Overview):
+            self._show_overview(res)
             return
         ranked = {i: (n, r) for n, r in enumerate(res.ranking) for i in r.items}
         self.order = [i for r in res.ranking for i in r.items] + [i for i in range(res.k) if i not in ranked]
@@ -110,7 +172,7 @@ class ThreadsPane(ViewPane):
                 Column("by", "left", 4, 6), Column("apart", "right", 5, 7), Column("what deviates", "left", 10, 90, priority=TEXT,
                                                                                     flex=True)]
         self.table.set_rows(cols, ListSource(rows, styles))
-        where = " in " + ", ".join(f"{k} {v}" for k, v in res.within.items()) if res.within else ""
+        where = where_text(res.within, self.result.thread_series.kinds if self.result is not None else None)
         lower = next_level(self.result.thread_series, res.level) if self.result is not None else None
         keys = ("enter: into " + ("its " + lower + "s" if lower else "-") + " · ") if lower else ""
         self.query_one("#th-title", Static).update(
@@ -121,7 +183,7 @@ class ThreadsPane(ViewPane):
         self.render_view()
 
     def has_view(self) -> bool:
-        return self.current is not None
+        return self.current is not None and not isinstance(self.current, Overview)
 
     def select_thread(self, host: str, tid: int) -> bool:
         """Highlight, at the top level, the abstraction that holds thread ``tid`` of ``host``."""
@@ -133,16 +195,29 @@ class ThreadsPane(ViewPane):
         if not idx:
             return False
         del self.stack[1:]
+        if isinstance(self.stack[0], Overview):  # the comparison that holds it, the narrowest
+            held = [r for r in self.result.threads.results if any(idx[0] in m for m in r.members)]
+            if not held:
+                self._show_level()
+                return False
+            self.stack.append(min(held, key=lambda r: sum(len(m) for m in r.members)))
+        self.link_top = len(self.stack)
         self._show_level()
         return self._highlight(lambda a: idx[0] in self.current.members[a])
 
-    def select_names(self, level: str, names: list[str]) -> bool:
-        """Highlight the first of ``names`` when the level shown is ``level`` (the top one first)."""
-        while len(self.stack) > 1 and self.current.level != level:
-            self.stack.pop()
-        res = self.current
-        if res is None or res.level != level:
+    def select_names(self, level: str, names: list[str], within: dict | None = None) -> bool:
+        """Show the analysis of ``level`` (in ``within``, where given) that holds ``names``, and
+        highlight the first of them."""
+        td = getattr(self.result, "threads", None)
+        if td is None or not self.stack:
             return False
+        res = next((r for r in td.results if r.level == level and (within is None or r.within == within)
+                    and any(n in r.names for n in names)), None)
+        if res is None:
+            return False
+        root = self.stack[0]
+        self.stack = [root] if res is root else [root, res]
+        self.link_top = len(self.stack)
         self._show_level()
         return self._highlight(lambda a: res.names[a] in names)
 
@@ -157,26 +232,52 @@ class ThreadsPane(ViewPane):
 
     def on_row_table_selected(self, event: RowTable.Selected) -> None:
         from perftriage.analysis.threads.series import plural  # noqa: PLC0415
-        from perftriage.analysis.threads.topdown import next_level  # noqa: PLC0415
+        from perftriage.analysis.threads.topdown import comparisons, next_level  # noqa: PLC0415
 
         if event.table is not self.table or self.current is None or self.busy:
             return
         event.stop()
         res = self.current
+        if isinstance(res, Overview):
+            entry = res.entries[self.order[event.row]]
+            if isinstance(entry, tuple):
+                self._open(*entry, about=", ".join(entry[1].values()))
+            else:
+                self.stack.append(entry)
+                self._show_level()
+            return
         lower = next_level(self.result.thread_series, res.level)
         if lower is None:
             self.app.notify(f"{plural(res.level)} are the lowest level", timeout=3)
             return
         item = self.order[event.row]
         within = {**res.within, res.level: res.names[item]}
-        cached = next((r for r in self.result.threads.results if r.level == lower and r.within == within), None)
+        ts = self.result.thread_series
+        found = comparisons(ts, lower, within) if ts.kinds else [(lower, within)]
+        if not found:
+            held = count_of(len(res.members[item]), "threads")
+            self.app.notify(f"nothing alike to compare inside {res.names[item]} ({held})", timeout=4, markup=False)
+            return
+        if len(found) > 1:  # its pools, each compared on its own: which one
+            cached = [next((r for r in self.result.threads.results if r.level == lv and r.within == w), (lv, w))
+                      for lv, w in found]
+            self.stack.append(Overview(cached, about=res.names[item]))
+            self._show_level()
+            return
+        self._open(*found[0], about=res.names[item])
+
+    def _open(self, level: str, within: dict, about: str = "") -> None:
+        """The analysis of ``level`` in ``within``: the walk's, or analysed now in a worker."""
+        from perftriage.analysis.threads.series import plural  # noqa: PLC0415
+
+        cached = next((r for r in self.result.threads.results if r.level == level and r.within == within), None)
         if cached is not None:
             self.stack.append(cached)
             self._show_level()
             return
         self.busy = True
-        self.view_title.update(Text(f"analysing the {plural(lower)} of {res.names[item]}…"))
-        self._drill(lower, within)
+        self.view_title.update(Text(f"analysing the {plural(level)} of {about}…"))
+        self._drill(level, within)
 
     @work(thread=True, exclusive=True, group="threads-drill")
     def _drill(self, level: str, within: dict) -> None:
@@ -193,18 +294,23 @@ class ThreadsPane(ViewPane):
 
     def action_up(self) -> None:
         """escape: up a level; at the top, back where a link came from (the app's history)."""
-        if len(self.stack) > 1:
+        if len(self.stack) > self.link_top:
             self.stack.pop()
             self._show_level()
         elif getattr(self.app, "history", None):
+            self.link_top = 1  # back where the link came from; from here on escape climbs the levels
             self.app.action_back()
+        elif len(self.stack) > 1:
+            self.link_top = 1
+            self.stack.pop()
+            self._show_level()
 
     def render_view(self) -> None:
         from perftriage.analysis.threads.view import dendrogram_lines, item_series  # noqa: PLC0415
 
         out = self.view_body
         res = self.current
-        if res is None or not self.order:
+        if res is None or not self.order or isinstance(res, Overview):
             self.clear_view()
             return
         item = self.order[min(self.row, len(self.order) - 1)]
