@@ -514,6 +514,12 @@ async def test_real_kernel_trace_without_markers_opens_on_its_processes():
         # alike to compare, which the pane says (it ranked apt against Xorg before)
         assert threads.current is None and app.result.threads.results == []
         assert "nothing alike to compare" in threads._idle and "no program with 3 processes" in threads._idle
+        # so no request's thread can be shown compared: t is not offered (it was, and showed nothing)
+        row = next(r for r in range(len(pane.index)) if str(pane.table.tid[pane.index[r]]) in ts.ids)
+        pane.row_table.cursor = row
+        await pilot.pause()
+        assert str(pane.table.tid[pane.selected_request()]) in ts.ids
+        assert pane.check_action("its_threads", ()) is False
         # findings lead with where apt's time went
         findings = app.query_one(FindingsPane)
         assert findings is not None

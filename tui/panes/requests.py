@@ -346,11 +346,14 @@ class RequestsPane(Pending, Vertical):
             return self.cluster is not None and self.selected_request() is not None
         if action in ("filter", "sort", "next_notable", "prev_notable"):
             return self.table is not None
-        if action == "its_threads":  # only with thread metrics that hold the request's thread
+        if action == "its_threads":  # only where an analysis of thread metrics compared the request's thread
             i = self.selected_request()
             ts = getattr(self.result, "thread_series", None)
-            return i is not None and getattr(self.result, "threads", None) is not None and ts is not None \
-                and str(self.table.tid[i]) in ts.ids
+            td = getattr(self.result, "threads", None)
+            if i is None or td is None or ts is None or str(self.table.tid[i]) not in ts.ids:
+                return False
+            k = ts.ids.index(str(self.table.tid[i]))
+            return any(k in m for r in td.results for m in r.members)
         if action == "its_host":  # only with counters of the request's host
             i = self.selected_request()
             ca = getattr(self.result, "counters", None)
