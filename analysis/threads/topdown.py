@@ -37,7 +37,11 @@ def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: in
     abstraction meets, so the walk finds what drilling into all of them finds. ``drill_all``:
     into all of them regardless (same findings, slower: for checking). ``on_analysed(td)``: told
     after each analysis of the walk, the top level first, with what is analysed so far (the app
-    shows each level as it comes; a long walk is browsable long before it ends)."""
+    shows each level as it comes; a long walk is browsable long before it ends). Where the series
+    has kinds (``ThreadSeries.kinds``: a kernel trace's processes by program, its pools), a level
+    of mixed kinds is not analysed as one: each kind of three or more is, in its place in the
+    walk, and the others are looked inside (:func:`_alike`); when nothing alike was found,
+    ``td.notes`` says why."""
     params = params or ThreadParams()
     levels = ts.levels()
     td = TopDown(ts, levels)
