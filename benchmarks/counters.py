@@ -17,6 +17,7 @@ import tempfile
 import time
 
 import numpy as np
+
 from perftriage.analysis.counters.correlation import correlate
 from perftriage.analysis.counters.findings import CounterParams, analyse_counters
 from perftriage.analysis.counters.over_time import detect_over_time

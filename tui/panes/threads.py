@@ -8,9 +8,9 @@ the list of those comparisons, each opened with enter."""
 
 from __future__ import annotations
 
-from rich.text import Text
 from dataclasses import dataclass, field
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
