@@ -162,7 +162,8 @@ def _level_inputs(ts: ThreadSeries, level: str, names, members) -> _LevelInputs:
     groups = [[ts.samples(i)[:, cols] for i in m] for m in members]
     short = [names[a] for a, g in enumerate(groups) if sum(len(x) for x in g) < 10]
     if short:
-        notes.append(f"{len(short)} {level}(s) with fewer than 10 samples left out: " + ", ".join(short[:8]))
+        what = level if len(short) == 1 else plural(level)
+        notes.append(f"{len(short)} {what} with fewer than 10 samples left out: " + ", ".join(short[:8]))
         keep = [a for a, g in enumerate(groups) if sum(len(x) for x in g) >= 10]
         names, members, groups = [names[a] for a in keep], [members[a] for a in keep], [groups[a] for a in keep]
     pooled = [np.vstack(g) if g else np.zeros((0, len(cols))) for g in groups]
@@ -195,7 +196,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
     res = LevelResult(level, within, names, members, np.zeros((k, k)), None, None, [], params, notes,
                       means=means, stds=stds, metrics=metric_names)
     if k < 3:
-        res.notes.append(f"{k} {level}(s): at least 3 are needed to cluster")
+        res.notes.append(f"{k} {level if k == 1 else plural(level)}: at least 3 are needed to cluster")
         return res
     t1 = time.perf_counter()
     D = fm_matrix(cov.cov)
