@@ -710,3 +710,35 @@ def test_workers_that_each_serve_in_turn_are_no_departures():
     assert (dz > ThreadParams().departure).sum() >= 10  # beyond the plain bar: nearly all of them
     departing = [res.names[r.items[0]] for r in res.ranking if r.how == "departure"]
     assert departing in ([], ["t11"]) and "t11" in {res.names[i] for i in res.ranked_items()}, res.ranking
+
+
+def test_a_csv_of_processes_and_pools_compares_only_alike_ones(tmp_path):
+    """The same rule for a CSV (`perftriage record threads`, or a user's): processes by the
+    program they run (pid taken off: '1234:web', 'web[1235]'...), each pool on its own; a column
+    called 'group' stays a level of alike abstractions, as the paper's waves."""
+    from perftriage.analysis.threads.series import program_of
+
+    assert [program_of(p) for p in ("1234:nginx", "nginx[1234]", "nginx-3", "1234", "Web Content[1717]")] == [
+        "nginx", "nginx", "nginx", "", "Web Content"]
+    rng = np.random.default_rng(8)
+    rows = ["time,process,pool,thread,CPU,Mem"]
+    layout = [(f"{1230 + p}:web", "web", f"{1230 + p}") for p in range(4)] + \
+             [("2000:db", "w", f"{2001 + t}") for t in range(6)] + [("2000:db", "io", "2010")]
+    for proc, pool, tid in layout:
+        for t in range(400):
+            cpu = 5 + rng.normal(0, 0.5) + (60 if proc.startswith("2000") else 0)
+            if (tid == "1232" or tid == "2003") and t > 150:
+                cpu *= 4
+            rows.append(f"{1.7e9 + t},{proc},{pool},{tid},{cpu:.3f},{100 + rng.normal(0, 1):.3f}")
+    path = tmp_path / "threads.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ts = read_csv(path)
+    assert ts.kinds == {"pool": "pool", "process": "program"}
+    td = top_down(ts, ThreadParams(replicates=30))
+    got = {(r.level, tuple(sorted(r.within.items()))): {r.names[i] for i in r.ranked_items()} for r in td.results}
+    assert "1232:web" in got[("process", (("program", "web"),))]
+    assert "2003" in got[("thread", (("pool", "w"), ("process", "2000:db")))]
+    assert not any(r.level == "process" and "2000:db" in r.names for r in td.results)
+    # 'group' is no pool of its own kind: its groups are compared with one another
+    path.write_text(path.read_text().replace("time,process,pool,thread", "time,process,group,thread", 1))
+    assert "pool" not in read_csv(path).kinds

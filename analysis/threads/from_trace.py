@@ -31,15 +31,13 @@ of them, the busiest first.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from perftriage.analysis.execgraph import tasks
 from perftriage.analysis.execgraph.graph import BLOCKED, BP, RS, RU, ExecGraph
 from perftriage.analysis.units import count_of
 
-from .series import ThreadSeries, build
+from .series import ThreadSeries, build, pool_name
 
 METRICS = ("CPU", "Syscalls", "Blocked", "Preempted", "Handles", "Mappings")
 OPENERS = {"open": 1, "openat": 1, "openat2": 1, "creat": 1, "socket": 1, "accept": 1, "accept4": 1, "dup": 1,
@@ -52,14 +50,6 @@ MIN_AUTO_WINDOW_NS = 10_000_000
 UNITS = {"CPU": "%", "Syscalls": "calls/s", "Blocked": "%", "Preempted": "%", "Handles": "net open files",
          "Mappings": "net mappings"}
 MAPPERS = {"mmap": 1, "mmap2": 1, "mremap": 1, "munmap": -1}
-
-
-def pool_name(comm: str) -> str:
-    """The pool a thread belongs to, from its name: its number taken off ('pool-1-thread-3' and
-    'pool-1-thread-12' -> 'pool-1-thread', 'worker-7' -> 'worker'); a name that is only a number
-    stays."""
-    base = re.sub(r"[-_#:./\s]*\d+$", "", comm)
-    return base or comm
 
 
 def _cumulative(starts, ends, on, edges):

@@ -83,6 +83,32 @@ class ThreadSeries:
         return [g for g in GROUPS if g in self.groups and len(set(self.groups[g])) > 1] + ["thread"]
 
 
+def pool_name(name: str) -> str:
+    """The pool a thread belongs to, from its name: its number taken off ('pool-1-thread-3' and
+    'pool-1-thread-12' -> 'pool-1-thread', 'worker-7' -> 'worker'); a name that is only a number
+    stays."""
+    return re.sub(r"[-_#:./\s]*\d+$", "", name) or name
+
+
+def program_of(process: str) -> str:
+    """The program a process runs, from its name: its pid taken off ('1234:nginx', 'nginx[1234]',
+    'nginx-3' -> 'nginx'); '' for a bare pid (all such processes one kind)."""
+    name = re.sub(r"\[\d+\]$", "", re.sub(r"^\d+:", "", process.strip()))
+    return re.sub(r"[-_#:./\s]*\d+$", "", name)
+
+
+def set_kinds(ts: ThreadSeries, pool_column: str = "pool") -> None:
+    """Which of a CSV's levels hold abstractions of different kinds (``ThreadSeries.kinds``): its
+    pools (a pool, thread-pool or thread-name column: different pools do different work) and its
+    processes, by the program each runs. A column called 'group' may be anything (waves): its
+    abstractions stay alike, as the paper's."""
+    if "pool" in ts.groups and pool_column != "group":
+        ts.kinds["pool"] = "pool"
+    if "process" in ts.groups:
+        ts.groups["program"] = [program_of(p) for p in ts.groups["process"]]
+        ts.kinds["process"] = "program"
+
+
 def plural(level: str) -> str:
     """process -> processes, thread -> threads."""
     return level + ("es" if level.endswith("s") else "s")
@@ -155,10 +181,10 @@ def read_csv(path) -> ThreadSeries:
     time = column_to_seconds(list(cols[t_i]), path)
     th_i = next((i for i, n in enumerate(names) if n in THREAD_NAMES), None)
     notes = [f"{short:,} row{'s' if short != 1 else ''} with fewer fields than the header skipped"] if short else []
+    group_idx: dict[str, int] = {}
     if th_i is None:
         ts = _read_wide(path, header, names, cols, time, t_i)
     else:
-        group_idx = {}
         for g, alts in GROUP_NAMES.items():
             i = next((i for i, n in enumerate(names) if n in alts and i not in (t_i, th_i)
                       and i not in group_idx.values()), None)
@@ -182,6 +208,7 @@ def read_csv(path) -> ThreadSeries:
                        str(path))
     ts.notes = notes + ts.notes
     ts.source = str(path)
+    set_kinds(ts, names[group_idx["pool"]] if "pool" in group_idx else "pool")
     return ts
 
 

@@ -111,7 +111,9 @@ class ThreadsPane(ViewPane):
     def _root(self, td):
         """The top of the pane: the walk's first analysis, or, where only alike abstractions are
         compared, the list of the walk's comparisons."""
-        return Overview(list(td.results)) if td.series.kinds else td.results[0]
+        ts = td.series
+        mixed = any(lv in ts.kinds for lv in ts.levels())  # a level of abstractions of different kinds
+        return Overview(list(td.results)) if mixed else td.results[0]
 
     def _show_overview(self, ov: Overview) -> None:
         from perftriage.analysis.threads.deviation import abstractions  # noqa: PLC0415
@@ -253,7 +255,7 @@ class ThreadsPane(ViewPane):
         item = self.order[event.row]
         within = {**res.within, res.level: res.names[item]}
         ts = self.result.thread_series
-        found = comparisons(ts, lower, within) if ts.kinds else [(lower, within)]
+        found = comparisons(ts, lower, within)
         if not found:
             held = count_of(len(res.members[item]), "threads")
             self.app.notify(f"nothing alike to compare inside {res.names[item]} ({held})", timeout=4, markup=False)
