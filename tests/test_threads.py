@@ -212,6 +212,7 @@ def test_record_threads_from_proc(tmp_path):
         assert r.returncode == 0, r.stderr
         ts = read_csv(out)
         assert ts.n_threads >= 4 and "CPU" in ts.metrics and "VoluntarySwitches" in ts.metrics
+        assert ts.units["CPU"] == "%" and ts.units["ResidentBytes"] == "bytes"  # written CPU(%), ResidentBytes(bytes)
         busy = [ts.samples(i)[:, ts.metrics.index("CPU")].mean() for i in range(ts.n_threads)]
         assert sorted(busy)[-1] > 20  # the spinning threads use CPU
         assert not any(p.name.startswith(".rec.csv.partial") for p in tmp_path.iterdir())
@@ -755,3 +756,17 @@ def test_a_level_held_is_said_before_a_few_bursts_over_zero():
     stds = np.array([[3.98, 45.1, 0.0]] + [[0.0, 2.01, 0.0] for _ in range(8)])
     out = explain([0], list(range(1, 9)), means, stds, metrics)
     assert [m for m, _ in out][:2] == ["CPU", "MinorFaults"]
+
+
+def test_metric_names_with_their_unit_give_the_unit(tmp_path):
+    """CPU(%) and Resident [bytes]: the metric is CPU, its unit %, and a finding says 59.5%; two
+    names that would both become CPU stay whole."""
+    rows = ["time,thread,CPU(%),Resident [bytes],Queue"] + [f"{t},{k},{5 + k},{1e6 * (k + 1)},{k}"
+                                                            for t in range(30) for k in range(4)]
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ts = read_csv(path)
+    assert ts.metrics == ["CPU", "Resident", "Queue"] and ts.units == {"CPU": "%", "Resident": "bytes"}
+    assert ts.unit("CPU") == "%" and ts.unit("Resident") == " bytes" and ts.unit("Queue") == ""
+    path.write_text("\n".join(r.replace("Resident [bytes]", "CPU(ms)") for r in rows) + "\n")
+    assert read_csv(path).metrics == ["CPU(%)", "CPU(ms)", "Queue"]

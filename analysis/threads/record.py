@@ -28,6 +28,10 @@ CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 METRICS = ("CPU", "VoluntarySwitches", "InvoluntarySwitches", "MinorFaults", "MajorFaults", "ReadBytes",
            "WriteBytes", "VirtualBytes", "ResidentBytes", "Handles")
+# written in the header as NAME(UNIT): read back, the findings say them ('CPU rose to 59.5%')
+UNITS = {"CPU": "%", "VoluntarySwitches": "switches", "InvoluntarySwitches": "switches", "MinorFaults": "faults",
+         "MajorFaults": "faults", "ReadBytes": "bytes", "WriteBytes": "bytes", "VirtualBytes": "bytes",
+         "ResidentBytes": "bytes", "Handles": "open files"}
 
 
 def _stat(path: str):
@@ -143,7 +147,7 @@ def record_threads(pid: int, out: str | os.PathLike, interval: float = 1.0, dura
     stop = _Stop.install()
     try:
         with open(tmp, "w") as f:
-            f.write("time,machine,process,pool,thread," + ",".join(METRICS) + "\n")
+            f.write("time,machine,process,pool,thread," + ",".join(f"{m}({UNITS[m]})" for m in METRICS) + "\n")
             try:
                 while True:
                     now = time.monotonic()

@@ -83,6 +83,23 @@ class ThreadSeries:
         return [g for g in GROUPS if g in self.groups and len(set(self.groups[g])) > 1] + ["thread"]
 
 
+_UNIT = re.compile(r"^(.*?\S)\s*[(\[]([^()\[\]]+)[)\]]$")
+
+
+def _units_from_names(ts: ThreadSeries) -> None:
+    """Metrics named with their unit, ``CPU(%)`` or ``Resident [bytes]`` (as perftriage record
+    writes them, and many exports do): the name without it, the unit in ``ts.units``, so that a
+    finding says '59.5%' and '2.1e+08 bytes'. A name that would be taken twice stays whole."""
+    split = [_UNIT.match(m) for m in ts.metrics]
+    names = [s.group(1) if s else m for s, m in zip(split, ts.metrics)]
+    if len(set(names)) < len(names):
+        return
+    for s, name in zip(split, names):
+        if s:
+            ts.units[name] = s.group(2).strip()
+    ts.metrics = names
+
+
 def pool_name(name: str) -> str:
     """The pool a thread belongs to, from its name: its number taken off ('pool-1-thread-3' and
     'pool-1-thread-12' -> 'pool-1-thread', 'worker-7' -> 'worker'); a name that is only a number
@@ -208,6 +225,7 @@ def read_csv(path) -> ThreadSeries:
                        str(path))
     ts.notes = notes + ts.notes
     ts.source = str(path)
+    _units_from_names(ts)
     set_kinds(ts, names[group_idx["pool"]] if "pool" in group_idx else "pool")
     return ts
 
