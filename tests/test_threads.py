@@ -770,3 +770,22 @@ def test_metric_names_with_their_unit_give_the_unit(tmp_path):
     assert ts.unit("CPU") == "%" and ts.unit("Resident") == " bytes" and ts.unit("Queue") == ""
     path.write_text("\n".join(r.replace("Resident [bytes]", "CPU(ms)") for r in rows) + "\n")
     assert read_csv(path).metrics == ["CPU(%)", "CPU(ms)", "Queue"]
+
+
+@needs_bt2
+def test_hosts_of_different_roles_are_not_compared():
+    """The two-hosts sample: web-01 and db-01 do different work (their numbered names say their
+    roles): no machine level analysis, the web host's apache2 workers and the db host's mysqld
+    threads each compared among themselves."""
+    from perftriage.analysis.ctf.pipeline import read_once
+    from perftriage.analysis.execgraph.builder import GraphBuilder
+    from perftriage.analysis.threads.from_trace import thread_series_from_graphs
+
+    graphs = read_once([ROOT / "sample_traces" / "two-hosts"], [GraphBuilder()]).results[0]
+    ts = thread_series_from_graphs(graphs)
+    assert ts.levels()[0] == "machine" and set(ts.groups["role"]) == {"web", "db"}
+    td = top_down(ts, ThreadParams(replicates=30))
+    assert not any(r.level == "machine" for r in td.results)
+    within = [r.within for r in td.results]
+    assert {"machine": "web-01", "program": "apache2"} in within
+    assert {"machine": "db-01", "process": "mysqld[1400]", "pool": "mysqld"} in within

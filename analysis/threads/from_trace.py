@@ -37,7 +37,7 @@ from perftriage.analysis.execgraph import tasks
 from perftriage.analysis.execgraph.graph import BLOCKED, BP, RS, RU, ExecGraph
 from perftriage.analysis.units import count_of
 
-from .series import ThreadSeries, build, pool_name
+from .series import ThreadSeries, build, pool_name, program_of
 
 METRICS = ("CPU", "Syscalls", "Blocked", "Preempted", "Handles", "Mappings")
 OPENERS = {"open": 1, "openat": 1, "openat2": 1, "creat": 1, "socket": 1, "accept": 1, "accept4": 1, "dup": 1,
@@ -69,7 +69,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
                               min_windows: int = 10, max_threads: int = 400, background: bool = False) -> ThreadSeries:
     times, keys, vals = [], [], []
     widths = []
-    groups = {"machine": [], "process": [], "pool": [], "program": []}
+    groups = {"machine": [], "process": [], "pool": [], "program": [], "role": []}
     notes = []
     for host, g in graphs.items():
         span = max(g.end - g.begin, 1)
@@ -153,14 +153,16 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             groups["process"] += [f"{pname}[{pid}]"] * n
             groups["pool"] += [pool_name(g.comm(tid))] * n
             groups["program"] += [pname] * n
+            groups["role"] += [program_of(host)] * n  # web-01, web-02: web
     if not vals:
         ts = build(np.zeros(0), [], {}, np.zeros((0, len(METRICS))), METRICS, "kernel trace")
     else:
         ts = build(np.concatenate(times), keys, groups, np.vstack(vals), METRICS, "kernel trace")
     ts.units = dict(UNITS)
-    # only alike abstractions are compared: processes of one program (prefork workers, a
-    # fleet's daemons), threads of one pool; a process's pools each do their own job
-    ts.kinds = {"process": "program", "pool": "pool"}
+    # only alike abstractions are compared: hosts of one role (numbered names: web-01, web-02),
+    # processes of one program (prefork workers, a fleet's daemons), threads of one pool; a
+    # process's pools each do their own job
+    ts.kinds = {"machine": "role", "process": "program", "pool": "pool"}
     wtxt = ", ".join(sorted({f"{w / 1e6:g} ms" for w in widths})) or "-"
     ts.notes = notes + [f"per-thread metrics from the kernel trace ({', '.join(METRICS)}) in windows of {wtxt}; "
                         f"{ts.n_threads} threads present and active in {min_windows}+ windows"]
