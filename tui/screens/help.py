@@ -41,7 +41,7 @@ LONG = {
 ENTER = {
     "Requests": "the request in full: the critical path of every thread, its segments",
     "Clusters": "the highlighted cluster's requests, in the Requests pane",
-    "Threads": "down into the highlighted abstraction's threads (or the next level)",
+    "Threads": "open the highlighted comparison, or go down into the highlighted abstraction's threads (or the next level)",
     "Findings": "what the finding is about: its cluster, request, (method, replica), threads or server",
 }
 VIEWS = {
