@@ -5,7 +5,7 @@ the interval, from utime + stime in /proc/PID/task/TID/stat), voluntary and invo
 switches, minor and major page faults (per interval), read and write bytes (per interval, from
 /proc/PID/task/TID/io when readable); and for the process: virtual and resident memory
 (/proc/PID/statm) and open file descriptors (/proc/PID/fd). Threads are grouped by their name
-with trailing digits removed (``worker-12`` -> pool ``worker-``). One row per thread and sample,
+without its number (``worker-12`` -> pool ``worker``, as ``series.pool_name``). One row per thread and sample,
 written as it is taken (to a temporary file beside the output, renamed into place when sampling
 stops: at the end of ``duration``, when the process exits, or on Ctrl-C; what was sampled is
 kept). Cost: one pass over a few small /proc files per thread per interval.
@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
-import re
 import socket
+import threading
 import time
 from pathlib import Path
 
 from perftriage.analysis.ctf.discover import is_ctf_metadata
 from perftriage.analysis.errors import InputError
+
+from .series import pool_name
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -170,7 +171,7 @@ def record_threads(pid: int, out: str | os.PathLike, interval: float = 1.0, dura
                             rd = wr = ""
                             if io is not None and p[6] is not None:
                                 rd, wr = io[0] - p[6][0], io[1] - p[6][1]
-                            pool = re.sub(r"[\d]+$", "", name) or name
+                            pool = pool_name(name)
                             f.write(f"{wall:.3f},{host},{process},{pool},{tid},{cpu:.2f},{vol - p[4]},{inv - p[5]},"
                                     f"{minflt - p[2]},{majflt - p[3]},{rd},{wr},{proc[0]},{proc[1]},{proc[2]}\n")
                             rows += 1
