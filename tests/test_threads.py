@@ -253,10 +253,12 @@ async def test_threads_pane_drill_down_and_views(pool):
         table = app.query_one("#th-table", RowTable)
         assert table.has_focus and pane.current.level == "wave"
         assert table.source.cells(0)[1] == "W3" and table.source.cells(0)[0] == "1"
+        assert table.check_action("select", ()) is True  # a wave opens its threads
         await pilot.press("enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert pane.current.level == "thread" and pane.current.within == {"wave": "W3"}
+        assert table.check_action("select", ()) is not True  # threads are the lowest level: no enter offered
         text = str(pane.view_body.render())
         assert "majority" in text and "VirtualBytes" in text
         await pilot.press("v", "v")
@@ -523,6 +525,8 @@ async def test_threads_pane_shows_threads_derived_from_the_kernel_trace():
         await pilot.press("enter")  # the first comparison opens: its abstractions, ranked first
         await pilot.pause()
         assert pane.current is top.entries[0] and len(pane.table.source) == top.entries[0].k > 10
+        # an apache2 worker is one thread: nothing alike inside, so the footer offers no enter there
+        assert pane.table.check_action("select", ()) is not True
         await pilot.press("escape")
         await pilot.pause()
         assert pane.current is top

@@ -141,6 +141,8 @@ class ThreadsPane(ViewPane):
                 Column("n", "right", 2, 5), Column("ranked", "right", 3, 6),
                 Column("first deviation", "left", 10, 90, priority=TEXT, flex=True)]
         self.table.set_rows(cols, ListSource(rows, styles))
+        self.table.openable = None  # every comparison opens
+        self.table.refresh_bindings()
         inside = f" inside {ov.about}" if ov.about else ""
         self.query_one("#th-title", Static).update(
             f"{count_of(len(ov.entries), 'comparisons')}{inside} (a program's processes, a pool's threads) · "
@@ -176,6 +178,17 @@ class ThreadsPane(ViewPane):
         self.table.set_rows(cols, ListSource(rows, styles))
         where = where_text(res.within, self.result.thread_series.kinds if self.result is not None else None)
         lower = next_level(self.result.thread_series, res.level) if self.result is not None else None
+        # the footer offers enter only on a row it opens: none at the lowest level, and from a
+        # kernel trace none on an abstraction with nothing alike inside (a process of one thread)
+        if lower is None:
+            self.table.openable = lambda row: False
+        else:
+            from perftriage.analysis.threads.topdown import comparisons  # noqa: PLC0415
+
+            ts = self.result.thread_series
+            opens = [bool(comparisons(ts, lower, {**res.within, res.level: res.names[i]})) for i in self.order]
+            self.table.openable = lambda row, opens=opens: 0 <= row < len(opens) and opens[row]
+        self.table.refresh_bindings()
         keys = ("enter: into " + ("its " + lower + "s" if lower else "-") + " · ") if lower else ""
         self.query_one("#th-title", Static).update(
             f"{res.k} {plural(res.level)}{where} · {len(res.ranking)} ranked · AU from {res.boot.replicates:,} replicates "
