@@ -259,6 +259,8 @@ async def test_threads_pane_drill_down_and_views(pool):
         await pilot.pause()
         assert pane.current.level == "thread" and pane.current.within == {"wave": "W3"}
         assert table.check_action("select", ()) is not True  # threads are the lowest level: no enter offered
+        assert [c.title for c in table.columns][:3] == ["#", "thread", "by"]  # no count of threads of a thread
+        assert len(table.source.cells(0)) == len(table.columns)
         text = str(pane.view_body.render())
         assert "majority" in text and "VirtualBytes" in text
         await pilot.press("v", "v")

@@ -175,6 +175,9 @@ class ThreadsPane(ViewPane):
         cols = [Column("#", "right", 2, 3), Column(res.level, "left", 6, 24, priority=IDENTITY), Column("threads", "right", 3, 7),
                 Column("by", "left", 4, 6), Column("apart", "right", 5, 7), Column("what deviates", "left", 10, 90, priority=TEXT,
                                                                                     flex=True)]
+        if res.level == "thread":  # a thread is one thread: the count says nothing there
+            rows = [row[:2] + row[3:] for row in rows]
+            del cols[2]
         self.table.set_rows(cols, ListSource(rows, styles))
         where = where_text(res.within, self.result.thread_series.kinds if self.result is not None else None)
         lower = next_level(self.result.thread_series, res.level) if self.result is not None else None
