@@ -749,6 +749,9 @@ def test_a_csv_of_processes_and_pools_compares_only_alike_ones(tmp_path):
     # 'group' is no pool of its own kind: its groups are compared with one another
     path.write_text(path.read_text().replace("time,process,pool,thread", "time,process,group,thread", 1))
     assert "pool" not in read_csv(path).kinds
+    # processes named by their pid only: nothing tells their programs apart, all alike
+    path.write_text(re.sub(r",(\d+):(web|db),", r",\1,", path.read_text()))
+    assert "process" not in read_csv(path).kinds and len(set(read_csv(path).groups["process"])) == 5
 
 
 def test_a_level_held_is_said_before_a_few_bursts_over_zero():

@@ -122,8 +122,10 @@ def set_kinds(ts: ThreadSeries, pool_column: str = "pool") -> None:
     if "pool" in ts.groups and pool_column != "group":
         ts.kinds["pool"] = "pool"
     if "process" in ts.groups:
-        ts.groups["program"] = [program_of(p) for p in ts.groups["process"]]
-        ts.kinds["process"] = "program"
+        programs = [program_of(p) or "unnamed" for p in ts.groups["process"]]
+        if len(set(programs)) > 1:  # one program (or bare pids only): its processes are alike
+            ts.groups["program"] = programs
+            ts.kinds["process"] = "program"
 
 
 def plural(level: str) -> str:
