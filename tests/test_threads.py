@@ -798,3 +798,53 @@ def test_hosts_of_different_roles_are_not_compared():
     within = [r.within for r in td.results]
     assert {"machine": "web-01", "program": "apache2"} in within
     assert {"machine": "db-01", "process": "mysqld[1400]", "pool": "mysqld"} in within
+
+
+async def test_a_process_with_several_pools_lists_them_and_enter_analyses_one(tmp_path):
+    """Three processes of program srv, each with an http pool and a db pool of three threads:
+    the processes are compared among themselves; enter on one lists its two pools (each compared
+    on its own, not against the other), enter on a pool not analysed yet analyses its threads."""
+    from perftriage.analysis.triage import Options
+    from perftriage.tui.app import PerftriageApp
+    from perftriage.tui.panes.threads import Overview, ThreadsPane
+
+    rng = np.random.default_rng(4)
+    rows = ["time,process,pool,thread,CPU(%),Queue"]
+    tid = 1000
+    for p in range(3):
+        for pool, level in (("http", 20), ("db", 60)):
+            for _ in range(3):
+                tid += 1
+                rows += [f"{1.7e9 + t},{300 + p}:srv,{pool},{tid},{level + rng.normal(0, 2):.2f},{rng.normal(5, 1):.2f}"
+                         for t in range(300)]
+    rows += [f"{1.7e9 + t},400:cron,cron,{2000 + k},{rng.normal(1, 0.1):.2f},0" for k in range(2) for t in range(300)]
+    path = tmp_path / "threads.csv"
+    path.write_text("\n".join(rows) + "\n")
+    app = PerftriageApp([str(path)], Options(threads=ThreadParams(replicates=30)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.query_one(ThreadsPane)
+        top = pane.current
+        assert isinstance(top, Overview)
+        procs = next(e for e in top.entries if not isinstance(e, tuple) and e.level == "process")
+        assert procs.within == {"program": "srv"} and sorted(procs.names) == ["300:srv", "301:srv", "302:srv"]
+        pane.table.focus()
+        pane.table.cursor = top.entries.index(procs)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert pane.current is procs
+        await pilot.press("enter")  # into a process: its two pools, each its own comparison
+        await pilot.pause()
+        inside = pane.current
+        assert isinstance(inside, Overview) and inside.about in procs.names
+        listed = [e if isinstance(e, tuple) else (e.level, e.within) for e in inside.entries]
+        assert sorted(w["pool"] for _, w in listed) == ["db", "http"] and all(lv == "thread" for lv, _ in listed)
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        res = pane.current
+        assert res.level == "thread" and res.within == dict(listed[0][1]) and res.k == 3
+        await pilot.press("escape")
+        await pilot.pause()
+        assert pane.current is inside
