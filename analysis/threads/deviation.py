@@ -127,7 +127,7 @@ def could_rank(ts: ThreadSeries, level: str, within: dict | None = None, params:
         if any(e is not None and e.z > params.window_z for e in exc):
             return True
         dz = np.array([d.z if d is not None else 0.0 for d in by_member(departure_scores, groups, params)])
-        return bool(len(dz)) and bool((dz > max(params.departure, params.habit * float(np.median(dz)))).any())
+        return bool(len(dz)) and bool((dz > departure_bar(dz, params)).any())
     return False
 
 
@@ -256,10 +256,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
         res.departures = dep
         dz = np.array([d.z if d else 0.0 for d in dep])
         ranked = set(res.ranked_items())
-        # a departure stands out from the others' too: on the webserver sample's 32 apache2
-        # workers the median one held 8 units (each serves a request in turn), 19 were beyond 6
-        # at 1.2-1.5x that; a leak in the generator's pools holds 12x the median of its wave
-        bar = max(params.departure, params.habit * float(np.median(dz)))
+        bar = departure_bar(dz, params)
         extra = [i for i in np.argsort(-dz) if dz[i] > bar and i not in ranked]
         res.ranking += [Ranked([int(i)], "departure", float(dz[i]), window_time=dep[i].sample) for i in extra]
     t5 = time.perf_counter()
@@ -531,6 +528,15 @@ def _window_scores(groups: list[list[np.ndarray]], window: int) -> list[Excursio
         out.append(Excursion(float(z[wi, j]), int(j), int(starts[wi] + w // 2), float(means[wi, j]),
                              float(med[wi, j])))
     return out
+
+
+def departure_bar(dz: np.ndarray, params: ThreadParams) -> float:
+    """The departure an abstraction must hold to be ranked for it (``dz``: every abstraction's):
+    ``params.departure`` units, and ``params.habit`` times the median abstraction's, since a
+    departure stands out from the others' too (on the webserver sample's 32 apache2 workers the
+    median one held 8 units, each serving a request in turn, and 19 were beyond 6 at 1.2-1.5x
+    that; a leak in the generator's pools holds 12x the median of its wave)."""
+    return max(params.departure, params.habit * float(np.median(dz)))
 
 
 @dataclass

@@ -100,18 +100,20 @@ def _units_from_names(ts: ThreadSeries) -> None:
     ts.metrics = names
 
 
+_NUMBER = re.compile(r"[-_#:./\s]*\d+$")  # a name's trailing number, with what separates it
+
+
 def pool_name(name: str) -> str:
     """The pool a thread belongs to, from its name: its number taken off ('pool-1-thread-3' and
     'pool-1-thread-12' -> 'pool-1-thread', 'worker-7' -> 'worker'); a name that is only a number
     stays."""
-    return re.sub(r"[-_#:./\s]*\d+$", "", name) or name
+    return _NUMBER.sub("", name) or name
 
 
 def program_of(process: str) -> str:
     """The program a process runs, from its name: its pid taken off ('1234:nginx', 'nginx[1234]',
     'nginx-3' -> 'nginx'); '' for a bare pid (all such processes one kind)."""
-    name = re.sub(r"\[\d+\]$", "", re.sub(r"^\d+:", "", process.strip()))
-    return re.sub(r"[-_#:./\s]*\d+$", "", name)
+    return _NUMBER.sub("", re.sub(r"\[\d+\]$", "", re.sub(r"^\d+:", "", process.strip())))
 
 
 def set_kinds(ts: ThreadSeries, pool_column: str = "pool") -> None:

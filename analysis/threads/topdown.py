@@ -21,6 +21,10 @@ class TopDown:
     results: list[LevelResult] = field(default_factory=list)  # top level first, then drill-downs
     notes: list[str] = field(default_factory=list)  # why nothing was analysed, where nothing was
 
+    def analysed(self, level: str, within: dict) -> LevelResult | None:
+        """The walk's analysis of ``level`` in ``within``, if it made one."""
+        return next((r for r in self.results if r.level == level and r.within == within), None)
+
 
 def next_level(ts: ThreadSeries, level: str) -> str | None:
     levels = ts.levels()
@@ -80,7 +84,7 @@ def top_down(ts: ThreadSeries, params: ThreadParams | None = None, max_drill: in
         # drills go where something can be ranked (the webserver sample's ranked apache2
         # processes, one thread each, took six of the eight drills: twelve analyses of one)
         roomy = [len(m) >= 3 for m in res.members]
-        ranked = [i for r in res.ranking for i in r.items]
+        ranked = res.ranked_items()
         queue += [(lower, {**within, level: res.names[i]}, False) for i in ranked if roomy[i]]
         if done == 1:
             # beyond the paper: the groups that do not deviate as a whole are looked into when

@@ -86,7 +86,7 @@ class ThreadsPane(ViewPane):
             if isinstance(res, Overview):
                 self.stack.append(res)
                 continue
-            found = next((r for r in td.results if r.level == res.level and r.within == res.within), None)
+            found = td.analysed(res.level, res.within)
             if found is None:
                 td.results.append(res)
             self.stack.append(found or res)
@@ -277,8 +277,7 @@ class ThreadsPane(ViewPane):
             self.app.notify(f"nothing alike to compare inside {res.names[item]} ({held})", timeout=4, markup=False)
             return
         if len(found) > 1:  # its pools, each compared on its own: which one
-            cached = [next((r for r in self.result.threads.results if r.level == lv and r.within == w), (lv, w))
-                      for lv, w in found]
+            cached = [self.result.threads.analysed(lv, w) or (lv, w) for lv, w in found]
             self.stack.append(Overview(cached, about=res.names[item]))
             self._show_level()
             return
@@ -288,7 +287,7 @@ class ThreadsPane(ViewPane):
         """The analysis of ``level`` in ``within``: the walk's, or analysed now in a worker."""
         from perftriage.analysis.threads.series import plural  # noqa: PLC0415
 
-        cached = next((r for r in self.result.threads.results if r.level == level and r.within == within), None)
+        cached = self.result.threads.analysed(level, within)
         if cached is not None:
             self.stack.append(cached)
             self._show_level()
