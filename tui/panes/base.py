@@ -5,6 +5,8 @@ renders a view; the view title, the cycling, re-rendering on resize and the view
 
 from __future__ import annotations
 
+from rich.markup import escape
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -56,8 +58,6 @@ class Pending:
         ..."). A pane with a view says it whole there, its one-line title only the head (at 80
         columns the title cut "... time series (a CSV, `perftriage" mid-sentence)."""
         self._idle = why
-        from rich.text import Text  # noqa: PLC0415
-
         head = why.split(": ", 1)[0] if isinstance(self, ViewPane) else why
         self.query_one(self.TITLE_ID, Static).update(Text(head), layout=False)
         if isinstance(self, ViewPane):
@@ -109,8 +109,6 @@ class ViewPane(Pending, Vertical):
         return width, height
 
     def show_view_title(self, what: str = "") -> None:
-        from rich.markup import escape  # noqa: PLC0415
-
         # ``what`` names a method, a counter, a thread: its "[...]" is text, not markup
         self.view_title.update(" · ".join(f"[b]{v}[/b]" if i == self.view else v for i, v in enumerate(self.VIEWS))
                                + (f"  —  {escape(what)}" if what else ""))
@@ -118,8 +116,6 @@ class ViewPane(Pending, Vertical):
     def clear_view(self) -> None:
         """Nothing to view: blank, or why the pane is empty (``show_idle``)."""
         self.view_title.update("")
-        from rich.text import Text  # noqa: PLC0415
-
         idle = self._idle[:1].upper() + self._idle[1:]
         # as text, not markup: an error may quote a file's "[...]"
         self.view_body.update(Text(idle + ("" if idle.endswith(".") else ".")) if idle else "")
