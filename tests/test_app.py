@@ -272,8 +272,11 @@ async def test_a_uri_that_looks_like_markup_is_shown_as_it_is():
         await loaded(pilot)
         assert "/q?a[/x]=1&[b]bold" in screen_text(app)  # the request's line below the list
         await pilot.press("enter")
-        await pilot.pause(0.3)
-        assert "/q?a[/x]=1&[b]bold" in screen_text(app)  # its detail screen
+        for _ in range(100):  # its detail screen, once pushed and drawn (a fixed 0.3 s was short under load)
+            await pilot.pause(0.05)
+            if len(app.screen_stack) > 1 and "/q?a[/x]=1&[b]bold" in screen_text(app):
+                break
+        assert len(app.screen_stack) > 1 and "/q?a[/x]=1&[b]bold" in screen_text(app)  # its detail screen
 
 
 @needs_bt2
