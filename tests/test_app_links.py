@@ -125,7 +125,7 @@ async def test_a_call_tree_finding_opens_its_method_and_replica():
 
 
 TAB_OF = {"cluster": "requests", "clusters": "clusters", "request": "requests", "pair": "calltrees",
-          "pod": "calltrees", "threads": "threads", "server": "counters", "rule": "counters"}
+          "pod": "calltrees", "threads": "threads", "server": "counters", "rule": "counters", "fleet": "counters"}
 
 
 @pytest.mark.parametrize("sample,reference", [("fleet", None), ("microservices", "microservices-baseline")])
@@ -197,19 +197,38 @@ async def test_every_finding_opens_what_it_is_about(sample, reference):
                 # the intervals are rows of the list, after the servers PAD's X names and the level changes
                 ot = pane.ca.over_time
                 changes = min(15, sum(not lc.shared for lc in ot.changes))
-                assert sum(m is not None for m in pane.row_marks) == min(15, len(ot.intervals)) + changes > 0
-                assert sum(m is not None and m[2] == "the level change" for m in pane.row_marks) == changes
+                fleet = len(ot.fleet_changes())  # the fleet's changes, a row each
+                said = ot.said_intervals()  # not the pieces of a change
+                assert sum(m is not None for m in pane.row_marks) == min(15, len(said)) + changes + fleet > 0
+                assert sum(m is not None and m[2] == "the level change" for m in pane.row_marks) == changes + fleet
                 title = str(pane.query_one("#co-title").render())
                 assert not changes or f"{changes} level change" in title, title
+                assert f"{len(said)} unusual interval" in title, title
                 # changes and intervals by their score, as the findings rank them (no edges here: no
                 # caller placed under its callee)
                 cs = pane.ca.cs
                 events = {(e.server, cs.start + e.start * cs.interval): e.score
                           for e in [lc for lc in ot.changes if not lc.shared] + ot.intervals}
-                scores = [events[(s_, m[0])] for (s_, _), m in zip(pane.items, pane.row_marks) if m is not None]
+                scores = [events[(s_, m[0])] for (s_, _), m in zip(pane.items, pane.row_marks)
+                          if m is not None and s_ is not None]
                 assert scores == sorted(scores, reverse=True)
+                # no interval listed that a change listed says: the same server, time and counter
+                listed = {(s_, m[0], m[1]) for (s_, _), m in zip(pane.items, pane.row_marks)
+                          if m is not None and m[2] == "the interval"}
+                for lc in ot.changes:
+                    for iv in ot.intervals:
+                        if iv.server == lc.server and lc.start <= iv.start and iv.end <= lc.end \
+                                and iv.counters[0][0] in {c for c, *_ in lc.counters}:
+                            assert (iv.server, cs.seconds(iv.start), cs.seconds(iv.end)) not in listed
+            if kind == "fleet":  # a change of the fleet: its row, over time, marked
+                pane = app.query_one(CountersPane)
+                i = pane.table.cursor
+                s_, c_ = pane.items[i]
+                assert s_ is None and pane.ca.cs.counters[c_] == f.target["counter"]
+                assert pane.row_marks[i] == (f.target["from_s"], f.target["to_s"], "the level change")
+                assert pane.view_name == "time view" and "the level change" in screen_text(app)
             await back_to_findings(app, pilot, row_of(row))
-        assert (sample != "fleet" or ("server", None, True) in tried) and (sample != "microservices" or
+        assert (sample != "fleet" or {("server", None, True), ("fleet", None, True)} <= tried) and (sample != "microservices" or
                                                                              ("pod", None, False) in tried)
 
         # a finding whose evidence is all in its detail (none of the samples' has none: one made

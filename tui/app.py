@@ -672,7 +672,8 @@ class PerftriageApp(App):
                 "threads": ("threads", "select_names", lambda t: (t["level"], list(t["names"]), t.get("within"))),
                 "server": ("counters", "select_server",
                            lambda t: (t["server"], t.get("counter"),
-                                      (t["from_s"], t["to_s"], "the interval") if "from_s" in t else None))}
+                                      (t["from_s"], t["to_s"], "the interval") if "from_s" in t else None)),
+                "fleet": ("counters", "select_fleet", lambda t: (t["counter"], (t["from_s"], t["to_s"])))}
         if kind not in rows:
             self.history.pop()
             return False

@@ -368,11 +368,7 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
     S = len(cs.servers)
     out = _change_findings(ot, cs, params)
 
-    def within_change(iv) -> bool:  # a piece of a level change said above (its top counter among the change's)
-        return any(lc.server == iv.server and lc.start <= iv.start and iv.end <= lc.end
-                   and iv.counters and iv.counters[0][0] in {c for c, *_ in lc.counters} for lc in ot.changes)
-
-    for rank, iv in enumerate([iv for iv in ot.intervals if not iv.twin and not within_change(iv)][: p.max_intervals]):
+    for rank, iv in enumerate(ot.said_intervals()[: p.max_intervals]):
         sharing = {j.server for j in ot.intervals if j.start <= iv.end and j.end >= iv.start}
         names = [cs.counters[c] for c, *_ in iv.counters]
         who = f"{count_of(len(names), 'counters')}: {', '.join(names[:4])}{'...' if len(names) > 4 else ''}"
@@ -419,7 +415,7 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
             severity="warning", evidence=ev, parameters=params,
             target={"kind": "server", "server": cs.servers[iv.server], "counter": names[0],
                     "from_s": cs.seconds(iv.start), "to_s": cs.seconds(iv.end)}))
-    shown = [iv for iv in ot.intervals if not iv.twin]
+    shown = ot.said_intervals()
     if shown:
         rows = [[cs.servers[iv.server] + (f" (calls into {iv.about})" if iv.about else ""), cs.time_label(iv.start),
                  cs.time_label(iv.end), iv.points, cs.time_label(iv.peak), f"{iv.peak_z:.1f}",
@@ -437,22 +433,28 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
                       f"beyond {p.strong:g}"
                       + (f"; a point alone (no other within {p.gap}) only when {max(ot.min_counters, 3)}+ counters are, "
                          "or one goes half as far again as that counter went anywhere else" if p.lone_point else "")
-                      + (f"; {count_of(sum(not lc.shared for lc in ot.changes), 'level changes')} (a series beyond z "
-                         "over one long stretch) said apart" if ot.changes else "")] + ot.notes,
+                      + (f"; {_changes_said(ot)} (a series beyond z over one long stretch) said apart, their "
+                         "pieces not again here" if ot.changes else "")] + ot.notes,
             tables=[Table(["server", "from", "to", "points", "peak", "peak z", "counters"], rows, "in time order")],
             parameters=params, target={"kind": "pane", "pane": "counters", "part": "intervals"}))
     return out
+
+
+def _changes_said(ot: OverTime) -> str:
+    own, fleet = sum(not lc.shared for lc in ot.changes), len(ot.fleet_changes())
+    return " and ".join(([count_of(own, "level changes")] if own else [])
+                        + ([count_of(fleet, "level changes") + " of the fleet"] if fleet else []))
 
 
 def _change_findings(ot: OverTime, cs: CounterSet, params: dict) -> list[Finding]:
     """One finding per level change (a server's counters beyond z over one long stretch: an
     incident still running at the end of the data, or a long departure), the strongest first."""
     T, out = cs.n_points, []
-    said: set[tuple[int, int]] = set()  # (server, counter) of a fleet's change said already
+    fleet = {id(lc) for lc in ot.fleet_changes()}  # each said once
     for lc in ot.changes:
         if len(out) >= ot.params.max_intervals:
             break
-        if lc.shared and (lc.server, lc.counters[0][0]) in said:
+        if lc.shared and id(lc) not in fleet:
             continue  # a server's own changes are said whatever fleet's change it shares too
         names = [cs.counters[c] for c, *_ in lc.counters]
         span = _span(cs, lc.points)
@@ -468,7 +470,6 @@ def _change_findings(ot: OverTime, cs: CounterSet, params: dict) -> list[Finding
         ev.append(f"details: beyond z {ot.params.z:g} over one long stretch, not in bursts: a level the server moved "
                   "to, said once here (over time, the tail's scaling would show it in pieces, or not at all)")
         if lc.shared:  # the fleet's change, once, below the servers' own
-            said.update((s, lc.counters[0][0]) for s in lc.shared)
             who = [cs.servers[s] for s in [lc.server] + lc.shared]
             ev[0] = (f"{len(who)} of {len(cs.servers)} servers: {', '.join(who[:8])}{'...' if len(who) > 8 else ''}: "
                      f"{names[0]} at another level {when}, the same change on each: the fleet's, not one server's")
@@ -476,7 +477,8 @@ def _change_findings(ot: OverTime, cs: CounterSet, params: dict) -> list[Finding
                 analysis="counters", title=f"{names[0]} at another level on {len(who)} of {len(cs.servers)} servers "
                                            f"{when}",
                 subject=names[0], score=0.0, severity="info", evidence=ev[:2] + ev[-1:],
-                parameters=params, target={"kind": "pane", "pane": "counters", "part": "intervals"}))
+                parameters=params, target={"kind": "fleet", "counter": names[0], "from_s": cs.seconds(lc.start),
+                                           "to_s": cs.seconds(lc.end)}))
             continue
         out.append(Finding(
             analysis="counters",

@@ -140,6 +140,29 @@ class OverTime:
     recent: int = 0  # points in the hour before that series without peers were judged against (< 3 days)
     changes: list[LevelChange] = field(default_factory=list)  # sustained departures (TimeParams.sustained)
 
+    def within_change(self, iv: Interval, changes: list[LevelChange] | None = None) -> bool:
+        """Whether ``iv`` is a piece of a level change (of ``changes``, default all): the same
+        server, inside the change's stretch, its top counter among the change's. Said by the
+        change, not again as an interval."""
+        return any(lc.server == iv.server and lc.start <= iv.start and iv.end <= lc.end
+                   and iv.counters and iv.counters[0][0] in {c for c, *_ in lc.counters}
+                   for lc in (self.changes if changes is None else changes))
+
+    def fleet_changes(self) -> list[LevelChange]:
+        """The fleet's changes (half the servers or more, the same counter moved together), each
+        once: the first of the servers that share it."""
+        out, said = [], set()
+        for lc in self.changes:
+            if lc.shared and (lc.server, lc.counters[0][0]) not in said:
+                said.update((s, lc.counters[0][0]) for s in lc.shared)
+                out.append(lc)
+        return out
+
+    def said_intervals(self, changes: list[LevelChange] | None = None) -> list[Interval]:
+        """The intervals said on their own, in their order: not said by another one (``twin``) nor
+        by a level change (of ``changes``, default all)."""
+        return [iv for iv in self.intervals if not iv.twin and not self.within_change(iv, changes)]
+
 
 ONSET_GAIN = 0.8  # share of a series' variance a fitted step or hinge must explain to date a level change
 HABIT = 3  # separate departures from its median that make their size a series' usual move (_robust)

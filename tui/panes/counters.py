@@ -99,8 +99,11 @@ class CountersPane(ViewPane):
         at = sum(1 for st in styles if st == "alert")
         # a server's level changes (an incident still running at the end of the data) and the intervals,
         # the strongest first, as the findings rank them
-        changes = [lc for lc in ca.over_time.changes if not lc.shared][:15] if ca.over_time is not None else []
-        ivs = [iv for iv in ca.over_time.intervals if not iv.twin][:15] if ca.over_time is not None else []
+        ot = ca.over_time
+        changes = [lc for lc in ot.changes if not lc.shared][:15] if ot is not None else []
+        fleet = ot.fleet_changes() if ot is not None else []  # the fleet's own rows, with its other counters
+        said = ot.said_intervals(changes + [lc for lc in ot.changes if lc.shared]) if ot is not None else []
+        ivs = said[:15]
         merged = []  # the intervals in their order (a caller waiting for a callee under it), changes among them
         left = sorted(changes, key=lambda e: -e.score)
         for iv in ivs:
@@ -136,6 +139,16 @@ class CountersPane(ViewPane):
             marks.insert(at + j, (cs.seconds(ev.start), cs.seconds(ev.end), what))
         for k, r in enumerate(rows):
             r[0] = str(k + 1)
+        for lc in fleet:  # a change of half the fleet or more at once, once (the finding says it as the fleet's)
+            c0, zm = lc.counters[0][:2]
+            n = len(lc.shared) + 1
+            to = "the end" if lc.end >= cs.n_points - 1 else cs.time_label(lc.end)
+            rows.append([str(len(rows) + 1), "fleet", cs.counters[c0], _z(zm), cs.time_label(lc.start),
+                         f"another level on {n} of {len(cs.servers)} servers to {to} ({lc.points} points) than "
+                         f"{lc.other_side(cs.n_points)}: the fleet's change"])
+            styles.append(None)
+            items.append((None, c0))
+            marks.append((cs.seconds(lc.start), cs.seconds(lc.end), "the level change"))
         for c, x, n in cp.counters_by_time(p.time_x)[:15]:
             k = int(np.nanargmax(np.nan_to_num(cp.time_x[:, c], nan=-1)))
             o = ca.fleet.onset if ca.fleet is not None and ca.fleet.onset_counter == c else None
@@ -174,7 +187,7 @@ class CountersPane(ViewPane):
                f" · {count_of(len(ca.servers), 'deviating servers')} · "
                + ("X = |global median - local median| / global std" if cp.paper_x else
                   "X = |server median - others' median| / others' std"))
-            + (f" · {count_of(sum(not iv.twin for iv in ca.over_time.intervals), 'unusual intervals')}"
+            + (f" · {count_of(len(said), 'unusual intervals')}"
                if ca.over_time is not None else "")
             + (f" · {count_of(len(changes), 'level changes')}" if changes else "")
             + " · v: view · c: correlations")
@@ -260,6 +273,19 @@ class CountersPane(ViewPane):
     def _correlated(self, res) -> None:
         self.corr = res
         self.render_view()
+
+    def select_fleet(self, counter: str, window: tuple[float, float] | None = None) -> bool:
+        """Highlight a row of ``counter`` over the fleet: its change over ``window`` (start and
+        end in seconds since the epoch) first."""
+        if self.ca is None:
+            return False
+        cs = self.ca.cs
+        if window is not None and self.view_name not in ("time view", "detail", "sparklines"):
+            self.view = VIEWS.index("time view")  # where the change shows
+        ours = [i for i, (s, c) in enumerate(self.items) if s is None and cs.counters[c] == counter]
+        row = next((i for i in ours if window is not None and self.row_marks[i] is not None
+                    and self.row_marks[i][:2] == tuple(window)), ours[0] if ours else None)
+        return self.table.focus_row(row)
 
     def render_view(self) -> None:
         from perftriage.analysis.counters.views import server_view, time_view  # noqa: PLC0415
