@@ -278,13 +278,14 @@ def test_a_counter_two_views_hold_has_no_fleet_median_over_time():
 
 
 async def test_w_on_a_counters_interval_compares_the_requests_at_its_start(tmp_path):
-    """Spans and counters together: on a counters interval, w analyses again with the requests
-    before and after its start (--incident-time) and shows the call trees; the footer offers w on
-    interval rows only, and not at all without spans."""
+    """Spans and counters together: on a counters interval, w compares the requests before and
+    after its start (--incident-time) from the spans read, without analysing again, and shows the
+    call trees (escape goes back); the footer offers w on interval rows only, and not at all
+    without spans."""
     from test_inputs import spans_and_counters  # noqa: PLC0415
     from test_app_links import footer_keys  # noqa: PLC0415
 
-    from perftriage.analysis.triage import Options  # noqa: PLC0415
+    from perftriage.analysis.triage import Options, run_triage  # noqa: PLC0415
     from perftriage.tui.app import PerftriageApp  # noqa: PLC0415
     from perftriage.tui.panes.counters import CountersPane  # noqa: PLC0415
 
@@ -307,9 +308,20 @@ async def test_w_on_a_counters_interval_compares_the_requests_at_its_start(tmp_p
         pane.table.focus_row(rows[0])
         await pilot.pause(0.1)
         assert "w" in footer_keys(app)
+        before, run, process = app.result, app._run, app.process
         await pilot.press("w")
+        await app.workers.wait_for_complete()
         await pilot.pause(0.1)
         assert app.options.incident_time == "2022-08-22T03:49:10" and app.query_one("#tabs").active == "calltrees"
-        await app.workers.wait_for_complete()
-        await pilot.pause()
         assert app.result.change is not None
+        # from the spans read: not analysed again (the same run, the same child, the other parts kept)
+        assert (app._run, app.process) == (run, process) and not app.running
+        assert app.result.spans is before.spans and app.result.counters is before.counters
+        # the findings are the report's with --incident-time at that time
+        rep = run_triage([tmp_path], Options(incident_time="2022-08-22T03:49:10"))
+        assert [f.title for f in app.result.findings] == [f.title for f in rep.findings]
+        assert sorted(app.result.report.notes) == sorted(rep.report.notes)
+        assert str(app.query_one("#ct-changed").render()).startswith("what changed (")
+        await pilot.press("escape")  # back to the interval it was asked at
+        await pilot.pause(0.1)
+        assert app.query_one("#tabs").active == "counters" and pane.table.cursor == rows[0]

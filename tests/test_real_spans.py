@@ -20,7 +20,7 @@ from perftriage.analysis.errors import InputError
 from perftriage.analysis.spans import read_spans
 from perftriage.analysis.spans.k8s import service_of_pod
 from perftriage.analysis.stats import binom_sf, mann_whitney_p, poisson_cdf
-from perftriage.analysis.triage import Options, run_triage
+from perftriage.analysis.triage import Options, change_at, run_triage
 
 from conftest import ROOT, SHARED
 
@@ -325,6 +325,30 @@ def test_real_network_delay_is_charged_to_the_callee():
     assert first.service == "currencyservice"
     assert any(e.kind == "into" and e.added_ms > 200 for e in first.evidence)
     assert res.findings[0].title.startswith("currencyservice changed most")
+
+
+def test_what_changed_at_another_time_from_the_spans_read():
+    """change_at (the app's w on a counters interval): the result --incident-time gives, from the
+    spans already read: its change findings replace the ones compared at the time found, the
+    other parts are the same objects. With --reference the spans have their baseline: it says
+    so, and --incident-time given with --reference is said to be unused."""
+    files = [str(p) for p in _boutique("05_27", "05_28")]
+    found = run_triage(files)
+    moved = change_at(found, "05:27:06")
+    asked = run_triage(files, Options(incident_time="05:27:06"))
+    assert moved.change.suspects[0].service == asked.change.suspects[0].service == "currencyservice"
+    assert [(f.title, f.evidence) for f in moved.findings] == [(f.title, f.evidence) for f in asked.findings]
+    assert sum("changed most" in f.title for f in moved.findings) == 1
+    assert sorted(moved.report.notes) == sorted(asked.report.notes)
+    assert moved.diagnosis is found.diagnosis and moved.spans is found.spans
+    assert moved.options.incident_time == "05:27:06" and found.options.incident_time is None  # found kept whole
+    assert found.findings == run_triage(files).findings
+    with pytest.raises(InputError, match="not a time"):
+        change_at(found, "half past five")
+    ref = run_triage(files[1:], Options(reference=files[:1], incident_time="05:27:06"))
+    assert any(n.startswith("--incident-time 05:27:06 not used") for n in ref.report.notes)
+    with pytest.raises(InputError, match="--reference"):
+        change_at(ref, "05:27:06")
 
 
 def test_split_at_a_given_time_keeps_the_minutes_around_it(tmp_path):

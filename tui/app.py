@@ -631,11 +631,41 @@ class PerftriageApp(App):
                                 (message.start / 1e9, message.end / 1e9, "the request"))
 
     def on_counters_pane_compare_at(self, message: CountersPane.CompareAt) -> None:
-        """w on a counters interval: the requests before and after its start (--incident-time)."""
+        """w on a counters interval: the requests before and after its start (--incident-time),
+        from the spans this result holds (in a thread: 0.1 s, the window's requests only); while an
+        analysis runs, or with a stand-in analysis, by analysing again."""
         from perftriage.analysis.units import fmt_timestamp  # noqa: PLC0415
 
-        self.rerun(incident_time=fmt_timestamp(int(message.at_s * 1e9))[:19].replace(" ", "T"))
-        self.action_tab("calltrees")  # where what changed shows when the analysis ends
+        when = fmt_timestamp(int(message.at_s * 1e9))[:19].replace(" ", "T")
+        if self.running or self.analyse is not None or getattr(self.result, "spans", None) is None:
+            self.rerun(incident_time=when)
+            self.action_tab("calltrees")  # where what changed shows when the analysis ends
+            return
+        self.set_status(f"comparing the requests before and after {when.replace('T', ' ')} UTC")
+        self.run_worker(partial(self._change_at, self.result, when, self._run), thread=True, exclusive=True,
+                        group="compare", name="compare", exit_on_error=False)
+
+    def _change_at(self, result: TriageResult, when: str, run: int) -> None:
+        from perftriage.analysis.triage import change_at  # noqa: PLC0415 (loaded by _warm_up)
+
+        try:
+            new, error = change_at(result, when), None
+        except PerftriageError as exc:
+            new, error = None, str(exc)
+        self.call_from_thread(self._changed, new, error, run)
+
+    def _changed(self, new: TriageResult | None, error: str | None, run: int) -> None:
+        if run != self._run or not self.is_running or self.running:
+            return  # analysed again meanwhile, or closing
+        if new is None:
+            self.set_status(self.status_text())
+            self.notify(error, severity="warning", timeout=6, markup=False)
+            return
+        self.options = new.options
+        self.show_result(new, final=False)  # the call trees' change and the findings: the parts it changed
+        self.set_status(self.status_text())
+        self._remember()  # escape: back to the interval
+        self.action_tab("calltrees")
 
     def on_findings_pane_open(self, message: FindingsPane.Open) -> None:
         self.open_target(message.finding.target)
