@@ -325,3 +325,15 @@ async def test_w_on_a_counters_interval_compares_the_requests_at_its_start(tmp_p
         await pilot.press("escape")  # back to the interval it was asked at
         await pilot.pause(0.1)
         assert app.query_one("#tabs").active == "counters" and pane.table.cursor == rows[0]
+    # with --reference the spans are compared with the reference, not at a time: no w
+    app = PerftriageApp([str(tmp_path)], Options(reference=[str(tmp_path / "trace")]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("5")
+        await pilot.pause(0.1)
+        pane = app.query_one(CountersPane)
+        pane.table.focus()
+        pane.table.focus_row(next(r for r, m in enumerate(pane.row_marks) if m is not None))
+        await pilot.pause(0.1)
+        assert app.result.comparison is not None and "w" not in footer_keys(app)

@@ -73,7 +73,9 @@ class CountersPane(ViewPane):
 
     def show_result(self, result) -> None:
         spans = getattr(result, "spans", None)
-        self.has_spans = spans is not None and len(spans) > 0  # w: what changed in them at an interval
+        # w: what changed in them at an interval (not with --reference: they are compared with it)
+        compared = getattr(getattr(result, "options", None), "reference", None)
+        self.has_spans = spans is not None and len(spans) > 0 and not compared
         self.ca = getattr(result, "counters", None)
         ca = self.ca
         if ca is None:
