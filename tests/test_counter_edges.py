@@ -177,10 +177,9 @@ async def test_the_counters_pane_shows_the_service_called_and_plots_the_view(tmp
         pane.table.focus_row(0)
         await pilot.pause(0.1)
         assert pane.row_marks[0] is not None and "w" not in footer_keys(app)
-        # its time view: both sides' measure of the calls, the callers' up, the callee's flat
+        # its time view at once (an interval's row): both sides' measure of the calls, the callers'
+        # up, the callee's flat
         assert mine[0] == 0 and pane.row == 0
-        pane.table.focus()
-        await pilot.press("v")
         await pilot.pause(0.2)
         assert pane.view_name == "time view"
         shot = app.export_screenshot()

@@ -411,6 +411,12 @@ async def test_counters_pane_views_and_correlations():
         await pilot.pause(0.2)
         assert "max&#160;per&#160;server" in app.export_screenshot() or "max per server" in app.export_screenshot()
         table.focus()
+        # an interval's row shows the time around it until the user picks a view, the others the servers
+        marked = next(r for r, m in enumerate(pane.row_marks) if m is not None)
+        for row, view in ((marked, "time view"), (0, "server view"), (marked, "time view"), (0, "server view")):
+            table.focus_row(row)
+            await pilot.pause(0.05)
+            assert pane.view_name == view, row
         for view in VIEWS[1:4]:
             await pilot.press("v")
             assert VIEWS[pane.view] == view
@@ -419,11 +425,30 @@ async def test_counters_pane_views_and_correlations():
         await pilot.press("v")
         await pilot.pause(0.2)
         assert VIEWS[pane.view] == "statistics" and "q95" in app.export_screenshot()
+        table.focus_row(marked)  # the view picked stays on an interval's row
+        await pilot.pause(0.05)
+        assert VIEWS[pane.view] == "statistics"
+        table.focus_row(0)
+        await pilot.pause(0.05)
         await pilot.press("c")
         await app.workers.wait_for_complete()
         await pilot.pause()
         await pilot.pause(0.2)
         assert VIEWS[pane.view] == "correlations" and "Pearson" in app.export_screenshot() and pane.corr is not None
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 12, 25, 37, 100, 999])
+@pytest.mark.parametrize("width", [30, 72, 140])
+def test_server_view_ticks_are_whole_servers(n, width):
+    """The server view's x axis names servers 1..n by whole numbers (twelve servers had ticks at
+    3.8 and 6.5), the first and the last among them, no closer than about 12 columns."""
+    from perftriage.tui.panes.counters import _server_ticks
+
+    at, labels = _server_ticks(n, width)
+    assert at[0] == 1 and at[-1] == n and at == sorted(set(at)) and labels == [str(x) for x in at]
+    assert all(isinstance(x, int) for x in at) and len(at) <= max(2, width // 12 + 1)
+    gaps = np.diff(at)
+    assert n == 1 or gaps.min() >= gaps.max() / 2  # the last gap no less than half a step
 
 
 def test_the_aiops_metric_export_is_read_as_long_counters(tmp_path):

@@ -62,6 +62,10 @@ class CountersPane(ViewPane):
         self.mark: tuple[float, float, str] | None = None  # (start s, end s, what): a request's time, marked
         self.row_marks: list[tuple[float, float, str] | None] = []  # row -> its own time to mark (an interval's)
         self.rule_rows: dict[str, int] = {}  # counter -> the row of its first rule violation
+        # until the user picks a view (v), an interval's row shows the time around it, not the
+        # servers side by side (which say nothing of when), and the row after it the server view again
+        self.view_chosen = False
+        self._auto_view = False
 
     def compose_top(self) -> ComposeResult:
         yield Static(self.IDLE, id="co-title", markup=False)
@@ -257,9 +261,14 @@ class CountersPane(ViewPane):
             self.corr = None
             self.render_view()
 
+    def action_next_view(self) -> None:
+        self.view_chosen, self._auto_view = True, False  # the user's view stays, whatever the row
+        super().action_next_view()
+
     def action_correlations(self) -> None:
         if self.ca is None or not self.items:
             return
+        self.view_chosen, self._auto_view = True, False
         self.view = VIEWS.index("correlations")
         s, c = self.items[min(self.row, len(self.items) - 1)]
         self.view_body.update(f"correlating {self.ca.cs.counters[c]} with every counter…")
@@ -300,10 +309,15 @@ class CountersPane(ViewPane):
         cs = ca.cs
         s, c = self.items[min(self.row, len(self.items) - 1)]
         name = cs.counters[c]
+        row_mark = self.row_marks[min(self.row, len(self.row_marks) - 1)] if self.row_marks else None
+        if not self.view_chosen:
+            if row_mark is not None and self.view_name == "server view":
+                self.view, self._auto_view = VIEWS.index("time view"), True
+            elif row_mark is None and self._auto_view:
+                self.view, self._auto_view = VIEWS.index("server view"), False
         self.show_view_title(name + (f" on {cs.servers[s]}" if s is not None else ""))
         width, height = self.view_size()
         view = self.view_name
-        row_mark = self.row_marks[min(self.row, len(self.row_marks) - 1)] if self.row_marks else None
         mark = row_mark or self.mark  # an interval's row marks its own time; else a link's time
         marked = _marked_points(cs, mark)
         mark_text = "" if mark is None else \
@@ -313,7 +327,8 @@ class CountersPane(ViewPane):
             sv = server_view(cs, c)
             x = list(range(1, len(cs.servers) + 1))
             out.update(line_series(x, {"max": sv.max.tolist(), "mean": sv.mean.tolist(), "min": sv.min.tolist()},
-                                   width, height, f"{name}: min / mean / max per server (1 = {cs.servers[0]})"))
+                                   width, height, f"{name}: min / mean / max per server (1 = {cs.servers[0]})",
+                                   xticks=_server_ticks(len(cs.servers), width)))
         elif view == "time view":
             tv = time_view(cs, c)
             # an interval's row: the time around it (twice its length each side), where its shape
@@ -434,6 +449,19 @@ def _time_ticks(cs, width: int, k0: int = 0, k1: int | None = None) -> tuple[lis
     n = max(2, min(k1 - k0 + 1, width // 16 + 1))
     at = sorted({int(round(k)) for k in np.linspace(k0, k1, n)})
     return at, [cs.time_label(k) for k in at]
+
+
+def _server_ticks(n: int, width: int) -> tuple[list[int], list[str]]:
+    """Ticks of a chart over servers 1..``n``: whole numbers (server 4, not 3.8), one every 12
+    columns or so at a round step (1, 5, 10, ..., 25), the first and the last among them."""
+    k = max(2, width // 12 + 1)
+    step = next(st for st in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 10**9) if (n - 1) / st <= k - 1)
+    at = [1] + [m for m in range(step, n + 1, step) if m - 1 > step / 2]  # 1, then 5, 10, 15...
+    if at[-1] != n:
+        if n - at[-1] <= step / 2 and len(at) > 1:
+            at.pop()  # one too close to n's label
+        at.append(n)
+    return at, [str(x) for x in at]
 
 
 def _around(marked: tuple[int, int], n_points: int, least: int = 48) -> tuple[int, int]:
