@@ -507,6 +507,25 @@ def test_a_cut_identity_keeps_both_ends_and_a_column_that_says_nothing_gives_its
     assert table._format(rows[0], wide).split()[1] == methods[0]
 
 
+def test_room_to_spare_goes_to_the_flex_column_then_to_the_cells_a_cap_cut():
+    """A wide terminal: the flex column (uri) gets its widest cell first, then a column its cap
+    cut (a request's why at 28 of 60 characters) gets the rest it needs, then the flex column;
+    at 80 columns nothing changes."""
+    from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
+
+    why = "BN 15.1 s (normally none), BS 2.09 s (normally none)"
+    cols = [Column("id", "right", 2, 8, priority=IDENTITY), Column("why", "left", 12, 28),
+            Column("uri", "left", 12, 60, flex=True, keep_end=True, priority=TEXT)]
+    rows = [["535", why, "/checkout.php"], ["583", "BN 23 s (normally none)", "/checkout.php"]]
+    table = RowTable(cols, ListSource(rows))
+    w = table._compute_widths(200)
+    assert w[1] == len(why) and w[2] == 200 - 2 - 3 - len(why)  # why whole, the rest to the uri
+    w = table._compute_widths(3 + 1 + 28 + 1 + 13 + 10)  # 10 to spare: the uri whole, then why
+    assert w[2] == len("/checkout.php") and w[1] == 38
+    w = table._compute_widths(3 + 1 + 28 + 1 + 13)  # none to spare: the cap holds
+    assert w == [3, 28, 13]
+
+
 def test_plots_tell_their_series_apart_without_colour(monkeypatch):
     from perftriage.tui.widgets.plots import bars, line_series, scatter
 

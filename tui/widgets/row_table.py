@@ -272,13 +272,14 @@ class RowTable(ScrollView, can_focus=True):
     def _compute_widths(self, total: int) -> list[int]:
         n = len(self.source)
         sample = range(min(n, WIDTH_SAMPLE))
-        widths = []
+        widths, wanted = [], []  # wanted: the widest cell of each column (and its title)
         rows = [self.source.cells(i) for i in sample]
         for c_i, col in enumerate(self.columns):
             w = len(col.title)
             for r in rows:
                 if c_i < len(r):
                     w = max(w, len(r[c_i]))
+            wanted.append(w)
             widths.append(max(col.min_width, min(col.max_width, w)))
         # fit: cut free text first (other than the flex column), then the other columns, identity
         # ones last of all (each time the widest of the kind); then leave out optional columns cut
@@ -306,6 +307,18 @@ class RowTable(ScrollView, can_focus=True):
                         widths[k] = 0
         spare = total - used()
         flex = [i for i, c in enumerate(self.columns) if c.flex and widths[i] > 0]
+        # room to spare: the flex column up to its widest cell; then the columns their cap cut (a
+        # request's why: "BN 15.1 s (normally none), BS 1.2 s ..."), identity first, up to their
+        # widest cell; what is left to the flex column
+        order = flex[-1:] + sorted((k for k in range(len(widths)) if not self.columns[k].flex),
+                                   key=lambda k: self.columns[k].priority)
+        for k in order:
+            if spare <= 0:
+                break
+            if widths[k] > 0 and wanted[k] > widths[k]:
+                add = min(spare, wanted[k] - widths[k])
+                widths[k] += add
+                spare -= add
         if spare > 0 and flex:
             widths[flex[-1]] += spare
         return widths
