@@ -270,6 +270,10 @@ async def test_a_uri_that_looks_like_markup_is_shown_as_it_is():
     app = PerftriageApp(["/traces/[b]x"], analyse=analyse)
     async with app.run_test(size=(100, 30)) as pilot:
         await loaded(pilot)
+        for _ in range(100):  # the result drawn (after the worker's end: later under load)
+            if "/q?a[/x]=1&[b]bold" in screen_text(app):
+                break
+            await pilot.pause(0.05)
         assert "/q?a[/x]=1&[b]bold" in screen_text(app)  # the request's line below the list
         await pilot.press("enter")
         for _ in range(100):  # its detail screen, once pushed and drawn (a fixed 0.3 s was short under load)
