@@ -783,8 +783,8 @@ def test_metric_names_with_their_unit_give_the_unit(tmp_path):
 
 @needs_bt2
 def test_hosts_of_different_roles_are_not_compared():
-    """The two-hosts sample: web-01 and db-01 do different work (their numbered names say their
-    roles): no machine level analysis, the web host's apache2 workers and the db host's mysqld
+    """The two-hosts sample: web-01 and db-01 do different work (apache2 and mysqld run most on
+    them): no machine level analysis, the web host's apache2 workers and the db host's mysqld
     threads each compared among themselves."""
     from perftriage.analysis.ctf.pipeline import read_once
     from perftriage.analysis.execgraph.builder import GraphBuilder
@@ -792,12 +792,27 @@ def test_hosts_of_different_roles_are_not_compared():
 
     graphs = read_once([ROOT / "sample_traces" / "two-hosts"], [GraphBuilder()]).results[0]
     ts = thread_series_from_graphs(graphs)
-    assert ts.levels()[0] == "machine" and set(ts.groups["role"]) == {"web", "db"}
+    # one host of each name stem: each's role is the program it ran most
+    assert ts.levels()[0] == "machine" and set(ts.groups["role"]) == {"apache2", "mysqld"}
     td = top_down(ts, ThreadParams(replicates=30))
     assert not any(r.level == "machine" for r in td.results)
     within = [r.within for r in td.results]
     assert {"machine": "web-01", "program": "apache2"} in within
     assert {"machine": "db-01", "process": "mysqld[1400]", "pool": "mysqld"} in within
+
+    # hosts named each its own way, three running the web server and one the database: the three
+    # are compared as machines (their names said nothing, so each was a kind of its own before);
+    # numbered names with a stem in common are a role by their names
+    web, db = graphs["web-01"], graphs["db-01"]
+    for hosts, roles in (({"alpha": web, "bravo": web, "charlie": web, "delta": db},
+                          {"alpha": "apache2", "bravo": "apache2", "charlie": "apache2", "delta": "mysqld"}),
+                         ({"web-1": web, "web-2": web, "web-3": web, "delta": db},
+                          {"web-1": "web", "web-2": "web", "web-3": "web", "delta": "mysqld"})):
+        ts = thread_series_from_graphs(hosts)
+        assert dict(zip(ts.groups["machine"], ts.groups["role"])) == roles
+        td = top_down(ts, ThreadParams(replicates=30))
+        machines = [r for r in td.results if r.level == "machine"]
+        assert len(machines) == 1 and sorted(machines[0].names) == sorted(h for h in hosts if h != "delta")
 
 
 async def test_a_process_with_several_pools_lists_them_and_enter_analyses_one(tmp_path):
@@ -848,3 +863,27 @@ async def test_a_process_with_several_pools_lists_them_and_enter_analyses_one(tm
         await pilot.press("escape")
         await pilot.pause()
         assert pane.current is inside
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+def test_a_thread_id_names_one_thread_within_its_machine_and_process(tmp_path, narrow):
+    """Thread 7 on host a and thread 7 on host b, a JVM's pool-1-thread-1 in two processes: two
+    threads each, not one whose samples interleave (the same tids on several traced hosts were
+    one thread); ids stay what the file says, each thread's samples in time order."""
+    rows = ["time,host,process,thread," + ("metric,value" if narrow else "CPU")]
+    for t in range(50):
+        for host, proc, thread, cpu in (("a", "100:java", "7", 10), ("b", "100:java", "7", 90),
+                                        ("a", "100:java", "pool-1-thread-1", 20), ("a", "200:java", "pool-1-thread-1", 70)):
+            rows.append(f"{t},{host},{proc},{thread}," + (f"CPU,{cpu + t % 3}" if narrow else f"{cpu + t % 3}"))
+    path = tmp_path / "threads.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ts = read_csv(path)
+    assert ts.n_threads == 4 and sorted(ts.ids) == ["7", "7", "pool-1-thread-1", "pool-1-thread-1"]
+    for i in range(ts.n_threads):
+        t = ts.time[ts.lo[i]:ts.hi[i]]
+        v = ts.values[ts.lo[i]:ts.hi[i], 0]
+        assert len(t) == 50 and np.all(np.diff(t) > 0) and np.ptp(v) == 2  # one thread's own samples
+    who = {(ts.groups["machine"][i], ts.groups["process"][i], ts.ids[i]): ts.values[ts.lo[i], 0]
+           for i in range(ts.n_threads)}
+    assert who == {("a", "100:java", "7"): 10, ("b", "100:java", "7"): 90,
+                   ("a", "100:java", "pool-1-thread-1"): 20, ("a", "200:java", "pool-1-thread-1"): 70}

@@ -65,11 +65,30 @@ def _cumulative(starts, ends, on, edges):
     return prefix[k] + part
 
 
+def host_roles(busiest: dict[str, dict[str, float]]) -> dict[str, str]:
+    """Each host's role, what makes hosts alike to compare: its name without its number where
+    another host's name has the same stem (web-01, web-02: web); else the program its threads
+    ran most (alpha, bravo and charlie each busiest running apache2: apache2), as names given
+    each its own way say nothing of what a host does."""
+    stems: dict[str, int] = {}
+    for h in busiest:
+        stems[program_of(h)] = stems.get(program_of(h), 0) + 1
+    out = {}
+    for h, cpu in busiest.items():
+        stem = program_of(h)
+        if stems[stem] > 1 or not cpu:
+            out[h] = stem
+        else:
+            out[h] = max(cpu.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    return out
+
+
 def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | None = None, windows: int = 200,
                               min_windows: int = 10, max_threads: int = 400, background: bool = False) -> ThreadSeries:
     times, keys, vals = [], [], []
     widths = []
     groups = {"machine": [], "process": [], "pool": [], "program": [], "role": []}
+    busiest: dict[str, dict[str, float]] = {}  # host -> program -> its threads' time on a CPU
     notes = []
     for host, g in graphs.items():
         span = max(g.end - g.begin, 1)
@@ -121,7 +140,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
         if len(cand) > max_threads:
             notes.append(f"{host}: {len(cand)} threads live for {min_windows}+ windows; the {max_threads} busiest kept")
             cand = sorted(cand, reverse=True)[:max_threads]
-        for _, tid, i, w0, w1 in cand:
+        for run, tid, i, w0, w1 in cand:
             lo, hi = int(g.thread_lo[i]), int(g.thread_hi[i])
             s, e, st = g.iv_start[lo:hi], g.iv_end[lo:hi], g.iv_state[lo:hi]
             edges = edges_all[w0:w1 + 1]
@@ -153,13 +172,18 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             groups["process"] += [f"{pname}[{pid}]"] * n
             groups["pool"] += [pool_name(g.comm(tid))] * n
             groups["program"] += [pname] * n
-            groups["role"] += [program_of(host)] * n  # web-01, web-02: web
+            groups["role"] += [host] * n  # its role below, once every host's busiest program is known
+            busiest.setdefault(host, {})
+            busiest[host][pname] = busiest[host].get(pname, 0.0) + run
+    role = host_roles(busiest)
+    groups["role"] = [role[h] for h in groups["role"]]
     if not vals:
         ts = build(np.zeros(0), [], {}, np.zeros((0, len(METRICS))), METRICS, "kernel trace")
     else:
         ts = build(np.concatenate(times), keys, groups, np.vstack(vals), METRICS, "kernel trace")
     ts.units = dict(UNITS)
-    # only alike abstractions are compared: hosts of one role (numbered names: web-01, web-02),
+    # only alike abstractions are compared: hosts of one role (numbered names: web-01, web-02;
+    # else the program each ran most),
     # processes of one program (prefork workers, a fleet's daemons), threads of one pool; a
     # process's pools each do their own job
     ts.kinds = {"machine": "role", "process": "program", "pool": "pool"}

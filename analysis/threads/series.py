@@ -139,14 +139,25 @@ def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9@:]", "", s.strip().lower())
 
 
+SCOPES = ("process", "machine")  # the groups within which a thread id names one thread
+
+
 def build(time, thread_keys, group_cols: dict, values, metrics, source="") -> ThreadSeries:
     """Sort samples by (thread, time) and make the table. ``thread_keys``: per-sample thread id
     strings; ``group_cols``: group -> per-sample strings."""
     keys = np.asarray(thread_keys, dtype=object)
     uniq, inv = np.unique(keys, return_inverse=True)
-    order = np.lexsort((time, inv))
+    # a thread id is its machine's and its process's own: tid 2124 on two hosts, a JVM's
+    # pool-1-thread-1 in two processes are two threads (they were one, their samples interleaved)
+    scope = [np.unique(np.asarray(group_cols[g], dtype=object), return_inverse=True)[1]
+             for g in SCOPES if g in group_cols and len(keys)]
+    order = np.lexsort((time, *scope, inv))  # by id first, as ever where ids are unique
     inv, time, values = inv[order], np.asarray(time)[order], np.asarray(values, np.float64)[order]
-    bounds = np.flatnonzero(np.r_[True, inv[1:] != inv[:-1], True]) if len(inv) else np.array([0])
+    new = inv[1:] != inv[:-1]
+    for code in scope:
+        code = code[order]
+        new |= code[1:] != code[:-1]
+    bounds = np.flatnonzero(np.r_[True, new, True]) if len(inv) else np.array([0])
     lo, hi = bounds[:-1], bounds[1:]
     ids = [str(uniq[inv[a]]) for a in lo]
     groups = {}
@@ -243,8 +254,11 @@ def _read_narrow(path, names, cols, time, th_i, group_idx) -> ThreadSeries:
         value = np.array(cols[v_i], dtype=np.float64)
     except ValueError:
         raise InputError(path, "the value column is not numeric") from None
-    # pivot: one row per (thread, time)
+    # pivot: one row per (thread, time), a thread in its process and machine (build's SCOPES)
     key = np.char.add(np.char.add(thread.astype(str), "\x00"), time.astype(str))
+    for g in SCOPES:
+        if g in group_idx:
+            key = np.char.add(np.char.add(key, "\x00"), np.asarray(cols[group_idx[g]], dtype=object).astype(str))
     uk, inv = np.unique(key, return_inverse=True)
     mi = np.searchsorted(np.array(metrics, dtype=object), metric)
     vals = np.full((len(uk), len(metrics)), np.nan)
