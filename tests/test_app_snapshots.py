@@ -93,7 +93,8 @@ async def test_from_a_request_to_its_threads_and_back(analysed):
         await pilot.pause(0.2)
         pane = app.query_one(RequestsPane)
         ts = analysed.thread_series
-        row = next(r for r in range(len(pane.index)) if str(pane.table.tid[pane.index[r]]) in ts.ids)
+        row = next(r for r in range(len(pane.index))
+                   if ts.threads_of(str(pane.table.tid[pane.index[r]]), str(pane.table.host[pane.index[r]])))
         pane.row_table.cursor = row
         await pilot.pause()
         i = pane.selected_request()
@@ -105,7 +106,7 @@ async def test_from_a_request_to_its_threads_and_back(analysed):
         threads = app.query_one(ThreadsPane)
         res = threads.current
         k = threads.order[threads.table.cursor]
-        thread = ts.ids.index(str(pane.table.tid[i]))
+        thread = ts.threads_of(str(pane.table.tid[i]), str(pane.table.host[i]))[0]  # its host's thread of that id
         assert thread in res.members[k]
         await pilot.press("escape")
         await pilot.pause(0.2)

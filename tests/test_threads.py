@@ -887,3 +887,6 @@ def test_a_thread_id_names_one_thread_within_its_machine_and_process(tmp_path, n
            for i in range(ts.n_threads)}
     assert who == {("a", "100:java", "7"): 10, ("b", "100:java", "7"): 90,
                    ("a", "100:java", "pool-1-thread-1"): 20, ("a", "200:java", "pool-1-thread-1"): 70}
+    # a request's thread (its host, its tid) is its host's thread of that id
+    (b,) = ts.threads_of("7", "b")
+    assert ts.groups["machine"][b] == "b" and len(ts.threads_of("7")) == 2 and not ts.threads_of("7", "c")

@@ -78,6 +78,13 @@ class ThreadSeries:
         parts = [self.groups[g][i] for g in GROUPS if g in self.groups and self.groups[g][i]]
         return "/".join(parts + [self.ids[i]])
 
+    def threads_of(self, thread: str, machine: str | None = None) -> list[int]:
+        """The threads whose id is ``thread`` on ``machine`` (any machine where the series have
+        none or it is not given): an id is its machine's own (tid 2124 on two hosts)."""
+        machines = self.groups.get("machine")
+        return [i for i, t in enumerate(self.ids) if t == thread
+                and (machine is None or machines is None or machines[i] in ("", machine))]
+
     def levels(self) -> list[str]:
         """The grouping levels present, top-down, then 'thread'."""
         return [g for g in GROUPS if g in self.groups and len(set(self.groups[g])) > 1] + ["thread"]

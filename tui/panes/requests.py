@@ -350,10 +350,10 @@ class RequestsPane(Pending, Vertical):
             i = self.selected_request()
             ts = getattr(self.result, "thread_series", None)
             td = getattr(self.result, "threads", None)
-            if i is None or td is None or ts is None or str(self.table.tid[i]) not in ts.ids:
+            if i is None or td is None or ts is None:
                 return False
-            k = ts.ids.index(str(self.table.tid[i]))
-            return any(k in m for r in td.results for m in r.members)
+            ks = ts.threads_of(str(self.table.tid[i]), str(self.table.host[i]))
+            return bool(ks) and any(ks[0] in m for r in td.results for m in r.members)
         if action == "its_host":  # only with counters of the request's host
             i = self.selected_request()
             ca = getattr(self.result, "counters", None)

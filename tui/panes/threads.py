@@ -208,8 +208,7 @@ class ThreadsPane(ViewPane):
         ts = getattr(self.result, "thread_series", None)
         if ts is None or not self.stack:
             return False
-        machines = ts.groups.get("machine")
-        idx = [i for i, t in enumerate(ts.ids) if t == str(tid) and (machines is None or machines[i] in ("", host))]
+        idx = ts.threads_of(str(tid), host)
         if not idx:
             return False
         del self.stack[1:]
