@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Callable
@@ -377,11 +376,11 @@ def change_at(result: TriageResult, incident_time: str) -> TriageResult:
     if result.options.reference:
         raise InputError(None, "what changed: the spans are compared with the reference spans (--reference), "
                                "not before and after a time")
-    options = dataclasses.replace(result.options, incident_time=incident_time)
+    options = replace(result.options, incident_time=incident_time)
     old = change_findings(result.change) if result.change is not None else []
-    report = dataclasses.replace(result.report, findings=[f for f in result.report.findings if f not in old],
+    report = replace(result.report, findings=[f for f in result.report.findings if f not in old],
                                  notes=[n for n in result.report.notes if not n.startswith("what changed")])
-    new = dataclasses.replace(result, options=options, report=report, change=None, publish=None)
+    new = replace(result, options=options, report=report, change=None, publish=None)
     _split_change(spans, options, new)
     if new.change is not None:
         report.findings.extend(change_findings(new.change))

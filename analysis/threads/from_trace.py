@@ -31,6 +31,8 @@ of them, the busiest first.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from perftriage.analysis.execgraph import tasks
@@ -70,9 +72,7 @@ def host_roles(busiest: dict[str, dict[str, float]]) -> dict[str, str]:
     another host's name has the same stem (web-01, web-02: web); else the program its threads
     ran most (alpha, bravo and charlie each busiest running apache2: apache2), as names given
     each its own way say nothing of what a host does."""
-    stems: dict[str, int] = {}
-    for h in busiest:
-        stems[program_of(h)] = stems.get(program_of(h), 0) + 1
+    stems = Counter(program_of(h) for h in busiest)
     out = {}
     for h, cpu in busiest.items():
         stem = program_of(h)
@@ -183,9 +183,8 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
         ts = build(np.concatenate(times), keys, groups, np.vstack(vals), METRICS, "kernel trace")
     ts.units = dict(UNITS)
     # only alike abstractions are compared: hosts of one role (numbered names: web-01, web-02;
-    # else the program each ran most),
-    # processes of one program (prefork workers, a fleet's daemons), threads of one pool; a
-    # process's pools each do their own job
+    # else the program each ran most), processes of one program (prefork workers, a fleet's
+    # daemons), threads of one pool; a process's pools each do their own job
     ts.kinds = {"machine": "role", "process": "program", "pool": "pool"}
     wtxt = ", ".join(sorted({f"{w / 1e6:g} ms" for w in widths})) or "-"
     ts.notes = notes + [f"per-thread metrics from the kernel trace ({', '.join(METRICS)}) in windows of {wtxt}; "
