@@ -149,15 +149,27 @@ def _norm(s: str) -> str:
 SCOPES = ("process", "machine")  # the groups within which a thread id names one thread
 
 
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` for a column of few distinct strings, by a
+    dict (0.1 s for 2 million rows where sorting the objects took 2.6 s)."""
+    seen: dict = {}
+    codes = np.fromiter((seen.setdefault(v, len(seen)) for v in values.tolist()), np.int64, len(values))
+    firsts = np.empty(len(seen), dtype=object)
+    firsts[:] = list(seen)
+    order = np.argsort(firsts, kind="stable")
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return firsts[order], rank[codes]
+
+
 def build(time, thread_keys, group_cols: dict, values, metrics, source="") -> ThreadSeries:
     """Sort samples by (thread, time) and make the table. ``thread_keys``: per-sample thread id
     strings; ``group_cols``: group -> per-sample strings."""
     keys = np.asarray(thread_keys, dtype=object)
-    uniq, inv = np.unique(keys, return_inverse=True)
+    uniq, inv = _factorize(keys)
     # a thread id is its machine's and its process's own: tid 2124 on two hosts, a JVM's
     # pool-1-thread-1 in two processes are two threads (they were one, their samples interleaved)
-    scope = [np.unique(np.asarray(group_cols[g], dtype=object), return_inverse=True)[1]
-             for g in SCOPES if g in group_cols and len(keys)]
+    scope = [_factorize(np.asarray(group_cols[g], dtype=object))[1] for g in SCOPES if g in group_cols and len(keys)]
     order = np.lexsort((time, *scope, inv))  # by id first, as ever where ids are unique
     inv, time, values = inv[order], np.asarray(time)[order], np.asarray(values, np.float64)[order]
     new = inv[1:] != inv[:-1]
@@ -205,7 +217,7 @@ def read_csv(path) -> ThreadSeries:
         header = next(rd, None)
         if not header:
             raise InputError(path, "file is empty")
-        rows = [r for r in rd if r and any(x.strip() for x in r)]
+        rows = [r for r in rd if r and (r[0].strip() or "".join(r).strip())]  # blank lines skipped
     names = [_norm(h) for h in header]
     width = len(header)
     short = sum(1 for r in rows if len(r) < width)
