@@ -890,3 +890,17 @@ def test_a_thread_id_names_one_thread_within_its_machine_and_process(tmp_path, n
     # a request's thread (its host, its tid) is its host's thread of that id
     (b,) = ts.threads_of("7", "b")
     assert ts.groups["machine"][b] == "b" and len(ts.threads_of("7")) == 2 and not ts.threads_of("7", "c")
+
+
+def test_factorize_gives_what_np_unique_gives():
+    from perftriage.analysis.threads.series import _factorize
+
+    rng = np.random.default_rng(3)
+    for vals in ([], ["b", "a", "b", "c"], ["7", "12", "7", "100"], [str(x) for x in rng.integers(0, 500, 5000)]):
+        a = np.asarray(vals, dtype=object)
+        u, i = _factorize(a)
+        if len(a):
+            u1, i1 = np.unique(a, return_inverse=True)
+            assert list(u) == list(u1) and np.array_equal(i, i1.ravel())
+        else:
+            assert len(u) == 0 and len(i) == 0
