@@ -15,7 +15,14 @@ from conftest import needs_bt2, real_trace
 
 
 async def loaded(pilot):
-    await pilot.app.workers.wait_for_complete()
+    from textual.worker import WorkerCancelled
+
+    for _ in range(5):
+        try:
+            await pilot.app.workers.wait_for_complete()
+            break
+        except WorkerCancelled:  # an exclusive worker replaced by a newer one (a view drawn again): wait on
+            await pilot.pause(0.05)
     await pilot.pause()
 
 
