@@ -17,7 +17,7 @@ from perftriage.analysis.calltrees.findings import (change_findings, comparison_
                                                     span_problem_findings)
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
 from perftriage.analysis.calltrees.what_changed import (ChangeDiagnosis, diagnose_change, find_split,
-                                                        local_changes, split_spans)
+                                                        local_changes, method_split, split_spans)
 from perftriage.analysis.counters.findings import CounterAnalysis, analyse_counters, counter_findings
 from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.counters.rules import read_rules
@@ -390,6 +390,7 @@ def change_at(result: TriageResult, incident_time: str) -> TriageResult:
 def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> None:
     """What changed within the spans: before and after the incident time, or where the requests
     changed most when no time is given."""
+    method = None  # the method whose calls gave the time, when nothing else did
     if options.incident_time is not None:
         try:
             at = user_time_ns(options.incident_time, int(spans.start.min()))
@@ -404,10 +405,13 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
         at, why = find_split(spans)
         if at is None:  # no one change of them all: several incidents come and go; the clearest
             changes = local_changes(spans, CHANGE_WINDOW_NS)
-            if isinstance(changes, str):
-                result.report.notes.append(f"what changed: not compared ({why}; {changes}); give --incident-time "
-                                           "TIME or --reference FILE")
-                return
+            if isinstance(changes, str):  # nor within minutes: one method's calls, a small part of each request
+                method = method_split(spans)
+                if isinstance(method, str):
+                    result.report.notes.append(f"what changed: not compared ({why}; {changes}; {method}); give "
+                                               "--incident-time TIME or --reference FILE")
+                    return
+                changes = [(method.at_ns, f"calls to {method.method}")]
             (at, what), others = changes[0], changes[1:]
             window = CHANGE_WINDOW_NS
             if others:
@@ -417,9 +421,10 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
                     + ", ".join(f"{_hhmm(t, day)} UTC ({w})" for t, w in sorted(others))
                     + "; give one as --incident-time to compare there")
             how = (f"requests from {fmt_timestamp(at)[:23]} UTC on against those before, "
-                   f"{CHANGE_WINDOW_NS // 60_000_000_000} minutes each side: the time where their {what} changed "
-                   "most within minutes (--incident-time TIME to choose another, --reference FILE for another "
-                   "baseline)")
+                   f"{CHANGE_WINDOW_NS // 60_000_000_000} minutes each side: the time where "
+                   + (f"calls to {method.method} changed most (the requests as a whole did not change clearly)"
+                      if method is not None else f"their {what} changed most within minutes")
+                   + " (--incident-time TIME to choose another, --reference FILE for another baseline)")
         else:
             how = (f"requests from {fmt_timestamp(at)[:23]} UTC on against those before: the time where their "
                    f"{why} changed most (--incident-time TIME to choose it, --reference FILE for another baseline)")
@@ -428,6 +433,8 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
         result.report.notes.append(f"what changed: every request is on one side of {fmt_timestamp(at)[:23]} UTC")
         return
     result.change = diagnose_change(spans, spans, how=how, ref_rows=before, cur_rows=after, split_ns=at)
+    if method is not None:
+        result.change.method = method
 
 
 def _run_feature_files(files, options: Options, result: TriageResult) -> None:

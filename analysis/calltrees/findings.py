@@ -8,7 +8,7 @@ from dataclasses import asdict
 import numpy as np
 from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.spans.table import SpanTable
-from perftriage.analysis.units import count_of, fmt_ratio, fmt_timestamp
+from perftriage.analysis.units import count_of, fmt_duration, fmt_ratio, fmt_timestamp
 
 from .clouddiag import Diagnosis, RankedPair
 from .compare import Change, Comparison
@@ -225,12 +225,32 @@ def comparison_findings(cmp: Comparison, top: int = 10) -> list[Finding]:
     return out
 
 
+def _method_change_finding(ch: ChangeDiagnosis, params: dict) -> Finding:
+    """The method whose calls changed over time (what_changed.method_split): the observation
+    that gave the time, leading, with each replica's calls before and after."""
+    m = ch.method
+    (nb, mb), (na, ma) = m.before, m.after
+    ev = [f"{m.method}: median {_ms_text(mb)} over {nb:,} calls before, {_ms_text(ma)} over {na:,} calls from "
+          f"{fmt_timestamp(m.at_ns)[:23]} UTC on ({m.ratio:.2f}x)"]
+    ev += [f"{r}: {_ms_text(b)} -> {_ms_text(a)} ({a / max(b, 1e-9):.2f}x; {n_b:,} and {n_a:,} calls)"
+           for r, n_b, b, n_a, a in m.replicas[:8]]
+    ev.append(f"details: of the {m.tested} methods called 100 times or more, the one whose calls' duration changed "
+              f"most clearly over time (the requests as a whole did not): Mann-Whitney p = {m.p:.2g} with the "
+              f"{m.tested} tests counted; the requests are compared at that time below")
+    return Finding(analysis="calltrees", title=m.headline(), subject=f"method {m.method}", score=2e9, severity="critical", evidence=ev, parameters=params,
+                   target={"kind": "pane", "pane": "calltrees"})
+
+
+def _ms_text(ms: float) -> str:
+    return fmt_duration(ms * 1e6)
+
+
 def change_findings(ch: ChangeDiagnosis, top: int = 3) -> list[Finding]:
     """What changed against the minutes before, per service and pod, most explained first (see
     :mod:`.what_changed`); the first is the diagnosis a ticket leads with."""
     params = {k: v for k, v in asdict(ch.params).items()}
     params.update({"compared": ch.how, "reference requests": ch.ref_requests, "requests": ch.requests})
-    out = []
+    out = [] if ch.method is None else [_method_change_finding(ch, params)]
     n = len(ch.suspects)
     for rank, s in enumerate(ch.suspects[:top]):
         ev = [f"{s.service} on pod {s.pod}: {s.headline()}"]

@@ -278,6 +278,8 @@ def changed_text(ch, result) -> Text:
         if notes:
             t.append(notes[0], style="dim")
         return t
+    if getattr(ch, "method", None) is not None:  # the method whose calls gave the time
+        t.append(ch.method.headline() + "\n", style="bold red")
     t.append(f"what changed ({ch.requests:,} requests against {ch.ref_requests:,}): ", style="bold")
     if not ch.suspects:
         t.append("nothing significant")
