@@ -225,7 +225,7 @@ def comparison_findings(cmp: Comparison, top: int = 10) -> list[Finding]:
     return out
 
 
-def _method_change_finding(ch: ChangeDiagnosis, params: dict) -> Finding:
+def _method_change_finding(ch: ChangeDiagnosis, params: dict, lead: bool) -> Finding:
     """The method whose calls changed over time (what_changed.method_split): the observation
     that gave the time, leading, with each replica's calls before and after."""
     m = ch.method
@@ -237,8 +237,9 @@ def _method_change_finding(ch: ChangeDiagnosis, params: dict) -> Finding:
     ev.append(f"details: of the {m.tested} methods called 100 times or more, the one whose calls' duration changed "
               f"most clearly over time (the requests as a whole did not): Mann-Whitney p = {m.p:.2g} with the "
               f"{m.tested} tests counted; the requests are compared at that time below")
-    return Finding(analysis="calltrees", title=m.headline(), subject=f"method {m.method}", score=2e9, severity="critical", evidence=ev, parameters=params,
-                   target={"kind": "pane", "pane": "calltrees"})
+    return Finding(analysis="calltrees", title=m.headline(), subject=f"method {m.method}",
+                   score=2e9 if lead else 1e9 - 10, severity="critical" if lead else "warning", evidence=ev,
+                   parameters=params, target={"kind": "pane", "pane": "calltrees"})
 
 
 def _ms_text(ms: float) -> str:
@@ -250,7 +251,10 @@ def change_findings(ch: ChangeDiagnosis, top: int = 3) -> list[Finding]:
     :mod:`.what_changed`); the first is the diagnosis a ticket leads with."""
     params = {k: v for k, v in asdict(ch.params).items()}
     params.update({"compared": ch.how, "reference requests": ch.ref_requests, "requests": ch.requests})
-    out = [] if ch.method is None else [_method_change_finding(ch, params)]
+    # the method whose calls gave the time: the lead where the requests compared there name no
+    # service, else after the services they name (its own steps can be a busy service's usual
+    # ones: a real cart's GetCart 1.3x from one minute to the next)
+    out = [] if ch.method is None else [_method_change_finding(ch, params, lead=not ch.suspects)]
     n = len(ch.suspects)
     for rank, s in enumerate(ch.suspects[:top]):
         ev = [f"{s.service} on pod {s.pod}: {s.headline()}"]

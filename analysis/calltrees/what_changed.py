@@ -261,14 +261,31 @@ def find_split(sp: SpanTable, min_share: float = 0.15) -> tuple[int | None, str]
     return int(t[k]), what
 
 
+STEADY = 3.0  # a method's step must be this many times the swings of its calls' medians on each side
+
+
+def _steadiness(x: np.ndarray, i: int, shift: float, chunks: int = 10) -> float:
+    """How far a step of ``shift`` at ``i`` stands out of the series' own swings: the shift over
+    the spread (robust, 1.4826 MAD) of the medians of ``chunks`` runs of calls on each side about
+    their side's median. A method whose time comes and goes (a cache, a collector) swings as much
+    within each side as across the split (0.7x, then 1.3x, in minutes of real spans): low; a
+    method slower from a time on: high."""
+    dev = []
+    for part in (x[:i], x[i:]):
+        meds = np.array([np.median(c) for c in np.array_split(part, min(chunks, max(len(part) // 10, 1)))])
+        dev.append(meds - np.median(meds))
+    spread = 1.4826 * float(np.median(np.abs(np.concatenate(dev))))
+    return shift / max(spread, 1e-9)
+
+
 def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, min_shift: float = 1.2,
                  alpha: float = 1e-6) -> MethodChange | str:
     """Where one method's calls changed most, for when the requests as a whole show no clear
     change (a method 1.5x slower that is a small part of each request): for each method called
     ``min_calls`` times or more, the split of its calls by start that best separates their log
-    duration; the clearest of them when clear (Mann-Whitney p below ``alpha`` once multiplied by
-    the number of methods tested, and the median moved by ``min_shift`` or more). Why not, when
-    not."""
+    duration; the clearest of them when clear: slower after (Mann-Whitney p below ``alpha`` once
+    multiplied by the number of methods tested), the median moved by ``min_shift`` or more, and a
+    step, not its usual swings (``_steadiness``). Why not, when not."""
     dur = span_self_time(sp).astype(np.float64)  # its own time: a slow callee does not move it
     d = np.log(np.maximum(dur, 1.0))
     order = np.lexsort((sp.start, sp.method))
@@ -284,18 +301,19 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
         k = np.arange(max(int(n * min_share), 1), int(n * (1 - min_share)))
         if not len(k):
             continue
-        z = np.abs((c[-1] - c[k - 1]) / (n - k) - c[k - 1] / k) * np.sqrt(k * (n - k) / n)
+        z = ((c[-1] - c[k - 1]) / (n - k) - c[k - 1] / k) * np.sqrt(k * (n - k) / n)  # slower after: > 0
         i = int(k[int(np.argmax(z))])
-        found.append((mann_whitney_p(x[:i], x[i:], "two-sided"), abs(float(np.median(x[i:]) - np.median(x[:i]))),
-                      a, a + i, b))
+        shift = float(np.median(x[i:]) - np.median(x[:i]))
+        found.append((mann_whitney_p(x[i:], x[:i], "greater"), shift, _steadiness(x, i, shift), a, a + i, b))
     if not found:
         return f"no method called {min_calls} times or more"
-    p, shift, a, i, b = min(found, key=lambda f: (f[0], -f[1]))
+    p, shift, steady, a, i, b = min(found, key=lambda f: (f[0] if f[2] >= STEADY else 1.0, -f[1]))
     method = sp.methods[int(code[a])]
     p = min(p * len(found), 1.0)
-    if p >= alpha or shift < np.log(min_shift):
-        return (f"no method's calls changed clearly over time either (the clearest, {method}: {np.exp(shift):.2f}x, "
-                f"p = {p:.2g} over {len(found)} methods)")
+    if p >= alpha or shift < np.log(min_shift) or steady < STEADY:
+        return (f"no method's calls changed clearly over time either (the clearest, {method}: {np.exp(shift):.2f}x"
+                + (f", a step {steady:.1f}x its own swings on each side" if steady < STEADY else "")
+                + f", p = {p:.2g} over {len(found)} methods)")
     rows_before, rows_after = order[a:i], order[i:b]
 
     def side(rows) -> tuple[int, float]:
