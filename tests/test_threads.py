@@ -904,3 +904,53 @@ def test_factorize_gives_what_np_unique_gives():
             assert list(u) == list(u1) and np.array_equal(i, i1.ravel())
         else:
             assert len(u) == 0 and len(i) == 0
+
+
+@pytest.mark.parametrize("form", ["long", "narrow", "wide"])
+def test_a_large_thread_csv_reads_the_same_through_polars(tmp_path, monkeypatch, form):
+    """Thread CSVs from 8 MiB on are read by polars' columnar reader (2 million rows: 2.5 s
+    against 11 s): the same series, notes and kinds as the csv module's path; a file with an
+    empty cell or a short row goes the careful way, which says what it skipped."""
+    import perftriage.analysis.threads.series as series
+
+    rng = np.random.default_rng(5)
+    if form == "wide":
+        rows = ["time," + ",".join(f"{t}:CPU(%),{t}:Queue" for t in range(6))]
+        rows += [f"{1.7e9 + k}," + ",".join(f"{rng.normal(50, 5):.3f},{rng.normal(3, 1):.3f}" for _ in range(6))
+                 for k in range(200)]
+    else:
+        rows = ["time,host,process,thread," + ("metric,value" if form == "narrow" else "CPU(%),Queue,state")]
+        for k in range(200):
+            for h in ("a", "b"):
+                for t in range(4):
+                    cpu, q = rng.normal(50, 5), rng.normal(3, 1)
+                    if form == "narrow":
+                        rows += [f"{1.7e9 + k},{h},10:srv,{t},CPU(%),{cpu:.3f}", f"{1.7e9 + k},{h},10:srv,{t},Queue,{q:.3f}"]
+                    else:
+                        rows.append(f"{1.7e9 + k},{h},10:srv,{t},{cpu:.3f},{q:.3f},R")
+    path = tmp_path / "threads.csv"
+    path.write_text("\n".join(rows) + "\n")
+
+    def both(p):
+        monkeypatch.setattr(series, "POLARS_FROM_BYTES", 1 << 62)
+        careful = read_csv(p)
+        monkeypatch.setattr(series, "POLARS_FROM_BYTES", 0)
+        calls = []
+        real = series._columns_fast
+        monkeypatch.setattr(series, "_columns_fast", lambda *a: calls.append(r := real(*a)) or r)
+        fast = read_csv(p)
+        monkeypatch.setattr(series, "_columns_fast", real)
+        return careful, fast, calls[0] is not None
+
+    careful, fast, took = both(path)
+    assert took
+    assert careful.ids == fast.ids and careful.groups == fast.groups and careful.metrics == fast.metrics
+    assert careful.units == fast.units and careful.kinds == fast.kinds and careful.notes == fast.notes
+    assert np.array_equal(careful.time, fast.time) and np.array_equal(careful.values, fast.values, equal_nan=True)
+    if form == "long":
+        assert "column 'state' is not numeric: ignored" in fast.notes and fast.n_threads == 8
+        # an empty cell and a short row: the careful path reads it, says it, whatever the size
+        path.write_text("\n".join(rows[:5] + [rows[5].rsplit(",", 3)[0] + ",,1,R", "1,a"] + rows[6:]) + "\n")
+        careful, fast, took = both(path)
+        assert not took and fast.notes == careful.notes and "1 row with fewer fields than the header skipped" in fast.notes
+        assert np.array_equal(careful.values, fast.values, equal_nan=True) and np.isnan(fast.values).any()

@@ -39,8 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
+from perftriage.analysis.columnar_csv import FROM_BYTES, polars_for
+from perftriage.analysis.columnar_csv import frame as _frame
 from perftriage.analysis.errors import InputError, reading
-from perftriage.analysis.inputs import is_gzip, open_data, read_head, read_text, register_file_kind
+from perftriage.analysis.inputs import open_data, read_head, read_text, register_file_kind
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 
 from .table import CounterSet, Piece, RawCounters, align
@@ -366,32 +368,13 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
                        [f"{path.name}: {dup}"] if dup else [], s_i is None, bool(row_interval))
 
 
-POLARS_FROM_BYTES = 8 << 20  # files from this size are read by polars (its import costs 0.2 s)
+POLARS_FROM_BYTES = FROM_BYTES  # files from this size are read by polars (its import costs 0.2 s)
 
 
 def _polars(path: Path):
-    """The polars module for a file of POLARS_FROM_BYTES or more; None for a smaller file (its
-    import costs 0.2 s) or without polars."""
-    try:
-        if Path(path).stat().st_size < POLARS_FROM_BYTES:
-            return None
-        import polars as pl  # noqa: PLC0415
-    except (ImportError, OSError):
-        return None
-    return pl
-
-
-def _frame(pl, path: Path, header: list[str], numeric: set[int]):
-    """The CSV as a polars frame, columns c0, c1..., those in ``numeric`` read as numbers from the
-    start and the others as text (inferred, a column whose first rows hold 'nan' is text, and the
-    whole file went through numpy's parser after polars': measured on a 73 MB wide export with
-    gaps written 'nan', 2.7 s against 0.5 s). Raises what polars raises."""
-    names_in = [f"c{i}" for i in range(len(header))]
-    kinds = [pl.Float64 if i in numeric else pl.String for i in range(len(header))]
-    if not is_gzip(path):
-        return pl.read_csv(path, has_header=True, new_columns=names_in, schema_overrides=kinds)  # mapped, not copied
-    with open_data(path, binary=True) as f:
-        return pl.read_csv(f, has_header=True, new_columns=names_in, schema_overrides=kinds)
+    """The polars module for a file of POLARS_FROM_BYTES or more; None for a smaller file or
+    without polars."""
+    return polars_for(path, POLARS_FROM_BYTES)
 
 
 def _read_polars(path: Path, header: list[str], t_i: int, s_i: int, cols: list[int]):

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perftriage.analysis.columnar_csv import FROM_BYTES, frame, polars_for
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
 from perftriage.analysis.inputs import register_file_kind
@@ -217,15 +218,19 @@ def read_csv(path) -> ThreadSeries:
         header = next(rd, None)
         if not header:
             raise InputError(path, "file is empty")
-        rows = [r for r in rd if r and (r[0].strip() or "".join(r).strip())]  # blank lines skipped
+        cols = _columns_fast(path, header)  # a large file of complete rows: polars' columnar reader
+        if cols is None:
+            rows = [r for r in rd if r and (r[0].strip() or "".join(r).strip())]  # blank lines skipped
     names = [_norm(h) for h in header]
     width = len(header)
-    short = sum(1 for r in rows if len(r) < width)
-    if short:
-        rows = [r for r in rows if len(r) >= width]
-    if not rows:
-        raise InputError(path, "no data rows under the header")
-    cols = list(zip(*rows))
+    short = 0
+    if cols is None:
+        short = sum(1 for r in rows if len(r) < width)
+        if short:
+            rows = [r for r in rows if len(r) >= width]
+        if not rows:
+            raise InputError(path, "no data rows under the header")
+        cols = list(zip(*rows))
     t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
     if t_i is None:
         raise InputError(path, f"no time column (looked for {', '.join(TIME_NAMES)}; header: {', '.join(header[:8])})")
@@ -249,7 +254,7 @@ def read_csv(path) -> ThreadSeries:
             vals, metrics = [], []
             for i in metric_idx:
                 try:
-                    vals.append(np.array([x if x.strip() else "nan" for x in cols[i]], dtype=np.float64))
+                    vals.append(_floats(cols[i]))
                     metrics.append(header[i].strip())
                 except ValueError:
                     notes.append(f"column {header[i]!r} is not numeric: ignored")
@@ -262,6 +267,33 @@ def read_csv(path) -> ThreadSeries:
     _units_from_names(ts)
     set_kinds(ts, names[group_idx["pool"]] if "pool" in group_idx else "pool")
     return ts
+
+
+POLARS_FROM_BYTES = FROM_BYTES  # thread CSVs from this size are read by polars
+
+
+def _columns_fast(path: Path, header: list[str]) -> list[np.ndarray] | None:
+    """The columns of a large CSV (POLARS_FROM_BYTES) as arrays of text, by polars; None
+    for a small file, without polars, or where any row is short, long or has an empty cell (the
+    csv module's path says what it skips). 2 million rows of 6 columns: 1 s against 7 s."""
+    pl = polars_for(path, POLARS_FROM_BYTES)
+    if pl is None:
+        return None
+    try:
+        df = frame(pl, path, header, set())
+        if not len(df) or len(df.columns) != len(header) or df.null_count().sum_horizontal().item():
+            return None
+        return [df.get_column(c).to_numpy() for c in df.columns]
+    except Exception:  # noqa: BLE001 (anything polars refuses: the careful path reads it and says why)
+        return None
+
+
+def _floats(col) -> np.ndarray:
+    """A column of text as numbers, an empty cell NaN; ValueError where a cell is not a number."""
+    try:
+        return np.asarray(col, dtype=object).astype(np.float64)
+    except ValueError:  # empty cells (or text: raised again below)
+        return np.array([x if x.strip() else "nan" for x in col], dtype=np.float64)
 
 
 def _read_narrow(path, names, cols, time, th_i, group_idx) -> ThreadSeries:
@@ -308,7 +340,7 @@ def _read_wide(path, header, names, cols, time, t_i) -> ThreadSeries:
     for thread, d in pairs.items():
         v = np.full((len(time), len(metrics)), np.nan)
         for m, i in d.items():
-            v[:, metrics.index(m)] = np.array([x if x.strip() else "nan" for x in cols[i]], dtype=np.float64)
+            v[:, metrics.index(m)] = _floats(cols[i])
         t_all.append(time)
         th_all += [thread] * len(time)
         v_all.append(v)
