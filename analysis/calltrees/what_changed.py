@@ -306,14 +306,12 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
         shift = float(np.median(x[i:]) - np.median(x[:i]))
         found.append((mann_whitney_p(x[i:], x[:i], "greater"), shift, _steadiness(x, i, shift), a, a + i, b))
     if not found:
-        return f"no method called {min_calls} times or more"
+        return f"nor one method's own time (none called {min_calls} times or more)"
     p, shift, steady, a, i, b = min(found, key=lambda f: (f[0] if f[2] >= STEADY else 1.0, -f[1]))
     method = sp.methods[int(code[a])]
     p = min(p * len(found), 1.0)
     if p >= alpha or shift < np.log(min_shift) or steady < STEADY:
-        return (f"no method's calls changed clearly over time either (the clearest, {method}: {np.exp(shift):.2f}x"
-                + (f", a step {steady:.1f}x its own swings on each side" if steady < STEADY else "")
-                + f", p = {p:.2g} over {len(found)} methods)")
+        return f"nor one method's own time (the clearest: {method}, {np.exp(shift):.2f}x)"
     rows_before, rows_after = order[a:i], order[i:b]
 
     def side(rows) -> tuple[int, float]:
