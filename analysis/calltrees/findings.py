@@ -227,16 +227,17 @@ def comparison_findings(cmp: Comparison, top: int = 10) -> list[Finding]:
 
 def _method_change_finding(ch: ChangeDiagnosis, params: dict, lead: bool) -> Finding:
     """The method whose calls changed over time (what_changed.method_split): the observation
-    that gave the time, leading, with each replica's calls before and after."""
+    that gave the time, with each replica's calls before and after; ``lead``: the report's first."""
     m = ch.method
     (nb, mb), (na, ma) = m.before, m.after
-    ev = [f"{m.method}: median {_ms_text(mb)} over {nb:,} calls before, {_ms_text(ma)} over {na:,} calls from "
+    ev = [f"{m.method}: its own time (its callees' left out) median {_ms_text(mb)} over {nb:,} calls before, "
+          f"{_ms_text(ma)} over {na:,} calls from "
           f"{fmt_timestamp(m.at_ns)[:23]} UTC on ({m.ratio:.2f}x)"]
     ev += [f"{r}: {_ms_text(b)} -> {_ms_text(a)} ({a / max(b, 1e-9):.2f}x; {n_b:,} and {n_a:,} calls)"
            for r, n_b, b, n_a, a in m.replicas[:8]]
-    ev.append(f"details: of the {m.tested} methods called 100 times or more, the one whose calls' duration changed "
+    ev.append(f"details: of the {m.tested} methods called 100 times or more, the one whose own time changed "
               f"most clearly over time (the requests as a whole did not): Mann-Whitney p = {m.p:.2g} with the "
-              f"{m.tested} tests counted; the requests are compared at that time below")
+              f"{m.tested} tests counted; the requests are compared at that time (what changed, per service)")
     return Finding(analysis="calltrees", title=m.headline(), subject=f"method {m.method}",
                    score=2e9 if lead else 1e9 - 10, severity="critical" if lead else "warning", evidence=ev,
                    parameters=params, target={"kind": "pane", "pane": "calltrees"})

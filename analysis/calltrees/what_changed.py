@@ -129,12 +129,12 @@ class Suspect:
 
 @dataclass
 class MethodChange:
-    """One method's calls, longer (or shorter) from a time on (``method_split``)."""
+    """One method's calls, longer from a time on (``method_split``): their own time, not their callees'."""
     method: str
     at_ns: int
-    ratio: float  # median duration after / before
+    ratio: float  # median own time after / before
     p: float  # Mann-Whitney, times the number of methods tested
-    before: tuple[int, float]  # (calls, median ms)
+    before: tuple[int, float]  # (calls, median own time in ms)
     after: tuple[int, float]
     replicas: list[tuple[str, int, float, int, float]]  # (replica, calls and median ms before, after)
     tested: int  # methods tested
