@@ -125,7 +125,8 @@ async def test_a_call_tree_finding_opens_its_method_and_replica():
 
 
 TAB_OF = {"cluster": "requests", "clusters": "clusters", "request": "requests", "pair": "calltrees",
-          "pod": "calltrees", "threads": "threads", "server": "counters", "rule": "counters", "fleet": "counters"}
+          "pod": "calltrees", "threads": "threads", "server": "counters", "rule": "counters", "fleet": "counters",
+          "method": "calltrees"}
 
 
 @pytest.mark.parametrize("sample,reference", [("fleet", None), ("microservices", "microservices-baseline")])
@@ -697,3 +698,30 @@ async def test_plots_grow_with_the_terminal_and_keep_their_legend_in_view():
             # in one format: a day's axis starts at +0:00:00, not +0:00 beside +6:00:00
             assert all(re.fullmatch(r"\+\d+:\d\d:\d\d", w) for w in axis[0].split()), axis[0]
     assert rows[44] >= rows[30] + 10
+
+
+async def test_a_method_finding_opens_the_call_tree_that_calls_it(tmp_path):
+    """One method slower on every replica from a time on (what changed, by the method): enter on
+    its finding shows the largest request category whose tree calls it, as a call tree; escape
+    comes back."""
+    from perftriage.analysis.sim.microservices import MicroConfig, write_microservice_sample
+
+    truth = write_microservice_sample(tmp_path, MicroConfig(requests=3000, seed=22, scenario="method", slowdown=1.5,
+                                                            write_log=False))
+    method = truth["slow_method"].replace(".", ":", 1)
+    app = PerftriageApp([str(tmp_path / "spans.otlp.jsonl")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        f = app.result.findings[0]
+        assert f.target == {"kind": "method", "method": method}, f.title
+        await open_finding(app, pilot, "method")
+        assert tab(app) == "calltrees"
+        pane = app.query_one(CallTreesPane)
+        d = pane.diagnosis
+        names = d.trees.spans.methods
+        calling = [i for i, r in enumerate(d.categories) if method in {names[m] for m in r.category.methods}]
+        assert pane.cat_row == calling[0] and pane.view_name == "call tree" and pane.subject == "category"
+        assert method in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert tab(app) == "findings"

@@ -703,7 +703,8 @@ class PerftriageApp(App):
                 "server": ("counters", "select_server",
                            lambda t: (t["server"], t.get("counter"),
                                       (t["from_s"], t["to_s"], "the interval") if "from_s" in t else None)),
-                "fleet": ("counters", "select_fleet", lambda t: (t["counter"], (t["from_s"], t["to_s"])))}
+                "fleet": ("counters", "select_fleet", lambda t: (t["counter"], (t["from_s"], t["to_s"]))),
+                "method": ("calltrees", "select_method", lambda t: (t["method"],))}
         if kind not in rows:
             self.history.pop()
             return False

@@ -240,7 +240,7 @@ def _method_change_finding(ch: ChangeDiagnosis, params: dict, lead: bool) -> Fin
               f"{m.tested} tests counted; the requests are compared at that time (what changed, per service)")
     return Finding(analysis="calltrees", title=m.headline(), subject=f"method {m.method}",
                    score=2e9 if lead else 1e9 - 10, severity="critical" if lead else "warning", evidence=ev,
-                   parameters=params, target={"kind": "pane", "pane": "calltrees"})
+                   parameters=params, target={"kind": "method", "method": m.method})
 
 
 def _ms_text(ms: float) -> str:

@@ -141,6 +141,20 @@ class CallTreesPane(ViewPane):
         self.cats.focus()
         return True
 
+    def select_method(self, method: str) -> bool:
+        """Highlight the largest request category whose call tree calls ``method``, its call tree
+        shown (where the method sits among its callers and callees)."""
+        d = self.diagnosis
+        if d is None:
+            return False
+        names = d.trees.spans.methods
+        row = next((i for i, r in enumerate(d.categories) if any(names[m] == method for m in r.category.methods)), None)
+        if row is None:
+            return False
+        self.view = self.VIEWS.index("call tree")
+        self.cats.focus()
+        return self.cats.focus_row(row)
+
     def select_pod(self, pod: str, service: str | None = None) -> bool:
         """Highlight the most anomalous pair on ``pod`` (what changed around it); with none there,
         the service's first pair. False (the list as it was) when neither is anomalous."""
