@@ -646,3 +646,26 @@ async def test_progress_within_a_stage_moves_the_bar_with_the_status_line_not_at
         await pilot.pause(0.6)
         assert bar.progress == 13.0  # the newest, at the tick
         release.set()
+
+
+@needs_bt2
+async def test_the_clusters_pane_names_the_units_compared():
+    """A kernel trace without request markers: each thread is a unit; the Clusters pane says
+    threads (its title, its count column, the normal group's view), not requests."""
+    from test_app_links import screen_text
+
+    from perftriage.tui.panes.clusters import ClustersPane
+
+    app = PerftriageApp([str(real_trace("tc-many-threads"))])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        while app.running:
+            await pilot.pause(0.05)
+        await pilot.press("2")
+        await pilot.pause(0.3)
+        pane = app.query_one(ClustersPane)
+        assert app.result.units == "threads" and pane.noun == "threads"
+        assert pane.table.columns[1].title == "threads"
+        title = str(pane.query_one("#clusters-title").render())
+        assert "threads compared" in title and "lists a group's threads" in title and "requests" not in title
+        assert "normal threads" in screen_text(app)

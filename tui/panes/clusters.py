@@ -48,6 +48,7 @@ class ClustersPane(ViewPane):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.result = None
+        self.noun = "requests"  # what a unit is: requests, processes, threads, read calls
         self.row = 0
         self._map = None
         self._map_done = False
@@ -71,12 +72,13 @@ class ClustersPane(ViewPane):
             self.render_view()
             return
         ft, cl, o = result.compared_features, ra.clusters, ra.outliers
+        self.noun = unit_noun(getattr(result, "units", "requests"))  # requests, processes, threads...
         p = o.params
         how = f"eps {p['eps']:.3g} {p.get('units', '')}, min_samples {p['min_samples']}" if "eps" in p else p["detector"]
         self.query_one("#clusters-title", Static).update(
-            f"{o.n_outliers:,} outliers of {len(ft):,} {unit_noun(getattr(result, 'units', 'requests'))} compared "
+            f"{o.n_outliers:,} outliers of {len(ft):,} {self.noun} compared "
             f"({p['detector']}, {how}) · "
-            f"{cl.k} clusters ({cl.k_from}) · enter lists a group's requests · v changes the view")
+            f"{cl.k} clusters ({cl.k_from}) · enter lists a group's {self.noun} · v changes the view")
         rows = []
         for g_i, g in enumerate(cl.groups):
             c = -1 if g.name == "normal" else int(g.name.split()[-1]) - 1
@@ -88,7 +90,8 @@ class ClustersPane(ViewPane):
                          f"{dom[0][0]} {dom[0][1] * 100:.0f}%" if dom else "",
                          grams[0].ngram if grams else ""])
         styles = [None] + ["alert"] * (len(rows) - 1)
-        cols = [Column("group", "left", 6, 10, priority=IDENTITY), Column("requests", "right", 4, 8), Column("median", "right", 6, 9),
+        cols = [Column("group", "left", 6, 10, priority=IDENTITY), Column(self.noun, "right", 4, 10),
+                Column("median", "right", 6, 9),
                 Column("mean", "right", 6, 9), Column("syscalls", "right", 4, 8), Column("distinct", "right", 4, 8),
                 Column("dominant", "left", 6, 9), Column("distinctive n-gram", "left", 10, 40, flex=True, priority=TEXT)]
         self.table.set_rows(cols, ListSource(rows, styles))
@@ -126,7 +129,7 @@ class ClustersPane(ViewPane):
             self.clear_view()
             return
         c = self._cluster_of_row(self.row)
-        name = "normal requests" if c < 0 else f"cluster {c + 1}"
+        name = f"normal {self.noun}" if c < 0 else f"cluster {c + 1}"
         self.show_view_title(name)
         width, height = self.view_size()
         view = self.view_name
@@ -143,7 +146,7 @@ class ClustersPane(ViewPane):
                 out.update(Text(f"k = {cl.k} ({cl.k_from})", style="dim"))
         else:
             if not self._map_done:
-                out.update(Text("computing the Isomap of the requests…", style="dim"))
+                out.update(Text(f"computing the Isomap of the {self.noun}…", style="dim"))
                 self._compute_map()
             else:
                 out.update(self._map_chart(width, height))
@@ -153,7 +156,7 @@ class ClustersPane(ViewPane):
             return Text("the normal group: n-grams are compared against it; pick a cluster", style="dim")
         grams = ra.ngrams.get(c, [])
         if not grams:
-            return Text("no system call n-gram sets this cluster apart (its requests make the same calls "
+            return Text(f"no system call n-gram sets this cluster apart (its {self.noun} make the same calls "
                         "as the normal ones)", style="dim")
         t = Text()
         t.append(f"{'n-gram':<40} {'per request':>12} {'normal':>10} {'Welch t':>8}\n", style="bold")
@@ -193,10 +196,10 @@ class ClustersPane(ViewPane):
     def _map_chart(self, width: int, height: int) -> Text:
         m = self._map
         if m is None:
-            return Text("too few requests for a map", style="dim")
+            return Text(f"too few {self.noun} for a map", style="dim")
         groups = {"normal": (m.x[m.group < 0], m.y[m.group < 0])}
         for c in range(self.result.analysis.clusters.k):
             sel = m.group == c
             groups[f"cluster {c + 1}"] = (m.x[sel], m.y[sel])
         return scatter(groups, width, height,
-                       f"Isomap of log state durations ({len(m.rows):,} of {m.sampled_from:,} requests, log axes)")
+                       f"Isomap of log state durations ({len(m.rows):,} of {m.sampled_from:,} {self.noun}, log axes)")
