@@ -669,3 +669,25 @@ async def test_the_clusters_pane_names_the_units_compared():
         title = str(pane.query_one("#clusters-title").render())
         assert "threads compared" in title and "lists a group's threads" in title and "requests" not in title
         assert "normal threads" in screen_text(app)
+
+
+@needs_bt2
+async def test_the_request_detail_says_why_there_is_no_critical_path():
+    """The detail's segment list says 'computing the critical path…' while it is asked for (a
+    real trace's 407 ms thread took seconds: it read 'no kernel trace for this host' meanwhile),
+    then the reason where there is none (a user-space trace alone)."""
+    from perftriage.tui.screens.request_detail import RequestDetailScreen
+
+    app = PerftriageApp([str(real_trace("tracevizlab-php-ust"))])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        await pilot.press("enter")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            screen = app.screen
+            if isinstance(screen, RequestDetailScreen) and screen.query_one("#request-segments").empty_text != \
+                    "computing the critical path…":
+                break
+        table = app.screen.query_one("#request-segments")
+        assert isinstance(app.screen, RequestDetailScreen) and app.screen.view is None
+        assert table.empty_text == "no kernel trace for this host: no critical path"

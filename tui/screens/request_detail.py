@@ -71,7 +71,7 @@ class RequestDetailScreen(ModalScreen):
                 yield Static(text, id="request-detail-text", markup=True)
                 yield PathBreakdown(max_threads=None, id="request-detail-path")
                 yield Static(state_key(), id="request-detail-key")
-            yield RowTable(id="request-segments", empty_text="no critical path (no kernel trace for this host)")
+            yield RowTable(id="request-segments", empty_text="computing the critical path…")
             yield Static("[dim]escape closes · j/k move in the segment list[/dim]")
 
     def on_mount(self) -> None:
@@ -86,7 +86,10 @@ class RequestDetailScreen(ModalScreen):
     def _show(self, view: PathView | None, why: str = "") -> None:
         self.view = view
         self.query_one(PathBreakdown).show_view(view, why)
-        if view is None:
+        if view is None:  # why there is none, where the segments would be
+            table = self.query_one("#request-segments", RowTable)
+            table.empty_text = why or "no critical path"
+            table.refresh()
             return
         cols = [Column("thread", "left", 6, 24), Column("at", "right", 6, 10), Column("for", "right", 6, 10),
                 Column("state", "left", 2, 5), Column("via", "left", 4, 30, flex=True)]
