@@ -669,6 +669,11 @@ async def test_the_clusters_pane_names_the_units_compared():
         title = str(pane.query_one("#clusters-title").render())
         assert "threads compared" in title and "lists a group's threads" in title and "requests" not in title
         assert "normal threads" in screen_text(app)
+        # a unit's detail names it a thread, not a request
+        from perftriage.tui.screens.request_detail import request_lines
+
+        label, value = request_lines(app.result.requests, 0)[0]
+        assert label == "thread" and value == f"#{app.result.requests.id[0]}"
 
 
 @needs_bt2

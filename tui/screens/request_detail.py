@@ -25,8 +25,11 @@ if TYPE_CHECKING:
 
 
 def request_lines(table: RequestTable, i: int) -> list[tuple[str, str]]:
+    kind = str(table.kind[i])
+    unit = kind in ("thread", "process") or kind.startswith("syscall:")  # a unit cut from the trace, not a request
     rows = [
-        ("request", f"{table.kind[i]} #{table.id[i]}"),
+        (kind.split(":")[0] if unit else "request", f"{kind.split(':', 1)[1] + ' ' if ':' in kind else ''}#{table.id[i]}"
+         if unit else f"{kind} #{table.id[i]}"),
         ("host", str(table.host[i])),
         ("pid / tid", f"{table.pid[i]} / {table.tid[i]}"),
         ("start", fmt_timestamp(table.start[i]) + " UTC"),
