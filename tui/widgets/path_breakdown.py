@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from perftriage.analysis.requests.states import STATE_CHAR, STATE_NAMES, STATES
-from perftriage.analysis.units import fmt_duration
+from perftriage.analysis.units import count_of, fmt_duration
 
 if TYPE_CHECKING:
     from perftriage.analysis.requests.path_view import PathView
@@ -63,7 +63,7 @@ def timeline(view: PathView, width: int, max_threads: int | None = None) -> list
         t.append("▏")
         out.append(t)
     if max_threads is not None and len(all_rows) > max_threads:
-        out.append(Text(f"… {len(all_rows) - max_threads} more threads on the path (enter shows all)", style="dim"))
+        out.append(Text(f"… {len(all_rows) - max_threads:,} more threads on the path (enter shows all)", style="dim"))
     return out
 
 
@@ -102,8 +102,8 @@ class PathBreakdown(Static):
             return
         width = max(20, (self.size.width or 80) - 1)
         away = "".join(f", {fmt_duration(ns)} on {host}" for host, ns in view.elsewhere())
-        lines = [Text(f"critical path {fmt_duration(view.total)} over {len(view.thread_order)} "
-                      f"thread{'s' if len(view.thread_order) != 1 else ''}{away}:", style="bold"), legend(view),
+        lines = [Text(f"critical path {fmt_duration(view.total)} over {count_of(len(view.thread_order), 'threads')}"
+                      f"{away}:", style="bold"), legend(view),
                  bar(view, width)]
         lines += timeline(view, width, self.max_threads)
         out = Text()
