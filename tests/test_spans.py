@@ -373,6 +373,7 @@ def test_one_method_slower_on_every_replica_leads_the_report(tmp_path, seed):
     assert m.method == method and abs(m.at_ns - truth["incident_start_ns"]) < 10**9 and 1.25 < m.ratio < 1.75
     assert len(m.replicas) == len(truth["slow_pairs"]) and all(a > b for _, _, b, _, a in m.replicas)
     said = next(f for f in res.findings if f.title.startswith(f"{method} took "))
+    assert said.parameters["method_alpha"] == 1e-6 and said.parameters["method_steady"] == 3.0  # what decided it
     assert f"on all {len(m.replicas)} replicas" in said.title
     if res.change.suspects:
         assert res.findings[0].title.startswith(method.split(":")[0] + " changed most") and said.severity == "warning"

@@ -235,12 +235,13 @@ def _method_change_finding(ch: ChangeDiagnosis, params: dict, lead: bool) -> Fin
           f"{fmt_timestamp(m.at_ns)[:23]} UTC on ({m.ratio:.2f}x)"]
     ev += [f"{r}: {_ms_text(b)} -> {_ms_text(a)} ({a / max(b, 1e-9):.2f}x; {n_b:,} and {n_a:,} calls)"
            for r, n_b, b, n_a, a in m.replicas[:8]]
-    ev.append(f"details: of the {m.tested} methods called 100 times or more, the one whose own time changed "
+    ev.append(f"details: of the {m.tested} methods called {m.params.get('method_min_calls', 100)} times or more, the "
+              f"one whose own time changed "
               f"most clearly over time (the requests as a whole did not): Mann-Whitney p = {m.p:.2g} with the "
               f"{m.tested} tests counted; the requests are compared at that time (what changed, per service)")
     return Finding(analysis="calltrees", title=m.headline(), subject=f"method {m.method}",
                    score=2e9 if lead else 1e9 - 10, severity="critical" if lead else "warning", evidence=ev,
-                   parameters=params, target={"kind": "method", "method": m.method})
+                   parameters={**params, **m.params}, target={"kind": "method", "method": m.method})
 
 
 def _ms_text(ms: float) -> str:

@@ -138,6 +138,7 @@ class MethodChange:
     after: tuple[int, float]
     replicas: list[tuple[str, int, float, int, float]]  # (replica, calls and median ms before, after)
     tested: int  # methods tested
+    params: dict = field(default_factory=dict)  # method_split's parameters, for the finding
 
     def headline(self) -> str:
         """'catalog:search took 1.46x as long from 00:00:09.738 UTC on, on all 4 replicas'."""
@@ -325,7 +326,8 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
     replicas.sort(key=lambda x: -x[4] / max(x[2], 1e-9))
     before, after = side(rows_before), side(rows_after)
     return MethodChange(method, int(sp.start[order[i]]), after[1] / max(before[1], 1e-9), p, before, after, replicas,
-                        len(found))
+                        len(found), {"method_min_calls": min_calls, "method_min_share": min_share,
+                                     "method_min_shift": min_shift, "method_alpha": alpha, "method_steady": STEADY})
 
 
 def local_changes(sp: SpanTable, window_ns: int, n: int = 4, min_requests: int = 100,
