@@ -242,8 +242,8 @@ def _run_counters(files, options: Options, result: TriageResult, progress: Progr
             result.report.notes.append(f"threshold rules from {rules_path} (found beside the counters)")
     rules = read_rules(rules_path) if rules_path else None
     if progress is not None:
-        progress(Progress("counters", None, f"{len(cs.servers)} servers x {len(cs.counters)} counters x "
-                                             f"{cs.n_points} points"))
+        progress(Progress("counters", None, f"{len(cs.servers):,} servers x {len(cs.counters):,} counters x "
+                                             f"{cs.n_points:,} points"))
     ca = analyse_counters(cs, options.counters, ref, rules)
     result.counters = ca
     result.report.notes.extend(ca.notes)

@@ -124,7 +124,7 @@ class CountersPane(ViewPane):
                 rows.insert(at + j, ["", cs.servers[ev.server],
                                      names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
                                      _z(ev.counters[0][1]), cs.time_label(ev.start),
-                                     f"another level to {to} ({ev.points} points): {_n(level)} against {_n(other)} "
+                                     f"another level to {to} ({ev.points:,} points): {_n(level)} against {_n(other)} "
                                      f"{ev.other_side(cs.n_points)}"
                                      + (f", peers {_n(peer)}" if np.isfinite(peer) else "")
                                      + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
@@ -137,7 +137,7 @@ class CountersPane(ViewPane):
                                      cs.time_label(ev.start),
                                      (f"calls into it ({cs.servers[ev.server]}) " if ev.about else "")
                                      + (f"waiting for {ev.waits_for}? " if ev.waits_for else "")
-                                     + f"unusual to {cs.time_label(ev.end)} ({ev.points} points)"
+                                     + f"unusual to {cs.time_label(ev.end)} ({ev.points:,} points)"
                                      + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
                 what = "the interval"
             styles.insert(at + j, "alert")
@@ -150,7 +150,7 @@ class CountersPane(ViewPane):
             n = len(lc.shared) + 1
             to = "the end" if lc.end >= cs.n_points - 1 else cs.time_label(lc.end)
             rows.append([str(len(rows) + 1), "fleet", cs.counters[c0], _z(zm), cs.time_label(lc.start),
-                         f"another level on {n} of {len(cs.servers)} servers to {to} ({lc.points} points) than "
+                         f"another level on {n} of {len(cs.servers)} servers to {to} ({lc.points:,} points) than "
                          f"{lc.other_side(cs.n_points)}: the fleet's change"])
             styles.append(None)
             items.append((None, c0))
