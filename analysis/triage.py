@@ -14,7 +14,8 @@ import numpy as np
 from perftriage.analysis.calltrees.clouddiag import Diagnosis, diagnose
 from perftriage.analysis.calltrees.compare import Comparison, compare
 from perftriage.analysis.calltrees.findings import (change_findings, comparison_findings, diagnosis_findings,
-                                                    span_problem_findings)
+                                                    slow_replica_findings, span_problem_findings)
+from perftriage.analysis.calltrees.slow_replicas import slow_replicas
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
 from perftriage.analysis.calltrees.what_changed import (ChangeDiagnosis, diagnose_change, find_split,
                                                         local_changes, method_split, split_spans)
@@ -305,6 +306,8 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
                     progress=lambda i, n: say("robust PCA", i / max(1, n), f"category {i}/{n}"))
     result.diagnosis = diag
     report.findings.extend(diagnosis_findings(diag, top=options.top))
+    if not diag.ranking:  # nothing flagged by Robust PCA: a replica slower than its peers at the same methods
+        report.findings.extend(slow_replica_findings(slow_replicas(spans)))
     if options.reference:
         say("reference spans", None, "")
         ref_spans = read_spans(_span_files(options.reference), options.span_columns, options.cores())

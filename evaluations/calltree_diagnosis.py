@@ -58,11 +58,14 @@ def run(quick: bool = False) -> bool:
             rows.append(dict(scenario=cfg.scenario, slowdown=cfg.slowdown, seed=cfg.seed, r1=bool(ranked) and ranked[0] in slow,
                              r3=any(p in slow for p in ranked[:3]), flagged=len(flagged),
                              tp=len(flagged & slow), reach=len(reachable), top=ranked[0] if ranked else None))
-            if cfg.scenario == "method":  # the whole report: does its first finding name the method?
-                first = run_triage([out / "spans.otlp.jsonl"]).findings[:1]
-                title = first[0].title if first else ""
+            # the whole report: does its first finding name the method (its service), or the replica?
+            first = run_triage([out / "spans.otlp.jsonl"]).findings[:1]
+            title = first[0].title if first else ""
+            if cfg.scenario == "method":
                 rows[-1]["report"] = any(m in title or all(part in title for part in m.split(":", 1)) for m, _ in slow)
                 rows[-1]["service"] = any(title.startswith(m.split(":", 1)[0] + " ") or m in title for m, _ in slow)
+            else:
+                rows[-1]["replica"] = any(r in title for _, r in slow)
     print(f"{len(rows) + len(healthy)} cases, {time.perf_counter() - t0:.1f} s")
     print(f"{'scenario':<15} {'slowdown':>8} {'cases':>6} {'rank 1':>7} {'top 3':>7} {'precision':>9} {'recall':>7}")
     groups = {}
@@ -76,6 +79,12 @@ def run(quick: bool = False) -> bool:
         print(f"  miss: {r['scenario']} x{r['slowdown']:g} seed {r['seed']}: first {r['top']}")
     print(f"healthy systems (nothing injected): {sum(1 for h in healthy if h)} of {len(healthy)} flag something "
           f"({sum(healthy)} pairs in all)")
+    replica = [r for r in rows if "replica" in r]
+    print("one replica slow, perftriage report's first finding names it (CloudDiag, else its calls against its "
+          "peers'): " + ", ".join(
+              f"{sc} x{sd:g} {sum(r['replica'] for r in replica if (r['scenario'], r['slowdown']) == (sc, sd))}/"
+              f"{sum(1 for r in replica if (r['scenario'], r['slowdown']) == (sc, sd))}"
+              for sc, sd in sorted({(r['scenario'], r['slowdown']) for r in replica})))
     method = [r for r in rows if "report" in r]
     print("one method slow on every replica, perftriage report's first finding names it / its service (what changed "
           "over time, not CloudDiag's ranking alone): " + ", ".join(

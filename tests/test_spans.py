@@ -385,3 +385,27 @@ def test_one_method_slower_on_every_replica_leads_the_report(tmp_path, seed):
     healthy = run_triage([tmp_path / "h" / "spans.otlp.jsonl"])
     assert healthy.change is None or healthy.change.method is None
     assert not any(" took " in f.title and "as long from" in f.title for f in healthy.findings)
+
+
+@pytest.mark.parametrize("seed", [85, 92])
+def test_a_replica_slower_than_its_peers_is_named_where_clouddiag_flags_nothing(tmp_path, seed):
+    """One cart replica 1.5x slower at its methods, a small part of their categories' requests:
+    Robust PCA flags no pair; its calls against its peers' name it first, with each method's
+    medians; healthy systems and a method slow on every replica get no such finding."""
+    from perftriage.analysis.calltrees.slow_replicas import slow_replicas
+    from perftriage.analysis.triage import run_triage
+
+    truth = write_microservice_sample(tmp_path / "r", MicroConfig(requests=3000, seed=seed, scenario="replica",
+                                                                   slowdown=1.5, write_log=False))
+    res = run_triage([tmp_path / "r" / "spans.otlp.jsonl"])
+    replica = truth["slow_pairs"][0][1]
+    assert not res.diagnosis.ranking
+    first = res.findings[0]
+    assert first.title.startswith(f"{replica} is slower than its 2 peers") and first.severity == "critical"
+    for method, _ in truth["slow_pairs"]:  # each slow method, its medians there and on the peers
+        assert any(e.startswith(method.replace(".", ":", 1) + ": its own time") for e in first.evidence), method
+    assert first.parameters["replica_alpha"] == 1e-6
+    for scenario, s in (("none", seed + 1000), ("method", seed)):
+        write_microservice_sample(tmp_path / scenario, MicroConfig(requests=3000, seed=s, scenario=scenario,
+                                                                   slowdown=1.5, write_log=False))
+        assert slow_replicas(read_spans([tmp_path / scenario / "spans.otlp.jsonl"])) == []

@@ -273,3 +273,21 @@ def change_findings(ch: ChangeDiagnosis, top: int = 3) -> list[Finding]:
                            score=1e9 - rank, severity="critical" if rank == 0 else "warning", evidence=ev,
                            parameters=params, target={"kind": "pod", "pod": s.pod, "service": s.service}))
     return out
+
+
+def slow_replica_findings(slow: list, top: int = 3) -> list[Finding]:
+    """Replicas slower than their peers at the same methods (slow_replicas.py), where CloudDiag
+    flagged nothing: one finding per replica, the most certain first."""
+    out = []
+    for rank, s in enumerate(slow[:top]):
+        ev = [f"{m}: its own time (its callees' left out) median {_ms_text(med)} over {n:,} calls on {s.replica}, "
+              f"{_ms_text(peer)} over {n_p:,} calls on the service's {s.peers} other replicas ({ratio:.2f}x)"
+              for m, ratio, med, peer, n, n_p in s.methods[:8]]
+        ev.append(f"details: each method's calls on one replica against its calls on the others (services of three "
+                  f"replicas or more), one-sided Mann-Whitney, p = {s.p:.2g} with the {s.tested} (method, replica) "
+                  "pairs tested counted; CloudDiag's Robust PCA flagged no pair (their columns stay near the "
+                  "low-rank part where the methods are a small part of the requests)")
+        out.append(Finding(analysis="calltrees", title=s.headline(), subject=f"service {s.service}, replica {s.replica}",
+                           score=1e6 - rank, severity="critical" if rank == 0 else "warning", evidence=ev,
+                           parameters=dict(s.params), target={"kind": "method", "method": s.methods[0][0]}))
+    return out
