@@ -288,6 +288,8 @@ def slow_replica_findings(slow: list, top: int = 3) -> list[Finding]:
                   "pairs tested counted; CloudDiag's Robust PCA flagged no pair (their columns stay near the "
                   "low-rank part where the methods are a small part of the requests)")
         out.append(Finding(analysis="calltrees", title=s.headline(), subject=f"service {s.service}, replica {s.replica}",
-                           score=1e6 - rank, severity="critical" if rank == 0 else "warning", evidence=ev,
+                           score=1e6 - rank, evidence=ev,
+                           # as a flagged pair's: critical from 1.5x (a replica's usual spread is less)
+                           severity="critical" if rank == 0 and s.methods[0][1] >= 1.5 else "warning",
                            parameters=dict(s.params), target={"kind": "method", "method": s.methods[0][0]}))
     return out
