@@ -612,8 +612,12 @@ def _run_request_analysis(ft: FeatureTable, options: Options, result: TriageResu
         result.report.notes.append(f"outlier analysis skipped: {exc}")
         return
     result.analysis = ra
-    result.report.findings.append(outlier_summary_finding(ft, ra, what=what))
-    result.report.findings.extend(cluster_findings(ft, ra, what=what))
+    summary, clusters = outlier_summary_finding(ft, ra, what=what), cluster_findings(ft, ra, what=what)
+    info = [c.score for c in clusters if c.severity == summary.severity]
+    if info:  # clusters said as information only (units of different programs): the summary right after them
+        summary.score = min(info) * (1 - 1e-9)
+    result.report.findings.append(summary)
+    result.report.findings.extend(clusters)
 
 
 def summary_table(summary: TraceSummary) -> Table:

@@ -13,6 +13,8 @@ from perftriage.analysis.requests.knee import kneedle
 from perftriage.analysis.requests.ngrams import decode, distinctive_ngrams, ngram_counts
 from perftriage.analysis.requests.outliers import OutlierParams, detect_outliers, explain, table3
 
+from conftest import needs_bt2, real_trace
+
 
 def published_dataset(folder, seed=0):
     """A dataset in the paper's published form (headerless <pid>_times.csv / _count.csv /
@@ -188,3 +190,16 @@ def test_clusters_of_equal_size_are_numbered_slower_first_whatever_k_means_calle
         got.append(cluster_outliers(ft, outlier, ClusterParams(k=2)).label)
     assert np.array_equal(got[0], got[1])
     assert np.array_equal(got[0][idx] == 0, slow)  # cluster 1: the slower half
+
+
+@needs_bt2
+def test_clusters_said_as_information_keep_their_summary_beside_them():
+    """A trace whose clusters are information only (threads of different programs compared):
+    the outliers' summary comes right after its clusters, not among them (it sat between
+    cluster 2 and cluster 3 on tc-many-threads, by its number of outliers as a score)."""
+    from perftriage.analysis.triage import run_triage
+
+    titles = [f.title for f in run_triage([real_trace("tc-many-threads")]).findings]
+    clusters = [i for i, t in enumerate(titles) if t.startswith("Cluster ")]
+    assert len(clusters) >= 2 and clusters == list(range(clusters[0], clusters[-1] + 1))
+    assert titles[clusters[-1] + 1] == "Outlying threads"
