@@ -382,7 +382,7 @@ def change_at(result: TriageResult, incident_time: str) -> TriageResult:
     options = replace(result.options, incident_time=incident_time)
     old = change_findings(result.change) if result.change is not None else []
     report = replace(result.report, findings=[f for f in result.report.findings if f not in old],
-                                 notes=[n for n in result.report.notes if not n.startswith("what changed")])
+                     notes=[n for n in result.report.notes if not n.startswith("what changed")])
     new = replace(result, options=options, report=report, change=None, publish=None)
     _split_change(spans, options, new)
     if new.change is not None:
@@ -425,7 +425,7 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
                     + "; give one as --incident-time to compare there")
             how = (f"requests from {fmt_timestamp(at)[:23]} UTC on against those before, "
                    f"{CHANGE_WINDOW_NS // 60_000_000_000} minutes each side: the time where "
-                   + (f"calls to {method.method} changed most (the requests as a whole did not change clearly)"
+                   + (f"{what} changed most (the requests as a whole did not change clearly)"
                       if method is not None else f"their {what} changed most within minutes")
                    + " (--incident-time TIME to choose another, --reference FILE for another baseline)")
         else:

@@ -218,10 +218,10 @@ def read_csv(path) -> ThreadSeries:
         header = next(rd, None)
         if not header:
             raise InputError(path, "file is empty")
-        cols = _columns_fast(path, header)  # a large file of complete rows: polars' columnar reader
+        names = [_norm(h) for h in header]
+        cols = _columns_fast(path, header, names)  # a large file of complete rows: polars' columnar reader
         if cols is None:
             rows = [r for r in rd if r and (r[0].strip() or "".join(r).strip())]  # blank lines skipped
-    names = [_norm(h) for h in header]
     width = len(header)
     short = 0
     if cols is None:
@@ -234,7 +234,7 @@ def read_csv(path) -> ThreadSeries:
     t_i = next((i for i, n in enumerate(names) if n in TIME_NAMES), None)
     if t_i is None:
         raise InputError(path, f"no time column (looked for {', '.join(TIME_NAMES)}; header: {', '.join(header[:8])})")
-    time = column_to_seconds(cols[t_i] if isinstance(cols[t_i], np.ndarray) else list(cols[t_i]), path)
+    time = column_to_seconds(cols[t_i], path)
     th_i = next((i for i, n in enumerate(names) if n in THREAD_NAMES), None)
     notes = [f"{short:,} row{'s' if short != 1 else ''} with fewer fields than the header skipped"] if short else []
     group_idx: dict[str, int] = {}
@@ -272,14 +272,15 @@ def read_csv(path) -> ThreadSeries:
 POLARS_FROM_BYTES = FROM_BYTES  # thread CSVs from this size are read by polars
 
 
-def _columns_fast(path: Path, header: list[str]) -> list[np.ndarray] | None:
-    """The columns of a large CSV (POLARS_FROM_BYTES) as arrays of text, by polars; None
-    for a small file, without polars, or where any row is short, long or has an empty cell (the
-    csv module's path says what it skips). 2 million rows of 6 columns: 1 s against 7 s."""
+def _columns_fast(path: Path, header: list[str], names: list[str]) -> list[np.ndarray] | None:
+    """The columns of a large CSV (POLARS_FROM_BYTES) by polars, ``names`` its header's
+    normalised names: numbers as numbers, labels (thread, group, metric name) and anything else as
+    text, one object per distinct value; None for a small file, without polars, or where any row
+    is short, long or has an empty cell (the csv module's path says what it skips). 2 million rows
+    of 6 columns: the file read in 2.1 s and 525 MiB against 10.6 s and 1.37 GB."""
     pl = polars_for(path, POLARS_FROM_BYTES)
     if pl is None:
         return None
-    names = [_norm(h) for h in header]
     labels = {i for i, n in enumerate(names)  # thread, group, metric-name columns: text, whatever they hold
               if n in THREAD_NAMES or n == "metric" or any(n in alts for alts in GROUP_NAMES.values())}
     try:

@@ -25,6 +25,11 @@ class TopDown:
         """The walk's analysis of ``level`` in ``within``, if it made one."""
         return next((r for r in self.results if r.level == level and r.within == within), None)
 
+    def comparing(self, thread: int) -> list[LevelResult]:
+        """The walk's analyses that compared ``thread`` (its index in the series), alone or in its
+        abstraction."""
+        return [r for r in self.results if any(thread in m for m in r.members)]
+
 
 def next_level(ts: ThreadSeries, level: str) -> str | None:
     levels = ts.levels()

@@ -353,7 +353,7 @@ class RequestsPane(Pending, Vertical):
             if i is None or td is None or ts is None:
                 return False
             ks = ts.threads_of(str(self.table.tid[i]), str(self.table.host[i]))
-            return bool(ks) and any(ks[0] in m for r in td.results for m in r.members)
+            return bool(ks) and bool(td.comparing(ks[0]))
         if action == "its_host":  # only with counters of the request's host
             i = self.selected_request()
             ca = getattr(self.result, "counters", None)

@@ -213,7 +213,7 @@ class ThreadsPane(ViewPane):
             return False
         del self.stack[1:]
         if isinstance(self.stack[0], Overview):  # the comparison that holds it, the narrowest
-            held = [r for r in self.result.threads.results if any(idx[0] in m for m in r.members)]
+            held = self.result.threads.comparing(idx[0])
             if not held:
                 self._show_level()
                 return False

@@ -26,10 +26,13 @@ if TYPE_CHECKING:
 
 def request_lines(table: RequestTable, i: int) -> list[tuple[str, str]]:
     kind = str(table.kind[i])
-    unit = kind in ("thread", "process") or kind.startswith("syscall:")  # a unit cut from the trace, not a request
+    if kind in ("thread", "process") or kind.startswith("syscall:"):  # a unit cut from the trace, not a request
+        name, _, call = kind.partition(":")  # syscall:read: a syscall, read
+        first = (name, f"{call} #{table.id[i]}" if call else f"#{table.id[i]}")
+    else:
+        first = ("request", f"{kind} #{table.id[i]}")
     rows = [
-        (kind.split(":")[0] if unit else "request", f"{kind.split(':', 1)[1] + ' ' if ':' in kind else ''}#{table.id[i]}"
-         if unit else f"{kind} #{table.id[i]}"),
+        first,
         ("host", str(table.host[i])),
         ("pid / tid", f"{table.pid[i]} / {table.tid[i]}"),
         ("start", fmt_timestamp(table.start[i]) + " UTC"),
