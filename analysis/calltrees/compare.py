@@ -65,7 +65,8 @@ class Comparison:
         return [c for c in getattr(self, kind) if c.significant and c.change > 1]
 
 
-def _groups(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
+def grouped(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
+    """values by key, each group in the values' order (stable), the keys ascending."""
     if not len(keys):  # no such time on this side (no call between two pods, say)
         return {}
     order = np.argsort(keys, kind="stable")
@@ -104,10 +105,10 @@ def compare(reference: CallTrees, current: CallTrees, params: CompareParams | No
     def method_times(trees: CallTrees):
         sp = trees.spans
         t = (span_self_time(sp) if params.times == "self" else sp.duration) / MS
-        by_m = _groups(sp.method, t)
+        by_m = grouped(sp.method, t)
         names = sp.methods
         key = sp.method.astype(np.int64) * max(1, len(sp.replicas)) + sp.replica
-        by_mr = _groups(key, t)
+        by_mr = grouped(key, t)
         nr = max(1, len(sp.replicas))
         return ({names[m]: v for m, v in by_m.items()},
                 {(names[k // nr], sp.replicas[k % nr]): v for k, v in by_mr.items()})

@@ -14,6 +14,7 @@ from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.stats import mann_whitney_p
 
 from .clouddiag import span_self_time
+from .compare import grouped
 
 
 @dataclass
@@ -39,10 +40,7 @@ def slow_replicas(sp: SpanTable, min_calls: int = 50, min_ratio: float = 1.2, al
     d = np.log(np.maximum(own, 1.0))
     found = []  # (p, ratio, method, replica, mine, others)
     tested = 0
-    order = np.argsort(sp.method, kind="stable")
-    bounds = np.flatnonzero(np.r_[True, sp.method[order][1:] != sp.method[order][:-1], True]) if len(order) else [0]
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        rows = order[a:b]
+    for m, rows in grouped(sp.method, np.arange(len(sp.method))).items():
         reps = sp.replica[rows]
         names = np.unique(reps)
         if len(names) < 3:  # a replica against one other says nothing of which is the odd one
@@ -54,7 +52,7 @@ def slow_replicas(sp: SpanTable, min_calls: int = 50, min_ratio: float = 1.2, al
             tested += 1
             found.append((mann_whitney_p(d[mine], d[others], "greater"),
                           float(np.median(own[mine])) / max(float(np.median(own[others])), 1e-9),
-                          int(sp.method[rows[0]]), r, mine, others))
+                          m, r, mine, others))
     params = {"replica_min_calls": min_calls, "replica_min_ratio": min_ratio, "replica_alpha": alpha}
     slow: dict[int, SlowReplica] = {}
     for p, ratio, m, r, mine, others in sorted(found, key=lambda f: (f[0], -f[1])):

@@ -35,7 +35,7 @@ from perftriage.analysis.stats import mann_whitney_p, poisson_cdf
 from perftriage.analysis.units import fmt_duration, fmt_timestamp
 
 from .clouddiag import span_self_time
-from .compare import _groups
+from .compare import grouped
 
 MS = 1e6
 
@@ -289,13 +289,11 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
     step, not its usual swings (``_steadiness``). Why not, when not."""
     dur = span_self_time(sp).astype(np.float64)  # its own time: a slow callee does not move it
     d = np.log(np.maximum(dur, 1.0))
-    order = np.lexsort((sp.start, sp.method))
-    code = sp.method[order]
-    bounds = np.flatnonzero(np.r_[True, code[1:] != code[:-1], True]) if len(code) else np.array([0])
-    found = []  # (p, shift, first position, split position, end position)
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        n = b - a
-        x = d[order[a:b]]
+    by_start = np.argsort(sp.start, kind="stable")
+    found = []  # (p, shift, steadiness, method, its rows by start, split position)
+    for m, rows in grouped(sp.method[by_start], by_start).items():
+        n = len(rows)
+        x = d[rows]
         if n < min_calls or float(np.std(x)) < 1e-9:
             continue
         c = np.cumsum(x)
@@ -305,27 +303,27 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
         z = ((c[-1] - c[k - 1]) / (n - k) - c[k - 1] / k) * np.sqrt(k * (n - k) / n)  # slower after: > 0
         i = int(k[int(np.argmax(z))])
         shift = float(np.median(x[i:]) - np.median(x[:i]))
-        found.append((mann_whitney_p(x[i:], x[:i], "greater"), shift, _steadiness(x, i, shift), a, a + i, b))
+        found.append((mann_whitney_p(x[i:], x[:i], "greater"), shift, _steadiness(x, i, shift), m, rows, i))
     if not found:
         return f"nor one method's own time (none called {min_calls} times or more)"
-    p, shift, steady, a, i, b = min(found, key=lambda f: (f[0] if f[2] >= STEADY else 1.0, -f[1]))
-    method = sp.methods[int(code[a])]
+    p, shift, steady, m, rows, i = min(found, key=lambda f: (f[0] if f[2] >= STEADY else 1.0, -f[1]))
+    method = sp.methods[m]
     p = min(p * len(found), 1.0)
     if p >= alpha or shift < np.log(min_shift) or steady < STEADY:
         return f"nor one method's own time (the clearest: {method}, {np.exp(shift):.2f}x)"
-    rows_before, rows_after = order[a:i], order[i:b]
+    rows_before, rows_after = rows[:i], rows[i:]
 
-    def side(rows) -> tuple[int, float]:
-        return len(rows), float(np.median(dur[rows])) / 1e6
+    def side(sel) -> tuple[int, float]:
+        return len(sel), float(np.median(dur[sel])) / 1e6
 
     replicas = []
-    for r in np.unique(sp.replica[order[a:b]]).tolist():
+    for r in np.unique(sp.replica[rows]).tolist():
         rb, ra = rows_before[sp.replica[rows_before] == r], rows_after[sp.replica[rows_after] == r]
         if len(rb) and len(ra):
             replicas.append((sp.replicas[r], *side(rb), *side(ra)))
     replicas.sort(key=lambda x: -x[4] / max(x[2], 1e-9))
     before, after = side(rows_before), side(rows_after)
-    return MethodChange(method, int(sp.start[order[i]]), after[1] / max(before[1], 1e-9), p, before, after, replicas,
+    return MethodChange(method, int(sp.start[rows[i]]), after[1] / max(before[1], 1e-9), p, before, after, replicas,
                         len(found), {"method_min_calls": min_calls, "method_min_share": min_share,
                                      "method_min_shift": min_shift, "method_alpha": alpha, "method_steady": STEADY})
 
@@ -409,7 +407,7 @@ def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None 
     ev: list[Evidence] = []
 
     def times(kind, key_r, val_r, key_c, val_c, name_of):
-        gr, gc = _groups(key_r, val_r), _groups(key_c, val_c)
+        gr, gc = grouped(key_r, val_r), grouped(key_c, val_c)
         for k, c in gc.items():
             r = gr.get(k)
             if r is None or len(r) < params.min_calls or len(c) < params.min_calls:
@@ -457,8 +455,8 @@ def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None 
     entries_c = np.bincount(C.pod[C.entry], minlength=npod)
     kr = (R.pod * nmeth + R.method)[R.inside & (R.pod >= 0) & (R.method >= 0)]
     kc = (C.pod * nmeth + C.method)[C.inside]
-    cnt_r = _groups(kr, kr)
-    cnt_c = _groups(kc, kc)
+    cnt_r = grouped(kr, kr)
+    cnt_c = grouped(kc, kc)
     def lost(pod, m, calls_r, n_r, calls_c, n_c, p_max, given=None):
         """Evidence that ``pod`` no longer makes ``m``: calls_r of them in n_r requests before,
         calls_c in n_c now (a Poisson test), or None; ``given``: the method those requests call."""
