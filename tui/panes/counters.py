@@ -120,12 +120,11 @@ class CountersPane(ViewPane):
             names = [cs.counters[c] for c, *_ in ev.counters]
             if not hasattr(ev, "peak_z"):  # a level change (an interval has its peak)
                 c0, _, level, other, peer = ev.counters[0]
-                to = "the end" if ev.end >= cs.n_points - 1 else cs.time_label(ev.end)
                 rows.insert(at + j, ["", cs.servers[ev.server],
                                      names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
                                      _z(ev.counters[0][1]), cs.time_label(ev.start),
-                                     f"another level to {to} ({ev.points:,} points): {_n(level)} against {_n(other)} "
-                                     f"{ev.other_side(cs.n_points)}"
+                                     f"another level to {_until(cs, ev.end)} ({ev.points:,} points): "
+                                     f"{_n(level)} against {_n(other)} {ev.other_side(cs.n_points)}"
                                      + (f", peers {_n(peer)}" if np.isfinite(peer) else "")
                                      + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
                 what = "the level change"
@@ -148,10 +147,9 @@ class CountersPane(ViewPane):
         for lc in fleet:  # a change of half the fleet or more at once, once (the finding says it as the fleet's)
             c0, zm = lc.counters[0][:2]
             n = len(lc.shared) + 1
-            to = "the end" if lc.end >= cs.n_points - 1 else cs.time_label(lc.end)
             rows.append([str(len(rows) + 1), "fleet", cs.counters[c0], _z(zm), cs.time_label(lc.start),
-                         f"another level on {n} of {len(cs.servers)} servers to {to} ({lc.points:,} points) than "
-                         f"{lc.other_side(cs.n_points)}: the fleet's change"])
+                         f"another level on {n} of {len(cs.servers)} servers to {_until(cs, lc.end)} "
+                         f"({lc.points:,} points) than {lc.other_side(cs.n_points)}: the fleet's change"])
             styles.append(None)
             items.append((None, c0))
             marks.append((cs.seconds(lc.start), cs.seconds(lc.end), "the level change"))
@@ -522,6 +520,11 @@ def _statistics(cs, c: int, s: int | None) -> Text:
         t.append(f"{k:<8} from {_n(float(np.nanmin(col)))} to {_n(float(np.nanmax(col)))}, "
                  f"median {_n(float(np.nanmedian(col)))}\n")
     return t
+
+
+def _until(cs, end: int) -> str:
+    """A level change's last point in words: "the end" (of the data: still running) or its time."""
+    return "the end" if end >= cs.n_points - 1 else cs.time_label(end)
 
 
 def _x(x: float) -> str:
