@@ -233,6 +233,9 @@ def _method_change_finding(ch: ChangeDiagnosis, params: dict, lead: bool) -> Fin
     ev = [f"{m.method}: its own time (its callees' left out) median {_ms_text(mb)} over {nb:,} calls before, "
           f"{_ms_text(ma)} over {na:,} calls from "
           f"{fmt_timestamp(m.at_ns)[:23]} UTC on ({m.ratio:.2f}x)"]
+    if np.isfinite(m.share):
+        ev.append(f"it adds {m.share:.1%} to the time of the requests that call it (median {_ms_text(m.request_ms)} "
+                  "from then on)")
     ev += [f"{r}: {_ms_text(b)} -> {_ms_text(a)} ({a / max(b, 1e-9):.2f}x; {n_b:,} and {n_a:,} calls)"
            for r, n_b, b, n_a, a in m.replicas[:8]]
     ev.append(f"details: of the {m.tested} methods called {m.params.get('method_min_calls', 100)} times or more, the "
