@@ -412,6 +412,32 @@ def test_a_method_step_is_named_only_where_it_matters_to_its_requests(request_ms
     assert abs(got.at_ns - (10**12 + n // 2 * 100_000_000)) < 10**9 and got.params["method_min_added"] == 0.005
 
 
+@pytest.mark.parametrize("request_ms, named", [(170.0, False), (8.0, True)])
+def test_a_slower_replica_is_named_only_where_it_matters_to_its_requests(request_ms, named):
+    """cart-3 1.35x slower than cart-1 and cart-2 at a 1.1 ms method: in requests of 170 ms it
+    adds 0.2% to them, which a replica's usual spread can be; in requests of 8 ms (5%) it is
+    named, and the finding says what it adds."""
+    from perftriage.analysis.calltrees.findings import slow_replica_findings
+    from perftriage.analysis.calltrees.slow_replicas import slow_replicas
+    from perftriage.analysis.spans.table import SpanBuilder
+
+    rng = np.random.default_rng(11)
+    b = SpanBuilder()
+    for r in range(1500):
+        t0 = 10**12 + r * 10_000_000
+        replica = f"cart-{r % 3 + 1}"
+        own_ms = (1.5 if replica == "cart-3" else 1.1) * float(np.exp(rng.normal(0, 0.05)))
+        total = int(request_ms * 1e6 * float(np.exp(rng.normal(0, 0.05))))
+        b.add(f"t{r}", 2 * r + 1, None, "frontend", "Recv", "frontend-1", t0, t0 + total)
+        b.add(f"t{r}", 2 * r + 2, 2 * r + 1, "cart", "GetCart", replica, t0 + 1000, t0 + 1000 + int(own_ms * 1e6))
+    slow = slow_replicas(b.finish())
+    if not named:
+        assert slow == []
+        return
+    assert [s.replica for s in slow] == ["cart-3"] and 0.04 < slow[0].methods[0][6] < 0.06
+    assert "it adds 5." in slow_replica_findings(slow)[0].evidence[0]
+
+
 @pytest.mark.parametrize("seed", [85, 92])
 def test_a_replica_slower_than_its_peers_is_named_where_clouddiag_flags_nothing(tmp_path, seed):
     """One cart replica 1.5x slower at its methods, a small part of their categories' requests:

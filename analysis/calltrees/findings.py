@@ -285,7 +285,8 @@ def slow_replica_findings(slow: list, top: int = 3) -> list[Finding]:
     for rank, s in enumerate(slow[:top]):
         ev = [f"{m}: its own time (its callees' left out) median {_ms_text(med)} over {n:,} calls on {s.replica}, "
               f"{_ms_text(peer)} over {n_p:,} calls on the service's {s.peers} other replicas ({ratio:.2f}x)"
-              for m, ratio, med, peer, n, n_p in s.methods[:8]]
+              + (f"; it adds {added:.1%} to the time of the requests that call it there" if np.isfinite(added) else "")
+              for m, ratio, med, peer, n, n_p, added in s.methods[:8]]
         ev.append(f"details: each method's calls on one replica against its calls on the others (services of three "
                   f"replicas or more), one-sided Mann-Whitney, p = {s.p:.2g} with the {s.tested} (method, replica) "
                   "pairs tested counted; CloudDiag's Robust PCA flagged no pair (their columns stay near the "

@@ -2,8 +2,9 @@
 CloudDiag's Robust PCA flags nothing (a replica 1.5x slower whose methods are a small part of
 their categories' requests: its columns stay near the low-rank part). A method's calls on one
 replica against its calls on the service's other replicas (three or more), one-sided
-Mann-Whitney with every (method, replica) tested counted, and a median ratio of ``min_ratio``
-or more. A method slow on every replica is no replica's (what_changed.method_split says it)."""
+Mann-Whitney with every (method, replica) tested counted, a median ratio of ``min_ratio`` or
+more, and adding ``min_added`` or more to the time of the requests that call it there
+(added_time.py). A method slow on every replica is no replica's (what_changed.method_split says it)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.stats import mann_whitney_p
 
+from .added_time import MIN_ADDED, added_share, request_latency
 from .clouddiag import span_self_time
 from .compare import grouped
 
@@ -21,8 +23,8 @@ from .compare import grouped
 class SlowReplica:
     replica: str
     service: str
-    methods: list[tuple[str, float, float, float, int, int]]  # (method, ratio, median ms, peers' median ms, calls,
-    # peers' calls), the strongest first
+    methods: list[tuple[str, float, float, float, int, int, float]]  # (method, ratio, median ms, peers' median ms,
+    # calls, peers' calls, what it adds to its requests there: a fraction of their median latency), the strongest first
     p: float  # the smallest, times the number of (method, replica) tested
     peers: int  # the service's other replicas
     tested: int
@@ -34,9 +36,11 @@ class SlowReplica:
         return (f"{self.replica} is slower than its {self.peers} peers: {m} took {ratio:.2f}x as long there{more}")
 
 
-def slow_replicas(sp: SpanTable, min_calls: int = 50, min_ratio: float = 1.2, alpha: float = 1e-6) -> list[SlowReplica]:
+def slow_replicas(sp: SpanTable, min_calls: int = 50, min_ratio: float = 1.2, alpha: float = 1e-6,
+                  min_added: float = MIN_ADDED) -> list[SlowReplica]:
     """The replicas whose own time at some methods is above their peers', most certain first."""
     own = span_self_time(sp).astype(np.float64)
+    latency = request_latency(sp)
     d = np.log(np.maximum(own, 1.0))
     found = []  # (p, ratio, method, replica, mine, others)
     tested = 0
@@ -53,10 +57,14 @@ def slow_replicas(sp: SpanTable, min_calls: int = 50, min_ratio: float = 1.2, al
             found.append((mann_whitney_p(d[mine], d[others], "greater"),
                           float(np.median(own[mine])) / max(float(np.median(own[others])), 1e-9),
                           m, r, mine, others))
-    params = {"replica_min_calls": min_calls, "replica_min_ratio": min_ratio, "replica_alpha": alpha}
+    params = {"replica_min_calls": min_calls, "replica_min_ratio": min_ratio, "replica_alpha": alpha,
+              "replica_min_added": min_added}
     slow: dict[int, SlowReplica] = {}
     for p, ratio, m, r, mine, others in sorted(found, key=lambda f: (f[0], -f[1])):
         if p * tested >= alpha or ratio < min_ratio:
+            continue
+        added = added_share(sp, latency, own, others, mine)[0]
+        if added < min_added:  # (NaN, requests without a root: not judged)
             continue
         name = sp.replicas[r]
         rec = slow.get(r)
@@ -65,5 +73,5 @@ def slow_replicas(sp: SpanTable, min_calls: int = 50, min_ratio: float = 1.2, al
             peers = len(np.unique(sp.replica[(sp.service == sp.service[mine[0]])])) - 1
             rec = slow[r] = SlowReplica(name, service, [], min(p * tested, 1.0), peers, tested, params)
         rec.methods.append((sp.methods[m], ratio, float(np.median(own[mine])) / 1e6,
-                            float(np.median(own[others])) / 1e6, len(mine), len(others)))
+                            float(np.median(own[others])) / 1e6, len(mine), len(others), added))
     return list(slow.values())

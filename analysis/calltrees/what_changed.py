@@ -30,10 +30,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from perftriage.analysis.spans.table import ROOT, SpanTable, follow
+from perftriage.analysis.spans.table import SpanTable, follow
 from perftriage.analysis.stats import mann_whitney_p, poisson_cdf
 from perftriage.analysis.units import fmt_duration, fmt_timestamp
 
+from .added_time import MIN_ADDED, added_share, request_latency
 from .clouddiag import span_self_time
 from .compare import grouped
 
@@ -281,22 +282,8 @@ def _steadiness(x: np.ndarray, i: int, shift: float, chunks: int = 10) -> float:
     return shift / max(spread, 1e-9)
 
 
-def _added_share(sp: SpanTable, latency: np.ndarray, dur: np.ndarray, before: np.ndarray,
-                 after: np.ndarray) -> tuple[float, float]:
-    """What a method's calls from a time on add to the requests that make them: (the added own
-    time per request over those requests' median latency, that latency in ms); NaN where no call
-    of it after the time is in a request with a root."""
-    traces = np.unique(sp.trace[after])
-    lat = latency[traces]
-    lat = lat[np.isfinite(lat)]
-    if not len(lat) or float(np.median(lat)) <= 0:
-        return float("nan"), float("nan")
-    added = (float(np.median(dur[after])) - float(np.median(dur[before]))) * len(after) / len(traces)
-    return added / float(np.median(lat)), float(np.median(lat)) / 1e6
-
-
 def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, min_shift: float = 1.2,
-                 alpha: float = 1e-6, min_added: float = 0.005) -> MethodChange | str:
+                 alpha: float = 1e-6, min_added: float = MIN_ADDED) -> MethodChange | str:
     """Where one method's calls changed most, for when the requests as a whole show no clear
     change (a method 1.5x slower that is a small part of each request): for each method called
     ``min_calls`` times or more, the split of its calls by start that best separates their log
@@ -307,9 +294,7 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
     the next in requests of 170 ms: 0.2%, a habit, no incident). Why not, when not."""
     dur = span_self_time(sp).astype(np.float64)  # its own time: a slow callee does not move it
     d = np.log(np.maximum(dur, 1.0))
-    latency = np.full(len(sp.traces), np.nan)  # per request: its root's duration (ns)
-    roots = np.flatnonzero(sp.parent == ROOT)
-    np.fmax.at(latency, sp.trace[roots], sp.duration[roots].astype(np.float64))
+    latency = request_latency(sp)
     by_start = np.argsort(sp.start, kind="stable")
     found = []  # (p, shift, steadiness, (added share, latency ms), method, its rows by start, split position)
     for m, rows in grouped(sp.method[by_start], by_start).items():
@@ -325,7 +310,7 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
         i = int(k[int(np.argmax(z))])
         shift = float(np.median(x[i:]) - np.median(x[:i]))
         found.append((mann_whitney_p(x[i:], x[:i], "greater"), shift, _steadiness(x, i, shift),
-                      _added_share(sp, latency, dur, rows[:i], rows[i:]), m, rows, i))
+                      added_share(sp, latency, dur, rows[:i], rows[i:]), m, rows, i))
     if not found:
         return f"nor one method's own time (none called {min_calls} times or more)"
 
