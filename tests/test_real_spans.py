@@ -316,6 +316,14 @@ def test_fast_and_careful_csv_paths_read_the_same_real_file(monkeypatch):
 
     for a, b in zip(key(fast), key(slow)):
         assert np.array_equal(a, b)
+    # a large file's columnar path (polars), five batches: the fast path's table, row for row
+    monkeypatch.setattr(span_csv, "POLARS_FROM_BYTES", 0)
+    monkeypatch.setattr(span_csv, "POLARS_BATCH", 5000)
+    monkeypatch.setattr(span_csv, "_read_fast", lambda *a: pytest.fail("the columnar path fell back"))
+    columnar = read_spans(f)
+    for k in ("trace", "span", "parent", "method", "service", "replica", "start", "end", "traces", "methods",
+              "services", "replicas"):
+        assert np.array_equal(np.asarray(getattr(columnar, k), object), np.asarray(getattr(fast, k), object)), k
 
 
 def test_real_network_delay_is_charged_to_the_callee():

@@ -247,6 +247,88 @@ def test_a_span_csv_without_service_or_parent_columns_says_so(tmp_path):
     assert any(n.startswith("spans.csv: no operation column") and "--columns name=COLUMN" in n for n in notes)
 
 
+def _same_table(a, b) -> None:
+    for k in ("trace", "span", "parent", "method", "service", "replica", "start", "end", "traces", "methods",
+              "services", "replicas"):
+        assert np.array_equal(np.asarray(getattr(a, k), object), np.asarray(getattr(b, k), object)), k
+    assert a.problems.lines() == b.problems.lines() and a.notes == b.notes
+
+
+ROWS = [  # (trace, span, parent, pod, operation, start ns, end ns)
+    ("T1", "00000000000000a1", "Root", "cart-6d9f8b7c5-x2kq9", "GetCart", 1661140374351773094, 1661140374352773094),
+    ("T1", " 00000000000000A2", "00000000000000a1 ", "redis-cart-0", "HGET", 1661140374351800000, 1661140374351900000),
+    ("T2", "ffffffffffffffff", "", "cart-6d9f8b7c5-q7zzz", "GetCart", 1661140374361773094, 1661140374362773094),
+    ("T2", "0123456789abcdef0123456789abcdef", "ffffffffffffffff", "frontend-1", "", 1661140374361800000,
+     1661140374361900000),
+    ("T3", "00000000000000b1", "0000000000000000", "frontend-1", "Recv", 1661140374371773094, 1661140374372773094),
+    ("T3", "00000000000000b2", "NULL", "", "Recv", 1661140374371773095, 1661140374372773094),
+]
+
+
+@pytest.mark.parametrize("variant", ["comma", "tab", "blank lines", "duration", "no service", "no parent",
+                                     "gzip", "decimal ids", "ragged", "iso times", "a time beyond int64",
+                                     "cut while written", "gzip cut short"])
+def test_large_span_csvs_columnar_path_reads_what_the_row_paths_read(tmp_path, monkeypatch, variant):
+    """A large span CSV is read by polars a batch at a time (span_csv._read_polars); the table is the
+    csv module's, row for row, strings coded in the same order (pods to services merged, roots
+    as 'root', '', zeros or 'null', ids with spaces or upper case, 128-bit ids cut to their low 64
+    bits); a file it cannot read whole (decimal ids, a ragged row, ISO times, a time beyond int64
+    nanoseconds, a last row cut short) is read by the row paths instead, with what they say of
+    it; a gzip file cut short is refused alike."""
+    import gzip
+
+    import perftriage.analysis.spans.span_csv as span_csv
+
+    sep = "\t" if variant == "tab" else ","
+    header = ["trace_id", "span_id", "parent_span_id", "pod", "operation", "start_ns",
+              "duration_ns" if variant == "duration" else "end_ns"]
+    rows = []
+    for k in range(40):  # several batches of 16 rows
+        for t, sid, par, pod, op, st, en in ROWS:
+            sid = str(int(sid, 16) % 10**12 + k) if variant == "decimal ids" else sid
+            st, en = st + k * 10**9, en + k * 10**9
+            last = str(en - st) if variant == "duration" else str(en)
+            if variant == "iso times" and k == 39:
+                st = "2022-08-22T04:32:54.351Z"
+            if variant == "a time beyond int64" and k == 20:
+                st = 99999999999999999999
+            rows.append([f"{t}-{k}", sid, "" if variant == "decimal ids" else par, pod, op, str(st), last])
+    if variant == "no service":
+        header[3], rows = "status", [r[:3] + ["ok"] + r[4:] for r in rows]
+    if variant == "no parent":
+        header, rows = header[:2] + header[3:], [r[:2] + r[3:] for r in rows]
+    lines = [sep.join(header)] + [sep.join(r) for r in rows]
+    if variant == "blank lines":
+        lines[5:5], lines[30:30] = [""], ["", ""]
+    if variant == "ragged":
+        lines[17] = lines[17].rsplit(",", 1)[0]  # a row cut short
+    body = ("\n".join(lines) + "\n").encode()
+    if variant == "cut while written":  # a column read by neither path last, the last row cut before it
+        body = ("\n".join(f"{line}{sep}{'status' if i == 0 else 'ok'}" for i, line in enumerate(lines))
+                + "\n").encode()[:-4]
+    p = tmp_path / ("spans.csv.gz" if "gzip" in variant else "spans.csv")
+    p.write_bytes(gzip.compress(body)[:-40] if variant == "gzip cut short" else gzip.compress(body)
+                  if variant == "gzip" else body)
+    if variant == "gzip cut short":
+        with pytest.raises(InputError) as rows_said:
+            read_spans([p])
+        monkeypatch.setattr(span_csv, "POLARS_FROM_BYTES", 0)
+        with pytest.raises(InputError) as columns_said:
+            read_spans([p])
+        assert str(columns_said.value) == str(rows_said.value) and str(p) in str(rows_said.value)
+        return
+    rows_read = read_spans([p])
+    monkeypatch.setattr(span_csv, "POLARS_FROM_BYTES", 0)
+    monkeypatch.setattr(span_csv, "POLARS_BATCH", 16)
+    columnar = span_csv._read_polars
+    took = []
+    monkeypatch.setattr(span_csv, "_read_polars", lambda *a: took.append(columnar(*a)) or took[-1])
+    both = read_spans([p])
+    _same_table(both, rows_read)
+    assert took == [variant not in ("decimal ids", "ragged", "iso times", "a time beyond int64", "cut while written")]
+    assert len(both) == 240 - (variant in ("ragged", "cut while written")) - (variant == "a time beyond int64") * 6
+
+
 def test_hex_ids_of_digits_only_do_not_collide_with_letters():
     assert to_id64("0000000000000011") != to_id64("000000000000000b")
     assert to_id64("0000000000000011") == 0x11

@@ -38,13 +38,14 @@ import re
 from pathlib import Path
 
 import numpy as np
+from perftriage.analysis.columnar_csv import FROM_BYTES, polars_for
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import open_data
+from perftriage.analysis.inputs import is_gzip, open_data
 from perftriage.analysis.timeparse import NS_MAX, UNIT_NS, epoch_unit, in_ns_range, to_ns
 
 from .ids import ROOT_MARKERS, is_empty_id, to_id64
 from .k8s import service_of_pod
-from .table import SpanBuilder
+from .table import Labels, SpanBuilder
 
 NAMES = {
     "trace": ("traceid", "trace", "requestid", "request", "tracecontext"),
@@ -60,6 +61,8 @@ NAMES = {
     "duration": ("duration", "latency", "elapsed", "durationtime", "elapsedtime"),
 }
 REQUIRED = ("trace", "span")
+POLARS_FROM_BYTES = FROM_BYTES  # files from this size are read by polars (_read_polars)
+POLARS_BATCH = 500_000  # rows at a time
 
 
 def _norm(name: str) -> str:
@@ -106,7 +109,8 @@ def sniff(path: Path, head: bytes) -> bool:
     first = head.decode("utf-8", "replace").split("\n", 1)[0]
     if "," not in first and "\t" not in first:
         return False
-    cols = map_columns(next(csv.reader([first])))
+    delim = "\t" if first.count("\t") > first.count(",") else ","  # as read() decides
+    cols = map_columns(next(csv.reader([first], delimiter=delim)))
     return all(k in cols for k in REQUIRED) and "start" in cols and ("end" in cols or "duration" in cols)
 
 
@@ -153,6 +157,8 @@ def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> 
         du = cols.get("duration")
         du_unit = du[1] if du else None
         width = len(header)
+        if _read_polars(path, header, delim, cols, b):
+            return
         rows = list(rd)
         if not any(r and (len(r) > 1 or r[0].strip()) for r in rows):
             raise InputError(path, "no data rows under the header")
@@ -273,3 +279,143 @@ def _read_fast(path: Path, rows: list, width: int, cols: dict, b: SpanBuilder) -
 def _stripped(col) -> list[str]:
     """A column's values without surrounding spaces (as they come when none has any)."""
     return [x.strip() for x in col] if any(x[:1].isspace() or x[-1:].isspace() for x in col) else list(col)
+
+
+def _read_polars(path: Path, header: list[str], delim: str, cols: dict, b: SpanBuilder) -> bool:
+    """The common export (hex ids, integer epoch times) of a large file (columnar_csv's size) by
+    polars' columnar reader, a batch of rows at a time, as :func:`_read_fast` reads it: a day of
+    OnlineBoutique spans six times over (5 million spans, 915 MB) in a fraction of the time and
+    memory of the csv module's rows. False (nothing added) where polars is missing or any cell
+    needs the careful path."""
+    pl = polars_for(path, POLARS_FROM_BYTES)
+    if pl is None or _last_row_short(path, delim, len(header)):
+        return False
+    lf = pl.scan_csv(path, has_header=True, infer_schema=False, separator=delim,
+                     new_columns=[f"c{i}" for i in range(len(header))])
+    got = SpanBuilder()  # added to b when every batch was read: all or nothing
+    unit: list = []  # the start's unit, decided by the file's first value
+    batches = lf.collect_batches(chunk_size=POLARS_BATCH)
+    while True:
+        try:
+            df = next(batches, None)
+        except (pl.exceptions.PolarsError, OSError, ValueError):  # ragged rows, bad quoting: the careful path
+            return False
+        if df is None:
+            break
+        df = df.filter(~pl.all_horizontal(pl.all().is_null()))  # blank lines
+        if df.height and not _polars_batch(pl, df, cols, unit, got):
+            return False
+    if not len(got):
+        return False
+    b.extend(got)
+    return True
+
+
+def _last_row_short(path: Path, delim: str, width: int) -> bool:
+    """Whether the file's last row has fewer fields than the header (a file cut while written):
+    polars would fill the missing cells (an end time cut to its first digits read as a time in
+    1970), the row paths count the row unreadable. A gzip file cut short fails to decompress."""
+    if is_gzip(path):
+        return False
+    with open(path, "rb") as f:
+        f.seek(max(0, f.seek(0, 2) - 65536))
+        tail = f.read().rstrip(b"\r\n").rsplit(b"\n", 1)[-1].decode("utf-8", "replace")
+    try:
+        row = next(csv.reader([tail], delimiter=delim), [])
+    except csv.Error:  # a stray carriage return: the row paths say what they make of it
+        return True
+    return 0 < len(row) < width
+
+
+def _polars_batch(pl, df, cols: dict, unit: list, b: SpanBuilder) -> bool:
+    """One batch of rows (a polars frame of text columns c0, c1...) into ``b``; False where a cell
+    needs the careful path."""
+
+    def text(i: int):
+        return df.get_column(f"c{i}").fill_null("").str.strip_chars()
+
+    def integers(i: int):
+        v = text(i).cast(pl.Int64, strict=False)
+        return None if v.null_count() else v.to_numpy()
+
+    def ids(col):
+        """Hex ids as int64 (the low 64 bits, as to_id64), None where some are not hex or could be
+        decimal (all digits, not 16 or 32 wide: the careful path decides)."""
+        if col.null_count() or not col.str.contains(r"^[0-9a-fA-F]+$").all():
+            return None
+        if (~col.str.len_chars().is_in([16, 32])).any() and col.str.contains(r"^[0-9]+$").all():
+            return None
+        low = col.str.slice(-16).str.zfill(16)
+        hi = low.str.slice(0, 8).str.to_integer(base=16, strict=False).to_numpy().astype(np.uint64)
+        lo = low.str.slice(8, 8).str.to_integer(base=16, strict=False).to_numpy().astype(np.uint64)
+        return ((hi << np.uint64(32)) | lo).view(np.int64)
+
+    st_i, st_unit = cols["start"]
+    start = integers(st_i)
+    if start is None:
+        return False
+    if not unit:
+        unit.append(st_unit or epoch_unit(float(start[0])))
+    if np.abs(start).max() > NS_MAX // UNIT_NS[unit[0]]:
+        return False
+    start = start * UNIT_NS[unit[0]]
+    en, du = cols.get("end"), cols.get("duration")
+    if en is not None:
+        end = integers(en[0])
+        if end is None or np.abs(end).max() > NS_MAX // UNIT_NS[en[1] or unit[0]]:
+            return False
+        end = end * UNIT_NS[en[1] or unit[0]]
+    else:
+        dur = text(du[0]).cast(pl.Float64, strict=False)
+        if dur.null_count():
+            return False
+        dur = np.round(dur.to_numpy() * UNIT_NS[du[1] or unit[0]])
+        if not np.isfinite(dur).all() or np.abs(dur).max() > 2**62 or np.abs(start).max() > 2**62:
+            return False
+        end = start + dur.astype(np.int64)
+    span = ids(df.get_column(f"c{cols['span'][0]}").str.strip_chars())
+    if span is None:
+        return False
+    n = df.height
+    pi = cols.get("parent", (None, None))[0]
+    if pi is not None:
+        praw = text(pi).str.to_lowercase()
+        is_root = (praw.is_in(list(ROOT_MARKERS)) | (praw.str.strip_chars("0") == "")).to_numpy()
+        parent = np.zeros(n, np.int64)
+        if (~is_root).any():
+            pv = ids(praw.filter(pl.Series(~is_root)))
+            if pv is None:
+                return False
+            parent[~is_root] = pv
+        has_parent = ~is_root
+    else:
+        parent, has_parent = np.zeros(n, np.int64), np.zeros(n, bool)
+
+    def labels(col) -> Labels:
+        """Distinct values in the order they first occur, each row's index into them."""
+        values = col.unique(maintain_order=True)
+        index = col.replace_strict(values, pl.int_range(len(values), eager=True), return_dtype=pl.Int64)
+        return Labels(values.to_list(), index.to_numpy())
+
+    ri, svi, ni = (cols.get(k, (None, None))[0] for k in ("replica", "service", "name"))
+    replica = labels(text(ri)) if ri is not None else None
+    if svi is not None:
+        service = labels(text(svi))
+    elif replica is not None:
+        service = _mapped(replica, lambda r: service_of_pod(r) or r)
+    else:
+        service = Labels([""], np.zeros(n, np.int64))
+    if replica is None:
+        replica = _mapped(service, lambda s: s or "?")
+    name = labels(text(ni)) if ni is not None else Labels(["?"], np.zeros(n, np.int64))
+    b.add_columns(labels(text(cols["trace"][0])), span, parent, has_parent, service, name, replica, start, end)
+    return True
+
+
+def _mapped(labels: Labels, f) -> Labels:
+    """Labels whose values are ``f`` of these (a pod's service), values that become one merged,
+    still in the order they first occur in the rows."""
+    new = [f(v) for v in labels.values]
+    distinct = list(dict.fromkeys(new))
+    at = {v: i for i, v in enumerate(distinct)}
+    return Labels(distinct, np.array([at[v] for v in new] or [0], np.int64)[labels.index])
