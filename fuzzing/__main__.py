@@ -1,9 +1,10 @@
-"""``python -m fuzzing [--examples N] [CLASS...]``: per class of damaged input, how many were
+"""``python -m fuzzing [--examples N] [--columnar] [CLASS...]``: per class of damaged input, how many were
 tried and how many failed (the target is zero), with a reproducer for each kind of failure."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -19,7 +20,11 @@ def main(argv=None) -> int:
     p.add_argument("--examples", type=int, default=200, help="inputs per class (default 200)")
     p.add_argument("--seed", type=int, default=None, help="hypothesis seed (default: random)")
     p.add_argument("--keep", type=Path, metavar="DIR", help="write each failure's input there (a reproducer)")
+    p.add_argument("--columnar", action="store_true",
+                   help="the CSV readers' large-file paths (polars) for every file, however small")
     args = p.parse_args(argv)
+    if args.columnar:
+        os.environ["FUZZ_COLUMNAR"] = "1"  # the forking server's (harness._Server) environment
     for c in args.classes:
         if c not in CLASS_NAMES:
             p.error(f"unknown class {c}: one of {', '.join(CLASS_NAMES)}")

@@ -278,11 +278,12 @@ class _Server:
         return json.loads(line)
 
 
-_SERVER: _Server | None = None
+_SERVERS: dict[str, _Server] = {}  # by FUZZ_COLUMNAR, which a server reads when it starts
 
 
 def _server() -> _Server:
-    global _SERVER
-    if _SERVER is None or _SERVER.proc.poll() is not None:
-        _SERVER = _Server()
-    return _SERVER
+    key = os.environ.get("FUZZ_COLUMNAR", "")
+    server = _SERVERS.get(key)
+    if server is None or server.proc.poll() is not None:
+        server = _SERVERS[key] = _Server()
+    return server

@@ -36,6 +36,17 @@ def test_no_damaged_input_ends_badly(name, shard, tmp_path, monkeypatch):
     assert len(res.exits) >= 2 or name == "bytes"  # the inputs reach past the first check, some are read
 
 
+@pytest.mark.parametrize("name", ["span_csv", "thread_csv", "counters"])
+def test_no_damaged_csv_ends_badly_through_the_large_files_columnar_readers(name, tmp_path, monkeypatch):
+    """The same damaged CSVs read by the paths of files from 8 MiB on (polars, a few rows at a time),
+    as if they were that large (fuzzing/server.py, FUZZ_COLUMNAR): a row without its server made
+    the counters' path fail inside the report, a stray carriage return the spans'."""
+    monkeypatch.setenv("FUZZ_COLUMNAR", "1")
+    res = run_class(name, EXAMPLES, tmp_path)
+    detail = "\n".join(f"{p}: {d} | {' '.join(a)} | {e.strip()[-400:]}" for p, (d, a, e) in res.examples.items())
+    assert res.tried >= min(EXAMPLES, 10) and res.failed == 0, f"{res.failed} of {res.tried} failed:\n{detail}"
+
+
 # -- the harness sees what it is there to see -------------------------------------------------
 
 def test_the_harness_sees_a_write_beside_the_input(tmp_path):

@@ -394,7 +394,10 @@ def _read_polars(path: Path, header: list[str], t_i: int, s_i: int, cols: list[i
         nums = df.select([pl.col(c).cast(pl.Float64) for c in num_cols]).to_numpy()
         if s_i is None:  # one server's file: the caller names it
             return nums, [], np.zeros(0, np.int64)
-        names, codes = _codes(df.get_column(df.columns[s_i]).cast(pl.Utf8))
+        servers = df.get_column(df.columns[s_i]).cast(pl.Utf8)
+        if servers.null_count():  # a row without its server: the careful path says what it makes of it
+            return None
+        names, codes = _codes(servers)
     except Exception:  # noqa: BLE001 (anything polars refuses goes to the careful path, which says what is wrong)
         return None
     return nums, names, codes
