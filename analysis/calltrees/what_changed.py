@@ -324,7 +324,7 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
     p = min(p * len(found), 1.0)
     why = (f"p = {p:.2g} with the {len(found)} methods counted" if p >= alpha else
            f"under {min_shift:g}x" if shift < np.log(min_shift) else
-           "as much as it swings minute to minute, not a step" if steady < STEADY else
+           "no more than it swings on either side: not a step" if steady < STEADY else
            f"adds {added:.1%} to its requests' time" if added < min_added else None)
     if why is not None:
         return f"nor one method's own time (the clearest: {method}, {np.exp(shift):.2f}x, {why})"
