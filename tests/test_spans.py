@@ -329,6 +329,51 @@ def test_large_span_csvs_columnar_path_reads_what_the_row_paths_read(tmp_path, m
     assert len(both) == 240 - (variant in ("ragged", "cut while written")) - (variant == "a time beyond int64") * 6
 
 
+def _jaeger_variants():
+    """Jaeger documents as exports have them and as they come damaged."""
+    from fuzzing.strategies import jaeger_doc
+
+    def edit(f):
+        doc = jaeger_doc()
+        f(doc)
+        return doc
+
+    spans = lambda d: d["data"][0]["spans"]  # noqa: E731
+    return {
+        "export": jaeger_doc(),
+        "a bare list of traces": jaeger_doc()["data"],
+        "fields missing or null": edit(lambda d: (spans(d)[0].pop("spanID"), spans(d)[1].update(duration=None),
+                                                  spans(d)[2].pop("operationName"), spans(d)[-1].pop("startTime"))),
+        "FOLLOWS_FROM first": edit(lambda d: spans(d)[1]["references"].insert(
+            0, {"refType": "FOLLOWS_FROM", "spanID": "00000000000000ff"})),
+        "processes and tags missing or null": edit(lambda d: (d["data"][0].pop("processes"),
+                                                              d["data"][1]["processes"]["p1"].update(tags=None),
+                                                              d["data"][1]["processes"]["p1"].pop("serviceName"))),
+        "a span that is not an object": edit(lambda d: spans(d).append(5)),
+        "spans null": edit(lambda d: d["data"][0].update(spans=None)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_jaeger_variants()))
+def test_jaeger_structs_read_what_json_reads(tmp_path, name):
+    """Jaeger JSON is decoded into structs that skip a span's tags and logs (a 267 MB export of
+    541,183 spans: 4.6 s and 1.1 GB against 9.0 s and 1.7 GB for json's whole document); the
+    table is json's, span for span, problems counted alike, a document the structs do not fit
+    read as json reads it."""
+    from perftriage.analysis.spans import jaeger
+    from perftriage.analysis.spans.table import SpanBuilder
+
+    p = tmp_path / "traces.json"
+    p.write_text(json.dumps(_jaeger_variants()[name]))
+    built = []
+    for read in (jaeger.read, jaeger._read_any):
+        b = SpanBuilder()
+        read(p, b)
+        built.append(b.finish())
+    _same_table(*built)
+    assert len(built[0]) >= 6 and (name != "fields missing or null" or built[0].problems.unparsable == 3)
+
+
 def test_hex_ids_of_digits_only_do_not_collide_with_letters():
     assert to_id64("0000000000000011") != to_id64("000000000000000b")
     assert to_id64("0000000000000011") == 0x11
