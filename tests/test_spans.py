@@ -374,6 +374,46 @@ def test_jaeger_structs_read_what_json_reads(tmp_path, name):
     assert len(built[0]) >= 6 and (name != "fields missing or null" or built[0].problems.unparsable == 3)
 
 
+def _zipkin_variants():
+    from fuzzing.strategies import zipkin_doc
+
+    def edit(f):
+        doc = zipkin_doc()
+        f(doc)
+        return doc
+
+    return {
+        "export": zipkin_doc(),
+        "a list of traces": [zipkin_doc()[:3], zipkin_doc()[3:]],
+        "fields missing or null": edit(lambda d: (d[0].pop("id"), d[1].update(duration=None), d[2].pop("name"),
+                                                  d[-1].pop("timestamp"), d[3].update(parentId=None))),
+        "tags and endpoints missing, null or odd": edit(lambda d: (d[0].pop("tags"), d[1].update(tags=None),
+                                                                  d[2].update(localEndpoint=[1]),
+                                                                  d[3]["localEndpoint"].pop("port"))),
+        "a span that is not an object": edit(lambda d: d.append(5)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_zipkin_variants()))
+def test_zipkin_structs_read_what_json_reads(tmp_path, name):
+    """Zipkin v2 JSON is decoded into structs that skip annotations and remote endpoints; the
+    table is json's, span for span, problems counted alike."""
+    from perftriage.analysis.spans import zipkin
+    from perftriage.analysis.spans.table import SpanBuilder
+
+    p = tmp_path / "spans.json"
+    p.write_text(json.dumps(_zipkin_variants()[name]))
+    built = []
+    for read in (zipkin.read, zipkin._read_any):
+        b = SpanBuilder()
+        read(p, b)
+        built.append(b.finish())
+    _same_table(*built)
+    assert len(built[0]) >= 6
+    assert built[0].problems.unparsable == {"fields missing or null": 3, "tags and endpoints missing, null or odd": 1,
+                                            "a span that is not an object": 1}.get(name, 0)
+
+
 def test_hex_ids_of_digits_only_do_not_collide_with_letters():
     assert to_id64("0000000000000011") != to_id64("000000000000000b")
     assert to_id64("0000000000000011") == 0x11
