@@ -14,7 +14,8 @@ import numpy as np
 from perftriage.analysis.calltrees.clouddiag import Diagnosis, diagnose
 from perftriage.analysis.calltrees.compare import Comparison, compare
 from perftriage.analysis.calltrees.findings import (change_findings, comparison_findings, diagnosis_findings,
-                                                    slow_replica_findings, span_problem_findings)
+                                                    slow_link_findings, slow_replica_findings, span_problem_findings)
+from perftriage.analysis.calltrees.slow_links import slow_links
 from perftriage.analysis.calltrees.slow_replicas import slow_replicas
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
 from perftriage.analysis.calltrees.what_changed import (ChangeDiagnosis, diagnose_change, find_split,
@@ -324,6 +325,12 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
                                 "reference spans (--reference), not before and after a time")
     else:
         _split_change(spans, options, result)
+        if result.change is None:  # nothing compared over time: the links between services, as they are
+            links = slow_links(spans)
+            if isinstance(links, str):
+                report.notes.append(f"calls between services: {links}")
+            else:
+                report.findings.extend(slow_link_findings(links))
     if result.change is not None:
         report.findings.extend(change_findings(result.change))
     result.ready("calltrees")

@@ -8,7 +8,10 @@ fault), given to ``perftriage`` as a user would, with the incident time (the fau
 injected pod's service, per fault type, beside the generator's evaluation (calltree_diagnosis).
 Faults without spans here (their files were too large for the stored copy) are listed, not scored.
 Then the trace folder whole, as a user who has the day's spans would give it, compared at each
-fault's time: what --incident-time does on a long recording (the minutes around the time).
+fault's time: what --incident-time does on a long recording (the minutes around the time). Then
+every two consecutive minutes given without a time (a user who has only the incident's own
+minutes): is the report's first finding about the service of a fault that hits them, another
+service, or nothing?
 """
 
 from __future__ import annotations
@@ -81,6 +84,41 @@ def whole(fl, scored) -> None:
           f"({time.perf_counter() - t0:.0f} s)")
 
 
+def _named(title: str, subject: str, services: set[str]) -> str | None:
+    """The service a finding is about: the first of ``services`` its subject, else its title, names."""
+    for text in (subject, title):
+        for s in sorted(services, key=len, reverse=True):
+            if s in text:
+                return s
+    return None
+
+
+def without_a_time(fl, files) -> None:
+    """Each pair of consecutive minute files given as they are, no time: the first critical or
+    warning finding's service against the faults active in those minutes."""
+    day0 = int(fl[0]["inject_timestamp"]) // 86400 * 86400
+    services = {service_of_pod(f["inject_pod"]) or f["inject_pod"] for f in fl} | {"frontend"}
+
+    def active(m: int) -> set:  # the file of minute m holds about m-1:19 to m:19; a fault lasts ~5 minutes
+        return {service_of_pod(f["inject_pod"]) for f in fl
+                if (int(f["inject_timestamp"]) - day0) / 60 - 1 < m + 0.33 < (int(f["inject_timestamp"]) - day0) / 60 + 6}
+
+    right = wrong = none = 0
+    t0 = time.perf_counter()
+    for (m1, p1), (m2, p2) in zip(files, files[1:]):
+        if m2 - m1 != 1:
+            continue
+        res = run_triage([str(p1), str(p2)], Options())
+        first = next((f for f in res.findings if f.severity in ("critical", "warning")), None)
+        named = _named(first.title, first.subject, services) if first is not None else None
+        faulty = active(m1) | active(m2)
+        right += named is not None and named in faulty
+        wrong += named is not None and named not in faulty
+        none += named is None
+    print(f"  two consecutive minutes without a time ({right + wrong + none} pairs, {time.perf_counter() - t0:.0f} s): "
+          f"the first finding names a faulty service in {right}, another service in {wrong}, none in {none}")
+
+
 def run(quick: bool = False) -> bool:
     if not DATA.is_dir():
         print(f"  {DATA} missing: not evaluated")
@@ -129,6 +167,7 @@ def run(quick: bool = False) -> bool:
     met = top1 >= TARGET_TOP1 and top3 >= TARGET_TOP3
     if not quick:
         whole(fl, [r[0] for r in rows])
+        without_a_time(fl, files)
     print("  generator (calltree_diagnosis): rank 1 100% and top 3 100% for slowdowns >= 2x (see above)")
     print(f"  target top-1 >= {TARGET_TOP1:.0%}, top-3 >= {TARGET_TOP3:.0%} over all faults with spans: "
           f"{'met' if met else 'NOT MET'} (top-1 {top1:.0%}, top-3 {top3:.0%})")

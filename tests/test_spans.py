@@ -414,6 +414,62 @@ def test_zipkin_structs_read_what_json_reads(tmp_path, name):
                                             "a span that is not an object": 1}.get(name, 0)
 
 
+def _linked_spans(gaps_ms: dict, tail: dict | None = None):
+    """Requests of a frontend calling five services and a checkout calling three: each call a client
+    span in the caller and a server span in the callee, its time between them ``gaps_ms[(caller,
+    callee)]`` (2 ms unless said); ``tail``: a link whose calls take 120 ms more one time in five."""
+    from perftriage.analysis.spans.table import SpanBuilder
+
+    rng = np.random.default_rng(3)
+    b = SpanBuilder()
+    links = [("frontend", s) for s in ("cart", "catalog", "currency", "ads", "checkout")] + \
+        [("checkout", s) for s in ("payment", "email", "shipping")]
+    sid = 0
+    for r in range(300):
+        t0 = 10**12 + r * 50_000_000
+        sid += 1
+        root = sid
+        b.add(f"t{r}", root, None, "frontend", "Recv", "frontend-1", t0, t0 + 400_000_000)
+        served = {"frontend": root}  # each service's server span in this request: its calls' parent
+        for caller, callee in links:
+            gap = gaps_ms.get((caller, callee), 2.0) * float(np.exp(rng.normal(0, 0.1)))
+            if tail and (caller, callee) in tail and r % 5 == 0:
+                gap += 120
+            server_ms = 3.0
+            sid += 1
+            client = sid
+            b.add(f"t{r}", client, served[caller], caller, f"call {callee}", f"{caller}-1", t0 + 1000,
+                  t0 + 1000 + int((gap + server_ms) * 1e6))
+            sid += 1
+            served[callee] = sid
+            b.add(f"t{r}", sid, client, callee, "serve", f"{callee}-7d9f8b7c5-x2kq9", t0 + 1000 + int(gap / 2 * 1e6),
+                  t0 + 1000 + int((gap / 2 + server_ms) * 1e6))
+    return b.finish()
+
+
+def test_slow_links_name_the_pod_behind_them_or_the_caller_short_of_cpu():
+    """Without a baseline: a network delay on one pod makes every link into it far slower between
+    client and server than the other links (named as the callee); a caller short of CPU makes
+    every link out of it slower (named as the caller); a healthy system, and a busy link whose
+    tail is long but whose median is the others', name nothing."""
+    from perftriage.analysis.calltrees.findings import slow_link_findings
+    from perftriage.analysis.calltrees.slow_links import slow_links
+
+    delayed = slow_links(_linked_spans({("frontend", "cart"): 150.0}))
+    first = delayed.suspects[0]
+    assert (first.service, first.role, len(first.slow), first.links) == ("cart", "callee", 1, 1)
+    f = slow_link_findings(delayed)[0]
+    assert f.title.startswith("calls into cart (cart-7d9f8b7c5-x2kq9) take 1") and "other links 2" in f.title
+    assert f.target == {"kind": "method", "method": "frontend:call cart"} and f.severity == "critical"
+    starved = slow_links(_linked_spans({("checkout", s): 200.0 for s in ("payment", "email", "shipping")}))
+    first = starved.suspects[0]
+    assert (first.service, first.role, len(first.slow), first.links) == ("checkout", "caller", 3, 3)
+    assert "checkout's calls to other services take 2" in slow_link_findings(starved)[0].title
+    assert isinstance(slow_links(_linked_spans({})), str)
+    said = slow_links(_linked_spans({}, tail={("frontend", "currency")}))
+    assert isinstance(said, str) and "frontend -> currency" in said
+
+
 def test_hex_ids_of_digits_only_do_not_collide_with_letters():
     assert to_id64("0000000000000011") != to_id64("000000000000000b")
     assert to_id64("0000000000000011") == 0x11

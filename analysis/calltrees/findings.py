@@ -11,6 +11,7 @@ from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.units import count_of, fmt_duration, fmt_ratio, fmt_timestamp
 
 from .clouddiag import Diagnosis, RankedPair
+from .slow_links import fmt_ms
 from .compare import Change, Comparison
 from .what_changed import ChangeDiagnosis
 
@@ -297,3 +298,30 @@ def slow_replica_findings(slow: list, top: int = 3) -> list[Finding]:
                            severity="critical" if rank == 0 and s.methods[0][1] >= 1.5 else "warning",
                            parameters=dict(s.params), target={"kind": "method", "method": s.methods[0][0]}))
     return out
+
+
+def slow_link_findings(sl) -> list[Finding]:
+    """Calls between services far slower between client and server than the others
+    (slow_links.py), where nothing was compared over time: the service they point at first."""
+    if not sl.suspects:
+        return []
+    t = sl.suspects[0]
+    ev = [f"{x.caller} -> {x.callee}: median {fmt_ms(x.median_ms)}, 90th percentile {fmt_ms(x.p90_ms)} over "
+          f"{x.calls:,} calls ({x.method})" for x in t.slow[:8]]
+    ev.append(f"the other links between services: median {fmt_ms(sl.usual_ms)} (the median over the "
+              f"{len(sl.links)} links of {sl.params['links_min_calls']} calls or more)")
+    others = [f"{o.service} ({len(o.slow)} of its {o.links} links {'in' if o.role == 'callee' else 'out'})"
+              if o.links > 1 else f"{o.service} (its one link {'in' if o.role == 'callee' else 'out'})"
+              for o in sl.suspects[1:4]]
+    if others:
+        ev.append("also on slow links: " + ", ".join(others))
+    ev.append("details: a client span's time beyond its server span's is the network, queues and the callee's "
+              "ingress, a few milliseconds on every link of a healthy system; a link is slow when its median is "
+              f"{sl.params['links_ratio']:g}x the links' usual and {sl.params['links_min_added_ms']:g} ms more; "
+              f"{'every link into a pod slow: its network or ingress' if t.role == 'callee' else 'every link out of a service slow: its client spans waiting for it to run (CPU)'}; "
+              "nothing was compared over time (give --incident-time or --reference for that)")
+    pod = t.slow[0].callee if t.role == "callee" else None
+    return [Finding(analysis="calltrees", title=t.headline(sl.usual_ms),
+                    subject=f"service {t.service}" + (f", pod {pod}" if pod else ""), score=2e9 - 1,
+                    severity="critical", evidence=ev, parameters=dict(sl.params),
+                    target={"kind": "method", "method": t.slow[0].method})]

@@ -186,7 +186,7 @@ class _Parts:
     offset: np.ndarray  # ns from the start of that entry to its own start
 
 
-def _parts(sp: SpanTable, rows: np.ndarray | None = None) -> _Parts:
+def span_parts(sp: SpanTable, rows: np.ndarray | None = None) -> _Parts:
     n = len(sp)
     dur = sp.duration.astype(np.int64)
     has = sp.parent >= 0
@@ -406,7 +406,7 @@ def diagnose_change(ref: SpanTable, cur: SpanTable, params: ChangeParams | None 
     split at a time, or two tables (pods and methods matched by name)."""
     params = params or ChangeParams()
     rng = np.random.default_rng(0)
-    R, C = _parts(ref, ref_rows), _parts(cur, cur_rows)
+    R, C = span_parts(ref, ref_rows), span_parts(cur, cur_rows)
     # names shared by both sides: codes of cur, translated from ref by name
     pods, svcs, methods = cur.replicas, cur.services, cur.methods
 

@@ -1,0 +1,119 @@
+"""Calls between services that take far longer between client and server than the others, in
+one set of spans, without a baseline: for when nothing was compared over time (the spans of a
+fault's own minutes, no time given). A client span's time beyond its server child's is the
+network, queues and the callee's ingress: a few milliseconds on every link of a healthy system,
+whatever the services do (OnlineBoutique's links: a median of 4-6 ms, the median over links). A
+link far above the others points at its callee (a network delay on a pod: every link into it)
+or its caller (a pod short of CPU: every link out of it, its client spans waiting for it to
+run). Each link (calling service -> called pod, ``min_calls`` calls or more) is slow when its
+median is ``ratio`` times the links' usual one (the median over links) and ``min_added_ms``
+more: the median, not a tail, which a busy link has of its own (the frontend's many concurrent
+calls to the currency service: 90 ms at the 90th percentile in every minute, 6 ms at the median).
+Each service is scored by the share of its links in one role (called, or calling) that are slow,
+then by how many."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from perftriage.analysis.spans.table import SpanTable
+from perftriage.analysis.units import fmt_duration
+
+from .what_changed import span_parts
+
+MIN_LINKS = 4  # links with enough calls to say what is usual
+
+
+@dataclass
+class Link:
+    caller: str  # service
+    callee: str  # pod (replica)
+    callee_service: str
+    calls: int
+    median_ms: float
+    p90_ms: float
+    method: str  # the caller's client method with the most calls on it
+    slow: bool = False
+
+
+@dataclass
+class LinkSuspect:
+    service: str
+    role: str  # "callee" or "caller"
+    slow: list[Link]  # its slow links in that role, slowest first
+    links: int  # its links in that role
+    other_role: int  # its slow links in the other role
+
+    def headline(self, usual_ms: float) -> str:
+        """'calls into cartservice (cartservice-579f59597d-wc2lz) take 248 ms between client and
+        server (median, 2 of its 2 links; other links 5.2 ms)'."""
+        worst = self.slow[0]
+        what = (f"calls into {self.service} ({worst.callee}) take {fmt_ms(worst.median_ms)} between client and server"
+                if self.role == "callee" else
+                f"{self.service}'s calls to other services take {fmt_ms(worst.median_ms)} between client and server")
+        share = f"{len(self.slow)} of its {self.links} links" if self.links > 1 else "its one link"
+        return f"{what} (median, {share}; other links {fmt_ms(usual_ms)})"
+
+
+@dataclass
+class SlowLinks:
+    links: list[Link]
+    usual_ms: float  # the median over links of their median
+    suspects: list[LinkSuspect]
+    params: dict = field(default_factory=dict)
+
+
+def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_added_ms: float = 50.0) -> SlowLinks | str:
+    """The links between services and how slow each is; why nothing can be said, when nothing."""
+    P = span_parts(sp)
+    has = (P.gap >= 0) & (P.callee >= 0)
+    key = P.svc[has] * len(sp.replicas) + P.callee[has]
+    gap, method = P.gap[has], P.method[has]
+    order = np.argsort(key, kind="stable")
+    key, gap, method = key[order], gap[order], method[order]
+    bounds = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True]) if len(key) else np.array([0])
+    links = []
+    callee_service = {int(r): int(s) for r, s in zip(sp.replica.tolist(), sp.service.tolist())}
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        if b - a < min_calls:
+            continue
+        k = int(key[a])
+        g = gap[a:b] / 1e6
+        m = np.bincount(method[a:b]).argmax()
+        callee = k % len(sp.replicas)
+        links.append(Link(sp.services[k // len(sp.replicas)], sp.replicas[callee],
+                          sp.services[callee_service[callee]], b - a, float(np.median(g)),
+                          float(np.quantile(g, 0.9)), sp.methods[int(m)]))
+    params = {"links_min_calls": min_calls, "links_ratio": ratio, "links_min_added_ms": min_added_ms}
+    if len(links) < MIN_LINKS:
+        return (f"{len(links)} links between services with {min_calls} calls or more: too few to say what is "
+                "usual")
+    usual = float(np.median([x.median_ms for x in links]))
+    for x in links:
+        x.slow = x.median_ms >= ratio * usual and x.median_ms - usual >= min_added_ms
+    if not any(x.slow for x in links):
+        slowest = max(links, key=lambda x: x.median_ms)
+        return (f"no link between services much slower than the others (the slowest: {slowest.caller} -> "
+                f"{slowest.callee_service}, median {slowest.median_ms:,.1f} ms, usual {usual:,.1f} ms)")
+    roles = {}  # (service, role) -> (slow links, links)
+    for x in links:
+        for s, role in ((x.callee_service, "callee"), (x.caller, "caller")):
+            slow, n = roles.get((s, role), ([], 0))
+            roles[(s, role)] = (slow + [x] if x.slow else slow, n + 1)
+    suspects = []
+    for (s, role), (slow, n) in roles.items():
+        if slow:
+            other = roles.get((s, "caller" if role == "callee" else "callee"), ([], 0))[0]
+            suspects.append(LinkSuspect(s, role, sorted(slow, key=lambda x: -x.median_ms), n, len(other)))
+    suspects.sort(key=lambda t: (-len(t.slow) / t.links, -len(t.slow) - t.other_role, -t.slow[0].median_ms))
+    seen, ranked = set(), []
+    for t in suspects:  # one entry per service, its stronger role
+        if t.service not in seen:
+            seen.add(t.service)
+            ranked.append(t)
+    return SlowLinks(sorted(links, key=lambda x: -x.median_ms), usual, ranked, params)
+
+
+def fmt_ms(ms: float) -> str:
+    return fmt_duration(ms * 1e6)
