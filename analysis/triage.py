@@ -15,7 +15,7 @@ from perftriage.analysis.calltrees.clouddiag import Diagnosis, diagnose
 from perftriage.analysis.calltrees.compare import Comparison, compare
 from perftriage.analysis.calltrees.findings import (change_findings, comparison_findings, diagnosis_findings,
                                                     slow_link_findings, slow_replica_findings, span_problem_findings)
-from perftriage.analysis.calltrees.slow_links import slow_links
+from perftriage.analysis.calltrees.slow_links import SlowLinks, slow_links
 from perftriage.analysis.calltrees.slow_replicas import slow_replicas
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
 from perftriage.analysis.calltrees.what_changed import (ChangeDiagnosis, diagnose_change, find_split,
@@ -73,6 +73,7 @@ class TriageResult:
     reference_trees: CallTrees | None = None
     comparison: Comparison | None = None
     change: ChangeDiagnosis | None = None  # spans: what changed against the minutes before, per service and pod
+    links: SlowLinks | None = None  # spans, where nothing was compared over time: links slower than the others
     thread_series: ThreadSeries | None = None
     threads: TopDown | None = None
     counters: CounterAnalysis | None = None
@@ -330,6 +331,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
             if isinstance(links, str):
                 report.notes.append(f"calls between services: {links}")
             else:
+                result.links = links
                 report.findings.extend(slow_link_findings(links))
     if result.change is not None:
         report.findings.extend(change_findings(result.change))

@@ -725,3 +725,22 @@ async def test_a_method_finding_opens_the_call_tree_that_calls_it(tmp_path):
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert tab(app) == "findings"
+
+
+async def test_a_slow_link_finding_opens_a_call_tree_with_the_link_and_the_pane_says_it():
+    """A fault's own minutes without a time (OnlineBoutique 04:28-04:29, cartservice's network
+    delay): the Call trees pane's header leads with the slow links into cartservice; enter on the
+    finding opens a request category whose tree makes the link's most frequent call."""
+    trace = SHARED / "real_data" / "onlineboutique-2022-08-22" / "trace"
+    app = PerftriageApp([str(trace / f"{m}_trace.csv.gz") for m in ("04_28", "04_29")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        f = app.result.findings[0]
+        assert f.title.startswith("calls into cartservice") and f.target["kind"] == "method"
+        assert f.target["method"] == "frontend:hipstershop.CartService/GetCart"  # 842 calls, against 64 from checkout
+        await open_finding(app, pilot, "method")
+        assert tab(app) == "calltrees"
+        pane = app.query_one(CallTreesPane)
+        names = pane.diagnosis.trees.spans.methods
+        assert f.target["method"] in {names[m] for m in pane.diagnosis.categories[pane.cat_row].category.methods}
+        assert "calls into cartservice (cartservice-579f59597d-wc2lz) take" in screen_text(app)

@@ -68,7 +68,7 @@ PANE_FIELDS = {
     "requests": ("requests", "features", "analysis", "compared", "graphs", "units"),
     "clusters": ("analysis", "features", "compared"),
     "threads": ("threads", "thread_series", "graphs"),
-    "calltrees": ("diagnosis", "change", "comparison"),
+    "calltrees": ("diagnosis", "change", "comparison", "links"),
     "counters": ("counters",),
 }
 

@@ -324,4 +324,4 @@ def slow_link_findings(sl) -> list[Finding]:
     return [Finding(analysis="calltrees", title=t.headline(sl.usual_ms),
                     subject=f"service {t.service}" + (f", pod {pod}" if pod else ""), score=2e9 - 1,
                     severity="critical", evidence=ev, parameters=dict(sl.params),
-                    target={"kind": "method", "method": t.slow[0].method})]
+                    target={"kind": "method", "method": max(t.slow, key=lambda x: x.calls).method})]

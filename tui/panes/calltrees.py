@@ -288,6 +288,9 @@ def changed_text(ch, result) -> Text:
     """What changed against the minutes before: the suspects, most explained first, one line each."""
     t = Text()
     if ch is None:
+        links = getattr(result, "links", None)
+        if links is not None and links.suspects:  # what the links between services say, as they are: first
+            t.append(links.suspects[0].headline(links.usual_ms) + "\n", style="bold red")
         notes = [n for n in getattr(getattr(result, "report", None), "notes", []) if n.startswith("what changed")]
         if notes:
             t.append(notes[0], style="dim")
