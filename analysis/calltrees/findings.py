@@ -11,7 +11,6 @@ from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.units import count_of, fmt_duration, fmt_ratio, fmt_timestamp
 
 from .clouddiag import Diagnosis, RankedPair
-from .slow_links import fmt_ms
 from .compare import Change, Comparison
 from .what_changed import ChangeDiagnosis
 
@@ -306,20 +305,24 @@ def slow_link_findings(sl) -> list[Finding]:
     if not sl.suspects:
         return []
     t = sl.suspects[0]
-    ev = [f"{x.caller} -> {x.callee}: median {fmt_ms(x.median_ms)}, 90th percentile {fmt_ms(x.p90_ms)} over "
+    ev = [f"{x.caller} -> {x.callee}: median {_ms_text(x.median_ms)}, 90th percentile {_ms_text(x.p90_ms)} over "
           f"{x.calls:,} calls ({x.method})" for x in t.slow[:8]]
-    ev.append(f"the other links between services: median {fmt_ms(sl.usual_ms)} (the median over the "
+    ev.append(f"the other links between services: median {_ms_text(sl.usual_ms)} (the median over the "
               f"{len(sl.links)} links of {sl.params['links_min_calls']} calls or more)")
-    others = [f"{o.service} ({len(o.slow)} of its {o.links} links {'in' if o.role == 'callee' else 'out'})"
-              if o.links > 1 else f"{o.service} (its one link {'in' if o.role == 'callee' else 'out'})"
-              for o in sl.suspects[1:4]]
-    if others:
-        ev.append("also on slow links: " + ", ".join(others))
+
+    def role(o) -> str:
+        way = "in" if o.role == "callee" else "out"
+        return f"{o.service} ({len(o.slow)} of its {o.links} links {way})" if o.links > 1 else \
+            f"{o.service} (its one link {way})"
+
+    if len(sl.suspects) > 1:
+        ev.append("also on slow links: " + ", ".join(role(o) for o in sl.suspects[1:4]))
+    means = ("every link into a pod slow: its network or ingress" if t.role == "callee" else
+             "every link out of a service slow: its client spans waiting for it to run (CPU)")
     ev.append("details: a client span's time beyond its server span's is the network, queues and the callee's "
               "ingress, a few milliseconds on every link of a healthy system; a link is slow when its median is "
               f"{sl.params['links_ratio']:g}x the links' usual and {sl.params['links_min_added_ms']:g} ms more; "
-              f"{'every link into a pod slow: its network or ingress' if t.role == 'callee' else 'every link out of a service slow: its client spans waiting for it to run (CPU)'}; "
-              "nothing was compared over time (give --incident-time or --reference for that)")
+              f"{means}; nothing was compared over time (give --incident-time or --reference for that)")
     pod = t.slow[0].callee if t.role == "callee" else None
     return [Finding(analysis="calltrees", title=t.headline(sl.usual_ms),
                     subject=f"service {t.service}" + (f", pod {pod}" if pod else ""), score=2e9 - 1,

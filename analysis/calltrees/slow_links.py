@@ -20,6 +20,7 @@ import numpy as np
 from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.units import fmt_duration
 
+from .compare import grouped
 from .what_changed import span_parts
 
 MIN_LINKS = 4  # links with enough calls to say what is usual
@@ -49,11 +50,11 @@ class LinkSuspect:
         """'calls into cartservice (cartservice-579f59597d-wc2lz) take 248 ms between client and
         server (median, 2 of its 2 links; other links 5.2 ms)'."""
         worst = self.slow[0]
-        what = (f"calls into {self.service} ({worst.callee}) take {fmt_ms(worst.median_ms)} between client and server"
-                if self.role == "callee" else
-                f"{self.service}'s calls to other services take {fmt_ms(worst.median_ms)} between client and server")
+        what = (f"calls into {self.service} ({worst.callee})" if self.role == "callee" else
+                f"{self.service}'s calls to other services")
         share = f"{len(self.slow)} of its {self.links} links" if self.links > 1 else "its one link"
-        return f"{what} (median, {share}; other links {fmt_ms(usual_ms)})"
+        return (f"{what} take {_ms(worst.median_ms)} between client and server (median, {share}; other links "
+                f"{_ms(usual_ms)})")
 
 
 @dataclass
@@ -67,24 +68,19 @@ class SlowLinks:
 def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_added_ms: float = 50.0) -> SlowLinks | str:
     """The links between services and how slow each is; why nothing can be said, when nothing."""
     P = span_parts(sp)
-    has = (P.gap >= 0) & (P.callee >= 0)
-    key = P.svc[has] * len(sp.replicas) + P.callee[has]
-    gap, method = P.gap[has], P.method[has]
-    order = np.argsort(key, kind="stable")
-    key, gap, method = key[order], gap[order], method[order]
-    bounds = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True]) if len(key) else np.array([0])
+    has = np.flatnonzero((P.gap >= 0) & (P.callee >= 0))
+    nr = max(1, len(sp.replicas))
+    service_of = np.zeros(nr, np.int64)
+    service_of[sp.replica] = sp.service  # a pod's service
     links = []
-    callee_service = {int(r): int(s) for r, s in zip(sp.replica.tolist(), sp.service.tolist())}
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        if b - a < min_calls:
+    for k, rows in grouped(P.svc[has] * nr + P.callee[has], has).items():
+        if len(rows) < min_calls:
             continue
-        k = int(key[a])
-        g = gap[a:b] / 1e6
-        m = np.bincount(method[a:b]).argmax()
-        callee = k % len(sp.replicas)
-        links.append(Link(sp.services[k // len(sp.replicas)], sp.replicas[callee],
-                          sp.services[callee_service[callee]], b - a, float(np.median(g)),
-                          float(np.quantile(g, 0.9)), sp.methods[int(m)]))
+        g = P.gap[rows] / 1e6
+        callee = k % nr
+        links.append(Link(sp.services[k // nr], sp.replicas[callee], sp.services[int(service_of[callee])], len(rows),
+                          float(np.median(g)), float(np.quantile(g, 0.9)),
+                          sp.methods[int(np.bincount(P.method[rows]).argmax())]))
     params = {"links_min_calls": min_calls, "links_ratio": ratio, "links_min_added_ms": min_added_ms}
     if len(links) < MIN_LINKS:
         return (f"{len(links)} links between services with {min_calls} calls or more: too few to say what is "
@@ -115,5 +111,5 @@ def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_adde
     return SlowLinks(sorted(links, key=lambda x: -x.median_ms), usual, ranked, params)
 
 
-def fmt_ms(ms: float) -> str:
+def _ms(ms: float) -> str:
     return fmt_duration(ms * 1e6)
