@@ -326,13 +326,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
                                 "reference spans (--reference), not before and after a time")
     else:
         _split_change(spans, options, result)
-        if result.change is None:  # nothing compared over time: the links between services, as they are
-            links = slow_links(spans)
-            if isinstance(links, str):
-                report.notes.append(f"calls between services: {links}")
-            else:
-                result.links = links
-                report.findings.extend(slow_link_findings(links))
+        _links_if_not_compared(spans, result)
     if result.change is not None:
         report.findings.extend(change_findings(result.change))
     result.ready("calltrees")
@@ -389,14 +383,29 @@ def change_at(result: TriageResult, incident_time: str) -> TriageResult:
         raise InputError(None, "what changed: the spans are compared with the reference spans (--reference), "
                                "not before and after a time")
     options = replace(result.options, incident_time=incident_time)
+    # what was said for want of a time: the change found without one, or the links as they are
     old = change_findings(result.change) if result.change is not None else []
+    old += slow_link_findings(result.links) if result.links is not None else []
     report = replace(result.report, findings=[f for f in result.report.findings if f not in old],
-                     notes=[n for n in result.report.notes if not n.startswith("what changed")])
-    new = replace(result, options=options, report=report, change=None, publish=None)
+                     notes=[n for n in result.report.notes if not n.startswith(("what changed", "calls between"))])
+    new = replace(result, options=options, report=report, change=None, links=None, publish=None)
     _split_change(spans, options, new)
+    _links_if_not_compared(spans, new)
     if new.change is not None:
         report.findings.extend(change_findings(new.change))
     return new
+
+
+def _links_if_not_compared(spans: SpanTable, result: TriageResult) -> None:
+    """Where nothing was compared over time: the links between services, as they are."""
+    if result.change is not None:
+        return
+    links = slow_links(spans)
+    if isinstance(links, str):
+        result.report.notes.append(f"calls between services: {links}")
+    else:
+        result.links = links
+        result.report.findings.extend(slow_link_findings(links))
 
 
 def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> None:
