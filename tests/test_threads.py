@@ -779,6 +779,15 @@ def test_metric_names_with_their_unit_give_the_unit(tmp_path):
     assert ts.unit("CPU") == "%" and ts.unit("Resident") == " bytes" and ts.unit("Queue") == ""
     path.write_text("\n".join(r.replace("Resident [bytes]", "CPU(ms)") for r in rows) + "\n")
     assert read_csv(path).metrics == ["CPU(%)", "CPU(ms)", "Queue"]
+    # a unit as the name's suffix: the name kept whole, its unit known; a name that only ends in
+    # letters of a unit (steps, nbytes) has none
+    path.write_text("\n".join(r.replace("CPU(%),Resident [bytes],Queue", "cpu_percent,rss_bytes,syscalls_per_s")
+                              for r in rows) + "\n")
+    ts = read_csv(path)
+    assert ts.metrics == ["cpu_percent", "rss_bytes", "syscalls_per_s"]
+    assert [ts.unit(m) for m in ts.metrics] == ["%", " bytes", "/s"]
+    path.write_text("\n".join(r.replace("CPU(%),Resident [bytes],Queue", "steps,nbytes,Queue") for r in rows) + "\n")
+    assert read_csv(path).units == {}
 
 
 @needs_bt2

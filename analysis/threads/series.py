@@ -63,7 +63,7 @@ class ThreadSeries:
 
     def unit(self, metric: str) -> str:
         u = self.units.get(metric, "")
-        return u if u in ("", "%") else " " + u
+        return u if u in ("", "%") or u.startswith("/") else " " + u
 
     @property
     def n_threads(self) -> int:
@@ -105,7 +105,18 @@ def _units_from_names(ts: ThreadSeries) -> None:
     for s, name in zip(split, names):
         if s:
             ts.units[name] = s.group(2).strip()
+        else:
+            suffix = _SUFFIX.search(name)
+            if suffix:  # cpu_percent, rss_bytes, wait_ms: the name kept whole, its unit known
+                ts.units[name] = _SUFFIX_UNITS[suffix.group(1).lower()]
     ts.metrics = names
+
+
+#: a metric name's unit suffix (``cpu_percent``, ``rss_bytes``, ``blocked_ms``, ``syscalls_per_s``)
+_SUFFIX_UNITS = {"percent": "%", "pct": "%", "bytes": "bytes", "kib": "KiB", "kb": "kB", "mib": "MiB",
+                 "mb": "MB", "ms": "ms", "us": "µs", "ns": "ns", "seconds": "s", "secs": "s", "sec": "s",
+                 "per_s": "/s", "per_sec": "/s", "per_second": "/s", "ps": "/s"}
+_SUFFIX = re.compile(r"[_.\-](" + "|".join(sorted(_SUFFIX_UNITS, key=len, reverse=True)) + r")$", re.IGNORECASE)
 
 
 _NUMBER = re.compile(r"[-_#:./\s]*\d+$")  # a name's trailing number, with what separates it
