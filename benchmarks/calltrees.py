@@ -7,7 +7,9 @@ run in a fresh process, with its peak memory. Beside them, the JSON parsers alon
 collector file, side by side: Python's json, orjson, msgspec into Python objects, and msgspec
 into the reader's typed structs (what perftriage uses), and the read by two processes (what a
 machine of two cores does: analysis/spans/halves.py) beside the read by one (--jobs 1). Target
-(issue 21): read and diagnosed in under 4 s.
+(issue 21): read and diagnosed in under 4 s. Then the same kind of spans as a Jaeger export and as
+Zipkin v2 JSON, each read by the reader's structs and by json's whole document (the readers'
+fallback, what they did before), side by side in fresh processes: time and peak memory.
 """
 
 from __future__ import annotations
@@ -63,6 +65,56 @@ print(" ".join(f"{{k}}={{v}}" for k, v in out))
 """
 
 
+JSON_READ = r"""
+import time
+from pathlib import Path
+from perftriage.analysis.spans import {module} as reader
+from perftriage.analysis.spans.table import SpanBuilder
+b = SpanBuilder()
+t = time.perf_counter()
+reader.{function}(Path({path!r}), b)
+print("read", time.perf_counter() - t, len(b.finish()))
+"""
+
+
+def json_docs(requests: int) -> dict:
+    """The generated spans of ``requests`` requests as a Jaeger export and as Zipkin v2 JSON (cached)."""
+    import json
+
+    from perftriage.analysis.spans import read_spans
+
+    folder = spans_file(requests)
+    out = {"jaeger": folder / "spans.jaeger.json", "zipkin": folder / "spans.zipkin.json"}
+    if all(p.exists() for p in out.values()):
+        return out
+    sp = read_spans([folder / "spans.otlp.jsonl"])
+    hexid = [f"{int(x) & (2**64 - 1):016x}" for x in sp.span]
+    traces, zipkin = {}, []
+    for i in range(len(sp)):
+        t, par, rep = int(sp.trace[i]), int(sp.parent[i]), int(sp.replica[i])
+        service, op = sp.services[int(sp.service[i])], sp.methods[int(sp.method[i])].split(":", 1)[-1]
+        start, dur = int(sp.start[i]) // 1000, int(sp.end[i] - sp.start[i]) // 1000
+        tr = traces.setdefault(t, {"traceID": sp.traces[t], "spans": [], "processes": {}})
+        tr["processes"][f"p{rep}"] = {"serviceName": service, "tags": [
+            {"key": "hostname", "type": "string", "value": sp.replicas[rep]}]}
+        tr["spans"].append({"traceID": sp.traces[t], "spanID": hexid[i], "operationName": op,
+                            "references": [{"refType": "CHILD_OF", "traceID": sp.traces[t], "spanID": hexid[par]}]
+                            if par >= 0 else [], "startTime": start, "duration": dur, "processID": f"p{rep}",
+                            "tags": [{"key": "span.kind", "type": "string", "value": "server"},
+                                     {"key": "http.method", "type": "string", "value": "GET"}],
+                            "logs": [], "warnings": None, "flags": 1})
+        zipkin.append({"traceId": sp.traces[t], "id": hexid[i], **({"parentId": hexid[par]} if par >= 0 else {}),
+                       "name": op, "timestamp": start, "duration": dur, "kind": "SERVER",
+                       "localEndpoint": {"serviceName": service, "ipv4": "10.0.0.1", "port": 8080},
+                       "remoteEndpoint": {"ipv4": "10.0.0.2", "port": 33000},
+                       "annotations": [{"timestamp": start, "value": "ws"}],
+                       "tags": {"k8s.pod.name": sp.replicas[rep], "http.method": "GET"}})
+    out["jaeger"].write_text(json.dumps({"data": list(traces.values()), "total": 0, "limit": 0, "offset": 0,
+                                         "errors": None}))
+    out["zipkin"].write_text(json.dumps(zipkin))
+    return out
+
+
 def spans_file(requests: int, seed: int = 5, batch: int = 1):
     from perftriage.analysis.sim.microservices import MicroConfig, write_microservice_sample
 
@@ -110,3 +162,14 @@ def run(quick: bool = False) -> None:
                "shared with this process are counted in both)" if child else "no reading child (one process read it)"))
         slow = {f"{m.replace('.', ':', 1)}@{r}" for m, r in truth["slow_pairs"]}
         row("  first pair", top, "injected" if top in slow else f"NOT injected ({', '.join(sorted(slow))})")
+    for fmt, path in json_docs(10_000 if quick else 100_000).items():
+        runs = []
+        for function in ("read", "_read_any"):  # the structs, json's whole document
+            out, _, peak = child_peak_rss(JSON_READ.format(module=fmt, function=function, path=str(path)))
+            _, t, n = out.split()[:3]
+            runs.append((float(t), peak, int(n)))
+        (ts, ps, ns), (tj, pj, nj) = runs
+        row(f"{ns:,} spans as {fmt.capitalize()} JSON ({path.stat().st_size / 1e6:.0f} MB), read", "", "")
+        row("  by the reader's structs", f"{ts:.2f} s", f"peak {ps / 2**20:,.0f} MiB")
+        row("  by json's whole document", f"{tj:.2f} s", f"peak {pj / 2**20:,.0f} MiB")
+        row("  structs against json", f"{ts / tj:.2f}x", f"memory {ps / pj:.2f}x; same spans: {ns == nj}")
