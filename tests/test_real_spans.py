@@ -329,13 +329,18 @@ def test_fast_and_careful_csv_paths_read_the_same_real_file(monkeypatch):
 def test_without_a_time_slow_links_name_the_faulty_pod_in_a_faults_own_minutes():
     """OnlineBoutique 04:28-04:29, both minutes inside the network delay injected into cartservice
     at 04:27:03 (nothing to compare over time): the report leads with the links into cartservice,
-    249 ms between client and server against 5 ms on the other links. 07:53-07:54 (adservice's
-    exceptions, no delay): no link named."""
+    249 ms between client and server against 5 ms on the other links; 05:43-05:44, emailservice's
+    delay from 05:43:48, its link from then on. 07:53-07:54 (adservice's exceptions, no delay):
+    no link named."""
     res = run_triage([str(p) for p in _boutique("04_28", "04_29")])
     assert res.change is None
     first = res.findings[0]
     assert first.title.startswith("calls into cartservice (cartservice-579f59597d-wc2lz) take ")
     assert "cartservice" in first.subject and first.severity == "critical"
+    # emailservice's network delay from 05:43:48: its one link slow from then on (8 calls of 36)
+    late = run_triage([str(p) for p in _boutique("05_43", "05_44")]).findings[0]
+    assert late.title.startswith("calls into emailservice (emailservice-55fdc5b988-f6xth) take ")
+    assert " from 05:43:5" in late.title
     calm = run_triage([str(p) for p in _boutique("07_53", "07_54")])
     assert not any("between client and server" in f.title for f in calm.findings)
     assert any(n.startswith("calls between services: no link between services much slower") for n in calm.report.notes)

@@ -414,10 +414,11 @@ def test_zipkin_structs_read_what_json_reads(tmp_path, name):
                                             "a span that is not an object": 1}.get(name, 0)
 
 
-def _linked_spans(gaps_ms: dict, tail: dict | None = None):
+def _linked_spans(gaps_ms: dict, tail: dict | None = None, from_request: int = 0):
     """Requests of a frontend calling five services and a checkout calling three: each call a client
     span in the caller and a server span in the callee, its time between them ``gaps_ms[(caller,
-    callee)]`` (2 ms unless said); ``tail``: a link whose calls take 120 ms more one time in five."""
+    callee)]`` (2 ms unless said) from request ``from_request`` on; ``tail``: a link whose calls take
+    120 ms more one time in five."""
     from perftriage.analysis.spans.table import SpanBuilder
 
     rng = np.random.default_rng(3)
@@ -432,7 +433,7 @@ def _linked_spans(gaps_ms: dict, tail: dict | None = None):
         b.add(f"t{r}", root, None, "frontend", "Recv", "frontend-1", t0, t0 + 400_000_000)
         served = {"frontend": root}  # each service's server span in this request: its calls' parent
         for caller, callee in links:
-            gap = gaps_ms.get((caller, callee), 2.0) * float(np.exp(rng.normal(0, 0.1)))
+            gap = (gaps_ms.get((caller, callee), 2.0) if r >= from_request else 2.0) * float(np.exp(rng.normal(0, 0.1)))
             if tail and (caller, callee) in tail and r % 5 == 0:
                 gap += 120
             server_ms = 3.0
@@ -468,6 +469,15 @@ def test_slow_links_name_the_pod_behind_them_or_the_caller_short_of_cpu():
     assert isinstance(slow_links(_linked_spans({})), str)
     said = slow_links(_linked_spans({}, tail={("frontend", "currency")}))
     assert isinstance(said, str) and "frontend -> currency" in said
+    # a delay from request 280 of 300 on: the link's median is the others', its calls from then on are slow
+    late = slow_links(_linked_spans({("frontend", "cart"): 150.0}, from_request=280))
+    first = late.suspects[0]
+    assert (first.service, first.role) == ("cart", "callee")
+    link = first.slow[0]
+    assert link.calls_after == 20 and link.since_ns == 10**12 + 280 * 50_000_000 + 1000 and link.before_ms < 3
+    title = slow_link_findings(late)[0].title
+    assert " from 00:16:54 UTC on (median, its one link; " in title and " ms before; other links " in title
+    assert isinstance(slow_links(_linked_spans({("frontend", "cart"): 150.0}, from_request=297)), str)  # 3 calls after
 
 
 def test_hex_ids_of_digits_only_do_not_collide_with_letters():

@@ -305,8 +305,15 @@ def slow_link_findings(sl) -> list[Finding]:
     if not sl.suspects:
         return []
     t = sl.suspects[0]
-    ev = [f"{x.caller} -> {x.callee}: median {_ms_text(x.median_ms)}, 90th percentile {_ms_text(x.p90_ms)} over "
-          f"{x.calls:,} calls ({x.method})" for x in t.slow[:8]]
+    def link(x) -> str:
+        if x.since_ns is None:
+            return (f"{x.caller} -> {x.callee}: median {_ms_text(x.median_ms)}, 90th percentile {_ms_text(x.p90_ms)} "
+                    f"over {x.calls:,} calls ({x.method})")
+        return (f"{x.caller} -> {x.callee}: median {_ms_text(x.median_ms)} over the {x.calls_after:,} calls from "
+                f"{fmt_timestamp(x.since_ns)[:23]} UTC on, {_ms_text(x.before_ms)} over the {x.calls - x.calls_after:,} "
+                f"before ({x.method}; one-sided Mann-Whitney p = {x.p:.2g} with every link counted)")
+
+    ev = [link(x) for x in t.slow[:8]]
     ev.append(f"the other links between services: median {_ms_text(sl.usual_ms)} (the median over the "
               f"{len(sl.links)} links of {sl.params['links_min_calls']} calls or more)")
 
@@ -321,8 +328,9 @@ def slow_link_findings(sl) -> list[Finding]:
              "every link out of a service slow: its client spans waiting for it to run (CPU)")
     ev.append("details: a client span's time beyond its server span's is the network, queues and the callee's "
               "ingress, a few milliseconds on every link of a healthy system; a link is slow when its median is "
-              f"{sl.params['links_ratio']:g}x the links' usual and {sl.params['links_min_added_ms']:g} ms more; "
-              f"{means}; nothing was compared over time (give --incident-time or --reference for that)")
+              f"{sl.params['links_ratio']:g}x the links' usual and {sl.params['links_min_added_ms']:g} ms more, or "
+              f"when its calls from a time on are (and {sl.params['links_ratio']:g}x its calls before); {means}; the "
+              "requests were not compared over time (give --incident-time or --reference for that)")
     pod = t.slow[0].callee if t.role == "callee" else None
     return [Finding(analysis="calltrees", title=t.headline(sl.usual_ms),
                     subject=f"service {t.service}" + (f", pod {pod}" if pod else ""), score=2e9 - 1,
