@@ -45,7 +45,8 @@ class Link:
     before_ms: float = float("nan")  # the median of its calls before since_ns
     p: float = float("nan")  # the split's Mann-Whitney p, times the links tested
     calls_after: int = 0  # its calls from since_ns on
-    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)  # its client spans by start
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)  # its client spans by
+    # start, while it is judged (emptied after: the result, sent to the app, keeps its figures)
 
 
 @dataclass
@@ -102,13 +103,14 @@ def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_adde
                 "usual")
     usual = float(np.median([x.median_ms for x in links]))
 
-    def slow(ms: float) -> bool:
+    def is_slow(ms: float) -> bool:
         return ms >= ratio * usual and ms - usual >= min_added_ms
 
     for x in links:
-        x.slow = slow(x.median_ms)
+        x.slow = is_slow(x.median_ms)
         if not x.slow:
-            _step(sp, P.gap, x, len(links), slow, ratio, min_after, alpha)
+            _step(sp, P.gap, x, len(links), is_slow, ratio, min_after, alpha)
+        x.rows = x.rows[:0]  # what the result keeps of a link is its figures
     if not any(x.slow for x in links):
         slowest = max(links, key=lambda x: x.median_ms)
         return (f"no link between services much slower than the others (the slowest: {slowest.caller} -> "
@@ -132,7 +134,7 @@ def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_adde
     return SlowLinks(sorted(links, key=lambda x: -x.median_ms), usual, ranked, params)
 
 
-def _step(sp: SpanTable, gap: np.ndarray, x: Link, tested: int, slow, ratio: float, min_after: int,
+def _step(sp: SpanTable, gap: np.ndarray, x: Link, tested: int, is_slow, ratio: float, min_after: int,
           alpha: float) -> None:
     """Mark ``x`` slow from the time its calls became so, where they did clearly."""
     n = len(x.rows)
@@ -144,7 +146,7 @@ def _step(sp: SpanTable, gap: np.ndarray, x: Link, tested: int, slow, ratio: flo
     z = ((c[-1] - c[k - 1]) / (n - k) - c[k - 1] / k) * np.sqrt(k * (n - k) / n)  # slower after: > 0
     i = int(k[int(np.argmax(z))])
     after, before = float(np.median(gap[x.rows[i:]])) / 1e6, float(np.median(gap[x.rows[:i]])) / 1e6
-    if not slow(after) or after < ratio * before:
+    if not is_slow(after) or after < ratio * before:
         return
     if n <= 200:  # few calls: the exact distribution (the normal one says 1e-5 for 8 calls above 28)
         from scipy.stats import mannwhitneyu  # noqa: PLC0415
