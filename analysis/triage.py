@@ -397,14 +397,15 @@ def change_at(result: TriageResult, incident_time: str) -> TriageResult:
 
 
 def _links_if_not_compared(spans: SpanTable, result: TriageResult) -> None:
-    """Where nothing was compared over time: the links between services, as they are."""
+    """The links between services, as they are (the Call trees pane's links view); what they say
+    is the report's where nothing was compared over time."""
+    links = slow_links(spans)
+    result.links = links if not isinstance(links, str) else None
     if result.change is not None:
         return
-    links = slow_links(spans)
-    if isinstance(links, str):
-        result.report.notes.append(f"calls between services: {links}")
+    if isinstance(links, str) or not links.suspects:
+        result.report.notes.append(f"calls between services: {links if isinstance(links, str) else links.why}")
     else:
-        result.links = links
         result.report.findings.extend(slow_link_findings(links))
 
 

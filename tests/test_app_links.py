@@ -744,3 +744,12 @@ async def test_a_slow_link_finding_opens_a_call_tree_with_the_link_and_the_pane_
         names = pane.diagnosis.trees.spans.methods
         assert f.target["method"] in {names[m] for m in pane.diagnosis.categories[pane.cat_row].category.methods}
         assert "calls into cartservice (cartservice-579f59597d-wc2lz) take" in screen_text(app)
+        for _ in range(len(pane.VIEWS)):  # v to the links view: every link, the slow one marked, first
+            if pane.view_name == "links":
+                break
+            await pilot.press("v")
+            await pilot.pause(0.1)
+        assert pane.view_name == "links"
+        text = str(pane.view_body.content)  # the view scrolls: its whole text, not what 80x24 shows
+        assert "calling service -> called pod" in text and "frontend -> cartservice-579f59597d-wc2lz" in text
+        assert text.index("cartservice") < text.index("productcatalogservice")  # the slow links first

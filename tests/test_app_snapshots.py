@@ -17,7 +17,7 @@ SAMPLES = ROOT / "sample_traces"
 PATHS = [str(SAMPLES / "webserver"), str(SAMPLES / "microservices"), str(SAMPLES / "fleet")]
 
 # the threads: the list of comparisons of alike abstractions, then the first one's three views
-VIEWS = [("requests", "1", 0), ("clusters", "2", 4), ("calltrees", "3", 3), ("threads", "4", 4),
+VIEWS = [("requests", "1", 0), ("clusters", "2", 4), ("calltrees", "3", 4), ("threads", "4", 4),
          ("counters", "5", 6), ("findings", "6", 0)]
 CASES = [(name, key, view) for name, key, n in VIEWS for view in range(max(n, 1))]
 

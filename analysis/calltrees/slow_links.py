@@ -74,13 +74,15 @@ class LinkSuspect:
 class SlowLinks:
     links: list[Link]
     usual_ms: float  # the median over links of their median
-    suspects: list[LinkSuspect]
+    suspects: list[LinkSuspect]  # none where no link is slow (why says so)
     params: dict = field(default_factory=dict)
+    why: str = ""  # where no link is slow: the slowest, against the usual
 
 
 def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_added_ms: float = 50.0,
                min_after: int = 5, alpha: float = 1e-6) -> SlowLinks | str:
-    """The links between services and how slow each is; why nothing can be said, when nothing."""
+    """The links between services and how slow each is, slowest first; why nothing can be said
+    where too few links have calls enough to say what is usual."""
     P = span_parts(sp)
     has = np.flatnonzero((P.gap >= 0) & (P.callee >= 0))
     has = has[np.argsort(sp.start[has], kind="stable")]  # each link's calls by start
@@ -111,10 +113,11 @@ def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_adde
         if not x.slow:
             _step(sp, P.gap, x, len(links), is_slow, ratio, min_after, alpha)
         x.rows = x.rows[:0]  # what the result keeps of a link is its figures
+    by_median = sorted(links, key=lambda x: -x.median_ms)
     if not any(x.slow for x in links):
-        slowest = max(links, key=lambda x: x.median_ms)
-        return (f"no link between services much slower than the others (the slowest: {slowest.caller} -> "
-                f"{slowest.callee_service}, median {slowest.median_ms:,.1f} ms, usual {usual:,.1f} ms)")
+        return SlowLinks(by_median, usual, [], params,
+                         f"no link between services much slower than the others (the slowest: {by_median[0].caller} -> "
+                         f"{by_median[0].callee_service}, median {by_median[0].median_ms:,.1f} ms, usual {usual:,.1f} ms)")
     roles = {}  # (service, role) -> (slow links, links)
     for x in links:
         for s, role in ((x.callee_service, "callee"), (x.caller, "caller")):
@@ -131,7 +134,7 @@ def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_adde
         if t.service not in seen:
             seen.add(t.service)
             ranked.append(t)
-    return SlowLinks(sorted(links, key=lambda x: -x.median_ms), usual, ranked, params)
+    return SlowLinks(by_median, usual, ranked, params)
 
 
 def _step(sp: SpanTable, gap: np.ndarray, x: Link, tested: int, is_slow, ratio: float, min_after: int,

@@ -16,7 +16,7 @@ from perftriage.tui.widgets.sparkline import sparkline
 
 from .base import ViewPane
 
-VIEWS = ("replicas", "call tree", "reference")
+VIEWS = ("replicas", "call tree", "reference", "links")
 
 
 def _ms(v: float) -> str:
@@ -208,8 +208,10 @@ class CallTreesPane(ViewPane):
             out.update(self._replicas_text(pair, cat, width))
         elif view == "call tree":
             out.update(self._tree_text(pair, cat, width))
-        else:
+        elif view == "reference":
             out.update(self._reference_text(pair, cat))
+        else:
+            out.update(self._links_text())
 
     def _replicas_text(self, pair, cat, width: int) -> Text:
         from perftriage.analysis.calltrees.findings import pair_evidence  # noqa: PLC0415
@@ -264,6 +266,25 @@ class CallTreesPane(ViewPane):
                      f"{_ms(r.self_ns / 1e6):>9}  {bar}\n", style="red bold" if r.flagged else "")
         t.append("start: from the request's start, on each host's own clock (offsets between hosts show here; the "
                  "tree itself comes from span ids, not times)\n", style="dim")
+        return t
+
+    def _links_text(self) -> Text:
+        """The links between services (calling service -> called pod), slowest first: the time
+        between client and server, the slow ones marked (slow_links.py)."""
+        from perftriage.analysis.units import fmt_timestamp  # noqa: PLC0415
+
+        links = getattr(self.result, "links", None)
+        if links is None:
+            return Text("no links between services to compare: fewer than 4 with 20 calls or more", style="dim")
+        t = Text(f"time between client and server per link, slowest first (the links' usual median "
+                 f"{_ms(links.usual_ms)}; slow: 10x that and 50 ms more)\n", style="bold")
+        t.append(f"{'calling service -> called pod':<50} {'calls':>6} {'median':>7} {'p90':>7}\n", style="bold")
+        for x in links.links[:60]:
+            t.append(f"{(x.caller + ' -> ' + x.callee)[:50]:<50} {x.calls:>6,} {_ms(x.median_ms):>7} "
+                     f"{_ms(x.p90_ms):>7}\n", style="red bold" if x.slow else "")
+            if x.since_ns is not None:  # slow from a time on: the median is its calls' from then
+                t.append(f"  its {x.calls_after:,} calls from {fmt_timestamp(x.since_ns)[11:19]} UTC on; "
+                         f"{_ms(x.before_ms)} before\n", style="red")
         return t
 
     def _reference_text(self, pair, cat) -> Text:

@@ -46,7 +46,8 @@ ENTER = {
 }
 VIEWS = {
     "Clusters": "distinctive n-grams / state counts / Isomap map / inertia curve",
-    "Call trees": "the method on each replica / an example call tree / against the reference",
+    "Call trees": "the method on each replica / an example call tree / against the reference / the links "
+                  "between services (time between client and server)",
     "Threads": "metrics against the majority / plot / dendrogram with heights and AU",
     "Counters": "the server against the fleet / over time / correlations",
 }
