@@ -326,7 +326,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
                                 "reference spans (--reference), not before and after a time")
     else:
         _split_change(spans, options, result)
-        _links_if_not_compared(spans, result)
+    _links_if_not_compared(spans, result)
     if result.change is not None:
         report.findings.extend(change_findings(result.change))
     result.ready("calltrees")
