@@ -398,10 +398,11 @@ def change_at(result: TriageResult, incident_time: str) -> TriageResult:
 
 def _links_if_not_compared(spans: SpanTable, result: TriageResult) -> None:
     """The links between services, as they are (the Call trees pane's links view); what they say
-    is the report's where nothing was compared over time."""
+    is the report's where nothing was compared over time, or the comparison named nothing."""
     links = slow_links(spans)
     result.links = links if not isinstance(links, str) else None
-    if result.change is not None:
+    ch = result.change
+    if ch is not None and (ch.suspects or ch.method is not None):
         return
     if isinstance(links, str) or not links.suspects:
         result.report.notes.append(f"calls between services: {links if isinstance(links, str) else links.why}")

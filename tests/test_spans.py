@@ -481,6 +481,24 @@ def test_slow_links_name_the_pod_behind_them_or_the_caller_short_of_cpu():
     assert not slow_links(_linked_spans({("frontend", "cart"): 150.0}, from_request=297)).suspects  # 3 calls after
 
 
+def test_slow_links_are_said_where_the_comparison_over_time_names_nothing():
+    """A comparison over time that names no service (the time given inside the fault, say) leaves
+    the report to the links as they are, as where nothing was compared; one that names a service
+    or a method keeps them out of the findings (the links view still has them)."""
+    from perftriage.analysis.calltrees.what_changed import ChangeDiagnosis, ChangeParams
+    from perftriage.analysis.inputs import Inputs
+    from perftriage.analysis.triage import Options, TriageResult, _links_if_not_compared
+
+    spans = _linked_spans({("frontend", "cart"): 150.0})
+    for suspects, said in (([], True), (["a suspect"], False)):
+        result = TriageResult(Inputs([]), Options())
+        result.change = ChangeDiagnosis(ChangeParams(), "at a time", 0, 100, 100, suspects, [])
+        _links_if_not_compared(spans, result)
+        titles = [f.title for f in result.report.findings]
+        assert result.links is not None and result.links.suspects[0].service == "cart"
+        assert any(t.startswith("calls into cart") for t in titles) == said
+
+
 def test_hex_ids_of_digits_only_do_not_collide_with_letters():
     assert to_id64("0000000000000011") != to_id64("000000000000000b")
     assert to_id64("0000000000000011") == 0x11

@@ -321,6 +321,9 @@ def changed_text(ch, result) -> Text:
     t.append(f"what changed ({ch.requests:,} requests against {ch.ref_requests:,}): ", style="bold")
     if not ch.suspects:
         t.append("nothing significant")
+        links = getattr(result, "links", None)
+        if getattr(ch, "method", None) is None and links is not None and links.suspects:  # the links, as they are
+            t.append("\n" + links.suspects[0].headline(links.usual_ms), style="bold red")
         return t
     for i, s in enumerate(ch.suspects[:3]):
         t.append(f"\n {i + 1}. ", style="bold")
