@@ -73,7 +73,7 @@ class TriageResult:
     reference_trees: CallTrees | None = None
     comparison: Comparison | None = None
     change: ChangeDiagnosis | None = None  # spans: what changed against the minutes before, per service and pod
-    links: SlowLinks | None = None  # spans, where nothing was compared over time: links slower than the others
+    links: SlowLinks | None = None  # spans: the links between services, as they are (slow_links.py)
     thread_series: ThreadSeries | None = None
     threads: TopDown | None = None
     counters: CounterAnalysis | None = None
@@ -326,7 +326,8 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
                                 "reference spans (--reference), not before and after a time")
     else:
         _split_change(spans, options, result)
-    _links_if_not_compared(spans, result)
+    result.links = slow_links(spans)
+    _say_links(result)
     if result.change is not None:
         report.findings.extend(change_findings(result.change))
     result.ready("calltrees")
@@ -385,29 +386,27 @@ def change_at(result: TriageResult, incident_time: str) -> TriageResult:
     options = replace(result.options, incident_time=incident_time)
     # what was said for want of a time: the change found without one, or the links as they are
     old = change_findings(result.change) if result.change is not None else []
-    old += slow_link_findings(result.links) if result.links is not None else []
+    old += slow_link_findings(result.links)
     report = replace(result.report, findings=[f for f in result.report.findings if f not in old],
                      notes=[n for n in result.report.notes if not n.startswith(("what changed", "calls between"))])
-    new = replace(result, options=options, report=report, change=None, links=None, publish=None)
+    new = replace(result, options=options, report=report, change=None, publish=None)
     _split_change(spans, options, new)
-    _links_if_not_compared(spans, new)
+    _say_links(new)
     if new.change is not None:
         report.findings.extend(change_findings(new.change))
     return new
 
 
-def _links_if_not_compared(spans: SpanTable, result: TriageResult) -> None:
-    """The links between services, as they are (the Call trees pane's links view); what they say
-    is the report's where nothing was compared over time, or the comparison named nothing."""
-    links = slow_links(spans)
-    result.links = links if not isinstance(links, str) else None
-    ch = result.change
+def _say_links(result: TriageResult) -> None:
+    """What the links between services say (measured once: the Call trees pane's links view) is
+    the report's where nothing was compared over time, or the comparison named nothing."""
+    ch, links = result.change, result.links
     if ch is not None and (ch.suspects or ch.method is not None):
         return
-    if isinstance(links, str) or not links.suspects:
-        result.report.notes.append(f"calls between services: {links if isinstance(links, str) else links.why}")
-    else:
+    if links.suspects:
         result.report.findings.extend(slow_link_findings(links))
+    else:
+        result.report.notes.append(f"calls between services: {links.why}")
 
 
 def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> None:

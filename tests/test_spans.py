@@ -487,13 +487,14 @@ def test_slow_links_are_said_where_the_comparison_over_time_names_nothing():
     or a method keeps them out of the findings (the links view still has them)."""
     from perftriage.analysis.calltrees.what_changed import ChangeDiagnosis, ChangeParams
     from perftriage.analysis.inputs import Inputs
-    from perftriage.analysis.triage import Options, TriageResult, _links_if_not_compared
+    from perftriage.analysis.calltrees.slow_links import slow_links
+    from perftriage.analysis.triage import Options, TriageResult, _say_links
 
-    spans = _linked_spans({("frontend", "cart"): 150.0})
+    links = slow_links(_linked_spans({("frontend", "cart"): 150.0}))
     for suspects, said in (([], True), (["a suspect"], False)):
-        result = TriageResult(Inputs([]), Options())
+        result = TriageResult(Inputs([]), Options(), links=links)
         result.change = ChangeDiagnosis(ChangeParams(), "at a time", 0, 100, 100, suspects, [])
-        _links_if_not_compared(spans, result)
+        _say_links(result)
         titles = [f.title for f in result.report.findings]
         assert result.links is not None and result.links.suspects[0].service == "cart"
         assert any(t.startswith("calls into cart") for t in titles) == said

@@ -76,13 +76,14 @@ class SlowLinks:
     usual_ms: float  # the median over links of their median
     suspects: list[LinkSuspect]  # none where no link is slow (why says so)
     params: dict = field(default_factory=dict)
-    why: str = ""  # where no link is slow: the slowest, against the usual
+    why: str = ""  # where no link is slow: the slowest against the usual, or too few links to say
 
 
 def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_added_ms: float = 50.0,
-               min_after: int = 5, alpha: float = 1e-6) -> SlowLinks | str:
-    """The links between services and how slow each is, slowest first; why nothing can be said
-    where too few links have calls enough to say what is usual."""
+               min_after: int = 5, alpha: float = 1e-6) -> SlowLinks:
+    """The links between services and how slow each is, slowest first, and the services the slow
+    ones point at; where none is, why (too few links with calls enough to say what is usual: the
+    usual NaN)."""
     P = span_parts(sp)
     has = np.flatnonzero((P.gap >= 0) & (P.callee >= 0))
     has = has[np.argsort(sp.start[has], kind="stable")]  # each link's calls by start
@@ -101,8 +102,10 @@ def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_adde
     params = {"links_min_calls": min_calls, "links_ratio": ratio, "links_min_added_ms": min_added_ms,
               "links_min_after": min_after, "links_alpha": alpha}
     if len(links) < MIN_LINKS:
-        return (f"{len(links)} links between services with {min_calls} calls or more: too few to say what is "
-                "usual")
+        for x in links:
+            x.rows = x.rows[:0]
+        return SlowLinks(links, float("nan"), [], params, f"{len(links)} links between services with {min_calls} "
+                         "calls or more: too few to say what is usual")
     usual = float(np.median([x.median_ms for x in links]))
 
     def is_slow(ms: float) -> bool:

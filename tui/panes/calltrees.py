@@ -274,7 +274,7 @@ class CallTreesPane(ViewPane):
         from perftriage.analysis.units import fmt_timestamp  # noqa: PLC0415
 
         links = getattr(self.result, "links", None)
-        if links is None:
+        if links is None or not np.isfinite(links.usual_ms):  # no spans, or too few links to say what is usual
             return Text("no links between services to compare: fewer than 4 with 20 calls or more", style="dim")
         t = Text(f"time between client and server per link, slowest first (the links' usual median "
                  f"{_ms(links.usual_ms)}; slow: 10x that and 50 ms more)\n", style="bold")
