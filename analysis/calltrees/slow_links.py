@@ -26,7 +26,7 @@ from perftriage.analysis.stats import mann_whitney_p
 from perftriage.analysis.units import fmt_duration, fmt_timestamp
 
 from .compare import grouped
-from .what_changed import span_parts
+from .what_changed import higher_after, span_parts
 
 MIN_LINKS = 4  # links with enough calls to say what is usual
 
@@ -148,9 +148,7 @@ def _step(sp: SpanTable, gap: np.ndarray, x: Link, tested: int, is_slow, ratio: 
     k = np.arange(min_after, n - min_after + 1)  # min_after calls or more on each side
     if not len(k):
         return
-    c = np.cumsum(v)
-    z = ((c[-1] - c[k - 1]) / (n - k) - c[k - 1] / k) * np.sqrt(k * (n - k) / n)  # slower after: > 0
-    i = int(k[int(np.argmax(z))])
+    i = higher_after(v, k)
     after, before = float(np.median(gap[x.rows[i:]])) / 1e6, float(np.median(gap[x.rows[:i]])) / 1e6
     if not is_slow(after) or after < ratio * before:
         return

@@ -265,6 +265,16 @@ def find_split(sp: SpanTable, min_share: float = 0.15) -> tuple[int | None, str]
     return int(t[k]), what
 
 
+def higher_after(x: np.ndarray, k: np.ndarray) -> int:
+    """Of the split positions ``k`` (1 .. len(x) - 1) of a series in time order, the one after
+    which it is most clearly higher: the difference of the means after and before over its
+    standard error, one pass of prefix sums."""
+    n = len(x)
+    c = np.cumsum(x)
+    z = ((c[-1] - c[k - 1]) / (n - k) - c[k - 1] / k) * np.sqrt(k * (n - k) / n)
+    return int(k[int(np.argmax(z))])
+
+
 STEADY = 3.0  # a method's step must be this many times the swings of its calls' medians on each side
 
 
@@ -302,12 +312,10 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
         x = d[rows]
         if n < min_calls or float(np.std(x)) < 1e-9:
             continue
-        c = np.cumsum(x)
         k = np.arange(max(int(n * min_share), 1), int(n * (1 - min_share)))
         if not len(k):
             continue
-        z = ((c[-1] - c[k - 1]) / (n - k) - c[k - 1] / k) * np.sqrt(k * (n - k) / n)  # slower after: > 0
-        i = int(k[int(np.argmax(z))])
+        i = higher_after(x, k)
         shift = float(np.median(x[i:]) - np.median(x[:i]))
         found.append((mann_whitney_p(x[i:], x[:i], "greater"), shift, _steadiness(x, i, shift),
                       added_share(sp, latency, dur, rows[:i], rows[i:]), m, rows, i))
