@@ -14,10 +14,9 @@ from typing import Any
 import msgspec
 
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import open_data
 
 from .ids import to_id64
-from .jsonfile import load_json
+from .jsonfile import load_bytes, load_json
 from .table import SpanBuilder
 
 REPLICA_TAGS = ("hostname", "k8s.pod.name", "service.instance.id", "ip", "host.name")
@@ -59,11 +58,9 @@ _DECODER = msgspec.json.Decoder(_Document | list[_Trace])
 
 
 def read(path: Path, b: SpanBuilder) -> None:
+    raw = load_bytes(path)
     try:
-        with open_data(path, binary=True) as f:
-            doc = _DECODER.decode(f.read())
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
+        doc = _DECODER.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         _read_any(path, b)  # the whole document as json reads it: its error, or what fits
         return

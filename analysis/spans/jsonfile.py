@@ -17,3 +17,12 @@ def load_json(path: Path):
         raise InputError(path, f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
+
+
+def load_bytes(path: Path) -> bytes:
+    """The file's bytes (decompressed), for a decoder of its own; an error reading it is one line."""
+    try:
+        with open_data(path, binary=True) as f:
+            return f.read()
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None

@@ -13,10 +13,9 @@ from typing import Any
 import msgspec
 
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import open_data
 
 from .ids import is_empty_id, to_id64
-from .jsonfile import load_json
+from .jsonfile import load_bytes, load_json
 from .table import SpanBuilder
 
 REPLICA_TAGS = ("hostname", "host", "k8s.pod.name", "service.instance.id")
@@ -46,11 +45,7 @@ _TRACES = msgspec.json.Decoder(list[list[_Span]])
 
 
 def read(path: Path, b: SpanBuilder) -> None:
-    try:
-        with open_data(path, binary=True) as f:
-            raw = f.read()
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
+    raw = load_bytes(path)
     for decoder in (_SPANS, _TRACES):  # a list of spans, or of traces
         try:
             doc = decoder.decode(raw)
