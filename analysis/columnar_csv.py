@@ -1,10 +1,12 @@
 """Large CSV files through polars' multi-threaded columnar reader, for the readers of any method
-(counters, thread metrics): the module only for files big enough to pay for its import (0.2 s),
+(counters, thread metrics, spans): the module only for files big enough to pay for its import (0.2 s),
 and a frame whose columns are read as numbers or as text as the caller says."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import numpy as np
 
 from .inputs import is_gzip, open_data
 
@@ -34,3 +36,9 @@ def frame(pl, path: Path, header: list[str], numeric: set[int]):
         return pl.read_csv(path, has_header=True, new_columns=names_in, schema_overrides=kinds)  # mapped, not copied
     with open_data(path, binary=True) as f:
         return pl.read_csv(f, has_header=True, new_columns=names_in, schema_overrides=kinds)
+
+
+def sorted_codes(col) -> tuple[list, np.ndarray]:
+    """A polars column of labels (no nulls) as its distinct values, sorted, and each row's index
+    into them."""
+    return col.unique().sort().to_list(), (col.rank("dense").to_numpy() - 1).astype(np.int64)

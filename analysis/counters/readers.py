@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perftriage.analysis.columnar_csv import FROM_BYTES, polars_for
+from perftriage.analysis.columnar_csv import FROM_BYTES, polars_for, sorted_codes
 from perftriage.analysis.columnar_csv import frame as _frame
 from perftriage.analysis.errors import InputError, reading
 from perftriage.analysis.inputs import open_data, read_head, read_text, register_file_kind
@@ -397,7 +397,7 @@ def _read_polars(path: Path, header: list[str], t_i: int, s_i: int, cols: list[i
         servers = df.get_column(df.columns[s_i]).cast(pl.Utf8)
         if servers.null_count():  # a row without its server: the careful path says what it makes of it
             return None
-        names, codes = _codes(servers)
+        names, codes = sorted_codes(servers)
     except Exception:  # noqa: BLE001 (anything polars refuses goes to the careful path, which says what is wrong)
         return None
     return nums, names, codes
@@ -425,11 +425,11 @@ def _read_long_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
             return None
         time = to_seconds(df.get_column(names_in[t_i]).to_numpy(), path)
         value = df.get_column(names_in[v_i]).to_numpy().astype(np.float64, copy=False)
-        cnames, inv = _codes(labels[0])
+        cnames, inv = sorted_codes(labels[0])
         if s_i is None:  # one server's file: named after it
             server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
         else:
-            snames, scode = _codes(labels[1])
+            snames, scode = sorted_codes(labels[1])
             server = np.array([names_.server(n.strip()) for n in snames], np.int32)[scode]
     except InputError:
         raise
@@ -437,11 +437,6 @@ def _read_long_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
         return None
     return RawCounters(names_.server_list, names_.counter_list, _by_counter(server, time, value, cnames, inv, names_),
                        str(path), [], s_i is None, False)
-
-
-def _codes(col) -> tuple[list, np.ndarray]:
-    """A polars column of names as its distinct names, sorted, and each row's index into them."""
-    return col.unique().sort().to_list(), (col.rank("dense").to_numpy() - 1).astype(np.int64)
 
 
 def _by_counter(server: np.ndarray, time: np.ndarray, value: np.ndarray, uniq, inv: np.ndarray,

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perftriage.analysis.columnar_csv import FROM_BYTES, frame, polars_for
+from perftriage.analysis.columnar_csv import FROM_BYTES, frame, polars_for, sorted_codes
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
 from perftriage.analysis.inputs import register_file_kind
@@ -308,7 +308,8 @@ def _columns_fast(path: Path, header: list[str], names: list[str]) -> list[np.nd
                 except Exception:  # noqa: BLE001 (not all numbers: as text, and the reader says so)
                     pass
             # text: one object per distinct value, shared by its rows
-            cols.append(np.asarray(col.unique().sort().to_list(), dtype=object)[col.rank("dense").to_numpy() - 1])
+            values, codes = sorted_codes(col)
+            cols.append(np.asarray(values, dtype=object)[codes])
         return cols
     except Exception:  # noqa: BLE001 (anything polars refuses: the careful path reads it and says why)
         return None
