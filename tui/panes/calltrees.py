@@ -277,7 +277,8 @@ class CallTreesPane(ViewPane):
         if links is None or not np.isfinite(links.usual_ms):  # no spans, or too few links to say what is usual
             return Text("no links between services to compare: fewer than 4 with 20 calls or more", style="dim")
         t = Text(f"time between client and server per link, slowest first (the links' usual median "
-                 f"{_ms(links.usual_ms)}; slow: 10x that and 50 ms more)\n", style="bold")
+                 f"{_ms(links.usual_ms)}; slow: {links.params['links_ratio']:g}x that and "
+                 f"{links.params['links_min_added_ms']:g} ms more)\n", style="bold")
         t.append(f"{'calling service -> called pod':<50} {'calls':>6} {'median':>7} {'p90':>7}\n", style="bold")
         for x in links.links[:60]:
             t.append(f"{(x.caller + ' -> ' + x.callee)[:50]:<50} {x.calls:>6,} {_ms(x.median_ms):>7} "
@@ -308,10 +309,10 @@ class CallTreesPane(ViewPane):
 def changed_text(ch, result) -> Text:
     """What changed against the minutes before: the suspects, most explained first, one line each."""
     t = Text()
+    slow_links = _slow_links_headline(result)  # what the links between services say, as they are
     if ch is None:
-        links = getattr(result, "links", None)
-        if links is not None and links.suspects:  # what the links between services say, as they are: first
-            t.append(links.suspects[0].headline(links.usual_ms) + "\n", style="bold red")
+        if slow_links:  # first
+            t.append(slow_links + "\n", style="bold red")
         notes = [n for n in getattr(getattr(result, "report", None), "notes", []) if n.startswith("what changed")]
         if notes:
             t.append(notes[0], style="dim")
@@ -321,12 +322,17 @@ def changed_text(ch, result) -> Text:
     t.append(f"what changed ({ch.requests:,} requests against {ch.ref_requests:,}): ", style="bold")
     if not ch.suspects:
         t.append("nothing significant")
-        links = getattr(result, "links", None)
-        if getattr(ch, "method", None) is None and links is not None and links.suspects:  # the links, as they are
-            t.append("\n" + links.suspects[0].headline(links.usual_ms), style="bold red")
+        if getattr(ch, "method", None) is None and slow_links:
+            t.append("\n" + slow_links, style="bold red")
         return t
     for i, s in enumerate(ch.suspects[:3]):
         t.append(f"\n {i + 1}. ", style="bold")
         t.append(f"{s.service}", style="bold red" if i == 0 else "bold")
         t.append(f" ({s.pod}): {s.headline()}")
     return t
+
+
+def _slow_links_headline(result) -> str:
+    """The slow links' headline (slow_links.py), "" where no link is slow."""
+    links = getattr(result, "links", None)
+    return links.suspects[0].headline(links.usual_ms) if links is not None and links.suspects else ""
