@@ -220,28 +220,17 @@ def _read_fast(path: Path, rows: list, width: int, cols: dict, b: SpanBuilder) -
         return False
     c = list(zip(*body))
     st_i, st_unit = cols["start"]
-    try:
-        start = np.array(c[st_i], dtype=np.int64)
-    except (ValueError, OverflowError):
-        return False
-    unit = st_unit or epoch_unit(float(start[0]))
-    if np.abs(start).max() > NS_MAX // UNIT_NS[unit]:
-        return False  # beyond int64 nanoseconds: the careful path names the rows
-    start = start * UNIT_NS[unit]
     en, du = cols.get("end"), cols.get("duration")
     try:
-        if en is not None:
-            end = np.array(c[en[0]], dtype=np.int64)
-            if np.abs(end).max() > NS_MAX // UNIT_NS[en[1] or unit]:
-                return False
-            end = end * UNIT_NS[en[1] or unit]
-        else:
-            dur = np.round(np.array(c[du[0]], dtype=np.float64) * UNIT_NS[du[1] or unit])
-            if not np.isfinite(dur).all() or np.abs(dur).max() > 2**62 or np.abs(start).max() > 2**62:
-                return False
-            end = start + dur.astype(np.int64)
+        start = np.array(c[st_i], dtype=np.int64)
+        end = np.array(c[en[0]], dtype=np.int64) if en is not None else None
+        dur = np.array(c[du[0]], dtype=np.float64) if en is None else None
     except (ValueError, OverflowError):
         return False
+    times = _times_ns(start, st_unit or epoch_unit(float(start[0])), cols, end, dur)
+    if times is None:
+        return False
+    start, end = times
     span = _ids(c[cols["span"][0]])
     if span is None:
         return False
@@ -274,6 +263,25 @@ def _read_fast(path: Path, rows: list, width: int, cols: dict, b: SpanBuilder) -
     trace = _stripped(c[cols["trace"][0]])
     b.add_columns(trace, span, parent, has_parent, service, name, replica, start, end)
     return True
+
+
+def _times_ns(start: np.ndarray, unit: str, cols: dict, end: np.ndarray | None,
+              dur: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Start (int64 epoch in ``unit``) and end (int64, in the end column's unit, else ``unit``)
+    or duration (float64, in its column's unit, else ``unit``) as int64 nanoseconds; None where a
+    time is beyond int64 nanoseconds or a duration is not finite (the careful path names the rows)."""
+    if np.abs(start).max() > NS_MAX // UNIT_NS[unit]:
+        return None
+    start = start * UNIT_NS[unit]
+    en, du = cols.get("end"), cols.get("duration")
+    if en is not None:
+        if np.abs(end).max() > NS_MAX // UNIT_NS[en[1] or unit]:
+            return None
+        return start, end * UNIT_NS[en[1] or unit]
+    dur = np.round(dur * UNIT_NS[du[1] or unit])
+    if not np.isfinite(dur).all() or np.abs(dur).max() > 2**62 or np.abs(start).max() > 2**62:
+        return None
+    return start, start + dur.astype(np.int64)
 
 
 def _stripped(col) -> list[str]:
@@ -351,28 +359,18 @@ def _polars_batch(pl, df, cols: dict, unit: list, b: SpanBuilder) -> bool:
         return ((hi << np.uint64(32)) | lo).view(np.int64)
 
     st_i, st_unit = cols["start"]
+    en, du = cols.get("end"), cols.get("duration")
     start = integers(st_i)
-    if start is None:
+    end = integers(en[0]) if en is not None else None
+    dur = text(du[0]).cast(pl.Float64, strict=False) if en is None else None
+    if start is None or (en is not None and end is None) or (dur is not None and dur.null_count()):
         return False
     if not unit:
         unit.append(st_unit or epoch_unit(float(start[0])))
-    if np.abs(start).max() > NS_MAX // UNIT_NS[unit[0]]:
+    times = _times_ns(start, unit[0], cols, end, dur.to_numpy() if dur is not None else None)
+    if times is None:
         return False
-    start = start * UNIT_NS[unit[0]]
-    en, du = cols.get("end"), cols.get("duration")
-    if en is not None:
-        end = integers(en[0])
-        if end is None or np.abs(end).max() > NS_MAX // UNIT_NS[en[1] or unit[0]]:
-            return False
-        end = end * UNIT_NS[en[1] or unit[0]]
-    else:
-        dur = text(du[0]).cast(pl.Float64, strict=False)
-        if dur.null_count():
-            return False
-        dur = np.round(dur.to_numpy() * UNIT_NS[du[1] or unit[0]])
-        if not np.isfinite(dur).all() or np.abs(dur).max() > 2**62 or np.abs(start).max() > 2**62:
-            return False
-        end = start + dur.astype(np.int64)
+    start, end = times
     span = ids(df.get_column(f"c{cols['span'][0]}").str.strip_chars())
     if span is None:
         return False
