@@ -18,7 +18,8 @@ from perftriage.analysis.units import count_of
 
 # LTTng's stream files: <channel>_<cpu> (kernel: channel0_0; ust: ust_0...)
 _STREAM_NAME = re.compile(r"^[A-Za-z][\w-]*_\d+$")
-# Packetized metadata starts with this magic (either byte order); text metadata with "/* CTF".
+# Packetized metadata starts with this magic (either byte order); text metadata with "/* CTF",
+# CTF 2 metadata (JSON fragments) with an ASCII record separator.
 _METADATA_MAGIC = (b"\x57\x1d\xd1\x75", b"\x75\xd1\x1d\x57")
 
 
@@ -41,7 +42,8 @@ def is_ctf_metadata(path: Path) -> bool:
             head = f.read(64)
     except OSError:
         return False
-    return head[:4] in _METADATA_MAGIC or head.lstrip().startswith(b"/* CTF")
+    text = head.lstrip()
+    return head[:4] in _METADATA_MAGIC or text.startswith(b"/* CTF") or text.startswith(b"\x1e")  # RS: CTF 2 JSON
 
 
 def looks_like_ctf(path: str | os.PathLike) -> bool:
@@ -89,7 +91,8 @@ def find_traces(paths) -> list[TraceDir]:
                                 "metadata file: not read")
                 continue
             if not is_ctf_metadata(root_p / "metadata"):
-                raise InputError(root_p / "metadata", "not CTF metadata (neither packetized nor text '/* CTF' header)")
+                raise InputError(root_p / "metadata", "not CTF metadata (neither packetized nor text '/* CTF' header nor "
+                                                      "CTF 2 JSON fragments)")
             names = sorted(f for f in files if f != "metadata" and not f.startswith("."))
             streams = tuple(root_p / f for f in names if (root_p / f).is_file())
             skipped = [f for f in names if not (root_p / f).is_file()]

@@ -15,13 +15,31 @@ from pathlib import Path
 
 from perftriage.analysis.errors import InputError
 
+from .ctf2 import Ctf2Error, is_ctf2_text, tsdl_from_ctf2
+
 TSDL_MAGIC = 0x75D11D57
 _HEADER = 37  # magic, uuid[16], checksum, content_size, packet_size, 5 scheme/version bytes
 
 
 def read_metadata_text(path: str | Path) -> str:
-    """The TSDL text of a metadata file (packetized or plain); InputError if it is damaged."""
+    """The TSDL text of a metadata file (packetized or plain, CTF 1.8 or CTF 2: ctf2.py);
+    InputError if it is damaged."""
+    return read_metadata(path)[0]
+
+
+def read_metadata(path: str | Path) -> tuple[str, bool]:
+    """(TSDL text, whether the file is CTF 2 metadata, translated to TSDL) of a metadata file."""
     path = Path(path)
+    text = _metadata_text(path)
+    if not is_ctf2_text(text):
+        return text, False
+    try:
+        return tsdl_from_ctf2(text), True
+    except Ctf2Error as exc:
+        raise InputError(path, str(exc)) from None
+
+
+def _metadata_text(path: Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -32,8 +50,8 @@ def read_metadata_text(path: str | Path) -> str:
         if len(data) >= 4 and struct.unpack(order + "I", data[:4])[0] == TSDL_MAGIC:
             return _depacketize(path, data, order)
     text = data.decode("utf-8", errors="replace")
-    if not text.lstrip().startswith("/* CTF"):
-        raise InputError(path, "not CTF metadata (no packet magic, no '/* CTF' header)")
+    if not text.lstrip().startswith("/* CTF") and not is_ctf2_text(text):
+        raise InputError(path, "not CTF metadata (no packet magic, no '/* CTF' header, no CTF 2 JSON fragments)")
     return text
 
 

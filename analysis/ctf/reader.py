@@ -34,7 +34,7 @@ from .bt2_support import error_text, import_bt2
 from .current_task import CurrentTask
 from .discover import TraceDir, find_traces
 from .hosts import distinct_hosts
-from .metadata import clock_origin_ns, env_value, event_names, packet_layout, read_metadata_text
+from .metadata import clock_origin_ns, env_value, event_names, packet_layout, read_metadata
 from .ranges import trace_ranges
 from .isolated import in_child
 from .native import native_sink_class, new_state, reader_choice
@@ -125,26 +125,33 @@ class CtfReader:
         """Validate metadata and streams before babeltrace2 sees them; returns the folder to read
         (the trace itself, or a salvage view when stream files are cut short)."""
         meta.problems.extend(td.problems)
-        text = read_metadata_text(td.path / "metadata")
+        text, ctf2 = read_metadata(td.path / "metadata")
         meta.defined_events = tuple(event_names(text))
         self._env.append((env_value(text, "hostname"), env_value(text, "domain")))
+        # CTF 2: babeltrace2 2.0 reads the streams under the metadata's TSDL translation (ctf2.py)
+        translated = text if ctf2 else None
+        if ctf2:
+            meta.ctf_version = "2"
         layout = packet_layout(text)
         if layout is None:
-            return td.path
+            return self._view(td, [], translated) if ctf2 else td.path
         checks = [check_stream(f, layout) for f in td.stream_files]
         twice = {c.path: c for c in same_stream_twice(checks)}
         checks = [twice.get(c.path, c) for c in checks]
         _range_from_packets(meta, checks, clock_origin_ns(text))
         damaged = [c for c in checks if c.problem]
         if not damaged:
-            return td.path
+            return self._view(td, [], translated) if ctf2 else td.path
         for c in damaged:
             lost = c.size - c.good_bytes
             meta.problems.append(f"{c.path}: {c.problem}; read its {c.packets:,} whole packets, "
                                  f"{lost:,} of {c.size:,} bytes unreadable")
         if all(c.good_bytes == 0 for c in checks):
             raise InputError(td.path, "no stream file holds a single whole packet: " + damaged[0].problem)
-        tmp, view = salvage_view(td.path, td.stream_files, checks)
+        return self._view(td, checks, translated)
+
+    def _view(self, td: TraceDir, checks, metadata_text: str | None):
+        tmp, view = salvage_view(td.path, td.stream_files, checks, metadata_text)
         self._views.append(tmp)
         return view
 

@@ -59,6 +59,7 @@ class TraceMeta:
     discarded_packets: int = 0
     problems: list = field(default_factory=list)  # damage found and worked around (partial data)
     defined_events: tuple = ()  # raw event names the metadata declares
+    ctf_version: str = "1.8"  # "2": JSON metadata, read through its TSDL translation (ctf2.py)
 
 
 @dataclass(frozen=True)

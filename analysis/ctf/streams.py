@@ -127,12 +127,17 @@ def same_stream_twice(checks: list[StreamCheck]) -> list[StreamCheck]:
     return out
 
 
-def salvage_view(trace_path: Path, stream_files, checks: list[StreamCheck]) -> tuple[tempfile.TemporaryDirectory, Path]:
-    """A temporary trace folder: metadata and whole streams linked, damaged ones cut to whole packets."""
+def salvage_view(trace_path: Path, stream_files, checks: list[StreamCheck],
+                 metadata_text: str | None = None) -> tuple[tempfile.TemporaryDirectory, Path]:
+    """A temporary trace folder: metadata and whole streams linked, damaged ones cut to whole
+    packets; the metadata written there instead when it is given (CTF 2's, translated)."""
     tmp = tempfile.TemporaryDirectory(prefix="perftriage-salvage-")
     view = Path(tmp.name) / trace_path.name
     view.mkdir()
-    os.symlink((trace_path / "metadata").resolve(), view / "metadata")
+    if metadata_text is None:
+        os.symlink((trace_path / "metadata").resolve(), view / "metadata")
+    else:
+        (view / "metadata").write_text(metadata_text, encoding="utf-8")
     by_path = {c.path: c for c in checks}
     for f in stream_files:
         c = by_path.get(f)

@@ -39,6 +39,7 @@ def run(args) -> int:
                     "hostname": t.hostname,
                     "domain": t.domain,
                     "tracer": t.tracer,
+                    "ctf_version": t.ctf_version,
                     "cpus": sorted(t.cpus),
                     "discarded_events": t.discarded_events,
                     "discarded_events_unknown": t.discarded_events_unknown,
@@ -61,7 +62,8 @@ def run(args) -> int:
         out = []
         for t in s.traces:
             out.append(f"trace   {t.path}")
-            out.append(f"  host {t.hostname}  domain {t.domain}  tracer {t.tracer}  CPUs {len(t.cpus)} "
+            fmt = "" if t.ctf_version == "1.8" else f" (CTF {t.ctf_version})"
+            out.append(f"  host {t.hostname}  domain {t.domain}  tracer {t.tracer}{fmt}  CPUs {len(t.cpus)} "
                        f"({_ranges(sorted(t.cpus))})  {t.size / 1e6:.1f} MB")
             loss = f"  discarded events {t.discarded_events:,}  lost packets {t.discarded_packets:,}"
             if t.discarded_events_unknown:
