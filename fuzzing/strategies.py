@@ -463,7 +463,8 @@ def ctf_mutation(draw):
     rel = lambda f: (folder + "/" + f) if folder != "." else f  # noqa: E731
     files: dict[str, bytes] = {}
     remove: list[str] = []
-    what = draw(st.sampled_from(["flip", "flip", "truncate", "header", "header", "metadata", "no_index"]))
+    what = draw(st.sampled_from(["flip", "flip", "truncate", "header", "header", "metadata", "no_index", "ctf2",
+                                 "ctf2"]))
     stream = draw(st.sampled_from(streams))
     data = bytearray((src / rel(stream)).read_bytes())
     if what == "flip" and data:
@@ -508,6 +509,11 @@ def ctf_mutation(draw):
                                           draw(st.sampled_from(["", "x", "event {", "}}"])), 1).encode())
         files[rel("metadata")] = bytes(meta)
         what = f"metadata {how}"
+    elif what == "ctf2":
+        files[rel("metadata")], what = draw(ctf2_metadata_case(text))
+        if draw(st.booleans()) and data:  # and a stream cut short
+            files[rel(stream)] = bytes(data[: draw(st.integers(0, len(data)))])
+            what += ", a stream cut short"
     if draw(st.booleans()):
         remove.append(rel("index"))
     # the thread analysis on, with 100 bootstrap replicates a scale rather than 1000: a damaged
@@ -516,6 +522,51 @@ def ctf_mutation(draw):
                                  [*REPORT, "{in}/trace", "--no-thread-metrics"], ["info", "{in}/trace"]]))
     return Case("ctf", {"trace/" + k: v for k, v in files.items()}, argv, f"{name}/{rel(stream)}: {what}",
                 copy_from={"trace": src}, timeout_s=120, remove=["trace/" + r for r in remove])
+
+
+JSON_ODDITIES = [None, -1, 0, 3, 65, 2**70, 1.5, "x", "", [], {}, True, [[0, 1]], {"path": ["id"]}]
+
+
+@st.composite
+def ctf2_metadata_case(draw, tsdl: str):
+    """(metadata bytes, what was done): the trace's metadata as CTF 2 (fuzzing/ctf2_writer.py),
+    whole or damaged: cut, bits flipped, or one property of one fragment removed or given an odd
+    value; as text or in packets."""
+    from .ctf2_writer import ctf2_metadata, packetized
+
+    form = draw(st.sampled_from(["modules", "tools"]))
+    text = ctf2_metadata(tsdl, form)
+    how = draw(st.sampled_from(["whole", "cut", "flip", "edit", "edit", "edit"]))
+    if how == "edit":
+        frags = [json.loads(p) for p in text.split("\x1e")[1:]]
+        places = []  # (container, key) of every property and element, fragment by fragment
+
+        def walk(node):
+            items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+            for k, v in items:
+                places.append((node, k))
+                walk(v)
+
+        walk(frags)
+        node, key = places[draw(st.integers(0, len(places) - 1))]
+        if isinstance(node, dict) and draw(st.booleans()):
+            del node[key]
+            how = f"edit: {key!r} removed"
+        else:
+            node[key] = draw(st.sampled_from(JSON_ODDITIES))
+            how = f"edit: {key!r} = {node[key]!r}"
+        text = "".join("\x1e" + json.dumps(f) + "\n" for f in frags)
+    data = text.encode()
+    if how == "cut":
+        data = data[: draw(st.integers(0, len(data)))]
+    elif how == "flip" and data:
+        b = bytearray(data)
+        for _ in range(draw(st.integers(1, 4))):
+            b[draw(st.integers(0, len(b) - 1))] ^= 1 << draw(st.integers(0, 7))
+        data = bytes(b)
+    packets = draw(st.booleans())
+    return (packetized(data.decode("utf-8", "replace")) if packets else data), \
+        f"CTF 2 metadata ({form}, {'packets' if packets else 'text'}) {how}"
 
 
 #: every class, by name

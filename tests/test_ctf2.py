@@ -1,6 +1,6 @@
 """CTF 2 traces (LTTng 2.15's default format): read through their metadata's TSDL translation
 (analysis/ctf/ctf2.py) with babeltrace2 2.0, the same events as the CTF 1.8 trace they were
-written from. The CTF 2 metadata of the real traces is written by tests/ctf2_from_tsdl.py in
+written from. The CTF 2 metadata of the real traces is written by fuzzing/ctf2_writer.py in
 lttng-modules 2.15's form and in lttng-tools' first form; the stream files are the real ones."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import REAL_TRACE_EVENTS, needs_bt2, real_trace
-from ctf2_from_tsdl import ctf2_metadata, ctf2_view
+from fuzzing.ctf2_writer import ctf2_metadata, ctf2_view
 from perftriage.analysis.ctf.ctf2 import Ctf2Error, tsdl_from_ctf2
 from perftriage.analysis.ctf.metadata import read_metadata_text
 from perftriage.analysis.ctf.reader import CtfReader
@@ -220,3 +220,39 @@ def test_info_says_a_trace_is_ctf2(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert "tracer lttng-ust 2.10 (CTF 2)" in r.stdout and "events  1,871" in r.stdout
+
+
+def test_header_fields_are_known_by_their_roles_not_their_names(tmp_path):
+    """CTF 2 says what a header field is by its role; a producer naming them otherwise than LTTng
+    is read the same (the TSDL translation names them as babeltrace2 2.0 expects)."""
+    src = real_trace("tracevizlab-wget-k-20180802-115043") / "kernel"
+    frags = _kernel_fragments()
+    renamed = 0
+
+    def rename(node):
+        nonlocal renamed
+        if isinstance(node, dict):
+            if isinstance(node.get("field-class"), dict) and node["field-class"].get("roles") and "name" in node:
+                node["name"] = "the-" + node["name"].replace("_", "-")
+                renamed += 1
+            for v in node.values():
+                rename(v)
+        elif isinstance(node, list):
+            for v in node:
+                rename(v)
+
+    headers = [f for f in frags if f["type"] in ("field-class-alias", "data-stream-class")]
+    for f in headers:
+        rename({k: v for k, v in f.items() if k != "event-record-common-context-field-class"})
+    header = _first(frags, "data-stream-class")["event-record-header-field-class"]
+    header["member-classes"][1]["field-class"]["selector-field-location"] = {"path": ["the-id"]}
+    assert renamed >= 12  # magic, uuid, stream_id..., packet_size..., both ids and timestamps of the header
+    view = ctf2_view(src, tmp_path / "t")
+    (view / "metadata").write_text(_text(frags))
+    text = tsdl_from_ctf2((view / "metadata").read_text())
+    assert " packet_size;" in text and " timestamp_begin;" in text and "variant <id>" in text and "the_" not in text
+    names = _field_names(read_metadata_text(src / "metadata"))
+    assert _table(view, names) == _table(src, names)
+    frags[-1]["id"] = frags[-2]["id"]
+    with pytest.raises(Ctf2Error, match="two event record classes of data stream class 0 have the id"):
+        tsdl_from_ctf2(_text(frags))

@@ -29,6 +29,18 @@ _INTEGERS = {"fixed-length-unsigned-integer", "fixed-length-signed-integer", "fi
              "fixed-length-signed-enumeration", "fixed-length-bit-array", "fixed-length-bit-map",
              "fixed-length-boolean"}
 _CLOCK_ROLES = {"default-clock-timestamp", "packet-end-default-clock-timestamp"}
+# CTF 2 says what a header field is by its role, TSDL by its name: the names babeltrace2 2.0 and
+# packet_layout() look for, by scope and role (LTTng writes these names already)
+_ROLE_NAMES = {
+    "packet-header": {"packet-magic-number": "magic", "metadata-stream-uuid": "uuid", "data-stream-class-id": "stream_id",
+                      "data-stream-id": "stream_instance_id"},
+    "packet-context": {"packet-total-length": "packet_size", "packet-content-length": "content_size",
+                       "default-clock-timestamp": "timestamp_begin",
+                       "packet-end-default-clock-timestamp": "timestamp_end",
+                       "discarded-event-record-counter-snapshot": "events_discarded",
+                       "packet-sequence-number": "packet_seq_num"},
+    "event-record-header": {"event-record-class-id": "id", "default-clock-timestamp": "timestamp"},
+}
 
 # where a field location's origin is, as a TSDL absolute path
 _SCOPE_PATH = {
@@ -92,6 +104,40 @@ def _uuid_text(value) -> str | None:
     return None
 
 
+def _alignment(fc: dict, key: str) -> int:
+    """An alignment in bits: a power of two (1 where the field class names none)."""
+    value = fc.get(key, 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value & (value - 1):
+        raise Ctf2Error(f"CTF 2 metadata: a {fc['type']} with {key} {value!r} (a power of two, in bits)")
+    return value
+
+
+def _count(fc: dict, key: str = "length") -> int:
+    value = fc.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 32:
+        raise Ctf2Error(f"CTF 2 metadata: a {fc['type']} of {key} {value!r}")
+    return value
+
+
+def _ranges(value, what: str) -> list[tuple[int, int]]:
+    if not isinstance(value, list) or not value:
+        raise Ctf2Error(f"CTF 2 metadata: {what} {value!r} is not a list of integer ranges")
+    out = []
+    for r in value:
+        if not (isinstance(r, list) and len(r) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
+                                                            and -(1 << 63) <= v < 1 << 64 for v in r) and r[0] <= r[1]):
+            raise Ctf2Error(f"CTF 2 metadata: {what} has the range {r!r} (two integers, the first not above the second)")
+        out.append((r[0], r[1]))
+    return out
+
+
+def _id(frag: dict, key: str) -> int:
+    value = frag.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 63:
+        raise Ctf2Error(f"CTF 2 metadata: a {frag['type']} fragment with {key} {value!r} (a whole number)")
+    return value
+
+
 def _ident(name: str) -> str:
     s = re.sub(r"[^A-Za-z0-9_]", "_", str(name)) or "_"
     return "_" + s if s[0].isdigit() else s
@@ -120,6 +166,7 @@ class _Translator:
                 self.events.append(frag)
             # other fragment types (extensions of a namespace) say nothing TSDL needs
         self.clock_names = {key: _ident(c.get("name") or key) for key, c in self.clocks.items()}
+        self.renamed: dict[tuple[str, str], str] = {}  # (scope, CTF 2 name) -> TSDL name, by role
 
     # -- field classes -----------------------------------------------------------------------
 
@@ -137,6 +184,8 @@ class _Translator:
         raise Ctf2Error("CTF 2 metadata: field class aliases refer to each other without end")
 
     def name(self, name, scope: str) -> str:
+        if (scope, name) in self.renamed:
+            return self.renamed[(scope, name)]
         ident = _ident(name)
         if scope in _UNDERSCORED:
             return "_" + ident
@@ -168,7 +217,7 @@ class _Translator:
         length = fc.get("length")
         if not isinstance(length, int) or not 1 <= length <= 64:
             raise Ctf2Error(f"CTF 2 metadata: a {fc['type']} of {length!r} bits (1 to 64 are read)")
-        align = fc.get("alignment", 1)
+        align = _alignment(fc, "alignment")
         order = "be" if str(fc.get("byte-order", "little-endian")).startswith("b") else "le"
         base = fc.get("preferred-display-base", 10)
         base = base if base in (2, 8, 10, 16) else 10
@@ -178,15 +227,18 @@ class _Translator:
         text = (f"integer {{ size = {length}; align = {align}; signed = {signed}; byte_order = {order}; "
                 f"base = {base};{mapped} }}")
         mappings = labels if labels is not None else fc.get("mappings")
-        if isinstance(mappings, dict) and mappings:
+        if mappings is not None and not isinstance(mappings, dict):
+            raise Ctf2Error(f"CTF 2 metadata: a {fc['type']}'s mappings {mappings!r} are not an object")
+        if mappings:
+            lowest, highest = (-(1 << (length - 1)), (1 << (length - 1)) - 1) if signed == "true" else (0, (1 << length) - 1)
             entries = []
             for label, ranges in mappings.items():
-                for r in ranges if isinstance(ranges, list) else ():
-                    if isinstance(r, list) and len(r) == 2 and all(isinstance(v, int) for v in r):
-                        lo, hi = r
-                        entries.append(f"{_quote(label)} = {lo}" + (f" ... {hi}" if hi != lo else ""))
-            if entries:
-                text = f"enum : {text} {{ {', '.join(entries)} }}"
+                for lo, hi in _ranges(ranges, f"mapping {label!r}"):
+                    if lo < lowest or hi > highest:
+                        raise Ctf2Error(f"CTF 2 metadata: mapping {label!r} has the range [{lo}, {hi}], beyond a "
+                                        f"{length}-bit {fc['type']}")
+                    entries.append(f"{_quote(label)} = {lo}" + (f" ... {hi}" if hi != lo else ""))
+            text = f"enum : {text} {{ {', '.join(entries)} }}"
         return text
 
     def type_of(self, fc: dict, scope: str, clock: str | None, labels: dict | None = None) -> tuple[str, str]:
@@ -203,7 +255,7 @@ class _Translator:
                 raise Ctf2Error(f"CTF 2 metadata: a floating point number of {length!r} bits")
             order = "be" if str(fc.get("byte-order", "little-endian")).startswith("b") else "le"
             return (f"floating_point {{ exp_dig = {digits[0]}; mant_dig = {digits[1]}; byte_order = {order}; "
-                    f"align = {fc.get('alignment', 1)}; }}"), ""
+                    f"align = {_alignment(fc, 'alignment')}; }}"), ""
         if kind in ("null-terminated-string", "static-length-string", "dynamic-length-string"):
             if str(fc.get("encoding", "utf-8")).lower() != "utf-8":
                 raise Ctf2Error(f"CTF 2 metadata: strings encoded in {fc.get('encoding')} (only UTF-8 is read)")
@@ -211,21 +263,24 @@ class _Translator:
                 return "string", ""
             char = "integer { size = 8; align = 8; signed = false; encoding = UTF8; }"
             if kind == "static-length-string":
-                return char, f"[{int(fc['length'])}]"
+                return char, f"[{_count(fc)}]"
             return char, f"[{self.location(fc.get('length-field-location'), scope)[0]}]"
         if kind in ("static-length-blob", "dynamic-length-blob"):
             byte = "integer { size = 8; align = 8; signed = false; base = 16; }"
             if kind == "static-length-blob":
-                return byte, f"[{int(fc['length'])}]"
+                return byte, f"[{_count(fc)}]"
             return byte, f"[{self.location(fc.get('length-field-location'), scope)[0]}]"
         if kind in ("static-length-array", "dynamic-length-array"):
             element, inner = self.type_of(self.fc(fc.get("element-field-class")), scope, clock)
             if kind == "static-length-array":
-                return element, f"[{int(fc['length'])}]" + inner
+                return element, f"[{_count(fc)}]" + inner
             return element, f"[{self.location(fc.get('length-field-location'), scope)[0]}]" + inner
         if kind == "structure":
-            body = self.members(fc.get("member-classes") or [], scope, clock)
-            align = fc.get("minimum-alignment", 1)
+            members = fc.get("member-classes", [])
+            if not isinstance(members, list):
+                raise Ctf2Error(f"CTF 2 metadata: a structure's member classes {members!r} are not a list")
+            body = self.members(members, scope, clock)
+            align = _alignment(fc, "minimum-alignment")
             inner = "".join(f" {m};" for m in body)
             return "struct {" + inner + " }" + (f" align({align})" if align > 1 else ""), ""
         if kind == "variant":
@@ -262,17 +317,25 @@ class _Translator:
             fc = self.fc(m.get("field-class")) if isinstance(m, dict) else None
             if fc is not None and fc["type"] == "variant":
                 _, sibling = self.location(fc.get("selector-field-location"), scope)
-                labels = {label: opt.get("selector-field-ranges") or [] for label, opt in self.variant_options(fc)}
+                labels = {label: _ranges(opt.get("selector-field-ranges"), f"variant option {label!r}'s selector range")
+                          for label, opt in self.variant_options(fc)}
+                labels = {label: [list(r) for r in ranges] for label, ranges in labels.items()}
                 if sibling is None:
                     raise Ctf2Error("CTF 2 metadata: a variant whose selector is outside its structure is not "
                                     "supported")
                 if sibling in selectors and selectors[sibling] != labels:
                     raise Ctf2Error(f"CTF 2 metadata: {sibling!r} selects two variants with other options")
                 selectors[sibling] = labels
+        for m in members:
+            if not isinstance(m, dict) or not isinstance(m.get("name"), str):
+                raise Ctf2Error(f"CTF 2 metadata: a structure member without a name ({str(m)[:60]})")
+            roles = self.fc(m.get("field-class")).get("roles")
+            for role in roles if isinstance(roles, list) else ():
+                canonical = _ROLE_NAMES.get(scope, {}).get(role)
+                if canonical and canonical != m["name"]:
+                    self.renamed[(scope, m["name"])] = canonical
         out, names = [], set()
         for m in members:
-            if not isinstance(m, dict) or "name" not in m:
-                raise Ctf2Error("CTF 2 metadata: a structure member without a name")
             fc = self.fc(m.get("field-class"))
             if fc["type"] == "variant":
                 sibling = self.location(fc.get("selector-field-location"), scope)[1]
@@ -283,7 +346,7 @@ class _Translator:
                 raise Ctf2Error(f"CTF 2 metadata: two members named {m['name']!r} in one structure")
             names.add(name)
             labels = selectors.pop(m["name"], None)
-            if fc["type"] in ("static-length-array", "dynamic-length-array") and fc.get("minimum-alignment", 1) > 8:
+            if fc["type"] in ("static-length-array", "dynamic-length-array") and _alignment(fc, "minimum-alignment") > 8:
                 out.append(f"struct {{ }} align({fc['minimum-alignment']}) {name}_padding")  # as LTTng's TSDL
             t, suffix = self.type_of(fc, scope, clock, labels)
             out.append(f"{t} {name}{suffix}")
@@ -350,7 +413,7 @@ class _Translator:
                 raise Ctf2Error(f"CTF 2 metadata: clock {key!r} has an offset that is not whole seconds and cycles")
             lines += [f"\toffset_s = {seconds};", f"\toffset = {cycles};", "};", ""]
         if not self.streams and self.events:
-            self.streams.append({"id": 0})
+            self.streams.append({"type": "data-stream-class", "id": 0})
         for stream in self.streams:
             key = stream.get("default-clock-class-id", stream.get("default-clock-class-name"))
             if key is None and len(self.clocks) == 1:
@@ -359,7 +422,7 @@ class _Translator:
                 raise Ctf2Error(f"CTF 2 metadata: data stream class {stream.get('id', 0)} names clock {key!r}, "
                                 "which no clock-class fragment defines")
             clock = self.clock_names.get(str(key)) if key is not None else None
-            lines += ["stream {", f"\tid = {int(stream.get('id', 0))};"]
+            lines += ["stream {", f"\tid = {_id(stream, 'id')};"]
             for prop, tsdl, scope in (("event-record-header-field-class", "event.header", "event-record-header"),
                                       ("packet-context-field-class", "packet.context", "packet-context"),
                                       ("event-record-common-context-field-class", "event.context",
@@ -367,14 +430,19 @@ class _Translator:
                 if stream.get(prop) is not None:
                     lines.append(f"\t{tsdl} := {self.scope(stream[prop], scope, clock)};")
             lines += ["};", ""]
-        stream_clocks = {int(s.get("id", 0)): self.clock_names.get(str(s.get("default-clock-class-id",
+        stream_clocks = {_id(s, "id"): self.clock_names.get(str(s.get("default-clock-class-id",
                          s.get("default-clock-class-name", next(iter(self.clocks), None))))) for s in self.streams}
+        ids = set()
         for event in self.events:
             if not isinstance(event.get("name"), str):
                 raise Ctf2Error(f"CTF 2 metadata: event record class {event.get('id')!r} has no name")
-            sid = int(event.get("data-stream-class-id", 0))
+            sid = _id(event, "data-stream-class-id")
+            if (sid, _id(event, "id")) in ids:
+                raise Ctf2Error(f"CTF 2 metadata: two event record classes of data stream class {sid} have the id "
+                                f"{event['id']} ({event['name']!r} the second)")
+            ids.add((sid, _id(event, "id")))
             clock = stream_clocks.get(sid)
-            lines += ["event {", f"\tname = {_quote(event['name'])};", f"\tid = {int(event.get('id', 0))};",
+            lines += ["event {", f"\tname = {_quote(event['name'])};", f"\tid = {_id(event, 'id')};",
                       f"\tstream_id = {sid};"]
             level = ((event.get("attributes") or {}).get("lttng.org,2009") or {}).get("log-level")
             if isinstance(level, int):

@@ -164,7 +164,8 @@ class CtfReader:
         answers = trace_ranges(self.bt2, [self._read_paths[i] for i in ask])
         for meta, td, answer in zip([self.traces[i] for i in ask], [self.trace_dirs[i] for i in ask], answers):
             if isinstance(answer, str):
-                raise InputError(td.path, f"cannot open CTF trace: {answer}")
+                view = str(self._read_paths[self.trace_dirs.index(td)])
+                raise InputError(td.path, f"cannot open CTF trace: {answer.replace(view, str(td.path))}")
             if isinstance(answer, tuple):
                 meta.begin_ns, meta.end_ns = answer
             # a crashed query (RangeQueryFailed) leaves the range unknown: the read that follows

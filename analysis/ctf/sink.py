@@ -385,6 +385,7 @@ def build_graph(trace_dirs, read_paths, sink_obj, sink_class=None, indices=None)
             src = graph.add_component(fs, f"src{indices[i] if indices else i}", params={"inputs": [str(read_path)]}, logging_level=quiet)
         except bt2._Error as exc:
             msg, _ = error_text(exc)
+            msg = msg.replace(str(read_path), str(td.path))  # a temporary view's path means nothing to the user
             raise InputError(td.path, f"cannot open CTF trace: {msg}") from None
         ports.extend(src.output_ports.values())
     mux = graph.add_component(muxer, "mux", logging_level=quiet)

@@ -1,9 +1,10 @@
-"""Test helper: a CTF 1.8 trace's TSDL metadata written as CTF 2 metadata, the way LTTng 2.15
+"""A CTF 1.8 trace's TSDL metadata written as CTF 2 metadata, the way LTTng 2.15
 writes it (lttng-modules' form: field-class aliases for the headers, integers with mappings for
 enumerations, relative field locations, named variant options; or lttng-tools' first form:
 enumeration field classes, locations as [origin, name]). The stream files do not change between
 the two formats, so a real trace read through its CTF 2 metadata must give the same events as
-through its TSDL: that is what the CTF 2 tests check, on real traces.
+through its TSDL: that is what the CTF 2 tests check, on real traces (tests/test_ctf2.py), and
+what the fuzzing campaign damages (the ``ctf`` class's CTF 2 cases).
 
 A parser for the TSDL LTTng writes (typealiases, named structures, enumerations, variants,
 arrays and sequences), not for every TSDL."""
@@ -229,6 +230,11 @@ class _Writer:
     def __init__(self, p: _Parser, form: str):
         self.p = p
         self.form = form  # "modules" (lttng-modules 2.15) or "tools" (lttng-tools' first form)
+        self.native = p.trace.get("byte_order", "le")  # an integer's byte order when it names none
+
+    def order(self, t: dict) -> str:
+        bo = t.get("byte_order") or self.native
+        return "big-endian" if bo in ("be", "network") else "little-endian"
 
     def location(self, name: str, scope: str):
         if self.form == "tools":
@@ -238,7 +244,7 @@ class _Writer:
     def fc(self, t: dict, scope: str, name: str = "", siblings=()) -> dict:
         kind = t["kind"]
         if kind == "int":
-            bo = "big-endian" if t["byte_order"] in ("be", "network") else "little-endian"
+            bo = self.order(t)
             if t.get("mappings") and self.form == "tools":
                 out = {"type": "fixed-length-signed-enumeration" if t["signed"] else "fixed-length-unsigned-enumeration"}
             else:
@@ -255,7 +261,7 @@ class _Writer:
                 out["roles"] = [role]
             return out
         if kind == "float":
-            bo = "big-endian" if t["byte_order"] in ("be", "network") else "little-endian"
+            bo = self.order(t)
             return {"type": "fixed-length-floating-point-number", "length": t["length"], "byte-order": bo,
                     "alignment": t["align"]}
         if kind == "string":
