@@ -301,6 +301,20 @@ async def test_real_php_trace_end_to_end():
         assert "1,871 events" in str(app.query_one("#status").render())
 
 
+@needs_bt2
+async def test_a_ctf2_trace_opens_in_the_app_like_its_original(tmp_path):
+    from fuzzing.ctf2_writer import ctf2_view
+
+    view = ctf2_view(real_trace("tracevizlab-php-ust"), tmp_path / "php-ctf2", "tools", packets=True)
+    app = PerftriageApp([str(view)])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        table = table_of(app)
+        assert table.row_count == 1
+        assert "script.php" in line_text(table, 1)
+        assert "1,871 events" in str(app.query_one("#status").render())
+
+
 def test_snapshot_requests_pane(snap_compare):
     app = PerftriageApp(["synthetic"], analyse=fake_analyse(300))
 
