@@ -249,7 +249,7 @@ def test_a_span_csv_without_service_or_parent_columns_says_so(tmp_path):
 
 def _same_table(a, b) -> None:
     for k in ("trace", "span", "parent", "method", "service", "replica", "start", "end", "traces", "methods",
-              "services", "replicas"):
+              "services", "replicas", "error"):
         assert np.array_equal(np.asarray(getattr(a, k), object), np.asarray(getattr(b, k), object)), k
     assert a.problems.lines() == b.problems.lines() and a.notes == b.notes
 
@@ -267,7 +267,8 @@ ROWS = [  # (trace, span, parent, pod, operation, start ns, end ns)
 
 @pytest.mark.parametrize("variant", ["comma", "tab", "blank lines", "duration", "no service", "no parent",
                                      "gzip", "decimal ids", "ragged", "iso times", "a time beyond int64",
-                                     "cut while written", "gzip cut short"])
+                                     "cut while written", "gzip cut short", "otel status", "http status",
+                                     "error flag", "status and decimal ids"])
 def test_large_span_csvs_columnar_path_reads_what_the_row_paths_read(tmp_path, monkeypatch, variant):
     """A large span CSV is read by polars a batch at a time (span_csv._read_polars); the table is the
     csv module's, row for row, strings coded in the same order (pods to services merged, roots
@@ -297,6 +298,17 @@ def test_large_span_csvs_columnar_path_reads_what_the_row_paths_read(tmp_path, m
         header[3], rows = "status", [r[:3] + ["ok"] + r[4:] for r in rows]
     if variant == "no parent":
         header, rows = header[:2] + header[3:], [r[:2] + r[3:] for r in rows]
+    failing = 0  # rows whose status says the span failed
+    if "status" in variant or variant == "error flag":
+        name, values = {"otel status": ("status_code", ("STATUS_CODE_ERROR", "STATUS_CODE_UNSET")),
+                        "http status": ("http.status_code", ("503", "200")),
+                        "error flag": ("error", ("true", "")),
+                        "status and decimal ids": ("otel.status_code", ("ERROR", "OK"))}[variant]
+        header = header + [name]
+        rows = [r + [values[0] if i % 7 == 3 else values[1]] for i, r in enumerate(rows)]
+        failing = sum(1 for i in range(len(rows)) if i % 7 == 3)
+        if variant == "status and decimal ids":  # the row path reads the status too
+            rows = [[r[0], str(int(r[1].strip(), 16) % 10**12)] + r[2:] for r in rows]
     lines = [sep.join(header)] + [sep.join(r) for r in rows]
     if variant == "blank lines":
         lines[5:5], lines[30:30] = [""], ["", ""]
@@ -325,8 +337,13 @@ def test_large_span_csvs_columnar_path_reads_what_the_row_paths_read(tmp_path, m
     monkeypatch.setattr(span_csv, "_read_polars", lambda *a: took.append(columnar(*a)) or took[-1])
     both = read_spans([p])
     _same_table(both, rows_read)
-    assert took == [variant not in ("decimal ids", "ragged", "iso times", "a time beyond int64", "cut while written")]
+    assert took == [variant not in ("decimal ids", "ragged", "iso times", "a time beyond int64", "cut while written",
+                                    "status and decimal ids")]
     assert len(both) == 240 - (variant in ("ragged", "cut while written")) - (variant == "a time beyond int64") * 6
+    if failing:
+        assert int(both.error.sum()) == failing  # what the status column says, whichever path read it
+    elif variant not in ("no service", "cut while written"):
+        assert both.error is None  # no status column: nothing known of errors
 
 
 def _jaeger_variants():
@@ -340,7 +357,7 @@ def _jaeger_variants():
 
     spans = lambda d: d["data"][0]["spans"]  # noqa: E731
     return {
-        "export": jaeger_doc(),
+        "export": edit(lambda d: spans(d)[1]["tags"].append({"key": "error", "type": "bool", "value": True})),
         "a bare list of traces": jaeger_doc()["data"],
         "fields missing or null": edit(lambda d: (spans(d)[0].pop("spanID"), spans(d)[1].update(duration=None),
                                                   spans(d)[2].pop("operationName"), spans(d)[-1].pop("startTime"))),
@@ -378,6 +395,7 @@ def test_jaeger_structs_read_what_json_reads(tmp_path, name):
     from perftriage.analysis.spans import jaeger
 
     built = _structs_and_json(jaeger, tmp_path / "traces.json", _jaeger_variants()[name])
+    assert name != "export" or int(built[0].error.sum()) == 1  # its error tag, read by both
     assert len(built[0]) >= 6 and (name != "fields missing or null" or built[0].problems.unparsable == 3)
 
 
@@ -390,7 +408,7 @@ def _zipkin_variants():
         return doc
 
     return {
-        "export": zipkin_doc(),
+        "export": edit(lambda d: d[1]["tags"].update(error="timeout")),
         "a list of traces": [zipkin_doc()[:3], zipkin_doc()[3:]],
         "fields missing or null": edit(lambda d: (d[0].pop("id"), d[1].update(duration=None), d[2].pop("name"),
                                                   d[-1].pop("timestamp"), d[3].update(parentId=None))),
@@ -409,6 +427,7 @@ def test_zipkin_structs_read_what_json_reads(tmp_path, name):
 
     built = _structs_and_json(zipkin, tmp_path / "spans.json", _zipkin_variants()[name])
     assert len(built[0]) >= 6
+    assert name != "export" or int(built[0].error.sum()) == 1  # its error tag, read by both
     assert built[0].problems.unparsable == {"fields missing or null": 3, "tags and endpoints missing, null or odd": 1,
                                             "a span that is not an object": 1}.get(name, 0)
 

@@ -38,6 +38,7 @@ class _Span(msgspec.Struct, gc=False):
     startTime: Any = _MISSING
     duration: Any = 0
     processID: Any = None
+    tags: msgspec.Raw = msgspec.Raw(b"[]")  # kept as bytes: looked into only where they mention an error
 
 
 class _Process(msgspec.Struct, gc=False):
@@ -57,8 +58,31 @@ class _Document(msgspec.Struct, gc=False):
 _DECODER = msgspec.json.Decoder(_Document | list[_Trace])
 
 
+def _failed(tags) -> bool:
+    """A span's tags say it failed: ``error`` true (Jaeger's convention) or OpenTelemetry's
+    ``otel.status_code`` ERROR. Raw tags are decoded only where their bytes mention an error."""
+    if isinstance(tags, msgspec.Raw):
+        raw = bytes(tags)
+        if b"error" not in raw and b"ERROR" not in raw:
+            return False
+        try:
+            tags = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            return False
+    for t in tags if isinstance(tags, list) else ():
+        if not isinstance(t, dict):
+            continue
+        key, value = t.get("key"), t.get("value")
+        if key == "error" and (value is True or str(value).lower() == "true"):
+            return True
+        if key == "otel.status_code" and str(value).upper() == "ERROR":
+            return True
+    return False
+
+
 def read(path: Path, b: SpanBuilder) -> None:
     raw = load_bytes(path)
+    b.status_known = True  # a span that failed carries an error tag
     try:
         doc = _DECODER.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
@@ -74,7 +98,7 @@ def read(path: Path, b: SpanBuilder) -> None:
             procs[pid] = (_process(pid, p.tags, name), "" if p.serviceName is _MISSING else p.serviceName)
         for sp in tr.spans or ():
             _add(b, procs, sp.processID, sp.references, sp.startTime, sp.traceID, sp.spanID, sp.operationName,
-                 sp.duration)
+                 sp.duration, sp.tags)
 
 
 def _process(pid: str, tags, name) -> str:
@@ -83,7 +107,7 @@ def _process(pid: str, tags, name) -> str:
     return next((str(tags[k]) for k in REPLICA_TAGS if k in tags), f"{name}/{pid}")
 
 
-def _add(b: SpanBuilder, procs: dict, pid, references, start, trace, span, operation, duration) -> None:
+def _add(b: SpanBuilder, procs: dict, pid, references, start, trace, span, operation, duration, tags=None) -> None:
     """One span, or a problem counted (a field _MISSING or of a type that does not fit)."""
     try:
         replica, service = procs.get(pid, ("?", ""))
@@ -95,13 +119,15 @@ def _add(b: SpanBuilder, procs: dict, pid, references, start, trace, span, opera
         if _MISSING in (start, trace, span):
             raise KeyError("traceID/spanID/startTime")
         start = int(start) * 1000
-        b.add(trace, to_id64(span), parent, service, operation, replica, start, start + int(duration) * 1000)
+        b.add(trace, to_id64(span), parent, service, operation, replica, start, start + int(duration) * 1000,
+              _failed(tags))
     except (KeyError, TypeError, ValueError):
         b.problem("unparsable", "a Jaeger span without traceID/spanID/startTime")
 
 
 def _read_any(path: Path, b: SpanBuilder) -> None:
     """The document as json reads it, for a shape the structs do not fit."""
+    b.status_known = True
     doc = load_json(path)
     traces = doc.get("data") if isinstance(doc, dict) else doc
     if not isinstance(traces, list):
@@ -123,4 +149,4 @@ def _read_any(path: Path, b: SpanBuilder) -> None:
                 continue
             _add(b, procs, sp.get("processID"), sp.get("references"), sp.get("startTime", _MISSING),
                  sp.get("traceID", _MISSING), sp.get("spanID", _MISSING), sp.get("operationName", "?"),
-                 sp.get("duration", 0))
+                 sp.get("duration", 0), sp.get("tags"))

@@ -17,6 +17,8 @@ from itertools import chain
 from operator import attrgetter
 from pathlib import Path
 
+from typing import Any
+
 import msgspec
 import numpy as np
 
@@ -32,6 +34,10 @@ REPLICA_KEYS = ("service.instance.id", "k8s.pod.name", "host.name", "host.id", "
 BATCH = 1 << 16  # spans per batch handed to the table
 
 
+class _Status(msgspec.Struct, gc=False):
+    code: Any = 0  # 2 or "STATUS_CODE_ERROR": the span failed
+
+
 class _Span(msgspec.Struct, gc=False):
     traceId: str | None = None
     spanId: str | None = None
@@ -39,6 +45,13 @@ class _Span(msgspec.Struct, gc=False):
     name: str = "?"
     startTimeUnixNano: int | None = None
     endTimeUnixNano: int | None = None
+    status: _Status | None = None
+
+
+def _failed(status) -> bool:
+    """An OTLP status (struct or dict) says ERROR: code 2, or its name (exporters write either)."""
+    code = status.get("code", 0) if isinstance(status, dict) else getattr(status, "code", 0)
+    return code == 2 or code == "2" or (isinstance(code, str) and code.upper() in ("STATUS_CODE_ERROR", "ERROR"))
 
 
 class _Scope(msgspec.Struct, gc=False):
@@ -141,7 +154,9 @@ class _Batches:
                 _add_one(self.b, s, *self.names[order[r]])
             return
         parent, has_parent = _parents([s.parentSpanId for s in spans])
-        self.b.add_columns(trace, span, parent, has_parent, service, [s.name for s in spans], replica, start, end)
+        error = np.fromiter((s.status is not None and _failed(s.status) for s in spans), bool, len(spans))
+        self.b.add_columns(trace, span, parent, has_parent, service, [s.name for s in spans], replica, start, end,
+                           error)
 
 
 def _resource_names(raw: bytes) -> tuple[str, str]:
@@ -194,7 +209,8 @@ def _add_one(b: SpanBuilder, s: _Span, service: str, replica: str) -> None:
         if s.traceId is None or s.spanId is None or s.startTimeUnixNano is None or s.endTimeUnixNano is None:
             raise KeyError
         b.add(s.traceId, to_id64(s.spanId), None if is_empty_id(s.parentSpanId) else to_id64(s.parentSpanId),
-              service, s.name, replica, int(s.startTimeUnixNano), int(s.endTimeUnixNano))
+              service, s.name, replica, int(s.startTimeUnixNano), int(s.endTimeUnixNano),
+              s.status is not None and _failed(s.status))
     except (KeyError, TypeError, ValueError):
         b.problem("unparsable", "an OTLP span without traceId/spanId/times")
 
@@ -210,6 +226,7 @@ def read(path: Path, b: SpanBuilder, jobs: int | None = None) -> None:
         first = f.readline()
         if not first.lstrip().startswith(b"{"):
             raise InputError(path, "not OTLP JSON (expected an object with resourceSpans)")
+        b.status_known = True  # OTLP spans carry their status (UNSET where the exporter set none)
         # one document per line (file exporter), or one big document
         batches = _Batches(b)
         try:
@@ -290,6 +307,6 @@ def _doc(doc: dict, b: SpanBuilder) -> None:
                     parent = sp.get("parentSpanId")
                     b.add(sp["traceId"], to_id64(sp["spanId"]), None if is_empty_id(parent) else to_id64(parent),
                           service, sp.get("name", "?"), replica, int(sp["startTimeUnixNano"]),
-                          int(sp["endTimeUnixNano"]))
+                          int(sp["endTimeUnixNano"]), _failed(sp.get("status") or {}))
                 except (KeyError, TypeError, ValueError):
                     b.problem("unparsable", "an OTLP span without traceId/spanId/times")

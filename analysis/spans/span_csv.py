@@ -45,6 +45,7 @@ from perftriage.analysis.timeparse import NS_MAX, UNIT_NS, epoch_unit, in_ns_ran
 
 from .ids import ROOT_MARKERS, is_empty_id, to_id64
 from .k8s import service_of_pod
+from .status import StatusScheme
 from .table import Labels, SpanBuilder
 
 NAMES = {
@@ -59,6 +60,10 @@ NAMES = {
     "start": ("start", "starttime", "timestamp", "ts", "begin", "starttimeunixnano"),
     "end": ("end", "endtime", "finish", "endtimeunixnano"),
     "duration": ("duration", "latency", "elapsed", "durationtime", "elapsedtime"),
+    # the span's outcome (status.py reads it): OpenTelemetry's status, an error flag, HTTP or gRPC codes
+    "status": ("status", "statuscode", "otelstatuscode", "spanstatus", "statuscodestring", "error", "iserror",
+               "haserror", "httpstatuscode", "httpresponsestatuscode", "grpcstatuscode", "rpcgrpcstatuscode",
+               "responsecode"),
 }
 REQUIRED = ("trace", "span")
 POLARS_FROM_BYTES = FROM_BYTES  # files from this size are read by polars (_read_polars)
@@ -157,13 +162,20 @@ def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> 
         du = cols.get("duration")
         du_unit = du[1] if du else None
         width = len(header)
-        if _read_polars(path, header, delim, cols, b):
+        xi = cols.get("status", (None, None))[0]
+        status = StatusScheme(header[xi]) if xi is not None else None  # which spans failed, when a column says
+        b.status_known |= status is not None
+        if _read_polars(path, header, delim, cols, b, status):
             return
         rows = list(rd)
         if not any(r and (len(r) > 1 or r[0].strip()) for r in rows):
             raise InputError(path, "no data rows under the header")
-        if _read_fast(path, rows, width, cols, b):
+        if _read_fast(path, rows, width, cols, b, status):
             return
+        failed = {}
+        if status is not None:
+            distinct = list({r[xi] for r in rows if len(r) > xi})
+            failed = dict(zip(distinct, status.failed(distinct).tolist()))
         pods: dict[str, str] = {}  # pod -> its service, when no service column says it
 
         def service_of(replica: str) -> str:
@@ -190,7 +202,8 @@ def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> 
                 replica = r[ri].strip() if ri is not None else ""
                 service = r[svi].strip() if svi is not None else service_of(replica) if replica else ""
                 b.add(r[ti].strip(), to_id64(r[si]), None if is_empty_id(parent) else to_id64(parent), service,
-                      r[ni].strip() if ni is not None else "?", replica or service or "?", start, end)
+                      r[ni].strip() if ni is not None else "?", replica or service or "?", start, end,
+                      xi is not None and failed.get(r[xi], False))
             except (ValueError, KeyError, IndexError, OverflowError):
                 b.problem("unparsable", f"{path.name}:{lineno}: unreadable times or ids")
 
@@ -212,7 +225,8 @@ def _ids(col) -> np.ndarray | None:
     return v.view(np.int64)
 
 
-def _read_fast(path: Path, rows: list, width: int, cols: dict, b: SpanBuilder) -> bool:
+def _read_fast(path: Path, rows: list, width: int, cols: dict, b: SpanBuilder,
+               status: StatusScheme | None = None) -> bool:
     """The common export (hex ids, integer epoch times) column by column, with numpy: about 5x
     the row-by-row path. False (nothing added) when any row needs the careful path."""
     body = [r for r in rows if r and not (len(r) == 1 and not r[0].strip())]
@@ -261,7 +275,11 @@ def _read_fast(path: Path, rows: list, width: int, cols: dict, b: SpanBuilder) -
         replica = [s or "?" for s in service]
     name = _stripped(c[ni]) if ni is not None else ["?"] * n
     trace = _stripped(c[cols["trace"][0]])
-    b.add_columns(trace, span, parent, has_parent, service, name, replica, start, end)
+    error = None
+    if status is not None:
+        outcome = Labels.of(c[cols["status"][0]], n)
+        error = status.failed(outcome.values)[outcome.index]
+    b.add_columns(trace, span, parent, has_parent, service, name, replica, start, end, error)
     return True
 
 
@@ -289,7 +307,8 @@ def _stripped(col) -> list[str]:
     return [x.strip() for x in col] if any(x[:1].isspace() or x[-1:].isspace() for x in col) else list(col)
 
 
-def _read_polars(path: Path, header: list[str], delim: str, cols: dict, b: SpanBuilder) -> bool:
+def _read_polars(path: Path, header: list[str], delim: str, cols: dict, b: SpanBuilder,
+                 status: StatusScheme | None = None) -> bool:
     """The common export (hex ids, integer epoch times) of a large file (columnar_csv's size) by
     polars' columnar reader, a batch of rows at a time, as :func:`_read_fast` reads it: a day of
     OnlineBoutique spans six times over (5 million spans, 915 MB) in a fraction of the time and
@@ -301,6 +320,7 @@ def _read_polars(path: Path, header: list[str], delim: str, cols: dict, b: SpanB
     lf = pl.scan_csv(path, has_header=True, infer_schema=False, separator=delim,
                      new_columns=[f"c{i}" for i in range(len(header))])
     got = SpanBuilder()  # added to b when every batch was read: all or nothing
+    got.status_known = status is not None
     unit: list = []  # the start's unit, decided by the file's first value
     batches = lf.collect_batches(chunk_size=POLARS_BATCH)
     while True:
@@ -311,7 +331,7 @@ def _read_polars(path: Path, header: list[str], delim: str, cols: dict, b: SpanB
         if df is None:
             break
         df = df.filter(~pl.all_horizontal(pl.all().is_null()))  # blank lines
-        if df.height and not _polars_batch(pl, df, cols, unit, got):
+        if df.height and not _polars_batch(pl, df, cols, unit, got, status):
             return False
     if not len(got):
         return False
@@ -335,7 +355,7 @@ def _last_row_short(path: Path, delim: str, width: int) -> bool:
     return 0 < len(row) < width
 
 
-def _polars_batch(pl, df, cols: dict, unit: list, b: SpanBuilder) -> bool:
+def _polars_batch(pl, df, cols: dict, unit: list, b: SpanBuilder, status: StatusScheme | None = None) -> bool:
     """One batch of rows (a polars frame of text columns c0, c1...) into ``b``; False where a cell
     needs the careful path."""
 
@@ -406,7 +426,12 @@ def _polars_batch(pl, df, cols: dict, unit: list, b: SpanBuilder) -> bool:
     if replica is None:
         replica = _mapped(service, lambda s: s or "?")
     name = labels(text(ni)) if ni is not None else Labels(["?"], np.zeros(n, np.int64))
-    b.add_columns(labels(text(cols["trace"][0])), span, parent, has_parent, service, name, replica, start, end)
+    error = None
+    if status is not None:
+        outcome = labels(text(cols["status"][0]))
+        error = status.failed(outcome.values)[outcome.index]
+    b.add_columns(labels(text(cols["trace"][0])), span, parent, has_parent, service, name, replica, start, end,
+                  error)
     return True
 
 

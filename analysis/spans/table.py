@@ -76,6 +76,9 @@ class SpanTable:
     problems: SpanProblems = field(default_factory=SpanProblems)
     sources: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # how the readers read the files (a column they lacked)
+    #: bool per span: it ended in an error (OTLP status ERROR, Jaeger/Zipkin's error tag, a CSV's
+    #: status column); None where no input said anything of errors (no status in its format)
+    error: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.span)
@@ -87,7 +90,7 @@ class SpanTable:
     @property
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.trace, self.span, self.parent, self.method, self.service, self.replica,
-                                      self.start, self.end))
+                                      self.start, self.end)) + (0 if self.error is None else self.error.nbytes)
 
 
 class Labels:
@@ -130,6 +133,8 @@ class SpanBuilder:
         self._replica = array("i")
         self._start = array("q")
         self._end = array("q")
+        self._error = array("b")
+        self.status_known = False  # a reader whose format says which spans failed read some spans
         self.traces = StringPool()
         self.methods = StringPool()
         self.services = StringPool()
@@ -142,7 +147,7 @@ class SpanBuilder:
         return len(self._span)
 
     def add(self, trace: str, span: int, parent: int | None, service: str, operation: str, replica: str,
-            start: int, end: int) -> None:
+            start: int, end: int, error: bool = False) -> None:
         """One span; all or nothing: whatever a reader hands over that cannot be stored (a time
         beyond int64 nanoseconds, an id that is not a 64-bit integer, a name that is not text)
         raises before any column grows, so a reader that counts it unreadable keeps the columns
@@ -165,11 +170,13 @@ class SpanBuilder:
         self._replica.append(codes[3])
         self._start.append(int(start))
         self._end.append(int(end))
+        self._error.append(1 if error else 0)
 
     def add_columns(self, trace, span: np.ndarray, parent: np.ndarray, has_parent: np.ndarray, service, operation,
-                    replica, start: np.ndarray, end: np.ndarray) -> None:
+                    replica, start: np.ndarray, end: np.ndarray, error: np.ndarray | None = None) -> None:
         """Many spans at once: ``trace``, ``service``, ``operation``, ``replica`` are sequences of
-        strings (interned once per distinct value) or :class:`Labels`, the others arrays."""
+        strings (interned once per distinct value) or :class:`Labels`, the others arrays
+        (``error``: which spans failed, None for none)."""
         n = len(span)
         if n == 0:
             return
@@ -196,6 +203,7 @@ class SpanBuilder:
         self._replica.frombytes(replica.codes(self.replicas).tobytes())
         self._start.frombytes(np.asarray(start, np.int64).tobytes())
         self._end.frombytes(np.asarray(end, np.int64).tobytes())
+        self._error.frombytes((np.zeros(n, np.int8) if error is None else np.asarray(error, bool).astype(np.int8)).tobytes())
 
     def extend(self, other: "SpanBuilder") -> None:
         """Append another builder's spans (the second half of a file, read by a child process:
@@ -211,8 +219,9 @@ class SpanBuilder:
                 table = np.array([mine.code(x) for x in theirs.strings] or [-1], np.int32)
                 col.frombytes(table[np.frombuffer(src, np.int32)].tobytes())
         for col, src in ((self._span, other._span), (self._parent, other._parent), (self._has_parent, other._has_parent),
-                         (self._start, other._start), (self._end, other._end)):
+                         (self._start, other._start), (self._end, other._end), (self._error, other._error)):
             col.extend(src)
+        self.status_known |= other.status_known
         theirs = other.problems
         for f in fields(SpanProblems):
             if f.name != "details":
@@ -232,6 +241,7 @@ class SpanBuilder:
             np.zeros(0, bool)
         start = np.frombuffer(self._start, np.int64).copy() if len(self._start) else np.zeros(0, np.int64)
         end = np.frombuffer(self._end, np.int64).copy() if len(self._end) else np.zeros(0, np.int64)
+        error = np.frombuffer(self._error, np.int8).astype(bool) if len(self._error) else np.zeros(0, bool)
         n = len(span)
         probs = self.problems
         # one sort for duplicates and parents: span ids (64-bit) are ranked with the parent ids,
@@ -257,7 +267,7 @@ class SpanBuilder:
         sk = key[kept_sorted]
         order = (np.cumsum(keep) - 1)[kept_sorted]  # positions among the kept rows, in key order
         cols = {k: v[keep] for k, v in dict(trace=trace, span=span, pid=pid, has_parent=has_parent, start=start,
-                                             end=end, method=np.frombuffer(self._method, np.int32)[:n] if n else
+                                             end=end, error=error, method=np.frombuffer(self._method, np.int32)[:n] if n else
                                              np.zeros(0, np.int32), service=np.frombuffer(self._service, np.int32)[:n]
                                              if n else np.zeros(0, np.int32), replica=np.frombuffer(
                                                  self._replica, np.int32)[:n] if n else np.zeros(0, np.int32)).items()}
@@ -290,6 +300,7 @@ class SpanBuilder:
             replica=cols["replica"].astype(np.int32), start=cols["start"], end=cols["end"],
             traces=self.traces.strings, methods=self.methods.strings, services=self.services.strings,
             replicas=self.replicas.strings, problems=probs, sources=list(self.sources), notes=list(self.notes),
+            error=cols["error"] if self.status_known else None,
         )
 
 

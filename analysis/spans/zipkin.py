@@ -46,6 +46,7 @@ _TRACES = msgspec.json.Decoder(list[list[_Span]])
 
 def read(path: Path, b: SpanBuilder) -> None:
     raw = load_bytes(path)
+    b.status_known = True  # a span that failed carries an error tag
     for decoder in (_SPANS, _TRACES):  # a list of spans, or of traces
         try:
             doc = decoder.decode(raw)
@@ -71,14 +72,16 @@ def _add(b: SpanBuilder, trace, sid, parent, name, timestamp, duration, ep, tags
         if _MISSING in (trace, sid, timestamp):
             raise KeyError("traceId/id/timestamp")
         start = int(timestamp) * 1000
+        failed = "error" in tags or str(tags.get("otel.status_code", "")).upper() == "ERROR"  # Zipkin's convention
         b.add(trace, to_id64(sid), None if is_empty_id(parent) else to_id64(parent), service, name, replica,
-              start, start + int(duration) * 1000)
+              start, start + int(duration) * 1000, failed)
     except (KeyError, TypeError, ValueError, AttributeError):
         b.problem("unparsable", "a Zipkin span without traceId/id/timestamp")
 
 
 def _read_any(path: Path, b: SpanBuilder) -> None:
     """The document as json reads it, for a shape the structs do not fit."""
+    b.status_known = True
     doc = load_json(path)
     if not isinstance(doc, list):
         raise InputError(path, "not Zipkin v2 JSON (expected a list of spans)")

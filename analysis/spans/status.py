@@ -1,0 +1,58 @@
+"""Which spans ended in an error, from a status column of a span CSV.
+
+Exports write a span's outcome in several ways: OpenTelemetry's status (``ERROR``, ``OK``,
+``UNSET``, or its codes 2, 1, 0), a flag (``error`` = true / 1), an HTTP status (5xx fails) or
+a gRPC one (any code but 0 fails). The scheme of a numeric column is told by its values, once
+for the file (:class:`StatusScheme`: the first values that tell decide it): codes within 0-2 are
+OpenTelemetry's, within 0-16 gRPC's, from 100 HTTP's; a column named as a flag (error,
+is_error) fails on any value but 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FAILED_WORDS = {"error", "status_code_error", "err", "fail", "failed", "failure", "true", "yes", "t", "y", "exception",
+                "internal", "unavailable", "unknown", "deadline_exceeded", "aborted"}
+FINE_WORDS = {"ok", "unset", "status_code_ok", "status_code_unset", "", "false", "no", "f", "n", "none", "null",
+              "success", "succeeded", "nan"}
+FLAG_NAMES = {"error", "iserror", "haserror", "failed", "isfailed", "err"}
+
+
+class StatusScheme:
+    """Reads a status column's values as failed or not, the numeric scheme decided once."""
+
+    def __init__(self, column_name: str):
+        self.flag = "".join(c for c in column_name.lower() if c.isalnum()) in FLAG_NAMES
+        self.scheme: str | None = "flag" if self.flag else None  # "otel", "grpc", "http" once told
+
+    def failed(self, values: list) -> np.ndarray:
+        """For distinct values (strings), whether each says the span failed."""
+        texts = [str(v).strip().lower() for v in values]
+        numbers: dict[int, float] = {}
+        for i, t in enumerate(texts):
+            try:
+                numbers[i] = float(t)
+            except ValueError:
+                pass
+        finite = [x for x in numbers.values() if x == x]
+        if self.scheme is None and finite:
+            hi, lo = max(finite), min(finite)
+            if lo >= 100:
+                self.scheme = "http"
+            elif hi <= 2 and lo >= 0 and (hi == 2 or len(set(finite)) > 1):
+                self.scheme = "otel"
+            elif hi <= 16 and lo >= 0 and hi > 2:
+                self.scheme = "grpc"
+        out = np.zeros(len(texts), bool)
+        for i, t in enumerate(texts):
+            if i in numbers:
+                x = numbers[i]
+                if x != x:
+                    continue
+                out[i] = {"http": x >= 500, "otel": x == 2, "grpc": x != 0, "flag": x != 0}.get(self.scheme, x >= 500)
+            elif t.replace("status_code_", "") in FAILED_WORDS or t in FAILED_WORDS:
+                out[i] = True
+            elif t not in FINE_WORDS and self.flag:
+                out[i] = True  # an error column holding a message: it failed
+        return out
