@@ -40,7 +40,8 @@ class Finding:
     # "request" (id, host), "pair" (method, replica; no replica: every replica), "threads" (level,
     # names), "server" (server, counter; from_s, to_s: an interval), "clusters" (the outlier
     # summary), "pod" (pod, service: what changed around a pod), "rule" (counter, rule: its
-    # violations), "pane" (pane, part: a summary of a pane's whole list); {} when nothing to open
+    # violations), "pane" (pane, part: a summary of a pane's whole list), "method" (method: its
+    # call trees), "failing" (method: a request where an error started in it); {} when nothing to open
     target: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):

@@ -14,7 +14,9 @@ import numpy as np
 from perftriage.analysis.calltrees.clouddiag import Diagnosis, diagnose
 from perftriage.analysis.calltrees.compare import Comparison, compare
 from perftriage.analysis.calltrees.findings import (change_findings, comparison_findings, diagnosis_findings,
-                                                    slow_link_findings, slow_replica_findings, span_problem_findings)
+                                                    failure_findings, slow_link_findings, slow_replica_findings,
+                                                    span_problem_findings)
+from perftriage.analysis.calltrees.failures import Failures, find_failures
 from perftriage.analysis.calltrees.slow_links import SlowLinks, slow_links
 from perftriage.analysis.calltrees.slow_replicas import slow_replicas
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
@@ -74,6 +76,7 @@ class TriageResult:
     comparison: Comparison | None = None
     change: ChangeDiagnosis | None = None  # spans: what changed against the minutes before, per service and pod
     links: SlowLinks | None = None  # spans: the links between services, as they are (slow_links.py)
+    failures: Failures | None = None  # spans: the calls that fail, where errors start (failures.py)
     thread_series: ThreadSeries | None = None
     threads: TopDown | None = None
     counters: CounterAnalysis | None = None
@@ -328,6 +331,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
         _split_change(spans, options, result)
     result.links = slow_links(spans)
     _say_links(result)
+    _say_failures(result)
     if result.change is not None:
         report.findings.extend(change_findings(result.change))
     result.ready("calltrees")
@@ -387,14 +391,30 @@ def change_at(result: TriageResult, incident_time: str) -> TriageResult:
     # what was said for want of a time: the change found without one, or the links as they are
     old = change_findings(result.change) if result.change is not None else []
     old += slow_link_findings(result.links)
+    old += failure_findings(result.failures) if result.failures is not None else []
     report = replace(result.report, findings=[f for f in result.report.findings if f not in old],
-                     notes=[n for n in result.report.notes if not n.startswith(("what changed", "calls between"))])
+                     notes=[n for n in result.report.notes if not n.startswith(("what changed", "calls between",
+                                                                                 "failed calls"))])
     new = replace(result, options=options, report=report, change=None, publish=None)
     _split_change(spans, options, new)
     _say_links(new)
+    _say_failures(new)
     if new.change is not None:
         report.findings.extend(change_findings(new.change))
     return new
+
+
+def _say_failures(result: TriageResult) -> None:
+    """Which calls fail and where the errors start: compared at the incident time where one is
+    given, else each method's own onset (failures.py)."""
+    spans, options, ch = result.spans, result.options, result.change
+    at = ch.split_ns if options.incident_time is not None and ch is not None else None
+    how = ch.how if at is not None else ""
+    result.failures = fl = find_failures(spans, at, how)
+    if fl.methods:
+        result.report.findings.extend(failure_findings(fl))
+    elif fl.known and fl.failed_spans:  # (no note where no span failed)
+        result.report.notes.append(f"failed calls: {fl.why}")
 
 
 def _say_links(result: TriageResult) -> None:

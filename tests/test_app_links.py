@@ -126,7 +126,7 @@ async def test_a_call_tree_finding_opens_its_method_and_replica():
 
 TAB_OF = {"cluster": "requests", "clusters": "clusters", "request": "requests", "pair": "calltrees",
           "pod": "calltrees", "threads": "threads", "server": "counters", "rule": "counters", "fleet": "counters",
-          "method": "calltrees"}
+          "method": "calltrees", "failing": "calltrees"}
 
 
 @pytest.mark.parametrize("sample,reference", [("fleet", None), ("microservices", "microservices-baseline")])
@@ -753,3 +753,32 @@ async def test_a_slow_link_finding_opens_a_call_tree_with_the_link_and_the_pane_
         text = str(pane.view_body.content)  # the view scrolls: its whole text, not what 80x24 shows
         assert "calling service -> called pod" in text and "frontend -> cartservice-579f59597d-wc2lz" in text
         assert text.index("cartservice") < text.index("productcatalogservice")  # the slow links first
+
+
+async def test_a_failing_method_opens_a_request_where_its_error_started(tmp_path):
+    """Enter on the finding of a method that starts failing: the Call trees pane, the call tree
+    of a request where an error started in it, its failed spans marked (in words, for NO_COLOR);
+    another category shows its own example again."""
+    from perftriage.analysis.sim.microservices import MicroConfig, write_microservice_sample
+
+    truth = write_microservice_sample(tmp_path / "s", MicroConfig(requests=2000, scenario="errors", seed=7,
+                                                                  write_log=False))
+    service, op = truth["failing_method"].split(".", 1)
+    app = app_on([str(tmp_path / "s" / "spans.otlp.jsonl")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(app, pilot)
+        _, row = await open_finding(app, pilot, "failing")
+        await pilot.pause(0.3)
+        assert tab(app) == "calltrees"
+        pane = app.query_one(CallTreesPane)
+        text = screen_text(app)
+        assert f"a request where an error started in {service}:{op}" in " ".join(text.split()), text
+        failed = [ln for ln in text.split("\n") if "✗ " in ln and ":" in ln and "ms" in ln]
+        assert any(f"✗ {service}:{op}" in ln for ln in failed), failed
+        assert failed[0].lstrip().startswith("✗ frontend:")  # its error propagated to the request's root
+        assert "✗: the span failed" in text
+        cat = pane.cats.cursor
+        pane.cats.focus_row((cat + 1) % len(pane.diagnosis.categories))
+        await pilot.pause(0.2)
+        assert "error started in" not in screen_text(app) and pane.failing is None
+        await back_to_findings(app, pilot, row)

@@ -704,7 +704,8 @@ class PerftriageApp(App):
                            lambda t: (t["server"], t.get("counter"),
                                       (t["from_s"], t["to_s"], "the interval") if "from_s" in t else None)),
                 "fleet": ("counters", "select_fleet", lambda t: (t["counter"], (t["from_s"], t["to_s"]))),
-                "method": ("calltrees", "select_method", lambda t: (t["method"],))}
+                "method": ("calltrees", "select_method", lambda t: (t["method"],)),
+                "failing": ("calltrees", "select_failing", lambda t: (t["method"],))}
         if kind not in rows:
             self.history.pop()
             return False

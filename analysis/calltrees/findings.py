@@ -12,6 +12,7 @@ from perftriage.analysis.units import count_of, fmt_duration, fmt_ratio, fmt_tim
 
 from .clouddiag import Diagnosis, RankedPair
 from .compare import Change, Comparison
+from .failures import share
 from .what_changed import ChangeDiagnosis
 
 
@@ -336,3 +337,37 @@ def slow_link_findings(sl) -> list[Finding]:
                     subject=f"service {t.service}" + (f", pod {pod}" if pod else ""), score=2e9 - 1,
                     severity="critical", evidence=ev, parameters=dict(sl.params),
                     target={"kind": "method", "method": max(t.slow, key=lambda x: x.calls).method})]
+
+
+def failure_findings(fl) -> list[Finding]:
+    """Calls that fail (failures.py): the method where the requests' errors start first."""
+    if not fl.known or not fl.methods:
+        return []
+
+    def line(f) -> str:
+        if f.step:
+            return (f"{f.service}: {f.failed:,} of {f.calls:,} calls to {f.operation} failed ({share(f.rate)}) from "
+                    f"{fmt_timestamp(f.since_ns)[:23]} UTC on, {f.failed_before:,} of {f.calls_before:,} "
+                    f"({share(f.rate_before)}) before; {count_of(f.failed_requests, 'requests')} with an error "
+                    f"started there (hypergeometric p = {f.p:.2g} with every method counted)")
+        return (f"{f.service}: {f.failed:,} of {f.calls:,} calls to {f.operation} fail ({share(f.rate)}), "
+                f"throughout the spans; {count_of(f.failed_requests, 'requests')} with an error started there")
+
+    top = fl.methods[0]
+    title = top.headline() + "; the requests' errors start there"
+    ev = [line(f) for f in fl.methods[:8]]
+    if len(fl.methods) > 8:
+        ev.append(f"and {count_of(len(fl.methods) - 8, 'other methods')} failing")
+    ev.append(f"{fl.failed_requests:,} of {fl.requests:,} requests failed (their root span), "
+              f"{fl.failed_spans:,} of {fl.spans:,} spans; {fl.started:,} of those spans are where an error started")
+    p = fl.params
+    ev.append("details: a failed span whose children did not fail is where an error started (its callers' spans that "
+              "failed because of it are not counted); "
+              + (f"compared: {fl.how}; " if fl.how else "each method's calls split where its failures start; ")
+              + f"a method fails when {p['failures_min_failed']} calls or more fail, {p['failures_ratio']:g}x its "
+              f"rate before and {share(p['failures_min_rate'])} of its calls or more, the rise below p = "
+              f"{p['failures_alpha']:g} with every method counted (one-sided hypergeometric test)")
+    severity = "critical" if top.step else ("warning" if top.rate >= 0.05 else "info")
+    return [Finding(analysis="calltrees", title=title, subject=f"service {top.service}",
+                    score=3e9 if top.step else 1e9, severity=severity, evidence=ev, parameters=dict(p),
+                    target={"kind": "failing", "method": top.method})]

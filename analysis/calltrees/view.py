@@ -22,6 +22,7 @@ class CallRow:
     total_ns: int
     self_ns: int
     flagged: bool  # the (method, replica) pair asked about
+    failed: bool = False  # the span ended in an error (where the spans say)
 
 
 @dataclass
@@ -44,7 +45,8 @@ def request_tree(diag: Diagnosis, cat: Category, req_row: int, pair: RankedPair 
         m, k = int(sp.method[r]), int(sp.replica[r])
         out.append(CallRow(cat.depths[j], sp.methods[m], sp.replicas[k], int(sp.start[r]) - t0,
                            int(sp.end[r] - sp.start[r]), int(self_t[r]),
-                           pair is not None and m == pair.method and k == pair.replica))
+                           pair is not None and m == pair.method and k == pair.replica,
+                           sp.error is not None and bool(sp.error[r])))
     return RequestTree(sp.traces[int(cat.traces[req_row])], cat.index, int(sp.end[rows[0]] - sp.start[rows[0]]), out, why)
 
 
@@ -72,6 +74,34 @@ def example_request(diag: Diagnosis, pair: RankedPair | None = None, category: i
         pick = int(np.argsort(lat, kind="stable")[len(lat) // 2])
         return request_tree(diag, cat, pick, None, "the request of median latency in this category")
     return None
+
+
+def failing_request(diag: Diagnosis, method: str) -> tuple[int, RequestTree] | None:
+    """A request where an error started in ``method`` (its span failed, none of its children):
+    in the category with the most such requests, the one of median latency among them; with the
+    category's index. None where the spans say nothing of errors or none started there."""
+    trees = diag.trees
+    sp = trees.spans
+    if sp.error is None or method not in sp.methods:
+        return None
+    m = sp.methods.index(method)
+    child_failed = np.zeros(len(sp), bool)
+    child_failed[sp.parent[sp.error & (sp.parent >= 0)]] = True
+    started = sp.error & ~child_failed & (sp.method == m)
+    best = None
+    for ci, cat in enumerate(trees.categories):
+        hit = started[cat.rows].any(axis=1)
+        if hit.any() and (best is None or hit.sum() > best[1].sum()):
+            best = (ci, hit)
+    if best is None:
+        return None
+    ci, hit = best
+    cat = trees.categories[ci]
+    mine = np.flatnonzero(hit)
+    lat = trees.latency(cat)[mine]
+    pick = int(mine[np.argsort(lat, kind="stable")[len(mine) // 2]])
+    return ci, request_tree(diag, cat, pick, None, f"a request where an error started in {method} (the median of "
+                                                   f"the {len(mine):,} such in this category)")
 
 
 @dataclass

@@ -60,7 +60,7 @@ TREES = {
     "account": ("frontend.account", [("auth.verify", [("auth.session", [])]), ("cart.get", [("db.query", [])])]),
 }
 MIX = {"home": 0.3, "product": 0.3, "checkout": 0.12, "search": 0.18, "account": 0.1}
-SCENARIOS = ("replica", "method", "replica+noise", "none")
+SCENARIOS = ("replica", "method", "replica+noise", "none", "errors")
 
 
 def _called(node, out):
@@ -85,6 +85,8 @@ class MicroConfig:
     write_log: bool = True
     write_otlp: bool = True
     otlp_batch: int = 1  # requests per line of the OTLP file (a collector's batch processor groups many)
+    error_rate: float = 0.3  # "errors": the share of the failing method's calls that fail from the incident on
+    background_errors: float = 0.0005  # "errors": any call fails this often, all along
 
     def validate(self) -> None:
         if self.requests < 1:
@@ -93,7 +95,7 @@ class MicroConfig:
             raise ValueError("otlp_batch must be at least 1")
         if self.scenario not in SCENARIOS:
             raise ValueError(f"scenario must be one of {', '.join(SCENARIOS)}")
-        if self.slowdown <= 1 and self.scenario != "none":
+        if self.slowdown <= 1 and self.scenario not in ("none", "errors"):
             raise ValueError("slowdown must be above 1")
 
 
@@ -104,6 +106,7 @@ class MicroTruth:
     slow_service: str | None = None
     slow_replica: str | None = None
     slow_method: str | None = None
+    failing_method: str | None = None  # "errors": the method whose calls start failing
     incident_start_ns: int | None = None
 
 
@@ -144,6 +147,8 @@ class MicroSim:
             m = str(rng.choice([m for m in CALLED if not m.startswith("frontend.")]))
             t.slow_method = m
             t.slow_pairs = [(m, r) for r in replicas_of(m.split(".")[0])]
+        elif cfg.scenario == "errors":
+            t.failing_method = str(rng.choice([m for m in CALLED if not m.startswith("frontend.")]))
         return t
 
     def _own_time(self, method: str, replica: str) -> int:
@@ -167,7 +172,7 @@ class MicroSim:
         types = rng.choice(len(kinds), cfg.requests, p=probs / probs.sum())
         arrivals = cfg.start_time_ns + np.cumsum(rng.exponential(1e9 / cfg.rate, cfg.requests)).astype(np.int64)
         self._slow_from = 0
-        if cfg.scenario == "method":
+        if cfg.scenario in ("method", "errors"):
             self._slow_from = int(arrivals[int(cfg.requests * rng.uniform(0.5, 0.8))])
             self.truth.incident_start_ns = self._slow_from
         for r in range(cfg.requests):
@@ -188,8 +193,15 @@ class MicroSim:
             t += int(self.rng.uniform(50, 200) * US)
             t = self._call(child, t, sid, rid, spans)
         end = t + self._own_time(method, replica) // 2 + int(self.rng.uniform(20, 80) * US)
+        failed = False
+        if self.cfg.scenario == "errors":  # (other scenarios draw no more numbers: their samples stay the same)
+            draw = self.rng.random()
+            failing = method == self.truth.failing_method and self._now >= self._slow_from
+            # an error where it starts, or from a child: it propagates up to the request's root
+            failed = (draw < self.cfg.error_rate if failing else draw < self.cfg.background_errors) or any(
+                s["failed"] for s in spans if s["parent"] == sid)
         spans.append({"span": sid, "parent": parent, "method": method, "service": service, "replica": replica,
-                      "host": self.hosts[replica], "start": start, "end": end})
+                      "host": self.hosts[replica], "start": start, "end": end, "failed": failed})
         return end + int(self.rng.uniform(50, 200) * US)
 
 
@@ -234,6 +246,7 @@ def write_microservice_sample(out: str | os.PathLike, cfg: MicroConfig) -> dict:
             "slow_service": sim.truth.slow_service,
             "slow_replica": sim.truth.slow_replica,
             "slow_method": sim.truth.slow_method,
+            "failing_method": sim.truth.failing_method,
             "incident_start_ns": sim.truth.incident_start_ns,
             "clock_offsets_ns": sim.drift,
             "replica_hosts": sim.hosts,  # the CloudDiag log names hosts: its replicas are these
@@ -266,6 +279,7 @@ def _otlp_request(spans: list[tuple[str, dict]], drift: dict) -> dict:
                 "kind": 2,
                 "startTimeUnixNano": str(s["start"] + d),
                 "endTimeUnixNano": str(s["end"] + d),
+                **({"status": {"code": 2, "message": "failed"}} if s["failed"] else {}),
             } for rid, s in group]}],
         })
     return {"resourceSpans": resource_spans}

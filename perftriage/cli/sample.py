@@ -25,9 +25,11 @@ def add_parser(sub) -> None:
             "their headers between them, the database host's clock off by --db-clock-offset-ms and\n"
             "drifting by --db-clock-drift-ppm): critical paths follow the queries across.\n"
             "--system microservices: 6 replicated services, 5 request types with their call trees, slow\n"
-            "methods injected (--scenario replica | method | replica+noise | none), written as OTLP JSON\n"
-            "and as the CloudDiag log format (clouddiag-log/), with ground_truth.json: the slow\n"
-            "(method, replica) pairs."
+            "methods injected (--scenario replica | method | replica+noise | none), or a method whose calls\n"
+            "start failing (--scenario errors: 30% of them from a time on, their errors propagated to the\n"
+            "request's root, 0.05% of every call failing all along), written as OTLP JSON (with the span\n"
+            "status) and as the CloudDiag log format (clouddiag-log/), with ground_truth.json: the slow\n"
+            "(method, replica) pairs, or the failing method."
         ),
         epilog=EXIT_CODES_HELP,
     )
@@ -60,8 +62,8 @@ def add_parser(sub) -> None:
     p_sample.add_argument("--deviations", metavar="W:T=KIND,...", default=None,
                           help="threads: e.g. 2:3=memory_leak,5:0=cpu_spike (wave:thread, 0-based; kinds "
                                "cpu_spike, memory_leak, io_leak); default: the paper's random thread-level mix")
-    p_sample.add_argument("--scenario", choices=("replica", "method", "replica+noise", "none"), default="replica",
-                          help="microservices: what is slow (default replica)")
+    p_sample.add_argument("--scenario", choices=("replica", "method", "replica+noise", "none", "errors"),
+                          default="replica", help="microservices: what is slow, or fails (default replica)")
     p_sample.add_argument("--slowdown", type=number(0, 1e4, lo_open=True), default=4.0, metavar="X",
                           help="microservices: factor on the slow methods' own time (default 4)")
     p_sample.add_argument("--drift-ms", type=number(0, 1e9), default=5.0, metavar="MS",
@@ -204,6 +206,7 @@ def _sample_microservices(args) -> int:
         raise Usage(str(exc)) from None
     truth = write_microservice_sample(args.out, cfg)
     pairs = ", ".join(f"{m} on {r}" for m, r in truth["slow_pairs"][:6]) or "nothing"
+    what = f"failing: {truth['failing_method']}" if truth.get("failing_method") else f"slow: {pairs}"
     print(f"wrote {args.out}: {truth['requests']:,} requests, {truth['spans']:,} spans "
-          f"(spans.otlp.jsonl, clouddiag-log/calls.log); slow: {pairs}")
+          f"(spans.otlp.jsonl, clouddiag-log/calls.log); {what}")
     return EXIT_OK

@@ -55,6 +55,7 @@ class CallTreesPane(ViewPane):
         self.pair_row = 0
         self.cat_row = 0
         self.subject = "pair"  # which table's row the view shows
+        self.failing = None  # (category, RequestTree): the failing request a finding opened
 
     def compose_top(self) -> ComposeResult:
         yield Static(self.IDLE, id="ct-title", markup=False)
@@ -118,6 +119,7 @@ class CallTreesPane(ViewPane):
                  Column("anomalous methods", "left", 8, 40, flex=True, priority=TEXT)]
         self.cats.set_rows(ccols, ListSource(crows, styles))
         self.pair_row = self.cat_row = 0
+        self.failing = None
         self.subject = "pair" if d.ranking else "category"
         self.render_view()
 
@@ -155,6 +157,22 @@ class CallTreesPane(ViewPane):
         self.cats.focus()
         return self.cats.focus_row(row)
 
+    def select_failing(self, method: str) -> bool:
+        """The call tree of a request where an error started in ``method`` (a failing finding),
+        its category highlighted; the category's own example again once another is highlighted."""
+        from perftriage.analysis.calltrees.view import failing_request  # noqa: PLC0415
+
+        d = self.diagnosis
+        found = failing_request(d, method) if d is not None else None
+        if found is None:
+            return self.select_method(method)
+        self.failing = found
+        self.view = self.VIEWS.index("call tree")
+        self.cats.focus()
+        shown = self.cats.focus_row(found[0])
+        self.render_view()
+        return shown
+
     def select_pod(self, pod: str, service: str | None = None) -> bool:
         """Highlight the most anomalous pair on ``pod`` (what changed around it); with none there,
         the service's first pair. False (the list as it was) when neither is anomalous."""
@@ -168,6 +186,8 @@ class CallTreesPane(ViewPane):
             self.pair_row, self.subject = event.row, "pair"
         elif event.table is self.cats:
             self.cat_row, self.subject = event.row, "category"
+            if self.failing is not None and event.row != self.failing[0]:
+                self.failing = None  # another category: its own example request
         else:
             return
         self.render_view()
@@ -251,7 +271,10 @@ class CallTreesPane(ViewPane):
         from perftriage.analysis.calltrees.view import example_request  # noqa: PLC0415
 
         d = self.diagnosis
-        rt = example_request(d, pair=pair, category=None if pair is not None else cat)
+        if pair is None and self.failing is not None and self.failing[0] == cat:
+            rt = self.failing[1]  # the failing request a finding opened
+        else:
+            rt = example_request(d, pair=pair, category=None if pair is not None else cat)
         if rt is None:
             return Text("no request to show", style="dim")
         t = Text(f"request {rt.trace} · {_ms(rt.latency_ns / 1e6)} · {rt.why}\n", style="bold")
@@ -260,10 +283,12 @@ class CallTreesPane(ViewPane):
                  style="bold")
         total = max(1, rt.latency_ns)
         for r in rt.rows:
-            label = (_guide(r.depth) + r.method)[:name_w]
+            label = (_guide(r.depth) + ("✗ " if r.failed else "") + r.method)[:name_w]
             bar = "█" * max(0, round(r.self_ns / total * 20))
             t.append(f"{label:<{name_w}} {r.replica[:14]:<14} {_ms(r.offset_ns / 1e6):>9} {_ms(r.total_ns / 1e6):>9} "
-                     f"{_ms(r.self_ns / 1e6):>9}  {bar}\n", style="red bold" if r.flagged else "")
+                     f"{_ms(r.self_ns / 1e6):>9}  {bar}\n", style="red bold" if r.flagged or r.failed else "")
+        if any(r.failed for r in rt.rows):
+            t.append("✗: the span failed (an error started in a failed call none of whose calls failed)\n", style="dim")
         t.append("start: from the request's start, on each host's own clock (offsets between hosts show here; the "
                  "tree itself comes from span ids, not times)\n", style="dim")
         return t
@@ -309,6 +334,9 @@ class CallTreesPane(ViewPane):
 def changed_text(ch, result) -> Text:
     """What changed against the minutes before: the suspects, most explained first, one line each."""
     t = Text()
+    failures = getattr(result, "failures", None)  # the calls that fail: first, whatever else is said
+    if failures is not None and failures.methods:
+        t.append(failures.methods[0].headline() + "\n", style="bold red")
     slow_links = _slow_links_headline(result)  # what the links between services say, as they are
     if ch is None:
         if slow_links:  # first

@@ -1,0 +1,153 @@
+"""Calls that fail: which method's calls end in an error, where the errors start, and from when.
+
+Spans say they failed where their format carries a status (OTLP's status ERROR, Jaeger's and
+Zipkin's error tag, a span CSV's status column: spans/status.py). A failed span whose children
+did not fail is where an error started; the spans of its callers that fail because of it are
+not counted again (an error propagates up the call tree: the frontend's request fails because a
+payment call did). Each method's calls (spans of one service and operation) are counted, and
+those where an error started:
+
+- with a time (the incident time, or the split the requests were compared at): the calls of the
+  requests from that time on against those before; a method is failing when its rate rose
+  ``ratio`` times and to ``min_rate`` or more, ``min_failed`` calls failing or more, the rise
+  unlikely by chance (one-sided hypergeometric test, p below ``alpha`` with every method counted);
+- without one: a method's calls split where its failures start (the split, at one of its failed
+  calls, with the smallest such p), tested the same way; a method failing throughout (no such
+  start) is said when ``min_rate`` of its calls fail, below the ones that start failing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perftriage.analysis.spans.table import SpanTable
+from perftriage.analysis.units import fmt_timestamp
+
+from .what_changed import request_start
+
+PARAMS = {"failures_min_failed": 3, "failures_min_rate": 0.01, "failures_ratio": 4.0, "failures_alpha": 1e-4}
+
+
+@dataclass(frozen=True)
+class FailingMethod:
+    method: str  # "service:operation"
+    service: str
+    calls: int  # its calls (from since_ns on where it starts failing)
+    failed: int  # of them, where an error started
+    calls_before: int = 0  # its calls before since_ns (none: failing throughout)
+    failed_before: int = 0
+    since_ns: int | None = None  # failing from this time on
+    p: float = float("nan")  # hypergeometric p of the rise, times the methods tested
+    failed_requests: int = 0  # requests with an error started in it (from since_ns on)
+    step: bool = False  # it starts failing (at since_ns), not failing throughout
+
+    @property
+    def rate(self) -> float:
+        return self.failed / self.calls if self.calls else 0.0
+
+    @property
+    def rate_before(self) -> float:
+        return self.failed_before / self.calls_before if self.calls_before else 0.0
+
+    @property
+    def operation(self) -> str:
+        prefix = f"{self.service}:"
+        return self.method[len(prefix):] if self.service and self.method.startswith(prefix) else self.method
+
+    def headline(self) -> str:
+        """One line: who fails, how often, since when (the finding's title, the Call trees pane's header)."""
+        if self.step:
+            return (f"{self.service} fails from {fmt_timestamp(self.since_ns)[11:19]} UTC: {self.failed:,} of "
+                    f"{self.calls:,} calls to {self.operation} ({share(self.rate)}), {share(self.rate_before)} before")
+        return f"{self.service} fails: {self.failed:,} of {self.calls:,} calls to {self.operation} ({share(self.rate)})"
+
+
+def share(x: float) -> str:
+    """A share of calls in words a ticket reader follows: 28%, 1.5%, 0.03%."""
+    return "0%" if x == 0 else f"{x:.0%}" if x >= 0.1 else f"{x:.1%}" if x >= 0.001 else f"{x:.2%}"
+
+
+@dataclass
+class Failures:
+    known: bool  # the spans say which failed
+    spans: int = 0
+    failed_spans: int = 0
+    started: int = 0  # failed spans where an error started
+    requests: int = 0
+    failed_requests: int = 0  # requests whose root span failed
+    methods: list[FailingMethod] = field(default_factory=list)  # failing ones: starting to fail first
+    how: str = ""  # what was compared
+    why: str = ""  # why none, when none
+    params: dict = field(default_factory=lambda: dict(PARAMS))
+
+
+def _rise_p(failed_after, calls_after, failed_total, calls_total) -> np.ndarray:
+    """One-sided hypergeometric p: this many failures or more among the calls after, the
+    failures placed at random among all the calls."""
+    from scipy.stats import hypergeom  # noqa: PLC0415  (scipy.stats: imported where it is used)
+
+    return hypergeom.sf(np.asarray(failed_after) - 1, calls_total, failed_total, calls_after)
+
+
+def find_failures(spans: SpanTable, split_ns: int | None = None, how: str = "", params: dict | None = None) -> Failures:
+    """Which methods' calls fail (see the module's words); ``split_ns``: compare the requests
+    from that time on with those before."""
+    p = dict(PARAMS, **(params or {}))
+    if spans.error is None:
+        return Failures(known=False, why="the spans carry no status (an OTLP status, an error tag or a status "
+                                         "column), so which calls failed is not known")
+    n = len(spans)
+    err = spans.error
+    roots = spans.parent < 0
+    out = Failures(known=True, spans=n, failed_spans=int(err.sum()), requests=len(np.unique(spans.trace)),
+                   failed_requests=len(np.unique(spans.trace[roots & err])), how=how, params=p)
+    if not err.any():
+        out.why = f"none of the {n:,} spans failed"
+        return out
+    child_failed = np.zeros(n, bool)
+    child_failed[spans.parent[err & (spans.parent >= 0)]] = True
+    started = err & ~child_failed
+    out.started = int(started.sum())
+    nm = len(spans.methods)
+    methods = np.flatnonzero(np.bincount(spans.method[started], minlength=nm) >= p["failures_min_failed"])
+    if not len(methods):
+        out.why = (f"{out.started:,} calls where an error started, no method with {p['failures_min_failed']} or more")
+        return out
+    when = request_start(spans)
+    tested = max(1, len(methods))
+    found: list[FailingMethod] = []
+    for m in methods.tolist():
+        rows = np.flatnonzero(spans.method == m)
+        rows = rows[np.argsort(when[rows], kind="stable")]
+        x = started[rows]
+        N, F = len(rows), int(x.sum())
+        if split_ns is not None:
+            k = int(np.searchsorted(when[rows], split_ns))
+            pk = float(_rise_p(F - int(x[:k].sum()), N - k, F, N)) * tested if k < N else 1.0
+        else:
+            cand = np.flatnonzero(x)  # split at one of its failed calls: its failures from there on
+            before = np.cumsum(x)[cand] - 1
+            ps = _rise_p(F - before, N - cand, F, N)
+            best = int(np.argmin(ps))
+            k, pk = int(cand[best]), float(ps[best]) * tested
+        fa, ca = int(x[k:].sum()), N - k
+        fb, cb = F - fa, k
+        rate_a, rate_b = fa / ca if ca else 0.0, fb / cb if cb else 0.0
+        step = (cb > 0 and pk < p["failures_alpha"] and fa >= p["failures_min_failed"]
+                and rate_a >= p["failures_min_rate"] and rate_a >= p["failures_ratio"] * rate_b)
+        service = spans.services[spans.service[rows[0]]]
+        if step:
+            found.append(FailingMethod(spans.methods[m], service, ca, fa, cb, fb, int(when[rows[k]]) if split_ns is None
+                                       else split_ns, min(pk, 1.0), len(np.unique(spans.trace[rows[k:][x[k:]]])), True))
+        elif F / N >= p["failures_min_rate"] and split_ns is None:
+            found.append(FailingMethod(spans.methods[m], service, N, F, failed_requests=len(np.unique(
+                spans.trace[rows[x]])), step=False))
+    found.sort(key=lambda f: (not f.step, -f.failed_requests, -f.failed, f.method))
+    out.methods = found
+    if not found:
+        out.why = (f"{out.started:,} calls where an error started; no method's calls fail more "
+                   + ("after the time compared than before" if split_ns is not None else
+                      f"from a time on, nor {p['failures_min_rate']:.0%} of them throughout"))
+    return out

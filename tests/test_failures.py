@@ -1,0 +1,129 @@
+"""Calls that fail: the span readers read each span's status (OTLP's, Jaeger's and Zipkin's error
+tags, a span CSV's status column) and the call-tree analysis says which method's calls fail and
+where the requests' errors start (calltrees/failures.py), on generated systems where a method
+starts failing (perftriage sample --scenario errors) and on systems that only fail now and then."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fuzzing.strategies import jaeger_doc, otlp_doc, zipkin_doc
+from perftriage.analysis.calltrees.failures import find_failures
+from perftriage.analysis.sim.microservices import MicroConfig, write_microservice_sample
+from perftriage.analysis.spans import read_spans
+from perftriage.analysis.spans.status import StatusScheme
+from perftriage.analysis.triage import Options, change_at, run_triage
+
+
+def _spans_of(doc, tmp_path, name):
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return read_spans([p])
+
+
+def test_otlp_status_error_by_code_or_name(tmp_path):
+    doc = otlp_doc()
+    spans = [rs["scopeSpans"][0]["spans"][0] for rs in doc["resourceSpans"]]
+    spans[0]["status"] = {"code": 2, "message": "boom"}
+    spans[1]["status"] = {"code": "STATUS_CODE_ERROR"}
+    spans[2]["status"] = {"code": 1}  # OK
+    sp = _spans_of(doc, tmp_path, "t.otlp.json")
+    assert sp.error is not None and int(sp.error.sum()) == 2
+    assert sorted(sp.span[sp.error].tolist()) == sorted(int(s["spanId"][-16:], 16) for s in spans[:2])
+    plain = _spans_of(otlp_doc(), tmp_path, "plain.otlp.json")
+    assert plain.error is not None and not plain.error.any()  # OTLP says it: none failed
+
+
+def test_jaeger_and_zipkin_error_tags(tmp_path):
+    doc = jaeger_doc()
+    first = doc["data"][0]["spans"]
+    first[0]["tags"] = [{"key": "error", "type": "bool", "value": True}]
+    first[1]["tags"] = [{"key": "otel.status_code", "type": "string", "value": "ERROR"}]
+    first[2]["tags"] = [{"key": "error", "type": "bool", "value": False}, {"key": "http.method", "value": "GET"}]
+    sp = _spans_of(doc, tmp_path, "jaeger.json")
+    assert int(sp.error.sum()) == 2
+    zdoc = zipkin_doc()
+    zdoc[0]["tags"]["error"] = "timeout"
+    zdoc[3]["tags"]["otel.status_code"] = "ERROR"
+    zp = _spans_of(zdoc, tmp_path, "zipkin.json")
+    assert int(zp.error.sum()) == 2
+
+
+@pytest.mark.parametrize("name,values,failed", [
+    ("status_code", ["STATUS_CODE_ERROR", "STATUS_CODE_OK", "STATUS_CODE_UNSET", ""], [1, 0, 0, 0]),
+    ("otel.status_code", ["2", "1", "0"], [1, 0, 0]),
+    ("http.status_code", ["200", "404", "500", "503"], [0, 0, 1, 1]),
+    ("rpc.grpc.status_code", ["0", "5", "14"], [0, 1, 1]),
+    ("error", ["true", "false", "1", "0", "", "connection refused"], [1, 0, 1, 0, 0, 1]),
+    ("status", ["OK", "Error", "failed"], [0, 1, 1]),
+])
+def test_status_columns_are_read_by_their_scheme(name, values, failed):
+    assert StatusScheme(name).failed(values).astype(int).tolist() == failed
+
+
+def _sample(tmp_path, **kw):
+    cfg = MicroConfig(requests=kw.pop("requests", 2500), write_log=False, **kw)
+    truth = write_microservice_sample(tmp_path / "s", cfg)
+    return truth, read_spans([tmp_path / "s" / "spans.otlp.jsonl"])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_method_that_starts_failing_is_named_with_when(seed, tmp_path):
+    truth, spans = _sample(tmp_path, scenario="errors", seed=seed)
+    fl = find_failures(spans)
+    assert fl.known and fl.methods
+    top = fl.methods[0]
+    service, op = truth["failing_method"].split(".", 1)
+    assert top.step and top.method == f"{service}:{op}"
+    assert abs(top.since_ns - truth["incident_start_ns"]) < 2 * 10**9  # within two seconds of the onset
+    assert 0.2 < top.rate < 0.4 and top.rate_before < 0.01  # 30% from the onset, background before
+    # the methods whose spans fail only because a call of theirs did are not named
+    assert all(m.method == top.method or not m.step for m in fl.methods)
+
+
+def test_failures_now_and_then_are_no_onset(tmp_path):
+    """0.05% of every call failing all along: nothing starts failing, nothing fails 1% of its calls."""
+    _, spans = _sample(tmp_path, scenario="errors", error_rate=0.0, seed=5, requests=4000)
+    assert spans.error.any()
+    fl = find_failures(spans)
+    assert fl.known and not fl.methods and fl.why
+
+
+def test_the_report_leads_with_the_failing_method_and_w_compares_at_a_time(tmp_path):
+    truth, _ = _sample(tmp_path, scenario="errors", seed=7)
+    path = tmp_path / "s" / "spans.otlp.jsonl"
+    res = run_triage([path], Options())
+    service, op = truth["failing_method"].split(".", 1)
+    first = res.report.ranked()[0]
+    assert first.title.startswith(f"{service} fails from ") and f"calls to {op}" in first.title
+    assert first.severity == "critical" and first.target == {"kind": "failing", "method": f"{service}:{op}"}
+    # at a time given (the app's w, as --incident-time): compared there, said once
+    at = truth["incident_start_ns"]
+    moved = change_at(res, str(at / 1e9))
+    titles = [f.title for f in moved.report.findings if "fails" in f.title]
+    assert len(titles) == 1 and titles[0].startswith(f"{service} fails from ")
+    assert moved.failures.how and moved.failures.methods[0].since_ns == moved.change.split_ns
+    r = subprocess.run([sys.executable, "-m", "perftriage", "report", str(path), "--format", "json", "-q"],
+                       capture_output=True, text=True, timeout=300)
+    doc = json.loads(r.stdout)
+    assert doc["findings"][0]["title"] == first.title
+
+
+def test_spans_without_status_say_nothing_of_errors(tmp_path):
+    p = tmp_path / "spans.csv"
+    p.write_text("trace_id,span_id,parent_span_id,service,operation,start_ns,end_ns\n"
+                 + "".join(f"t{i},{i + 1:016x},,svc,op,{10**18 + i * 10**6},{10**18 + i * 10**6 + 5000}\n"
+                           for i in range(50)))
+    spans = read_spans([p])
+    assert spans.error is None
+    fl = find_failures(spans)
+    assert not fl.known and "no status" in fl.why
+    res = run_triage([p], Options())
+    assert not any("failed calls" in n for n in res.report.notes)
+    assert not any("fails" in f.title for f in res.report.findings)
+    assert np.all(spans.duration == 5000)
