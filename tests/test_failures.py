@@ -61,6 +61,7 @@ def test_jaeger_and_zipkin_error_tags(tmp_path):
     ("rpc.grpc.status_code", ["0", "5", "14"], [0, 1, 1]),
     ("error", ["true", "false", "1", "0", "", "connection refused"], [1, 0, 1, 0, 0, 1]),
     ("status", ["OK", "Error", "failed"], [0, 1, 1]),
+    ("success", ["True", "False", "true", "0", "1"], [0, 1, 0, 1, 0]),  # the AIOps challenges' column
 ])
 def test_status_columns_are_read_by_their_scheme(name, values, failed):
     assert StatusScheme(name).failed(values).astype(int).tolist() == failed
@@ -127,3 +128,20 @@ def test_spans_without_status_say_nothing_of_errors(tmp_path):
     assert not any("failed calls" in n for n in res.report.notes)
     assert not any("fails" in f.title for f in res.report.findings)
     assert np.all(spans.duration == 5000)
+
+
+def test_an_aiops_export_says_which_calls_failed_by_its_success_column(tmp_path):
+    """The AIOps 2020 challenge's trace CSVs (callType, startTime, elapsedTime, success, traceId,
+    id, pid, cmdb_id, serviceName): a call whose success is False failed."""
+    p = tmp_path / "trace_csf.csv"
+    rows = ["callType,startTime,elapsedTime,success,traceId,id,pid,cmdb_id,serviceName"]
+    t0 = 1586534400000
+    for i in range(400):
+        failing = i >= 200 and i % 3 == 0  # the second half: a third of os_021's calls fail
+        rows.append(f"CSF,{t0 + i * 1000},{12 + i % 5},True,tr{i},r{i},None,docker_001,csf_001")
+        rows.append(f"CSF,{t0 + i * 1000 + 2},{5 + i % 3},{not failing},tr{i},c{i},r{i},os_021,csf_002")
+    p.write_text("\n".join(rows) + "\n")
+    spans = read_spans([p])
+    assert spans.error is not None and int(spans.error.sum()) == sum(1 for i in range(200, 400) if i % 3 == 0)
+    fl = find_failures(spans)
+    assert fl.methods and fl.methods[0].service == "csf_002" and fl.methods[0].step

@@ -63,7 +63,7 @@ NAMES = {
     # the span's outcome (status.py reads it): OpenTelemetry's status, an error flag, HTTP or gRPC codes
     "status": ("status", "statuscode", "otelstatuscode", "spanstatus", "statuscodestring", "error", "iserror",
                "haserror", "httpstatuscode", "httpresponsestatuscode", "grpcstatuscode", "rpcgrpcstatuscode",
-               "responsecode"),
+               "responsecode", "success", "issuccess", "succeeded"),
 }
 REQUIRED = ("trace", "span")
 POLARS_FROM_BYTES = FROM_BYTES  # files from this size are read by polars (_read_polars)

@@ -2,7 +2,8 @@
 
 Exports write a span's outcome in several ways: OpenTelemetry's status (``ERROR``, ``OK``,
 ``UNSET``, or its codes 2, 1, 0), a flag (``error`` = true / 1), an HTTP status (5xx fails) or
-a gRPC one (any code but 0 fails). The scheme of a numeric column is told by its values, once
+a gRPC one (any code but 0 fails), or its success (the AIOps challenges' ``success`` column:
+False fails). The scheme of a numeric column is told by its values, once
 for the file (:class:`StatusScheme`: the first values that tell decide it): codes within 0-2 are
 OpenTelemetry's, within 0-16 gRPC's, from 100 HTTP's; a column named as a flag (error,
 is_error) fails on any value but 0.
@@ -17,18 +18,24 @@ FAILED_WORDS = {"error", "status_code_error", "err", "fail", "failed", "failure"
 FINE_WORDS = {"ok", "unset", "status_code_ok", "status_code_unset", "", "false", "no", "f", "n", "none", "null",
               "success", "succeeded", "nan"}
 FLAG_NAMES = {"error", "iserror", "haserror", "failed", "isfailed", "err"}
+SUCCESS_NAMES = {"success", "issuccess", "succeeded", "successful"}  # the other way round: false fails
+NOT_SUCCESS = {"false", "0", "no", "f", "n", "failed", "failure", "error", "fail"}
 
 
 class StatusScheme:
     """Reads a status column's values as failed or not, the numeric scheme decided once."""
 
     def __init__(self, column_name: str):
-        self.flag = "".join(c for c in column_name.lower() if c.isalnum()) in FLAG_NAMES
+        name = "".join(c for c in column_name.lower() if c.isalnum())
+        self.flag = name in FLAG_NAMES
+        self.success = name in SUCCESS_NAMES
         self.scheme: str | None = "flag" if self.flag else None  # "otel", "grpc", "http" once told
 
     def failed(self, values: list) -> np.ndarray:
         """For distinct values (strings), whether each says the span failed."""
         texts = [str(v).strip().lower() for v in values]
+        if self.success:
+            return np.array([t in NOT_SUCCESS or t.replace(".0", "") == "0" for t in texts], bool)
         numbers: dict[int, float] = {}
         for i, t in enumerate(texts):
             try:
