@@ -16,7 +16,7 @@ from perftriage.analysis.calltrees.compare import Comparison, compare
 from perftriage.analysis.calltrees.findings import (change_findings, comparison_findings, diagnosis_findings,
                                                     failure_findings, slow_link_findings, slow_replica_findings,
                                                     span_problem_findings)
-from perftriage.analysis.calltrees.failures import Failures, find_failures
+from perftriage.analysis.calltrees.failures import Failures, failures_against, find_failures
 from perftriage.analysis.calltrees.slow_links import SlowLinks, slow_links
 from perftriage.analysis.calltrees.slow_replicas import slow_replicas
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
@@ -313,6 +313,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
     report.findings.extend(diagnosis_findings(diag, top=options.top))
     if not diag.ranking:  # nothing flagged by Robust PCA: a replica slower than its peers at the same methods
         report.findings.extend(slow_replica_findings(slow_replicas(spans)))
+    ref_spans = None
     if options.reference:
         say("reference spans", None, "")
         ref_spans = read_spans(_span_files(options.reference), options.span_columns, options.cores())
@@ -331,7 +332,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
         _split_change(spans, options, result)
     result.links = slow_links(spans)
     _say_links(result)
-    _say_failures(result)
+    _say_failures(result, ref_spans)
     if result.change is not None:
         report.findings.extend(change_findings(result.change))
     result.ready("calltrees")
@@ -404,13 +405,15 @@ def change_at(result: TriageResult, incident_time: str) -> TriageResult:
     return new
 
 
-def _say_failures(result: TriageResult) -> None:
-    """Which calls fail and where the errors start: compared at the incident time where one is
-    given, else each method's own onset (failures.py)."""
+def _say_failures(result: TriageResult, reference: SpanTable | None = None) -> None:
+    """Which calls fail and where the errors start: against the reference spans, or at the
+    incident time where one is given, else each method's own onset (failures.py)."""
     spans, options, ch = result.spans, result.options, result.change
-    at = ch.split_ns if options.incident_time is not None and ch is not None else None
-    how = ch.how if at is not None else ""
-    result.failures = fl = find_failures(spans, at, how)
+    if reference is not None:
+        result.failures = fl = failures_against(reference, spans, "the spans against the reference spans (--reference)")
+    else:
+        at = ch.split_ns if options.incident_time is not None and ch is not None else None
+        result.failures = fl = find_failures(spans, at, ch.how if at is not None else "")
     if fl.methods:
         result.report.findings.extend(failure_findings(fl))
     elif fl.known and fl.failed_spans:  # (no note where no span failed)

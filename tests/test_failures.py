@@ -145,3 +145,23 @@ def test_an_aiops_export_says_which_calls_failed_by_its_success_column(tmp_path)
     assert spans.error is not None and int(spans.error.sum()) == sum(1 for i in range(200, 400) if i % 3 == 0)
     fl = find_failures(spans)
     assert fl.methods and fl.methods[0].service == "csf_002" and fl.methods[0].step
+
+
+def test_against_reference_spans_a_method_failing_more_than_there_is_named(tmp_path):
+    ref_truth = write_microservice_sample(tmp_path / "ref", MicroConfig(requests=2000, scenario="errors", error_rate=0.0,
+                                                                        seed=11, write_log=False))
+    truth = write_microservice_sample(tmp_path / "cur", MicroConfig(requests=2000, scenario="errors", seed=12,
+                                                                    write_log=False))
+    assert ref_truth["failing_method"]  # chosen, but failing at 0%: the background failures alone
+    service, op = truth["failing_method"].split(".", 1)
+    res = run_triage([tmp_path / "cur" / "spans.otlp.jsonl"],
+                     Options(reference=(str(tmp_path / "ref" / "spans.otlp.jsonl"),)))
+    top = res.failures.methods[0]
+    assert top.reference and top.method == f"{service}:{op}" and top.calls_before > 1000
+    first = res.report.ranked()[0]
+    assert first.title.startswith(f"{service} fails: ") and "in the reference" in first.title
+    assert "against the reference spans" in " ".join(first.evidence)
+    # the reference against itself: nothing fails more
+    same = run_triage([tmp_path / "ref" / "spans.otlp.jsonl"],
+                      Options(reference=(str(tmp_path / "ref" / "spans.otlp.jsonl"),)))
+    assert not same.failures.methods

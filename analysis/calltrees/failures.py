@@ -11,6 +11,7 @@ those where an error started:
   requests from that time on against those before; a method is failing when its rate rose
   ``ratio`` times and to ``min_rate`` or more, ``min_failed`` calls failing or more, the rise
   unlikely by chance (one-sided hypergeometric test, p below ``alpha`` with every method counted);
+- with reference spans (--reference): each method's calls against its calls there, tested alike;
 - without one: a method's calls split where its failures start (the split, at one of its failed
   calls, with the smallest such p), tested the same way; a method failing throughout (no such
   start) is said when ``min_rate`` of its calls fail, below the ones that start failing.
@@ -41,7 +42,8 @@ class FailingMethod:
     since_ns: int | None = None  # failing from this time on
     p: float = float("nan")  # hypergeometric p of the rise, times the methods tested
     failed_requests: int = 0  # requests with an error started in it (from since_ns on)
-    step: bool = False  # it starts failing (at since_ns), not failing throughout
+    step: bool = False  # it starts failing (at since_ns, or against the reference), not failing throughout
+    reference: bool = False  # "before" is the reference spans (--reference), not the calls before a time
 
     @property
     def rate(self) -> float:
@@ -58,6 +60,9 @@ class FailingMethod:
 
     def headline(self) -> str:
         """One line: who fails, how often, since when (the finding's title, the Call trees pane's header)."""
+        if self.step and self.reference:
+            return (f"{self.service} fails: {self.failed:,} of {self.calls:,} calls to {self.operation} "
+                    f"({share(self.rate)}), {share(self.rate_before)} in the reference")
         if self.step:
             return (f"{self.service} fails from {fmt_timestamp(self.since_ns)[11:19]} UTC: {self.failed:,} of "
                     f"{self.calls:,} calls to {self.operation} ({share(self.rate)}), {share(self.rate_before)} before")
@@ -91,6 +96,51 @@ def _rise_p(failed_after, calls_after, failed_total, calls_total) -> np.ndarray:
     return hypergeom.sf(np.asarray(failed_after) - 1, calls_total, failed_total, calls_after)
 
 
+def started_errors(spans: SpanTable) -> np.ndarray:
+    """Per span: an error started there (it failed, none of its children did); all False where
+    the spans carry no status."""
+    if spans.error is None:
+        return np.zeros(len(spans), bool)
+    child_failed = np.zeros(len(spans), bool)
+    child_failed[spans.parent[spans.error & (spans.parent >= 0)]] = True
+    return spans.error & ~child_failed
+
+
+def failures_against(ref: SpanTable, cur: SpanTable, how: str = "", params: dict | None = None) -> Failures:
+    """Which methods' calls fail more in ``cur`` than in the reference spans ``ref`` (methods
+    matched by name); where the reference carries no status, each method's own onset in ``cur``."""
+    if ref.error is None or cur.error is None:
+        return find_failures(cur, params=params)
+    p = dict(PARAMS, **(params or {}))
+    out = find_failures(cur, params=dict(p, failures_min_failed=len(cur) + 1))  # the counts, no method
+    out.how, out.methods, out.why, out.params = how, [], "", p
+    if not out.failed_spans:
+        out.why = f"none of the {len(cur):,} spans failed"
+        return out
+    s_cur, s_ref = started_errors(cur), started_errors(ref)
+    n_cur = np.bincount(cur.method, minlength=len(cur.methods))
+    f_cur = np.bincount(cur.method[s_cur], minlength=len(cur.methods))
+    n_ref = np.bincount(ref.method, minlength=len(ref.methods))
+    f_ref = np.bincount(ref.method[s_ref], minlength=len(ref.methods))
+    ref_of = {name: i for i, name in enumerate(ref.methods)}
+    cand = np.flatnonzero(f_cur >= p["failures_min_failed"]).tolist()
+    tested = max(1, len(cand))
+    for m in cand:
+        r = ref_of.get(cur.methods[m])
+        N1, F1 = (int(n_ref[r]), int(f_ref[r])) if r is not None else (0, 0)
+        N2, F2 = int(n_cur[m]), int(f_cur[m])
+        pk = min(1.0, float(_rise_p(F2, N2, F1 + F2, N1 + N2)) * tested)
+        rate2, rate1 = F2 / N2, F1 / N1 if N1 else 0.0
+        if N1 and pk < p["failures_alpha"] and rate2 >= p["failures_min_rate"] and rate2 >= p["failures_ratio"] * rate1:
+            rows = np.flatnonzero((cur.method == m) & s_cur)
+            out.methods.append(FailingMethod(cur.methods[m], cur.services[cur.service[rows[0]]], N2, F2, N1, F1, None,
+                                             pk, len(np.unique(cur.trace[rows])), True, True))
+    out.methods.sort(key=lambda f: (-f.failed_requests, -f.failed, f.method))
+    if not out.methods:
+        out.why = f"{out.started:,} calls where an error started; no method's calls fail more than in the reference"
+    return out
+
+
 def find_failures(spans: SpanTable, split_ns: int | None = None, how: str = "", params: dict | None = None) -> Failures:
     """Which methods' calls fail (see the module's words); ``split_ns``: compare the requests
     from that time on with those before."""
@@ -106,9 +156,7 @@ def find_failures(spans: SpanTable, split_ns: int | None = None, how: str = "", 
     if not err.any():
         out.why = f"none of the {n:,} spans failed"
         return out
-    child_failed = np.zeros(n, bool)
-    child_failed[spans.parent[err & (spans.parent >= 0)]] = True
-    started = err & ~child_failed
+    started = started_errors(spans)
     out.started = int(started.sum())
     nm = len(spans.methods)
     methods = np.flatnonzero(np.bincount(spans.method[started], minlength=nm) >= p["failures_min_failed"])

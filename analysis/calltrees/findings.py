@@ -345,6 +345,11 @@ def failure_findings(fl) -> list[Finding]:
         return []
 
     def line(f) -> str:
+        if f.reference:
+            return (f"{f.service}: {f.failed:,} of {f.calls:,} calls to {f.operation} failed ({share(f.rate)}), "
+                    f"{f.failed_before:,} of {f.calls_before:,} ({share(f.rate_before)}) in the reference; "
+                    f"{count_of(f.failed_requests, 'requests')} with an error started there (hypergeometric p = "
+                    f"{f.p:.2g} with every method counted)")
         if f.step:
             return (f"{f.service}: {f.failed:,} of {f.calls:,} calls to {f.operation} failed ({share(f.rate)}) from "
                     f"{fmt_timestamp(f.since_ns)[:23]} UTC on, {f.failed_before:,} of {f.calls_before:,} "

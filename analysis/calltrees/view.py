@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .clouddiag import Diagnosis, RankedPair, span_self_time
+from .failures import started_errors
 from .trees import Category
 
 MS = 1e6
@@ -85,9 +86,7 @@ def failing_request(diag: Diagnosis, method: str) -> tuple[int, RequestTree] | N
     if sp.error is None or method not in sp.methods:
         return None
     m = sp.methods.index(method)
-    child_failed = np.zeros(len(sp), bool)
-    child_failed[sp.parent[sp.error & (sp.parent >= 0)]] = True
-    started = sp.error & ~child_failed & (sp.method == m)
+    started = started_errors(sp) & (sp.method == m)
     best = None
     for ci, cat in enumerate(trees.categories):
         hit = started[cat.rows].any(axis=1)
