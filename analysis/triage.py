@@ -413,7 +413,9 @@ def _say_failures(result: TriageResult, reference: SpanTable | None = None) -> N
         result.failures = fl = failures_against(reference, spans, "the spans against the reference spans (--reference)")
     else:
         at = ch.split_ns if options.incident_time is not None and ch is not None else None
-        result.failures = fl = find_failures(spans, at, ch.how if at is not None else "")
+        how = (f"the calls of the requests from {fmt_timestamp(at)[:23]} UTC on (--incident-time) against those "
+               "before" if at is not None else "")
+        result.failures = fl = find_failures(spans, at, how)
     if fl.methods:
         result.report.findings.extend(failure_findings(fl))
     elif fl.known and fl.failed_spans:  # (no note where no span failed)

@@ -170,7 +170,7 @@ class _Translator:
 
     # -- field classes -----------------------------------------------------------------------
 
-    def fc(self, value, depth=0) -> dict:
+    def fc(self, value) -> dict:
         """A field class with its aliases resolved (a string names a field-class-alias fragment)."""
         for _ in range(64):
             if isinstance(value, dict):
@@ -286,7 +286,7 @@ class _Translator:
         if kind == "variant":
             ref, _ = self.location(fc.get("selector-field-location"), scope)
             options = []
-            for i, (label, opt) in enumerate(self.variant_options(fc)):
+            for label, opt in self.variant_options(fc):
                 t, suffix = self.type_of(self.fc(opt.get("field-class")), scope, clock)
                 options.append(f" {t} {label}{suffix};")
             return f"variant <{ref}> {{" + "".join(options) + " }", ""
