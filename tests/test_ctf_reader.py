@@ -270,3 +270,18 @@ def test_trace_ranges_from_the_packets_begin_where_babeltrace2_says(name):
     for meta, answer in zip(r.traces, asked):
         assert meta.begin_ns == answer[0]
         assert answer[1] <= meta.end_ns <= answer[1] + 1_000_000_000
+
+
+@needs_bt2
+def test_a_session_folder_of_linked_traces_reads_them_all_and_a_link_loop_ends(tmp_path):
+    """Traces linked into a folder (where they were recorded, kept in place) are found as if copied;
+    a link back up to the folder does not loop."""
+    src = real_trace("tracevizlab-cat-kern-ust")
+    session = tmp_path / "session"
+    session.mkdir()
+    (session / "kernel").symlink_to(src / "cat-kernel")
+    (session / "ust").symlink_to(src / "cat-ust")
+    (session / "again").symlink_to(session)  # a loop
+    reader = CtfReader([session])
+    assert sorted(t.path.name for t in reader.trace_dirs) == ["kernel", "ust"]
+    assert sum(len(c) for c in reader.chunks()) == REAL_TRACE_EVENTS["tracevizlab-cat-kern-ust"]

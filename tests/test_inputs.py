@@ -37,7 +37,11 @@ def test_a_trace_in_a_subfolder_is_found(tmp_path):
     (tmp_path / "traces").mkdir()
     (tmp_path / "traces" / "webserver").symlink_to(ROOT / "sample_traces" / "webserver")
     (tmp_path / "notes.txt").write_text("recorded on the staging host\n")
-    assert [p.name for p in classify([str(tmp_path / "traces")]).ctf] == ["webserver"]
+    found = classify([str(tmp_path / "traces")]).ctf
+    assert [p.name for p in found] == ["traces"]  # a folder holding a trace below, linked or not
+    from perftriage.analysis.ctf.discover import find_traces
+
+    assert {t.path.relative_to(tmp_path / "traces").parts[0] for t in find_traces(found)} == {"webserver"}
 
 
 def test_a_folder_whose_files_are_data_is_not_searched_below(tmp_path):

@@ -46,12 +46,25 @@ def is_ctf_metadata(path: Path) -> bool:
     return head[:4] in _METADATA_MAGIC or text.startswith(b"/* CTF") or text.startswith(b"\x1e")  # RS: CTF 2 JSON
 
 
+def _walk(p: Path, onerror=None):
+    """os.walk through linked folders too (a session folder whose traces are links to where they
+    were recorded), each real folder once: a link back up does not loop."""
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(p, onerror=onerror, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        yield root, dirs, files
+
+
 def looks_like_ctf(path: str | os.PathLike) -> bool:
     """True if ``path`` is a folder that holds a CTF trace at any depth (cheap check)."""
     p = Path(path)
     if not p.is_dir():
         return False
-    for root, dirs, files in os.walk(p):
+    for root, dirs, files in _walk(p):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         if "metadata" in files and is_ctf_metadata(Path(root) / "metadata"):
             return True
@@ -81,7 +94,7 @@ def find_traces(paths) -> list[TraceDir]:
             lost.append(f"{err.filename}: cannot be listed ({err.strerror or err}): not read")
 
         here = []
-        for root, dirs, files in os.walk(p, onerror=unlistable):
+        for root, dirs, files in _walk(p, onerror=unlistable):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "index")
             root_p = Path(root)
             if "metadata" not in files:
