@@ -256,3 +256,32 @@ def test_header_fields_are_known_by_their_roles_not_their_names(tmp_path):
     frags[-1]["id"] = frags[-2]["id"]
     with pytest.raises(Ctf2Error, match="two event record classes of data stream class 0 have the id"):
         tsdl_from_ctf2(_text(frags))
+
+
+def test_variant_options_without_names_read_the_same(tmp_path):
+    """lttng-tools' first CTF 2 writer gives a variant's options ranges and no names: the
+    translation names them itself (the header's compact and extended, the network headers)."""
+    src = real_trace("tracevizlab-wget-k-20180802-115043") / "kernel"
+    text = ctf2_metadata(read_metadata_text(src / "metadata"), "tools")
+    frags = [json.loads(p) for p in text.split("\x1e")[1:]]
+    dropped = 0
+
+    def drop(node):
+        nonlocal dropped
+        if isinstance(node, dict):
+            if node.get("type") == "variant":
+                for opt in node["options"]:
+                    dropped += opt.pop("name", None) is not None
+            for v in node.values():
+                drop(v)
+        elif isinstance(node, list):
+            for v in node:
+                drop(v)
+
+    drop(frags)
+    assert dropped > 10  # the header's two, and the network headers' of several events
+    view = ctf2_view(src, tmp_path / "t", "tools")
+    (view / "metadata").write_text(_text(frags))
+    assert "variant <id> { struct {" in tsdl_from_ctf2(_text(frags)) and " option0;" in tsdl_from_ctf2(_text(frags))
+    names = _field_names(read_metadata_text(src / "metadata"))
+    assert _table(view, names) == _table(src, names)
