@@ -14,9 +14,10 @@ import numpy as np
 from perftriage.analysis.calltrees.clouddiag import Diagnosis, diagnose
 from perftriage.analysis.calltrees.compare import Comparison, compare
 from perftriage.analysis.calltrees.findings import (change_findings, comparison_findings, diagnosis_findings,
-                                                    failure_findings, slow_link_findings, slow_replica_findings,
-                                                    span_problem_findings)
+                                                    failure_findings, lost_call_findings, slow_link_findings,
+                                                    slow_replica_findings, span_problem_findings)
 from perftriage.analysis.calltrees.failures import Failures, failures_against, find_failures
+from perftriage.analysis.calltrees.lost_calls import LostCalls, lost_calls
 from perftriage.analysis.calltrees.slow_links import SlowLinks, slow_links
 from perftriage.analysis.calltrees.slow_replicas import slow_replicas
 from perftriage.analysis.calltrees.trees import CallTrees, build_call_trees
@@ -77,6 +78,7 @@ class TriageResult:
     change: ChangeDiagnosis | None = None  # spans: what changed against the minutes before, per service and pod
     links: SlowLinks | None = None  # spans: the links between services, as they are (slow_links.py)
     failures: Failures | None = None  # spans: the calls that fail, where errors start (failures.py)
+    lost: LostCalls | None = None  # spans: calls methods stop making from a time on, said without a time
     thread_series: ThreadSeries | None = None
     threads: TopDown | None = None
     counters: CounterAnalysis | None = None
@@ -332,6 +334,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
         _split_change(spans, options, result)
     result.links = slow_links(spans)
     _say_links(result)
+    _say_lost_calls(result)
     _say_failures(result, ref_spans)
     if result.change is not None:
         report.findings.extend(change_findings(result.change))
@@ -393,16 +396,28 @@ def change_at(result: TriageResult, incident_time: str) -> TriageResult:
     old = change_findings(result.change) if result.change is not None else []
     old += slow_link_findings(result.links)
     old += failure_findings(result.failures) if result.failures is not None else []
+    old += lost_call_findings(result.lost)
     report = replace(result.report, findings=[f for f in result.report.findings if f not in old],
                      notes=[n for n in result.report.notes if not n.startswith(("what changed", "calls between",
-                                                                                 "failed calls"))])
-    new = replace(result, options=options, report=report, change=None, publish=None)
+                                                                                 "failed calls", "lost calls"))])
+    new = replace(result, options=options, report=report, change=None, publish=None, lost=None)
     _split_change(spans, options, new)
     _say_links(new)
     _say_failures(new)
     if new.change is not None:
         report.findings.extend(change_findings(new.change))
     return new
+
+
+def _say_lost_calls(result: TriageResult) -> None:
+    """Calls methods stop making from a time on (lost_calls.py): looked for and said where nothing
+    was compared over time, or the comparison found no time and named nothing."""
+    ch, options = result.change, result.options
+    if options.incident_time is not None or options.reference or (ch is not None and (ch.suspects or ch.method)):
+        return
+    result.lost = lc = lost_calls(result.spans)
+    if lc.calls:
+        result.report.findings.extend(lost_call_findings(lc))
 
 
 def _say_failures(result: TriageResult, reference: SpanTable | None = None) -> None:

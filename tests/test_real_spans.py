@@ -449,3 +449,33 @@ def test_the_whole_days_spans_without_a_time_are_compared_at_their_clearest_chan
     faults = [(3, 53, 54), (5, 27, 6), (7, 9, 43)]
     assert len(times) == 3 and all(0 <= (int(a[:2]) * 3600 + int(a[3:5]) * 60 + int(a[6:])) - (h * 3600 + m * 60 + s)
                                    <= 60 for a, (h, m, s) in zip(times, faults)), other
+
+
+def test_without_a_time_a_service_that_stops_calling_is_named():
+    """OnlineBoutique 07:53-07:54, adservice throwing from 07:53:33 (spans without a status, no
+    slow link): its getAds spans called getRandomAds in 19% of requests, then never; the report
+    leads with adservice, from when. Two minutes of the fault at 07:54-07:55 alike."""
+    for minutes, since in ((("07_53", "07_54"), "07:53:"), (("07_54", "07_55"), "07:5")):
+        res = run_triage([str(p) for p in _boutique(*minutes)])
+        first = res.report.ranked()[0]
+        assert first.title.startswith(f"adservice stops calling hipstershop.AdService/getRandomAds from {since}"), \
+            first.title
+        assert first.severity == "critical" and first.target["kind"] == "method"
+        assert res.lost.calls[0].rate_after < 0.01 < 0.1 < res.lost.calls[0].rate_before
+
+
+@pytest.mark.parametrize("stops", ["checkout", "nobody"])
+def test_lost_calls_name_the_service_that_returns_early(tmp_path, stops):
+    """Generated orders: checkout's PlaceOrder stops calling ShipOrder from request 250 on (it
+    returns early): checkout named, from then; nothing stops: nothing named."""
+    from perftriage.analysis.calltrees.lost_calls import lost_calls
+
+    path = write_orders(tmp_path / "orders.csv", checkout_stops=stops == "checkout")
+    lc = lost_calls(read_spans([path]))
+    if stops == "nobody":
+        assert not lc.calls and lc.why
+        return
+    top = lc.calls[0]
+    assert top.service.startswith("checkout") and top.callee == f"{top.service}:hipstershop.ShippingService/ShipOrder"
+    assert top.rate_before == 1.0 and top.with_after == 0
+    assert abs(top.since_ns - (T0 + 252 * 100_000_000)) < 5 * 100_000_000  # the first order from request 250 on

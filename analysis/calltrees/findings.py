@@ -376,3 +376,32 @@ def failure_findings(fl) -> list[Finding]:
     return [Finding(analysis="calltrees", title=title, subject=f"service {top.service}",
                     score=3e9 if top.step else 1e9, severity=severity, evidence=ev, parameters=dict(p),
                     target={"kind": "failing", "method": top.method})]
+
+
+def lost_call_findings(lc) -> list[Finding]:
+    """Calls a method stops making from a time on (lost_calls.py), where nothing was compared over
+    time: the service whose method stopped calling first."""
+    if lc is None or not lc.calls:
+        return []
+    top = lc.calls[0]
+
+    def line(c) -> str:
+        return (f"{c.caller} -> {c.callee}: {c.with_after:,} of its {c.calls_after:,} calls from "
+                f"{fmt_timestamp(c.since_ns)[:23]} UTC on made it ({share(c.rate_after)}), {c.with_before:,} of the "
+                f"{c.calls_before:,} before ({share(c.rate_before)}); hypergeometric p = {c.p:.2g} with every pair "
+                "counted")
+
+    ev = [line(c) for c in lc.calls[:6]]
+    others = sorted({c.service for c in lc.calls[1:]} - {top.service})
+    if others:
+        ev.append("also stopping calls: " + ", ".join(others[:4]))
+    p = lc.params
+    ev.append("details: each method's spans by start, whether each made a call to another method; the split where its "
+              "calls after are fewest for what was before (one-sided hypergeometric test, "
+              f"{lc.tests} caller-callee pairs counted, p below {p['lost_alpha']:g}), {share(p['lost_min_rate'])} of the "
+              f"spans or more making it before and a {p['lost_ratio']:g}th of that or less after: a service that "
+              "returns early or fails stops calling what it called; the requests were not compared over time (give "
+              "--incident-time or --reference for that)")
+    return [Finding(analysis="calltrees", title=top.headline() + "; it returns early or fails before them",
+                    subject=f"service {top.service}", score=2e9 - 2, severity="critical", evidence=ev,
+                    parameters=dict(p), target={"kind": "method", "method": top.caller})]

@@ -338,6 +338,9 @@ def changed_text(ch, result) -> Text:
     if failures is not None and failures.methods:
         t.append(failures.methods[0].headline() + "\n", style="bold red")
     slow_links = _slow_links_headline(result)  # what the links between services say, as they are
+    lost = getattr(result, "lost", None)  # calls a method stops making (said where no time was compared)
+    if lost is not None and lost.calls:
+        slow_links = "\n".join(x for x in (slow_links, lost.calls[0].headline()) if x)
     if ch is None:
         if slow_links:  # first
             t.append(slow_links + "\n", style="bold red")

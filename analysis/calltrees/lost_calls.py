@@ -1,0 +1,118 @@
+"""Calls a method stops making from a time on, found without a baseline: for when nothing was
+compared over time (the spans of a fault's own minutes, no time given) and the spans carry no
+status. A service that fails early returns before its usual calls: its spans of a method stop
+calling another method (OnlineBoutique's frontend ending requests early: its Recv. spans calling
+GetAds in 59% of requests, then 11%; the ad service throwing: its getAds spans calling
+getRandomAds in 19%, then never). The service whose method stops calling is the one to look at.
+
+Each (caller method, called method) pair whose caller has ``min_calls`` spans or more: per
+caller span by start, whether it made that call; the split where its calls after are fewest
+for what was before (one-sided hypergeometric test, lower tail, splits leaving ``min_after``
+spans on each side); a call is lost when that p is below ``alpha`` with every pair counted, the
+share before ``min_rate`` or more and the share after a ``ratio``-th of it or less.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perftriage.analysis.spans.table import SpanTable
+from perftriage.analysis.units import fmt_timestamp
+
+from .failures import share
+
+PARAMS = {"lost_min_calls": 30, "lost_ratio": 4.0, "lost_min_rate": 0.05, "lost_min_after": 5, "lost_alpha": 1e-4}
+MAX_SPLITS = 2000  # splits tried per pair (evenly spaced where a method has more spans)
+
+
+@dataclass(frozen=True)
+class LostCall:
+    caller: str  # the method that stopped calling ("service:operation")
+    service: str  # its service
+    callee: str  # the method it stopped calling
+    calls_before: int  # the caller's spans before since_ns
+    with_before: int  # of them, those that made the call
+    calls_after: int
+    with_after: int
+    since_ns: int
+    p: float  # times the pairs tested
+
+    @property
+    def rate_before(self) -> float:
+        return self.with_before / self.calls_before if self.calls_before else 0.0
+
+    @property
+    def rate_after(self) -> float:
+        return self.with_after / self.calls_after if self.calls_after else 0.0
+
+    def headline(self) -> str:
+        callee = self.callee.split(":", 1)[-1]
+        caller = self.caller.split(":", 1)[-1]
+        return (f"{self.service} stops calling {callee} from {fmt_timestamp(self.since_ns)[11:19]} UTC: "
+                f"{share(self.rate_after)} of its {caller} calls make it, {share(self.rate_before)} before")
+
+
+@dataclass
+class LostCalls:
+    calls: list[LostCall] = field(default_factory=list)  # lost, the strongest first
+    tests: int = 0
+    why: str = ""
+    params: dict = field(default_factory=lambda: dict(PARAMS))
+
+
+def lost_calls(spans: SpanTable, params: dict | None = None) -> LostCalls:
+    """The calls methods stop making from a time on (see the module's words)."""
+    from scipy.stats import hypergeom  # noqa: PLC0415  (scipy.stats: imported where it is used)
+
+    p = dict(PARAMS, **(params or {}))
+    out = LostCalls(params=p)
+    n, nm = len(spans), len(spans.methods)
+    if n == 0:
+        out.why = "no spans"
+        return out
+    counts = np.bincount(spans.method, minlength=nm)
+    child = np.flatnonzero(spans.parent >= 0)
+    prow = spans.parent[child]
+    pm, cm = spans.method[prow], spans.method[child]
+    keep = counts[pm] >= p["lost_min_calls"]
+    child, prow, pm, cm = child[keep], prow[keep], pm[keep], cm[keep]
+    pairs = np.unique(pm.astype(np.int64) * nm + cm)
+    out.tests = len(pairs)
+    if not len(pairs):
+        out.why = f"no method with {p['lost_min_calls']} calls or more that calls another"
+        return out
+    # each caller method's spans by start, and each span's place among them
+    order = np.lexsort((spans.start, spans.method))
+    first = np.searchsorted(spans.method[order], np.arange(nm))
+    place = np.empty(n, np.int64)
+    place[order] = np.arange(n) - first[spans.method[order]]
+    m_after = p["lost_min_after"]
+    found = []
+    for key in pairs.tolist():
+        P, C = divmod(key, nm)
+        N = int(counts[P])
+        x = np.zeros(N, bool)
+        x[place[prow[(pm == P) & (cm == C)]]] = True
+        K = int(x.sum())
+        if K < m_after or N < 2 * m_after:
+            continue
+        ks = np.arange(m_after, N - m_after + 1)
+        if len(ks) > MAX_SPLITS:
+            ks = np.unique(np.linspace(m_after, N - m_after, MAX_SPLITS).astype(np.int64))
+        before = np.cumsum(x)[ks - 1]
+        pk = hypergeom.cdf(K - before, N, K, N - ks)  # this few calls after, or fewer
+        i = int(np.argmin(pk))
+        k, b = int(ks[i]), int(before[i])
+        pv = float(pk[i]) * len(pairs)
+        rb, ra = b / k, (K - b) / (N - k)
+        if pv < p["lost_alpha"] and rb >= p["lost_min_rate"] and ra <= rb / p["lost_ratio"]:
+            row = order[first[P] + k]
+            found.append(LostCall(spans.methods[P], spans.services[spans.service[row]], spans.methods[C], k, b, N - k,
+                                  K - b, int(spans.start[row]), min(pv, 1.0)))
+    found.sort(key=lambda c: (c.p, c.caller, c.callee))
+    out.calls = found
+    if not found:
+        out.why = f"no method stops making one of its calls from a time on ({len(pairs)} caller-callee pairs tested)"
+    return out
