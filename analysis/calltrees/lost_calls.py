@@ -6,9 +6,10 @@ GetAds in 59% of requests, then 11%; the ad service throwing: its getAds spans c
 getRandomAds in 19%, then never). The service whose method stops calling is the one to look at.
 
 Each (caller method, called method) pair whose caller has ``min_calls`` spans or more: per
-caller span by start, whether it made that call; the split where its calls after are fewest
-for what was before (one-sided hypergeometric test, lower tail, splits leaving ``min_after``
-spans on each side); a call is lost when that p is below ``alpha`` with every pair counted, the
+caller span by start, whether it made that call; the split where its share drops most for the
+sizes of the two sides (two-proportion z; splits leaving ``min_after`` spans on each side), and
+among the strongest of those the one with the smallest one-sided hypergeometric p (lower tail:
+this few calls after, or fewer); a call is lost when that p is below ``alpha`` with every pair counted, the
 share before ``min_rate`` or more and the share after a ``ratio``-th of it or less.
 """
 
@@ -25,6 +26,7 @@ from .failures import share
 
 PARAMS = {"lost_min_calls": 30, "lost_ratio": 4.0, "lost_min_rate": 0.05, "lost_min_after": 5, "lost_alpha": 1e-4}
 MAX_SPLITS = 2000  # splits tried per pair (evenly spaced where a method has more spans)
+EXACT_SPLITS = 200  # of them, those of the highest z tested exactly (scipy's hypergeometric is slow)
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,10 @@ def lost_calls(spans: SpanTable, params: dict | None = None) -> LostCalls:
     pm, cm = spans.method[prow], spans.method[child]
     keep = counts[pm] >= p["lost_min_calls"]
     child, prow, pm, cm = child[keep], prow[keep], pm[keep], cm[keep]
-    pairs = np.unique(pm.astype(np.int64) * nm + cm)
+    keys = pm.astype(np.int64) * nm + cm
+    by_key = np.argsort(keys, kind="stable")
+    keys = keys[by_key]
+    pairs = np.unique(keys)
     out.tests = len(pairs)
     if not len(pairs):
         out.why = f"no method with {p['lost_min_calls']} calls or more that calls another"
@@ -94,7 +99,7 @@ def lost_calls(spans: SpanTable, params: dict | None = None) -> LostCalls:
         P, C = divmod(key, nm)
         N = int(counts[P])
         x = np.zeros(N, bool)
-        x[place[prow[(pm == P) & (cm == C)]]] = True
+        x[place[prow[by_key[np.searchsorted(keys, key): np.searchsorted(keys, key, side="right")]]]] = True
         K = int(x.sum())
         if K < m_after or N < 2 * m_after:
             continue
@@ -102,10 +107,14 @@ def lost_calls(spans: SpanTable, params: dict | None = None) -> LostCalls:
         if len(ks) > MAX_SPLITS:
             ks = np.unique(np.linspace(m_after, N - m_after, MAX_SPLITS).astype(np.int64))
         before = np.cumsum(x)[ks - 1]
-        pk = hypergeom.cdf(K - before, N, K, N - ks)  # this few calls after, or fewer
-        i = int(np.argmin(pk))
+        # the split: the largest drop in share for its sizes (two-proportion z), then its exact p
+        p0 = K / N
+        z = (before / ks - (K - before) / (N - ks)) / np.sqrt(max(p0 * (1 - p0), 1e-12) * (1 / ks + 1 / (N - ks)))
+        top = np.argsort(-z, kind="stable")[:EXACT_SPLITS]  # the exact test where z is highest
+        pk = hypergeom.cdf(K - before[top], N, K, N - ks[top])  # this few calls after, or fewer
+        i = int(top[int(np.argmin(pk))])
         k, b = int(ks[i]), int(before[i])
-        pv = float(pk[i]) * len(pairs)
+        pv = float(pk.min()) * len(pairs)
         rb, ra = b / k, (K - b) / (N - k)
         if pv < p["lost_alpha"] and rb >= p["lost_min_rate"] and ra <= rb / p["lost_ratio"]:
             row = order[first[P] + k]
