@@ -271,10 +271,29 @@ def spans_json(draw):
         data, name = b"\n".join(dumps(d) for d in docs), "spans.otlp.jsonl"
     else:
         seed = {"otlp": otlp_doc, "jaeger": jaeger_doc, "zipkin": zipkin_doc}[fmt]()
+        if draw(st.booleans()):  # with spans that failed, as each format says it (damaged alike)
+            with_failures(seed, fmt)
         data, name = dumps(draw(mutated(seed, rounds=4))), f"{fmt}.json"
     name, data = maybe_gzip(draw, data, name)
     return Case("spans_json", {name: data}, [*REPORT, "{in}/" + name, "--min-category", "2"], f"{fmt} {name}",
                 timeout_s=60)
+
+
+def with_failures(doc, fmt: str) -> None:
+    """Every third span of a seed document marked failed, in its format's way (OTLP's status,
+    Jaeger's and Zipkin's error tags)."""
+    if fmt == "otlp":
+        spans = [sp for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]]
+        for i, sp in enumerate(spans[::3]):
+            sp["status"] = {"code": 2 if i % 2 else "STATUS_CODE_ERROR", "message": "boom"}
+    elif fmt == "jaeger":
+        for tr in doc["data"]:
+            for sp in tr["spans"][::3]:
+                sp["tags"] = [{"key": "error", "type": "bool", "value": True},
+                              {"key": "otel.status_code", "type": "string", "value": "ERROR"}]
+    else:
+        for sp in doc[::3]:
+            sp["tags"]["error"] = "boom"
 
 
 @st.composite
