@@ -285,3 +285,30 @@ def test_variant_options_without_names_read_the_same(tmp_path):
     assert "variant <id> { struct {" in tsdl_from_ctf2(_text(frags)) and " option0;" in tsdl_from_ctf2(_text(frags))
     names = _field_names(read_metadata_text(src / "metadata"))
     assert _table(view, names) == _table(src, names)
+
+
+def _overlapping_network_header(frags) -> None:
+    ev = _first(frags, "event-record-class", name="net_dev_queue")
+    variant = next(m for m in ev["payload-field-class"]["member-classes"] if m["name"] == "network_header")
+    variant["field-class"]["options"][1]["selector-field-ranges"] = [[0, 1]]  # ipv4's values take unknown's 0
+
+
+def test_variant_options_that_select_the_same_values_are_one_line_not_an_abort(tmp_path, monkeypatch):
+    """babeltrace2 2.0 aborts the process on a variant whose options' values overlap (a
+    precondition of its library, in a payload variant): the translation refuses them, and where
+    something it lets through makes babeltrace2 abort all the same, the trace is tried in a child
+    first and the abort is one line naming the metadata."""
+    import perftriage.analysis.ctf.ctf2 as ctf2
+
+    frags = _kernel_fragments()
+    _overlapping_network_header(frags)
+    with pytest.raises(Ctf2Error, match="options select overlapping values"):
+        tsdl_from_ctf2(_text(frags))
+    view = ctf2_view(real_trace("tracevizlab-wget-k-20180802-115043") / "kernel", tmp_path / "t")
+    (view / "metadata").write_text(_text(frags))
+    monkeypatch.setattr(ctf2, "_disjoint", lambda labels: None)  # as if the translation let it through
+    with pytest.raises(InputError) as err:
+        CtfReader([view])
+    msg = str(err.value)
+    assert "babeltrace2 2.0 aborts on this CTF 2 metadata's translation" in msg and "SIGABRT" in msg
+    assert str(view / "metadata") in msg and "\n" not in msg

@@ -131,6 +131,14 @@ def _ranges(value, what: str) -> list[tuple[int, int]]:
     return out
 
 
+def _disjoint(labels: dict) -> None:
+    """A variant's options select values apart (babeltrace2 2.0 aborts on overlapping ones)."""
+    spans = sorted(r for ranges in labels.values() for r in ranges)
+    for (_, hi), (lo, _) in zip(spans, spans[1:]):
+        if lo <= hi:
+            raise Ctf2Error(f"CTF 2 metadata: a variant's options select overlapping values (up to {hi} and from {lo})")
+
+
 def _id(frag: dict, key: str) -> int:
     value = frag.get(key, 0)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 63:
@@ -319,6 +327,7 @@ class _Translator:
                 _, sibling = self.location(fc.get("selector-field-location"), scope)
                 labels = {label: _ranges(opt.get("selector-field-ranges"), f"variant option {label!r}'s selector range")
                           for label, opt in self.variant_options(fc)}
+                _disjoint(labels)
                 labels = {label: [list(r) for r in ranges] for label, ranges in labels.items()}
                 if sibling is None:
                     raise Ctf2Error("CTF 2 metadata: a variant whose selector is outside its structure is not "

@@ -90,3 +90,37 @@ def trace_ranges(bt2, paths: list[Path]) -> list:
         if crash is not None and len(results) < len(paths):
             results.append(RangeQueryFailed(f"babeltrace2's trace-infos query crashed ({crash})"))
     return results
+
+
+def open_crash(bt2, path: Path) -> str | None:
+    """Whether babeltrace2 aborts building the trace's classes from its metadata (a precondition
+    of its library failed: variant options whose values overlap, say), tried in a forked child
+    before this process builds them: the abort's message, else None (opened, or an error that
+    the reader says as for any trace)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child, checked through the parent
+        code = 0
+        try:
+            os.close(r)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            faulthandler.disable()
+            os.dup2(w, 2)  # babeltrace2's fatal log line, for the parent to say
+            graph = bt2.Graph()
+            graph.add_component(bt2.find_plugin("ctf").source_component_classes["fs"], "src",
+                                params={"inputs": [str(path)]}, logging_level=bt2.LoggingLevel.NONE)
+        except BaseException:  # noqa: BLE001 - an error, not an abort: the reader says it
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        log = f.read().decode("utf-8", "replace")
+    _, status = os.waitpid(pid, 0)
+    if not os.WIFSIGNALED(status):
+        return None
+    fatal = [ln for ln in log.splitlines() if " F " in ln and "Aborting" not in ln]
+    fatal = [ln for ln in fatal if "precondition not satisfied" not in ln] or fatal  # the condition itself
+    reason = fatal[0].split(" ", 6)[-1] if fatal else ""
+    reason = reason.split("@", 1)[-1].split(" ", 1)[-1] if "@" in reason else reason
+    return (reason.split(": addr=")[0].strip() or "no message") + f" ({signal.Signals(os.WTERMSIG(status)).name})"

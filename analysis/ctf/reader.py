@@ -35,7 +35,7 @@ from .current_task import CurrentTask
 from .discover import TraceDir, find_traces
 from .hosts import distinct_hosts
 from .metadata import clock_origin_ns, env_value, event_names, packet_layout, read_metadata
-from .ranges import trace_ranges
+from .ranges import open_crash, trace_ranges
 from .isolated import in_child
 from .native import native_sink_class, new_state, reader_choice
 from .sink import SinkState, build_graph
@@ -130,18 +130,24 @@ class CtfReader:
         self._env.append((env_value(text, "hostname"), env_value(text, "domain")))
         # CTF 2: babeltrace2 2.0 reads the streams under the metadata's TSDL translation (ctf2.py)
         translated = text if ctf2 else None
+        view = td.path  # what babeltrace2 reads: the trace, or (CTF 2) a view with its translation
         if ctf2:
             meta.ctf_version = "2"
+            view = self._view(td, [], text)
+            crash = open_crash(self.bt2, view)  # babeltrace2 aborts on some metadata: in a child, not here
+            if crash is not None:
+                raise InputError(td.path / "metadata", f"babeltrace2 2.0 aborts on this CTF 2 metadata's translation: "
+                                                       f"{crash}")
         layout = packet_layout(text)
         if layout is None:
-            return self._view(td, [], translated) if ctf2 else td.path
+            return view
         checks = [check_stream(f, layout) for f in td.stream_files]
         twice = {c.path: c for c in same_stream_twice(checks)}
         checks = [twice.get(c.path, c) for c in checks]
         _range_from_packets(meta, checks, clock_origin_ns(text))
         damaged = [c for c in checks if c.problem]
         if not damaged:
-            return self._view(td, [], translated) if ctf2 else td.path
+            return view
         for c in damaged:
             lost = c.size - c.good_bytes
             meta.problems.append(f"{c.path}: {c.problem}; read its {c.packets:,} whole packets, "
