@@ -165,3 +165,40 @@ def test_against_reference_spans_a_method_failing_more_than_there_is_named(tmp_p
     same = run_triage([tmp_path / "ref" / "spans.otlp.jsonl"],
                       Options(reference=(str(tmp_path / "ref" / "spans.otlp.jsonl"),)))
     assert not same.failures.methods
+
+
+def _timeouts(slow_callee: bool):
+    """Requests: frontend -> checkout (server) -> its client call to payment -> payment's server
+    span. From request 300 on, one in three: payment takes 5 s (``slow_callee``) and checkout's
+    client call gives up (it fails, payment's span does not), or checkout's own call fails at once
+    while payment answers as usual."""
+    from perftriage.analysis.spans.table import SpanBuilder
+
+    b = SpanBuilder()
+    b.status_known = True
+    sid = 0
+    for r in range(600):
+        t = 10**18 + r * 50_000_000
+        bad = r >= 300 and r % 3 == 0
+        pay = 5_000_000_000 if bad and slow_callee else 10_000_000 + (r % 7) * 100_000
+        ids = [sid + 1, sid + 2, sid + 3, sid + 4]
+        sid += 4
+        tr = f"t{r}"
+        b.add(tr, ids[0], None, "frontend", "Recv", "fe-1", t, t + pay + 4_000_000, bad)
+        b.add(tr, ids[1], ids[0], "checkout", "PlaceOrder", "co-1", t + 1_000_000, t + pay + 3_000_000, bad)
+        b.add(tr, ids[2], ids[1], "checkout", "payment/Charge", "co-1", t + 1_500_000, t + pay + 2_000_000, bad)
+        b.add(tr, ids[3], ids[2], "payment", "Charge", "pay-1", t + 1_600_000, t + pay + 1_900_000, False)
+    return b.finish()
+
+
+@pytest.mark.parametrize("slow_callee", [True, False])
+def test_a_call_that_gave_up_waiting_blames_its_callee(slow_callee):
+    """A failed client call whose callee (which did not fail) took its whole time, 5 s against
+    its usual 10 ms, timed out: the error starts at the callee. A client call that fails while its
+    callee answered as usual is where its error started."""
+    fl = find_failures(_timeouts(slow_callee))
+    top = fl.methods[0]
+    assert top.step and top.method == ("payment:Charge" if slow_callee else "checkout:payment/Charge")
+    assert top.failed == 100 and top.failed_before == 0
+    assert top.timeouts == (100 if slow_callee else 0)
+    assert top.headline().startswith("payment times out from " if slow_callee else "checkout fails from ")

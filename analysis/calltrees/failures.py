@@ -44,6 +44,7 @@ class FailingMethod:
     failed_requests: int = 0  # requests with an error started in it (from since_ns on)
     step: bool = False  # it starts failing (at since_ns, or against the reference), not failing throughout
     reference: bool = False  # "before" is the reference spans (--reference), not the calls before a time
+    timeouts: int = 0  # of ``failed``, calls that did not fail themselves: their callers gave up waiting
 
     @property
     def rate(self) -> float:
@@ -60,13 +61,14 @@ class FailingMethod:
 
     def headline(self) -> str:
         """One line: who fails, how often, since when (the finding's title, the Call trees pane's header)."""
+        how = "times out" if self.timeouts * 2 >= self.failed else "fails"  # mostly its callers giving up on it
         if self.step and self.reference:
-            return (f"{self.service} fails: {self.failed:,} of {self.calls:,} calls to {self.operation} "
+            return (f"{self.service} {how}: {self.failed:,} of {self.calls:,} calls to {self.operation} "
                     f"({share(self.rate)}), {share(self.rate_before)} in the reference")
         if self.step:
-            return (f"{self.service} fails from {fmt_timestamp(self.since_ns)[11:19]} UTC: {self.failed:,} of "
+            return (f"{self.service} {how} from {fmt_timestamp(self.since_ns)[11:19]} UTC: {self.failed:,} of "
                     f"{self.calls:,} calls to {self.operation} ({share(self.rate)}), {share(self.rate_before)} before")
-        return f"{self.service} fails: {self.failed:,} of {self.calls:,} calls to {self.operation} ({share(self.rate)})"
+        return f"{self.service} {how}: {self.failed:,} of {self.calls:,} calls to {self.operation} ({share(self.rate)})"
 
 
 def share(x: float) -> str:
@@ -96,14 +98,49 @@ def _rise_p(failed_after, calls_after, failed_total, calls_total) -> np.ndarray:
     return hypergeom.sf(np.asarray(failed_after) - 1, calls_total, failed_total, calls_after)
 
 
+TIMEOUT_SHARE = 0.9  # a failed call whose callee took this much of its time gave up waiting on it...
+TIMEOUT_SLOWER = 5.0  # ...when the callee's call was this many times as long as its usual (median) one
+
+
 def started_errors(spans: SpanTable) -> np.ndarray:
     """Per span: an error started there (it failed, none of its children did); all False where
-    the spans carry no status."""
+    the spans carry no status. A failed call that gave up waiting (a timeout: one of its children,
+    which did not fail, took ``TIMEOUT_SHARE`` of its time or more, and ``TIMEOUT_SLOWER`` times its
+    method's median) is not where the error started: that child is, the callee too slow to answer.
+    A child that takes most of its caller's time as usual (a search that is mostly its query) is
+    not a timeout; durations only, each measured on one host (ends on two hosts' clocks are not
+    compared: they are offset)."""
     if spans.error is None:
         return np.zeros(len(spans), bool)
+    err, parent = spans.error, spans.parent
     child_failed = np.zeros(len(spans), bool)
-    child_failed[spans.parent[spans.error & (spans.parent >= 0)]] = True
-    return spans.error & ~child_failed
+    child_failed[parent[err & (parent >= 0)]] = True
+    started = err & ~child_failed
+    # children of such spans that took (nearly) all of their time: the error starts in them
+    kids = np.flatnonzero(parent >= 0)
+    kids = kids[started[parent[kids]]]
+    if len(kids):
+        p = parent[kids]
+        dur = spans.end - spans.start
+        usual = _median_by(spans.method, dur)
+        long = (dur[kids] >= TIMEOUT_SHARE * dur[p]) & (dur[kids] >= TIMEOUT_SLOWER * usual[spans.method[kids]])
+        slow = kids[long & (spans.end[p] > spans.start[p])]
+        started[parent[slow]] = False
+        started[slow] = True
+    return started
+
+
+def _median_by(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per group code: the median (upper) of its values."""
+    order = np.lexsort((values, group))
+    g = group[order]
+    ng = int(group.max()) + 1 if len(group) else 0
+    first = np.searchsorted(g, np.arange(ng))
+    count = np.bincount(group, minlength=ng)
+    out = np.zeros(ng, values.dtype)
+    has = count > 0
+    out[has] = values[order][first[has] + count[has] // 2]
+    return out
 
 
 def failures_against(ref: SpanTable, cur: SpanTable, how: str = "", params: dict | None = None) -> Failures:
@@ -134,7 +171,8 @@ def failures_against(ref: SpanTable, cur: SpanTable, how: str = "", params: dict
         if N1 and pk < p["failures_alpha"] and rate2 >= p["failures_min_rate"] and rate2 >= p["failures_ratio"] * rate1:
             rows = np.flatnonzero((cur.method == m) & s_cur)
             out.methods.append(FailingMethod(cur.methods[m], cur.services[cur.service[rows[0]]], N2, F2, N1, F1, None,
-                                             pk, len(np.unique(cur.trace[rows])), True, True))
+                                             pk, len(np.unique(cur.trace[rows])), True, True,
+                                             int((~cur.error[rows]).sum())))
     out.methods.sort(key=lambda f: (-f.failed_requests, -f.failed, f.method))
     if not out.methods:
         out.why = f"{out.started:,} calls where an error started; no method's calls fail more than in the reference"
@@ -187,11 +225,13 @@ def find_failures(spans: SpanTable, split_ns: int | None = None, how: str = "", 
                 and rate_a >= p["failures_min_rate"] and rate_a >= p["failures_ratio"] * rate_b)
         service = spans.services[spans.service[rows[0]]]
         if step:
+            late = rows[k:][x[k:]]
             found.append(FailingMethod(spans.methods[m], service, ca, fa, cb, fb, int(when[rows[k]]) if split_ns is None
-                                       else split_ns, min(pk, 1.0), len(np.unique(spans.trace[rows[k:][x[k:]]])), True))
+                                       else split_ns, min(pk, 1.0), len(np.unique(spans.trace[late])), True,
+                                       timeouts=int((~err[late]).sum())))
         elif F / N >= p["failures_min_rate"] and split_ns is None:
             found.append(FailingMethod(spans.methods[m], service, N, F, failed_requests=len(np.unique(
-                spans.trace[rows[x]])), step=False))
+                spans.trace[rows[x]])), step=False, timeouts=int((~err[rows[x]]).sum())))
     found.sort(key=lambda f: (not f.step, -f.failed_requests, -f.failed, f.method))
     out.methods = found
     if not found:

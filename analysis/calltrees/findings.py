@@ -359,15 +359,19 @@ def failure_findings(fl) -> list[Finding]:
                 f"throughout the spans; {count_of(f.failed_requests, 'requests')} with an error started there")
 
     top = fl.methods[0]
-    title = top.headline() + "; the requests' errors start there"
-    ev = [line(f) for f in fl.methods[:8]]
+    title = top.headline() + ("; its callers give up waiting on it" if top.timeouts * 2 >= top.failed else
+                              "; the requests' errors start there")
+    ev = [line(f) + (f"; {f.timeouts:,} of its calls did not fail themselves: their callers gave up waiting "
+                     "(far slower than usual, most of the caller's time)" if f.timeouts else "")
+          for f in fl.methods[:8]]
     if len(fl.methods) > 8:
         ev.append(f"and {count_of(len(fl.methods) - 8, 'other methods')} failing")
     ev.append(f"{fl.failed_requests:,} of {fl.requests:,} requests failed (their root span), "
               f"{fl.failed_spans:,} of {fl.spans:,} spans; {fl.started:,} of those spans are where an error started")
     p = fl.params
     ev.append("details: a failed span whose children did not fail is where an error started (its callers' spans that "
-              "failed because of it are not counted); "
+              "failed because of it are not counted), unless it gave up waiting on a child that took 90% of its time "
+              "and 5x that method's median (a timeout: the error starts in that child); "
               + (f"compared: {fl.how}; " if fl.how else "each method's calls split where its failures start; ")
               + f"a method fails when {p['failures_min_failed']} calls or more fail, {p['failures_ratio']:g}x its "
               f"rate before and {share(p['failures_min_rate'])} of its calls or more, the rise below p = "
