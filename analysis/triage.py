@@ -409,11 +409,16 @@ def change_at(result: TriageResult, incident_time: str) -> TriageResult:
     return new
 
 
+def _change_named(ch: ChangeDiagnosis | None) -> bool:
+    """What changed named someone: a suspect, or the method whose calls gave the time."""
+    return ch is not None and bool(ch.suspects or ch.method is not None)
+
+
 def _say_lost_calls(result: TriageResult) -> None:
     """Calls methods stop making from a time on (lost_calls.py): looked for and said where nothing
     was compared over time, or the comparison found no time and named nothing."""
-    ch, options = result.change, result.options
-    if options.incident_time is not None or options.reference or (ch is not None and (ch.suspects or ch.method)):
+    options = result.options
+    if options.incident_time is not None or options.reference or _change_named(result.change):
         return
     result.lost = lc = lost_calls(result.spans)
     if lc.calls:
@@ -440,8 +445,8 @@ def _say_failures(result: TriageResult, reference: SpanTable | None = None) -> N
 def _say_links(result: TriageResult) -> None:
     """What the links between services say (measured once: the Call trees pane's links view) is
     the report's where nothing was compared over time, or the comparison named nothing."""
-    ch, links = result.change, result.links
-    if ch is not None and (ch.suspects or ch.method is not None):
+    links = result.links
+    if _change_named(result.change):
         return
     if links.suspects:
         result.report.findings.extend(slow_link_findings(links))

@@ -291,22 +291,15 @@ async def test_a_uri_that_looks_like_markup_is_shown_as_it_is():
 
 
 @needs_bt2
-async def test_real_php_trace_end_to_end():
-    app = PerftriageApp([str(real_trace("tracevizlab-php-ust"))])
-    async with app.run_test(size=(120, 30)) as pilot:
-        await loaded(pilot)
-        table = table_of(app)
-        assert table.row_count == 1
-        assert "script.php" in line_text(table, 1)
-        assert "1,871 events" in str(app.query_one("#status").render())
-
-
-@needs_bt2
-async def test_a_ctf2_trace_opens_in_the_app_like_its_original(tmp_path):
+@pytest.mark.parametrize("ctf", ["1.8", "2"])
+async def test_real_php_trace_end_to_end(ctf, tmp_path):
+    """The real PHP trace, and its metadata as lttng-tools' CTF 2 (in packets): the same request."""
     from fuzzing.ctf2_writer import ctf2_view
 
-    view = ctf2_view(real_trace("tracevizlab-php-ust"), tmp_path / "php-ctf2", "tools", packets=True)
-    app = PerftriageApp([str(view)])
+    path = real_trace("tracevizlab-php-ust")
+    if ctf == "2":
+        path = ctf2_view(path, tmp_path / "php-ctf2", "tools", packets=True)
+    app = PerftriageApp([str(path)])
     async with app.run_test(size=(120, 30)) as pilot:
         await loaded(pilot)
         table = table_of(app)

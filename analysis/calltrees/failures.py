@@ -143,18 +143,30 @@ def _median_by(group: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
+def _tally(spans: SpanTable, how: str, p: dict) -> tuple[Failures, np.ndarray | None]:
+    """What spans with a status hold (spans, failed ones, requests whose root failed, where errors
+    started; no method yet) and per span whether an error started there; None where none failed."""
+    err = spans.error
+    out = Failures(known=True, spans=len(spans), failed_spans=int(err.sum()), requests=len(np.unique(spans.trace)),
+                   failed_requests=len(np.unique(spans.trace[(spans.parent < 0) & err])), how=how, params=p)
+    if not err.any():
+        out.why = f"none of the {len(spans):,} spans failed"
+        return out, None
+    started = started_errors(spans)
+    out.started = int(started.sum())
+    return out, started
+
+
 def failures_against(ref: SpanTable, cur: SpanTable, how: str = "", params: dict | None = None) -> Failures:
     """Which methods' calls fail more in ``cur`` than in the reference spans ``ref`` (methods
     matched by name); where the reference carries no status, each method's own onset in ``cur``."""
     if ref.error is None or cur.error is None:
         return find_failures(cur, params=params)
     p = dict(PARAMS, **(params or {}))
-    out = find_failures(cur, params=dict(p, failures_min_failed=len(cur) + 1))  # the counts, no method
-    out.how, out.methods, out.why, out.params = how, [], "", p
-    if not out.failed_spans:
-        out.why = f"none of the {len(cur):,} spans failed"
+    out, s_cur = _tally(cur, how, p)
+    if s_cur is None:
         return out
-    s_cur, s_ref = started_errors(cur), started_errors(ref)
+    s_ref = started_errors(ref)
     n_cur = np.bincount(cur.method, minlength=len(cur.methods))
     f_cur = np.bincount(cur.method[s_cur], minlength=len(cur.methods))
     n_ref = np.bincount(ref.method, minlength=len(ref.methods))
@@ -186,16 +198,10 @@ def find_failures(spans: SpanTable, split_ns: int | None = None, how: str = "", 
     if spans.error is None:
         return Failures(known=False, why="the spans carry no status (an OTLP status, an error tag or a status "
                                          "column), so which calls failed is not known")
-    n = len(spans)
-    err = spans.error
-    roots = spans.parent < 0
-    out = Failures(known=True, spans=n, failed_spans=int(err.sum()), requests=len(np.unique(spans.trace)),
-                   failed_requests=len(np.unique(spans.trace[roots & err])), how=how, params=p)
-    if not err.any():
-        out.why = f"none of the {n:,} spans failed"
+    out, started = _tally(spans, how, p)
+    if started is None:
         return out
-    started = started_errors(spans)
-    out.started = int(started.sum())
+    err = spans.error
     nm = len(spans.methods)
     methods = np.flatnonzero(np.bincount(spans.method[started], minlength=nm) >= p["failures_min_failed"])
     if not len(methods):

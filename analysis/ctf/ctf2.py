@@ -131,6 +131,11 @@ def _ranges(value, what: str) -> list[tuple[int, int]]:
     return out
 
 
+def _byte_order(fc: dict) -> str:
+    """A fixed-length field class's byte order in TSDL's words (little-endian where it names none)."""
+    return "be" if str(fc.get("byte-order", "little-endian")).startswith("b") else "le"
+
+
 def _disjoint(labels: dict) -> None:
     """A variant's options select values apart (babeltrace2 2.0 aborts on overlapping ones)."""
     spans = sorted(r for ranges in labels.values() for r in ranges)
@@ -226,7 +231,7 @@ class _Translator:
         if not isinstance(length, int) or not 1 <= length <= 64:
             raise Ctf2Error(f"CTF 2 metadata: a {fc['type']} of {length!r} bits (1 to 64 are read)")
         align = _alignment(fc, "alignment")
-        order = "be" if str(fc.get("byte-order", "little-endian")).startswith("b") else "le"
+        order = _byte_order(fc)
         base = fc.get("preferred-display-base", 10)
         base = base if base in (2, 8, 10, 16) else 10
         signed = "true" if fc["type"] in _SIGNED else "false"
@@ -261,7 +266,7 @@ class _Translator:
             digits = {16: (5, 11), 32: (8, 24), 64: (11, 53)}.get(length)
             if digits is None:
                 raise Ctf2Error(f"CTF 2 metadata: a floating point number of {length!r} bits")
-            order = "be" if str(fc.get("byte-order", "little-endian")).startswith("b") else "le"
+            order = _byte_order(fc)
             return (f"floating_point {{ exp_dig = {digits[0]}; mant_dig = {digits[1]}; byte_order = {order}; "
                     f"align = {_alignment(fc, 'alignment')}; }}"), ""
         if kind in ("null-terminated-string", "static-length-string", "dynamic-length-string"):
@@ -377,7 +382,7 @@ class _Translator:
             for m in self.fc(header).get("member-classes") or []:
                 fc = self.fc(m.get("field-class")) if isinstance(m, dict) else {}
                 if "byte-order" in fc:
-                    return "be" if str(fc["byte-order"]).startswith("b") else "le"
+                    return _byte_order(fc)
         return "le"
 
     def text(self) -> str:

@@ -47,8 +47,10 @@ def _child(bt2, paths: list[Path], w: int) -> None:
         os.write(w, (json.dumps(item) + "\n").encode())
 
 
-def _ask(bt2, paths: list[Path]) -> tuple[list, str | None]:
-    """The answers a child gave before it ended, and how it ended when that was not normal."""
+def _forked(work, log: bool = False) -> tuple[bytes, int]:
+    """``work(w)`` run in a forked child that writes to the pipe ``w``: what it wrote and how it
+    ended (waitpid's status). babeltrace2's own log lines (stderr) go to that pipe too with
+    ``log``, else nowhere: the parent says a crash in one line."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child, checked through the parent
@@ -57,10 +59,9 @@ def _ask(bt2, paths: list[Path]) -> tuple[list, str | None]:
             os.close(r)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             faulthandler.disable()
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, 2)  # babeltrace2's own log lines of a crash; the parent says it in one line
-            _child(bt2, paths, w)
-        except BaseException:  # noqa: BLE001
+            os.dup2(w if log else os.open(os.devnull, os.O_WRONLY), 2)
+            work(w)
+        except BaseException:  # noqa: BLE001 - an error, not a crash: the parent decides
             code = 1
         finally:
             os._exit(code)
@@ -68,6 +69,12 @@ def _ask(bt2, paths: list[Path]) -> tuple[list, str | None]:
     with os.fdopen(r, "rb") as f:
         data = f.read()
     _, status = os.waitpid(pid, 0)
+    return data, status
+
+
+def _ask(bt2, paths: list[Path]) -> tuple[list, str | None]:
+    """The answers a child gave before it ended, and how it ended when that was not normal."""
+    data, status = _forked(lambda w: _child(bt2, paths, w))
     answers = []
     for line in data.decode("utf-8", "replace").splitlines()[: len(paths)]:
         item = json.loads(line)
@@ -97,26 +104,14 @@ def open_crash(bt2, path: Path) -> str | None:
     of its library failed: variant options whose values overlap, say), tried in a forked child
     before this process builds them: the abort's message, else None (opened, or an error that
     the reader says as for any trace)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child, checked through the parent
-        code = 0
-        try:
-            os.close(r)
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            faulthandler.disable()
-            os.dup2(w, 2)  # babeltrace2's fatal log line, for the parent to say
-            graph = bt2.Graph()
-            graph.add_component(bt2.find_plugin("ctf").source_component_classes["fs"], "src",
-                                params={"inputs": [str(path)]}, logging_level=bt2.LoggingLevel.NONE)
-        except BaseException:  # noqa: BLE001 - an error, not an abort: the reader says it
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        log = f.read().decode("utf-8", "replace")
-    _, status = os.waitpid(pid, 0)
+
+    def build(_w) -> None:
+        graph = bt2.Graph()
+        graph.add_component(bt2.find_plugin("ctf").source_component_classes["fs"], "src",
+                            params={"inputs": [str(path)]}, logging_level=bt2.LoggingLevel.NONE)
+
+    data, status = _forked(build, log=True)  # babeltrace2's fatal log line, for the parent to say
+    log = data.decode("utf-8", "replace")
     if not os.WIFSIGNALED(status):
         return None
     fatal = [ln for ln in log.splitlines() if " F " in ln and "Aborting" not in ln]
