@@ -202,3 +202,34 @@ def test_a_call_that_gave_up_waiting_blames_its_callee(slow_callee):
     assert top.failed == 100 and top.failed_before == 0
     assert top.timeouts == (100 if slow_callee else 0)
     assert top.headline().startswith("payment times out from " if slow_callee else "checkout fails from ")
+
+
+def _children(spans, rows):
+    """Per row: the set of its children's method names."""
+    kids = {int(r): set() for r in rows}
+    for c in np.flatnonzero(spans.parent >= 0).tolist():
+        p = int(spans.parent[c])
+        if p in kids:
+            kids[p].add(spans.methods[spans.method[c]])
+    return kids
+
+
+@pytest.mark.parametrize("scenario", ["return", "exception"])
+def test_a_method_that_stops_before_its_calls(tmp_path, scenario):
+    """--scenario return / exception (seed 703: payment's charge): from the incident on, charge
+    makes none of its calls; when it throws, checkout gives up on clearing the cart too; no span
+    says it failed (as Nezha's)."""
+    truth, spans = _sample(tmp_path, scenario=scenario, seed=703)
+    assert truth["failing_method"] == "payment.charge" and not spans.error.any()
+    at = truth["incident_start_ns"]
+    charge = np.flatnonzero(spans.method == spans.methods.index("payment:charge"))
+    late = charge[spans.start[charge] > at + 10**8]
+    early = charge[spans.start[charge] < at]
+    assert len(late) > 20 and len(early) > 20
+    kids = _children(spans, charge)
+    assert all(kids[r] == set() for r in late.tolist())
+    assert all(kids[r] == {"db:write", "payment:refund_check"} for r in early.tolist())
+    checkouts = _children(spans, spans.parent[late])
+    cleared = sum("cart:clear" in k for k in checkouts.values())
+    assert cleared == (len(late) if scenario == "return" else 0)
+

@@ -15,7 +15,14 @@ Injected anomalies (``scenario``), each a slowdown factor on the methods' own ti
   starts between half-way and 80% of the run: before it the method is normal);
 - ``replica+noise``: one slow replica, while every replica also has heavier latency tails and
   random short spikes;
-- ``none``: nothing injected (a baseline for ``--reference``).
+- ``none``: nothing injected (a baseline for ``--reference``);
+- ``errors``: a method's calls start failing from an incident on (a share of them, the span
+  status says so), the errors propagated to the request's root;
+- ``return`` and ``exception``: from an incident on, a method with calls of its own returns before
+  making them (``fault_rate`` of its calls; Nezha's "return" fault), or throws there and its
+  callers give up on the calls they had left to make (Nezha's "exception" fault: the error
+  propagates to the root, each caller returning at once). Written without a span status, as the
+  Nezha spans are: what shows is the calls no longer made.
 
 Written as OpenTelemetry OTLP JSON (the collector's file exporter: one request per line) and as
 the CloudDiag log format (``clouddiag-log/calls.log``: the same calls, in a folder of its own so
@@ -60,7 +67,8 @@ TREES = {
     "account": ("frontend.account", [("auth.verify", [("auth.session", [])]), ("cart.get", [("db.query", [])])]),
 }
 MIX = {"home": 0.3, "product": 0.3, "checkout": 0.12, "search": 0.18, "account": 0.1}
-SCENARIOS = ("replica", "method", "replica+noise", "none", "errors")
+SCENARIOS = ("replica", "method", "replica+noise", "none", "errors", "return", "exception")
+EARLY = ("return", "exception")  # scenarios of a method that stops before its calls
 
 
 def _called(node, out):
@@ -71,6 +79,17 @@ def _called(node, out):
 
 
 CALLED = sorted(set().union(*(_called(t, set()) for t in TREES.values())))  # methods some request calls
+
+
+def _callers(node, out):
+    if node[1]:
+        out.add(node[0])
+    for child in node[1]:
+        _callers(child, out)
+    return out
+
+
+CALLER = sorted(set().union(*(_callers(t, set()) for t in TREES.values())))  # methods that call others
 
 
 @dataclass
@@ -87,6 +106,7 @@ class MicroConfig:
     otlp_batch: int = 1  # requests per line of the OTLP file (a collector's batch processor groups many)
     error_rate: float = 0.3  # "errors": the share of the failing method's calls that fail from the incident on
     background_errors: float = 0.0005  # "errors": any call fails this often, all along
+    fault_rate: float = 1.0  # "return", "exception": the share of the faulty method's calls that stop early
 
     def validate(self) -> None:
         if self.requests < 1:
@@ -95,7 +115,9 @@ class MicroConfig:
             raise ValueError("otlp_batch must be at least 1")
         if self.scenario not in SCENARIOS:
             raise ValueError(f"scenario must be one of {', '.join(SCENARIOS)}")
-        if self.slowdown <= 1 and self.scenario not in ("none", "errors"):
+        if not 0 <= self.fault_rate <= 1:
+            raise ValueError("fault_rate must be between 0 and 1")
+        if self.slowdown <= 1 and self.scenario in ("replica", "method", "replica+noise"):
             raise ValueError("slowdown must be above 1")
 
 
@@ -106,7 +128,7 @@ class MicroTruth:
     slow_service: str | None = None
     slow_replica: str | None = None
     slow_method: str | None = None
-    failing_method: str | None = None  # "errors": the method whose calls start failing
+    failing_method: str | None = None  # "errors", "return", "exception": the method whose calls start failing
     incident_start_ns: int | None = None
 
 
@@ -149,6 +171,8 @@ class MicroSim:
             t.slow_pairs = [(m, r) for r in replicas_of(m.split(".")[0])]
         elif cfg.scenario == "errors":
             t.failing_method = str(rng.choice([m for m in CALLED if not m.startswith("frontend.")]))
+        elif cfg.scenario in EARLY:  # a method that has calls to make
+            t.failing_method = str(rng.choice([m for m in CALLER if not m.startswith("frontend.")]))
         return t
 
     def _own_time(self, method: str, replica: str) -> int:
@@ -172,7 +196,7 @@ class MicroSim:
         types = rng.choice(len(kinds), cfg.requests, p=probs / probs.sum())
         arrivals = cfg.start_time_ns + np.cumsum(rng.exponential(1e9 / cfg.rate, cfg.requests)).astype(np.int64)
         self._slow_from = 0
-        if cfg.scenario in ("method", "errors"):
+        if cfg.scenario in ("method", "errors", *EARLY):
             self._slow_from = int(arrivals[int(cfg.requests * rng.uniform(0.5, 0.8))])
             self.truth.incident_start_ns = self._slow_from
         for r in range(cfg.requests):
@@ -189,9 +213,16 @@ class MicroSim:
         sid = self._next_id
         self._next_id += 1
         t = start + self._own_time(method, replica) // 2
+        thrown = False  # "exception": this call threw, or a call it made did (its caller gives up)
+        if self.cfg.scenario in EARLY and method == self.truth.failing_method and self._now >= self._slow_from:
+            if self.rng.random() < self.cfg.fault_rate:
+                children, thrown = [], self.cfg.scenario == "exception"
         for child in children:
             t += int(self.rng.uniform(50, 200) * US)
             t = self._call(child, t, sid, rid, spans)
+            if self.cfg.scenario == "exception" and spans[-1]["thrown"]:
+                thrown = True  # the calls it had left are not made
+                break
         end = t + self._own_time(method, replica) // 2 + int(self.rng.uniform(20, 80) * US)
         failed = False
         if self.cfg.scenario == "errors":  # (other scenarios draw no more numbers: their samples stay the same)
@@ -201,7 +232,7 @@ class MicroSim:
             failed = (draw < self.cfg.error_rate if failing else draw < self.cfg.background_errors) or any(
                 s["failed"] for s in spans if s["parent"] == sid)
         spans.append({"span": sid, "parent": parent, "method": method, "service": service, "replica": replica,
-                      "host": self.hosts[replica], "start": start, "end": end, "failed": failed})
+                      "host": self.hosts[replica], "start": start, "end": end, "failed": failed, "thrown": thrown})
         return end + int(self.rng.uniform(50, 200) * US)
 
 

@@ -27,9 +27,11 @@ def add_parser(sub) -> None:
             "--system microservices: 6 replicated services, 5 request types with their call trees, slow\n"
             "methods injected (--scenario replica | method | replica+noise | none), or a method whose calls\n"
             "start failing (--scenario errors: 30% of them from a time on, their errors propagated to the\n"
-            "request's root, 0.05% of every call failing all along), written as OTLP JSON (with the span\n"
-            "status) and as the CloudDiag log format (clouddiag-log/), with ground_truth.json: the slow\n"
-            "(method, replica) pairs, or the failing method."
+            "request's root, 0.05% of every call failing all along), or a method that from a time on\n"
+            "returns before its own calls (--scenario return) or throws there, its callers giving up on\n"
+            "the calls they had left (--scenario exception; both without a span status, as Nezha's spans),\n"
+            "written as OTLP JSON (with the span status) and as the CloudDiag log format (clouddiag-log/),\n"
+            "with ground_truth.json: the slow (method, replica) pairs, or the failing method."
         ),
         epilog=EXIT_CODES_HELP,
     )
@@ -62,7 +64,8 @@ def add_parser(sub) -> None:
     p_sample.add_argument("--deviations", metavar="W:T=KIND,...", default=None,
                           help="threads: e.g. 2:3=memory_leak,5:0=cpu_spike (wave:thread, 0-based; kinds "
                                "cpu_spike, memory_leak, io_leak); default: the paper's random thread-level mix")
-    p_sample.add_argument("--scenario", choices=("replica", "method", "replica+noise", "none", "errors"),
+    p_sample.add_argument("--scenario",
+                          choices=("replica", "method", "replica+noise", "none", "errors", "return", "exception"),
                           default="replica", help="microservices: what is slow, or fails (default replica)")
     p_sample.add_argument("--slowdown", type=number(0, 1e4, lo_open=True), default=4.0, metavar="X",
                           help="microservices: factor on the slow methods' own time (default 4)")
