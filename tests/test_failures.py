@@ -233,3 +233,18 @@ def test_a_method_that_stops_before_its_calls(tmp_path, scenario):
     cleared = sum("cart:clear" in k for k in checkouts.values())
     assert cleared == (len(late) if scenario == "return" else 0)
 
+
+def test_an_edge_is_compared_per_calling_method(tmp_path):
+    """auth's verify throws (seed 701): home and product requests end there, so after the
+    incident catalog serves only searches (6 ms of its own, two queries) where before it served
+    mostly lists and items (1.5-3 ms, one query). Its spans call db directly (no client span):
+    the edge's time is their own time, and compared over all of catalog's methods at once it
+    looked 5 ms slower on every db pod. Per calling method nothing slowed."""
+    from perftriage.analysis.calltrees.what_changed import diagnose_change, split_spans
+
+    truth, spans = _sample(tmp_path, scenario="exception", seed=701, requests=3000)
+    assert truth["failing_method"] == "auth.verify"
+    before, after = split_spans(spans, truth["incident_start_ns"])
+    ch = diagnose_change(spans, spans, ref_rows=before, cur_rows=after)
+    assert not [e for e in ch.evidence if e.kind in ("into", "out of")], [e.sentence() for e in ch.evidence]
+    assert ch.suspects[0].service == "auth" and "stopped making calls" in ch.suspects[0].headline()
