@@ -234,6 +234,24 @@ def test_a_method_that_stops_before_its_calls(tmp_path, scenario):
     assert cleared == (len(late) if scenario == "return" else 0)
 
 
+def test_the_deeper_of_the_calls_lost_together_is_named_first(tmp_path):
+    """payment's charge throws and checkout gives up on clearing the cart: both lose calls, as
+    often, in the same requests. payment's are deeper (checkout's lost spans hold them): payment
+    is named first, checkout's lost call says it follows from them."""
+    from perftriage.analysis.calltrees.lost_calls import lost_calls
+
+    _, spans = _sample(tmp_path, scenario="exception", seed=703)
+    lc = lost_calls(spans)
+    assert [c.caller for c in lc.calls[:2]] == ["payment:charge", "payment:charge"]
+    checkout = next(c for c in lc.calls if c.caller == "frontend:checkout")
+    assert checkout.callee == "cart:clear" and checkout.follows == "payment:charge" and checkout.p == lc.calls[0].p
+    assert lc.calls[0].follows == ""
+    first = run_triage([tmp_path / "s" / "spans.otlp.jsonl"]).report.ranked()[0]
+    assert first.title.startswith("payment stops calling "), first.title
+    assert any(e.startswith("frontend:checkout -> cart:clear") and "as payment:charge's, deeper" in e
+               for e in first.evidence)
+
+
 def test_an_edge_is_compared_per_calling_method(tmp_path):
     """auth's verify throws (seed 701): home and product requests end there, so after the
     incident catalog serves only searches (6 ms of its own, two queries) where before it served
@@ -248,3 +266,37 @@ def test_an_edge_is_compared_per_calling_method(tmp_path):
     ch = diagnose_change(spans, spans, ref_rows=before, cur_rows=after)
     assert not [e for e in ch.evidence if e.kind in ("into", "out of")], [e.sentence() for e in ch.evidence]
     assert ch.suspects[0].service == "auth" and "stopped making calls" in ch.suspects[0].headline()
+
+
+def test_a_chain_of_lost_calls_is_named_from_its_deepest(tmp_path):
+    """a's A calls b's B (which calls c's C, which calls d's D, then e's E) and then f's F. From
+    request 200 on C throws: C no longer calls D, B gives up on E, A on F. Three callers lose
+    calls in the same requests: c first (where the requests stopped), then b, then a, each
+    following the one just below it."""
+    from perftriage.analysis.calltrees.lost_calls import lost_calls
+
+    rows = ["TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration"]
+    sid = 0
+
+    def span(trace, parent, svc, name, start, dur):
+        nonlocal sid
+        sid += 1
+        rows.append(f"{trace},{sid:016x},{parent},{svc}-5f6585d649-fnmft,{name},{start},{start + dur},{dur // 1000}")
+        return f"{sid:016x}"
+
+    ms = 1_000_000
+    for i in range(400):
+        t, trace, thrown = 1_661_140_000 * 10**9 + i * 100 * ms, f"{i + 1:032x}", i >= 200
+        a = span(trace, "root", "svca", "A", t, 20 * ms)
+        b = span(trace, a, "svcb", "B", t + ms, 10 * ms)
+        c = span(trace, b, "svcc", "C", t + 2 * ms, 4 * ms)
+        if not thrown:
+            span(trace, c, "svcd", "D", t + 3 * ms, ms)
+            span(trace, b, "svce", "E", t + 7 * ms, ms)
+            span(trace, a, "svcf", "F", t + 12 * ms, ms)
+    path = tmp_path / "chain.csv"
+    path.write_text("\n".join(rows) + "\n")
+    lc = lost_calls(read_spans([path]))
+    assert [(c.caller, c.callee, c.follows) for c in lc.calls] == [
+        ("svcc:C", "svcd:D", ""), ("svcb:B", "svce:E", "svcc:C"), ("svca:A", "svcf:F", "svcb:B")]
+    assert all(c.with_after == 0 and c.rate_before == 1.0 for c in lc.calls)

@@ -393,7 +393,8 @@ def lost_call_findings(lc) -> list[Finding]:
         return (f"{c.caller} -> {c.callee}: {c.with_after:,} of its {c.calls_after:,} calls from "
                 f"{fmt_timestamp(c.since_ns)[:23]} UTC on made it ({share(c.rate_after)}), {c.with_before:,} of the "
                 f"{c.calls_before:,} before ({share(c.rate_before)}); hypergeometric p = {c.p:.2g} with every pair "
-                "counted")
+                "counted" + (f"; in the same requests as {c.follows}'s, deeper: it follows from them" if c.follows
+                             else ""))
 
     ev = [line(c) for c in lc.calls[:6]]
     others = sorted({c.service for c in lc.calls[1:]} - {top.service})

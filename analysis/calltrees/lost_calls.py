@@ -11,11 +11,17 @@ sizes of the two sides (two-proportion z; splits leaving ``min_after`` spans on 
 among the strongest of those the one with the smallest one-sided hypergeometric p (lower tail:
 this few calls after, or fewer); a call is lost when that p is below ``alpha`` with every pair counted, the
 share before ``min_rate`` or more and the share after a ``ratio``-th of it or less.
+
+Cause before consequence: a method that throws stops its own calls, and its callers give up on
+the calls they had left (the error propagates), so both lose calls, in the same requests. Where
+most of one lost call's spans (those after its split that did not make it) run under spans that
+lost another's, it is the deeper one, where the requests stopped first: it ranks ahead, and the
+shallower one says it follows it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -40,6 +46,7 @@ class LostCall:
     with_after: int
     since_ns: int
     p: float  # times the pairs tested
+    follows: str = ""  # the caller of a deeper lost call most of its lost spans run over (its cause)
 
     @property
     def rate_before(self) -> float:
@@ -94,7 +101,7 @@ def lost_calls(spans: SpanTable, params: dict | None = None) -> LostCalls:
     place = np.empty(n, np.int64)
     place[order] = np.arange(n) - first[spans.method[order]]
     m_after = p["lost_min_after"]
-    found = []
+    found, missed = [], []
     for key in pairs.tolist():
         P, C = divmod(key, nm)
         N = int(counts[P])
@@ -120,8 +127,47 @@ def lost_calls(spans: SpanTable, params: dict | None = None) -> LostCalls:
             row = order[first[P] + k]
             found.append(LostCall(spans.methods[P], spans.services[spans.service[row]], spans.methods[C], k, b, N - k,
                                   K - b, int(spans.start[row]), min(pv, 1.0)))
-    found.sort(key=lambda c: (c.p, c.caller, c.callee))
-    out.calls = found
+            missed.append(order[first[P] + k:first[P] + N][~x[k:]])  # its spans after that did not make it
+    out.calls = _causes_first(spans, found, missed)
     if not found:
         out.why = f"no method stops making one of its calls from a time on ({len(pairs)} caller-callee pairs tested)"
     return out
+
+
+def _causes_first(spans: SpanTable, found: list[LostCall], missed: list[np.ndarray]) -> list[LostCall]:
+    """The lost calls, deeper ones (where the requests stopped first) ahead of those that run over
+    them, then by p (see the module's words)."""
+    n, k = len(spans), len(found)
+    owner = np.full(n + 1, -1, np.int64)  # per span: the lost call (index) it is a lost span of (n: no parent)
+    callers = {}
+    for a, rows in enumerate(missed):
+        owner[rows] = callers.setdefault(found[a].caller, a)  # one caller's lost calls: the same spans
+    under = np.zeros((k, k), np.int64)  # [a, b]: b's lost spans that run under a lost span of a
+    deeper = [False] * k  # most of its lost spans run under other callers' lost spans
+    depth = [0] * k  # the callers most of its lost spans run under, each (a chain: the deepest first)
+    for b, rows in enumerate(missed):
+        up = spans.parent[rows].astype(np.int64)
+        seen = np.zeros((len(rows), k), bool)
+        for _ in range(256):  # ancestors, level by level (a loop in the parents ends here)
+            up = np.where(up >= 0, up, n)
+            a = owner[up]
+            hit = a >= 0
+            seen[np.flatnonzero(hit), a[hit]] = True
+            if (up == n).all():
+                break
+            up = np.where(up < n, spans.parent[np.minimum(up, n - 1)], -1)
+        mine = callers[found[b].caller]
+        seen[:, mine] = False
+        under[:, b] = seen.sum(axis=0)
+        deeper[b] = bool(len(rows)) and seen.any(axis=1).mean() >= 0.5
+        depth[b] = int((under[:, b] >= 0.5 * len(rows)).sum()) if len(rows) else 0
+    follows = [""] * k
+    for a in range(k):
+        cand = [b for b in range(k) if deeper[b] and under[callers[found[a].caller], b] > 0 and
+                found[b].caller != found[a].caller]
+        if cand:
+            # the nearest: most of a's lost spans hold it, the least deep of those
+            follows[a] = found[max(cand, key=lambda b: (under[callers[found[a].caller], b], -depth[b],
+                                                         -found[b].p))].caller
+    order = sorted(range(k), key=lambda i: (not deeper[i], -depth[i], found[i].p, found[i].caller, found[i].callee))
+    return [replace(found[i], follows=follows[i]) for i in order]
