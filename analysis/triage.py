@@ -46,7 +46,7 @@ from perftriage.analysis.requests.units import (auto_units, comparable, not_comp
                                                 parse_unit, process_units, syscall_units, thread_units)
 from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.threads.from_trace import thread_series_from_graphs
-from perftriage.analysis.threads.series import ThreadSeries, read_csv as read_thread_csv
+from perftriage.analysis.threads.series import ThreadSeries, read_thread_metrics
 from perftriage.analysis.threads.topdown import TopDown, top_down, topdown_findings
 
 from perftriage import __version__
@@ -190,8 +190,8 @@ def _run_threads(files, options: Options, result: TriageResult, progress: Progre
         progress(Progress("reading thread metrics", None, count_of(len(files), "files")))
     if len(files) > 1:
         result.report.notes.append(f"{len(files)} thread metric files given: only {files[0]} is analysed")
-    with reading(files[0], "thread metrics CSV"):
-        ts = read_thread_csv(files[0])
+    with reading(files[0], "thread metrics"):
+        ts = read_thread_metrics(files[0])
     _analyse_threads(ts, str(files[0]), options, result, progress)
 
 

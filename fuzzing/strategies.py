@@ -374,9 +374,31 @@ def rules(draw):
     return Case("rules", files, [*REPORT, "{in}/counters.csv", "--rules", "{in}/" + name], f"{fmt} rules")
 
 
+@lru_cache(maxsize=None)
+def pidstat_lines(name: str = "pidstat-h.txt.gz", n: int = 120) -> tuple[str, ...]:
+    """The first lines of a real pidstat recording (tests/data/pidstat)."""
+    text = gzip.decompress((ROOT / "tests" / "data" / "pidstat" / name).read_bytes()).decode()
+    return tuple(text.split("\n")[:n])
+
+
+@st.composite
+def pidstat_report(draw):
+    """A real pidstat report (one line per task, or blocks), its rows damaged as words."""
+    lines = pidstat_lines(draw(st.sampled_from(["pidstat-h.txt.gz", "pidstat-blocks.txt.gz", "pidstat-procs.txt.gz"])))
+    rows = [ln.split(" ") for ln in lines]
+    rows = [rows[0]] + draw(damaged_rows(rows[1:] or [[]]))
+    text = "\n".join(" ".join(r) for r in rows)
+    if draw(st.integers(0, 3)) == 0:
+        text = text[: draw(st.integers(0, len(text)))]
+    name, data = maybe_gzip(draw, text.encode(), "pidstat.txt")
+    return Case("thread_csv", {name: data}, [*REPORT, "{in}/" + name, "--replicates", "10"], f"pidstat {name}")
+
+
 @st.composite
 def thread_csv(draw):
-    fmt = draw(st.sampled_from(["long", "wide"]))
+    fmt = draw(st.sampled_from(["long", "wide", "pidstat"]))
+    if fmt == "pidstat":
+        return draw(pidstat_report())
     rows = thread_rows()
     if fmt == "wide":
         by_time: dict[str, dict[str, str]] = {}

@@ -782,3 +782,21 @@ async def test_a_failing_method_opens_a_request_where_its_error_started(tmp_path
         await pilot.pause(0.2)
         assert "error started in" not in screen_text(app) and pane.failing is None
         await back_to_findings(app, pilot, row)
+
+
+async def test_a_pidstat_recording_opens_at_its_deviating_thread():
+    """pidstat's report of a thread pool (tests/data/pidstat): the thread finding opens the
+    Threads pane at the worker that writes, among its pool; escape goes back."""
+    from perftriage.tui.panes.threads import ThreadsPane
+
+    app = app_on([str(ROOT / "tests" / "data" / "pidstat" / "pidstat-h.txt.gz")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        f, row = await open_finding(app, pilot, "threads")
+        assert f.title.startswith("Thread 11171 in pool worker: kB_wr/s")
+        assert tab(app) == "threads"
+        pane = app.query_one(ThreadsPane)
+        res = pane.current
+        assert res.level == "thread" and res.within.get("pool") == "worker" and len(res.names) == 8
+        assert res.names[pane.order[pane.table.cursor]] == "11171"
+        await back_to_findings(app, pilot, row)

@@ -28,7 +28,7 @@ import numpy as np
 from perftriage.analysis.columnar_csv import FROM_BYTES, frame, polars_for, sorted_codes
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
-from perftriage.analysis.inputs import register_file_kind
+from perftriage.analysis.inputs import read_head, register_file_kind
 from perftriage.analysis.timeparse import column_to_seconds
 from perftriage.analysis.values import drop_impossible, impossible_note
 
@@ -376,4 +376,20 @@ def _read_wide(path, header, names, cols, time, t_i) -> ThreadSeries:
     return build(np.concatenate(t_all), th_all, {}, np.vstack(v_all), metrics, str(path))
 
 
-register_file_kind("threads", sniff)
+def sniff_any(path: Path, head: bytes) -> bool:
+    """A thread metrics file: a CSV of one of the forms above, or pidstat's report."""
+    from .pidstat import sniff as sniff_pidstat  # noqa: PLC0415 (pidstat.py builds on this module)
+
+    return sniff(path, head) or sniff_pidstat(path, head)
+
+
+def read_thread_metrics(path) -> ThreadSeries:
+    """A thread metrics file, whichever its form: pidstat's report (pidstat.py), else a CSV."""
+    from .pidstat import read_pidstat, sniff as sniff_pidstat  # noqa: PLC0415
+
+    if sniff_pidstat(Path(path), read_head(path)):
+        return read_pidstat(path)
+    return read_csv(path)
+
+
+register_file_kind("threads", sniff_any)

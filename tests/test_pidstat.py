@@ -1,0 +1,102 @@
+"""pidstat's reports (sysstat) as per-thread resource time series: real recordings of a thread
+pool and of worker processes with one deviating member each (tests/data/pidstat/README.md), the
+forms pidstat writes them in, and what the thread analysis says of them."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import sniff_file
+from perftriage.analysis.threads.pidstat import read_pidstat
+from perftriage.analysis.threads.series import read_thread_metrics
+
+from conftest import ROOT
+
+DATA = ROOT / "tests" / "data" / "pidstat"
+THREADS_H, BLOCKS, PROCS = DATA / "pidstat-h.txt.gz", DATA / "pidstat-blocks.txt.gz", DATA / "pidstat-procs.txt.gz"
+
+
+def _text(path) -> str:
+    return gzip.decompress(path.read_bytes()).decode()
+
+
+def test_both_forms_of_one_recording_read_the_same():
+    h, b = read_pidstat(THREADS_H), read_pidstat(BLOCKS)
+    assert sniff_file(THREADS_H) == sniff_file(BLOCKS) == "threads"
+    assert h.n_threads == b.n_threads == 9 and h.ids == b.ids
+    assert set(h.groups["pool"]) == {"worker", "python"} and h.groups["process"][0] == "python3[11125]"
+    assert len(h.time) == len(b.time) == 9 * 60
+    assert (h.time == b.time).all() and h.time[0] == 1795792587.0  # 2026-11-27 15:16:27 (11/27/26 in its first line)
+    for m in ("%usr", "%CPU", "kB_wr/s"):  # -u and -d in both (two pidstats: each sampled at its own instants)
+        for i in range(h.n_threads):
+            x, y = h.samples(i)[:, h.metrics.index(m)], b.samples(i)[:, b.metrics.index(m)]
+            assert abs(x.mean() - y.mean()) <= 0.1 * max(x.mean(), 1.0), (m, h.ids[i])
+    assert "cswch/s" in h.metrics and "cswch/s" not in b.metrics  # -w only in the first
+    assert h.units["kB_wr/s"] == "kB/s" and h.units["%usr"] == "%" and h.units["RSS"] == "KiB"
+    worker5 = h.ids.index("11171")
+    writes = h.samples(worker5)[:, h.metrics.index("kB_wr/s")]
+    assert writes[:15].sum() == 0 and (writes[25:] > 0).mean() > 0.8  # from 20 s on
+
+
+def _variant(tmp_path, name, edit):
+    p = tmp_path / name
+    p.write_text(edit(_text(THREADS_H)))
+    return p
+
+
+def test_twelve_hour_clocks_epoch_seconds_and_other_dates(tmp_path):
+    base = read_pidstat(THREADS_H)
+
+    def twelve(text):  # 15:16:27 -> 03:16:27 PM
+        return "\n".join(f"0{int(ln[:2]) - 12}{ln[2:8]} PM{ln[8:]}" if ln[:2].isdigit() else ln for ln in text.split("\n"))
+
+    def epoch(text):  # older sysstat's -h: seconds since the epoch
+        out = []
+        for ln in text.split("\n"):
+            if ln[:2].isdigit():
+                h, m, s = int(ln[:2]), int(ln[3:5]), int(ln[6:8])
+                ln = f"{1795737600 + h * 3600 + m * 60 + s}{ln[8:]}"
+            out.append(ln)
+        return "\n".join(out)
+
+    for edit in (twelve, epoch, lambda t: t.replace("11/27/26", "2026-11-27", 1), lambda t: t.replace("11/27/26", "27/11/26", 1)):
+        ts = read_pidstat(_variant(tmp_path, "v.txt", edit))
+        assert ts.ids == base.ids and np.array_equal(ts.time, base.time) and np.array_equal(ts.values, base.values, equal_nan=True)
+
+
+def test_past_midnight_is_the_next_day(tmp_path):
+    def late(text):  # 15:16:27 .. 15:17:26 -> 23:59:30 .. 00:00:29
+        out = []
+        for ln in text.split("\n"):
+            if ln[:2].isdigit():
+                t = (int(ln[3:5]) * 60 + int(ln[6:8]) - (16 * 60 + 27) + 86370) % 86400
+                ln = f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}{ln[8:]}"
+            out.append(ln)
+        return "\n".join(out)
+
+    ts = read_pidstat(_variant(tmp_path, "late.txt", late))
+    t = ts.times(0)
+    assert np.all(np.diff(t) == 1.0) and t[0] == 1795737600 + 86370  # 2026-11-27 23:59:30, then on into the 28th
+
+
+def test_damaged_reports(tmp_path):
+    text = _text(THREADS_H)
+    cut = tmp_path / "cut.txt"
+    cut.write_text(text[: len(text) // 2 + 37])  # cut in the middle of a row
+    ts = read_pidstat(cut)
+    assert ts.n_threads == 9 and any("its last line is cut" in n for n in ts.notes)
+    complete = text[: len(text) // 2 + 37].split("\n")[:-1]
+    assert len(ts.time) == sum("|__" in ln for ln in complete)  # each whole thread row, none of the cut one
+    head_only = tmp_path / "head.txt"
+    head_only.write_text("\n".join(text.split("\n")[:3]) + "\n")
+    with pytest.raises(InputError, match="holds no task rows") as e:
+        read_thread_metrics(head_only)
+    assert "head.txt" in str(e.value) and "\n" not in str(e.value)
+    bad_date = tmp_path / "date.txt"
+    bad_date.write_text(text.replace("11/27/26", "99/99/99", 1))
+    with pytest.raises(InputError, match="no date it can read"):
+        read_pidstat(bad_date)
