@@ -5,12 +5,17 @@ forms pidstat writes them in, and what the thread analysis says of them."""
 from __future__ import annotations
 
 import gzip
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import sniff_file
+from perftriage.analysis.threads.covariance import resolution_floor
+from perftriage.analysis.threads.deviation import sums_of_others
 from perftriage.analysis.threads.pidstat import read_pidstat
 from perftriage.analysis.threads.series import read_thread_metrics
 
@@ -40,6 +45,24 @@ def test_both_forms_of_one_recording_read_the_same():
     worker5 = h.ids.index("11171")
     writes = h.samples(worker5)[:, h.metrics.index("kB_wr/s")]
     assert writes[:15].sum() == 0 and (writes[25:] > 0).mean() > 0.8  # from 20 s on
+
+
+@pytest.mark.parametrize("path,who", [(THREADS_H, "Thread 11171 in pool worker"),
+                                      (BLOCKS, "Thread 11171 in pool worker"),
+                                      (PROCS, "Process python3[12644] in program python3")])
+def test_the_deviating_worker_is_the_one_finding(path, who):
+    """The worker that writes is named, by its writes, and nothing else: two threads whose
+    %system never left 0 where the others' did once or twice in 60 s were a cluster of their own
+    (their covariance singular in %system, and in %CPU - %usr)."""
+    out = subprocess.run([sys.executable, "-m", "perftriage", "report", str(path), "--format", "json", "-q"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout)
+    found = [f for f in rep["findings"] if f["analysis"] == "threads" and "top down" not in f["title"]]
+    assert [f["title"].split(":")[0] for f in found] == [who], [f["title"] for f in found]
+    assert found[0]["title"].split(": ", 1)[1].startswith("kB_wr/s mean ")
+    assert any("%CPU" in n and "add up to" in n for f in rep["findings"] for n in f["evidence"]) or \
+        any("%CPU" in n and "add up to" in n for n in rep["notes"])
 
 
 def _variant(tmp_path, name, edit):
@@ -100,3 +123,21 @@ def test_damaged_reports(tmp_path):
     bad_date.write_text(text.replace("11/27/26", "99/99/99", 1))
     with pytest.raises(InputError, match="no date it can read"):
         read_pidstat(bad_date)
+
+
+def test_a_metric_the_others_add_up_to():
+    rng = np.random.default_rng(1)
+    usr, sys_, other = rng.random(200), rng.random(200), rng.random(200)
+    v = np.column_stack([usr, sys_, other, np.round(usr + sys_, 2)])
+    assert sums_of_others(v, np.ones(4, bool)).tolist() == [False, False, False, True]
+    v[:, 3] = usr + rng.random(200)  # not a sum
+    assert not sums_of_others(v, np.ones(4, bool)).any()
+
+
+def test_resolution_floor_only_where_a_value_is_held():
+    steady = np.zeros((60, 2))
+    steady[:, 1] = np.linspace(0, 1, 60)  # continuous: no floor
+    blips = steady.copy()
+    blips[[5, 40], 0] = 1.0  # whole steps over a held 0
+    f = resolution_floor([steady, blips], np.ones(2))
+    assert f[:, 1].tolist() == [0.0, 0.0] and f[0, 0] == pytest.approx(1 / 60) and f[1, 0] == pytest.approx(1 / 60)

@@ -10,6 +10,14 @@ Singular matrices (a metric constant within an abstraction, or two metrics propo
 regularised: eps * I is added with eps = ``ridge`` x the mean variance of the matrix (the metrics
 are first scaled by their standard deviation over all abstractions, so that eps means the same
 for every metric); which abstractions needed it is reported.
+
+Counted metrics are read at a resolution: pidstat's %system in whole percents over 1 s, a write
+rate in whole buffers. A thread whose such metric never left its usual value in 60 samples, among
+threads where it left it once or twice, has a variance of zero against one of a single step: no
+difference worth a distance, yet the ridge alone made it the largest of all. Where most samples of
+a metric sit at one value (its mode), each abstraction's variance of it gets a floor of one step
+(the smallest departure from the mode seen) in its n samples, step^2 / n (``resolution_floor``).
+Metrics of continuous values (no value held by most samples) get none.
 """
 
 from __future__ import annotations
@@ -33,8 +41,36 @@ def scale_of(values: np.ndarray) -> np.ndarray:
     return np.where(s > 0, s, 1.0)
 
 
-def covariances(groups: list[np.ndarray], scale: np.ndarray, ridge: float = 1e-6) -> Covariances:
-    """Covariance matrix of each group's samples ((n_i, p) arrays), metrics divided by ``scale``."""
+def resolution_floor(groups: list[np.ndarray], scale: np.ndarray, held: float = 0.5) -> np.ndarray:
+    """(k, p): per abstraction and metric, the variance of one step of the metric's resolution
+    in its samples (step^2 / n, in units of ``scale``), for metrics whose mode holds ``held`` of
+    all samples or more; 0 elsewhere (see the module's words)."""
+    k, p = len(groups), len(scale)
+    floor = np.zeros((k, p))
+    if not k:
+        return floor
+    allv = np.vstack(groups)
+    n = np.array([max(int((~np.isnan(x).any(axis=1)).sum()), 1) for x in groups], np.float64)
+    for j in range(p):
+        x = allv[:, j]
+        x = x[~np.isnan(x)]
+        if not len(x):
+            continue
+        mode = float(np.median(x))  # a value most samples hold is their median (no sort: a partition)
+        other = x[x != mode]
+        if len(other) > (1 - held) * len(x) or not len(other):
+            continue
+        off = np.abs(other - mode)
+        off = off[off > 1e-9 * max(float(np.abs(x).max()), 1e-300)]
+        if len(off):
+            floor[:, j] = (float(off.min()) / scale[j]) ** 2 / n
+    return floor
+
+
+def covariances(groups: list[np.ndarray], scale: np.ndarray, ridge: float = 1e-6,
+                floor: np.ndarray | None = None) -> Covariances:
+    """Covariance matrix of each group's samples ((n_i, p) arrays), metrics divided by ``scale``;
+    ``floor`` ((k, p), scaled units) added to the variances (:func:`resolution_floor`)."""
     p = len(scale)
     k = len(groups)
     out = np.empty((k, p, p))
@@ -46,6 +82,8 @@ def covariances(groups: list[np.ndarray], scale: np.ndarray, ridge: float = 1e-6
             c = np.zeros((p, p))
         else:
             c = np.cov(z, rowvar=False).reshape(p, p)
+        if floor is not None:
+            c[np.arange(p), np.arange(p)] += floor[i]
         out[i] = c
     return _regularise(out, scale, ridge, regularised, constant)
 

@@ -33,7 +33,7 @@ import numpy as np
 from perftriage.analysis.stats import median_above
 from perftriage.analysis.units import count_of, fmt_clock, fmt_duration, fmt_ratio
 
-from .covariance import covariances, fm_matrix, scale_of
+from .covariance import covariances, fm_matrix, resolution_floor, scale_of
 from .params import ThreadParams
 from .pvclust import SCALES, BootstrapResult, block_moments, multiscale_bootstrap
 from .series import GROUPS, ThreadSeries, plural
@@ -119,7 +119,8 @@ def could_rank(ts: ThreadSeries, level: str, within: dict | None = None, params:
     if li.groups is None or len(li.names) < 3:
         return False
     groups = li.groups
-    D = fm_matrix(covariances(li.pooled, li.scale, params.ridge).cov)
+    pooled, scale = li.for_distance()
+    D = fm_matrix(covariances(pooled, scale, params.ridge, resolution_floor(pooled, scale)).cov)
     if np.nanmax(separation(D)) >= params.separation:
         return True
     if params.windows:
@@ -140,6 +141,35 @@ class _LevelInputs:
     scale: np.ndarray | None
     metrics: list[str]  # the varying metrics
     notes: list[str]
+    dist: np.ndarray | None = None  # the columns of those the covariances are of (not the sums of others)
+
+    def for_distance(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """The pooled samples and scale of the columns the distances are computed on."""
+        return [x[:, self.dist] for x in self.pooled], self.scale[self.dist]
+
+
+def sums_of_others(values: np.ndarray, among: np.ndarray, tol: float = 1e-4) -> np.ndarray:
+    """Metrics that are a linear combination of the metrics before them (pidstat's %CPU, the
+    sum of %usr, %system and %guest; a total beside its parts): True where one is, among the
+    ``among`` columns, its variance explained but for ``tol`` of it. Such a metric adds a
+    direction whose variance is that of its parts' rounding, zero for a thread whose part never
+    moved: the distance would weigh a part twice, once without bounds."""
+    out = np.zeros(values.shape[1], bool)
+    if len(values) > 100_000:  # an exact sum holds in every sample: evenly spaced ones tell it
+        values = values[np.linspace(0, len(values) - 1, 100_000).astype(np.int64)]
+    rows = values[~np.isnan(values[:, among]).any(axis=1)][:, among] if len(values) else values[:, among]
+    if len(rows) < 3:
+        return out
+    z = (rows - rows.mean(axis=0)) / np.where(rows.std(axis=0) > 0, rows.std(axis=0), 1.0)
+    kept: list[int] = []
+    for c in range(z.shape[1]):
+        if kept:
+            coef, *_ = np.linalg.lstsq(z[:, kept], z[:, c], rcond=None)
+            if np.var(z[:, c] - z[:, kept] @ coef) < tol * max(np.var(z[:, c]), 1e-300):
+                out[np.flatnonzero(among)[c]] = True
+                continue
+        kept.append(c)
+    return out
 
 
 def _level_inputs(ts: ThreadSeries, level: str, names, members) -> _LevelInputs:
@@ -158,7 +188,12 @@ def _level_inputs(ts: ThreadSeries, level: str, names, members) -> _LevelInputs:
         notes.append("constant metrics left out: " + ", ".join(m for m, v in zip(ts.metrics, varying) if not v))
     if not varying.any():
         return _LevelInputs(names, members, None, None, None, metric_names, notes + ["no metric varies: nothing to compare"])
+    summed = sums_of_others(sub, varying)
+    if summed.any():
+        notes.append("metrics the others add up to, left out of the distances only: "
+                     + ", ".join(m for m, v in zip(ts.metrics, summed) if v))
     cols = np.flatnonzero(varying)
+    dist = np.flatnonzero(~summed[cols])
     groups = [[ts.samples(i)[:, cols] for i in m] for m in members]
     short = [names[a] for a, g in enumerate(groups) if sum(len(x) for x in g) < 10]
     if short:
@@ -167,7 +202,7 @@ def _level_inputs(ts: ThreadSeries, level: str, names, members) -> _LevelInputs:
         keep = [a for a, g in enumerate(groups) if sum(len(x) for x in g) >= 10]
         names, members, groups = [names[a] for a in keep], [members[a] for a in keep], [groups[a] for a in keep]
     pooled = [np.vstack(g) if g else np.zeros((0, len(cols))) for g in groups]
-    return _LevelInputs(names, members, groups, pooled, scale_of(sub[:, cols]), metric_names, notes)
+    return _LevelInputs(names, members, groups, pooled, scale_of(sub[:, cols]), metric_names, notes, dist)
 
 
 def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, params: ThreadParams | None = None,
@@ -184,7 +219,9 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
     if li.groups is None:
         return LevelResult(level, within, names, members, np.zeros((k, k)), None, None, [], params, notes)
     groups, pooled, scale = li.groups, li.pooled, li.scale
-    cov = covariances(pooled, scale, params.ridge)
+    d_pooled, d_scale = li.for_distance()
+    floor = resolution_floor(d_pooled, d_scale)
+    cov = covariances(d_pooled, d_scale, params.ridge, floor)
     if cov.regularised:
         notes.append(f"{len(cov.regularised)} of {k} covariance matrices were singular (a metric constant or "
                      f"proportional to another) and regularised with a ridge of {params.ridge:g} x their mean "
@@ -217,8 +254,9 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                      f"({workers} process{'es' if workers != 1 else ''}, {params.replicates:,} replicates each)",
                      0.9 * done / total)
 
-    eps = np.einsum("kii->k", cov.cov) / cov.cov.shape[1] * params.ridge * 10
-    moments = block_moments(groups, scale, min(params.blocks, max(4, min(len(x) for x in pooled) // 2)))
+    eps = (np.einsum("kii->k", cov.cov) / cov.cov.shape[1] * params.ridge * 10)[:, None] + floor  # (k, p)
+    moments = block_moments([[x[:, li.dist] for x in g] for g in groups], d_scale,
+                            min(params.blocks, max(4, min(len(x) for x in pooled) // 2)))
     res.boot = multiscale_bootstrap(Z, moments, eps, params.replicates, SCALES, params.seed, workers=params.workers,
                                     progress=on_scale)
     t4 = time.perf_counter()

@@ -93,7 +93,8 @@ def _scale_counts(args) -> np.ndarray:
     nb = max(2, int(round(blocks * r)))
     rng = np.random.default_rng([seed, si])
     counts = np.zeros(len(target))
-    eye = np.eye(p)
+    diag = np.arange(p)
+    ridge_eps = np.broadcast_to(ridge_eps if np.ndim(ridge_eps) == 2 else np.asarray(ridge_eps)[:, None], (k, p))
     done = 0
     while done < replicates:
         m = min(50, replicates - done)  # 50 replicates: the working arrays stay in L2 (measured 6% faster than 200)
@@ -103,7 +104,8 @@ def _scale_counts(args) -> np.ndarray:
         N = C @ flat_n
         S1 = (C @ flat_s1).reshape(m, k, p)
         S2 = (C @ flat_s2).reshape(m, k, p, p)
-        cov = cov_from_moments(N, S1, S2) + ridge_eps[None, :, None, None] * eye
+        cov = cov_from_moments(N, S1, S2)
+        cov[..., diag, diag] += ridge_eps  # (k, p): the ridge and the resolution floor, on the variances
         d = fm_condensed(cov)
         for row in d:
             for mask in clusters_of(linkage(row, method="ward"), k):
