@@ -300,3 +300,38 @@ def test_a_chain_of_lost_calls_is_named_from_its_deepest(tmp_path):
     assert [(c.caller, c.callee, c.follows) for c in lc.calls] == [
         ("svcc:C", "svcd:D", ""), ("svcb:B", "svce:E", "svcc:C"), ("svca:A", "svcf:F", "svcb:B")]
     assert all(c.with_after == 0 and c.rate_before == 1.0 for c in lc.calls)
+
+
+def test_a_lost_client_call_says_whom_it_called(tmp_path):
+    """TrainTicket's spans (Nezha's export): a service's calls out are client spans named 'HTTP
+    GET' whatever they call. ts-basic-service returning early from request 150 on stops calling
+    them: the headline says whom those calls went to."""
+    from perftriage.analysis.calltrees.lost_calls import lost_calls
+
+    rows = ["TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration"]
+    sid = 0
+
+    def span(trace, parent, pod, name, start, dur):
+        nonlocal sid
+        sid += 1
+        rows.append(f"{trace},{sid:016x},{parent},{pod},{name},{start},{start + dur},{dur // 1000}")
+        return f"{sid:016x}"
+
+    ms = 1_000_000
+    basic, station, train = ("ts-basic-service-5dc8d4f9fd-46997", "ts-station-service-7f5b6c9d8-k2x4q",
+                             "ts-train-service-68d9b5f7c4-p9z2w")
+    for i in range(300):
+        t, trace = 1_674_954_000 * 10**9 + i * 100 * ms, f"{i + 1:032x}"
+        srv = span(trace, "root", basic, "/api/v1/basicservice/basic/travel", t, 20 * ms)
+        ctl = span(trace, srv, basic, "BasicController.queryForTravel", t + ms, 18 * ms)
+        if i < 150:
+            for k, (pod, path) in enumerate(((station, "/api/v1/stationservice/stations/id"),
+                                             (train, "/api/v1/trainservice/trains/byName"))):
+                c = span(trace, ctl, basic, "HTTP GET", t + (2 + 6 * k) * ms, 5 * ms)
+                span(trace, c, pod, path, t + (3 + 6 * k) * ms, 3 * ms)
+    path = tmp_path / "09_04_trace.csv"
+    path.write_text("\n".join(rows) + "\n")
+    top = lost_calls(read_spans([path])).calls[0]
+    assert top.service == "ts-basic-service" and top.callee == "ts-basic-service:HTTP GET"
+    assert top.headline().startswith("ts-basic-service stops calling HTTP GET (to ts-station-service, "
+                                     "ts-train-service) from "), top.headline()

@@ -47,6 +47,7 @@ class LostCall:
     since_ns: int
     p: float  # times the pairs tested
     follows: str = ""  # the caller of a deeper lost call most of its lost spans run over (its cause)
+    to: tuple = ()  # the services the callee's spans call into, where it is a client span ('HTTP GET')
 
     @property
     def rate_before(self) -> float:
@@ -58,6 +59,9 @@ class LostCall:
 
     def headline(self) -> str:
         callee = self.callee.split(":", 1)[-1]
+        named = [t for t in self.to if t.lower() not in callee.lower()]  # 'GetCart' to cartservice: said already
+        if named:
+            callee += f" (to {', '.join(named[:2])}{' and others' if len(named) > 2 else ''})"
         caller = self.caller.split(":", 1)[-1]
         return (f"{self.service} stops calling {callee} from {fmt_timestamp(self.since_ns)[11:19]} UTC: "
                 f"{share(self.rate_after)} of its {caller} calls make it, {share(self.rate_before)} before")
@@ -128,7 +132,7 @@ def lost_calls(spans: SpanTable, params: dict | None = None) -> LostCalls:
             found.append(LostCall(spans.methods[P], spans.services[spans.service[row]], spans.methods[C], k, b, N - k,
                                   K - b, int(spans.start[row]), min(pv, 1.0)))
             missed.append(order[first[P] + k:first[P] + N][~x[k:]])  # its spans after that did not make it
-    out.calls = _causes_first(spans, found, missed)
+    out.calls = [replace(c, to=_calls_into(spans, c.callee)) for c in _causes_first(spans, found, missed)]
     if not found:
         out.why = f"no method stops making one of its calls from a time on ({len(pairs)} caller-callee pairs tested)"
     return out
@@ -171,3 +175,17 @@ def _causes_first(spans: SpanTable, found: list[LostCall], missed: list[np.ndarr
                                                          -found[b].p))].caller
     order = sorted(range(k), key=lambda i: (not deeper[i], -depth[i], found[i].p, found[i].caller, found[i].callee))
     return [replace(found[i], follows=follows[i]) for i in order]
+
+
+def _calls_into(spans: SpanTable, method: str) -> tuple:
+    """The services a method's spans call directly (their children in other services), the most
+    called first: what a client span's generic name ('HTTP GET') does not say."""
+    m = spans.methods.index(method)
+    child = np.flatnonzero(spans.parent >= 0)
+    par = spans.parent[child]
+    mine = spans.method[par] == m
+    cross = mine & (spans.service[child] != spans.service[par])
+    if not cross.any():
+        return ()
+    counts = np.bincount(spans.service[child[cross]], minlength=len(spans.services))
+    return tuple(spans.services[i] for i in np.argsort(-counts, kind="stable") if counts[i])
