@@ -335,3 +335,53 @@ def test_a_lost_client_call_says_whom_it_called(tmp_path):
     assert top.service == "ts-basic-service" and top.callee == "ts-basic-service:HTTP GET"
     assert top.headline().startswith("ts-basic-service stops calling HTTP GET (to ts-station-service, "
                                      "ts-train-service) from "), top.headline()
+
+
+@pytest.mark.parametrize("client_spans", [True, False])
+def test_a_lost_call_says_what_was_called_last_where_the_callers_clock_tells(tmp_path, client_spans):
+    """The frontend's requests call the cart, then the currency service, then place the order;
+    from request 200 on they stop after the currency call (the currency service failing and the
+    frontend giving up, or the frontend returning early: without a status the same). With client
+    spans (the frontend's own, by its clock) the finding says the call it stopped after; where
+    the frontend's spans call the others' directly (their hosts' clocks, offset) it does not."""
+    from perftriage.analysis.calltrees.lost_calls import lost_calls
+
+    rows = ["TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration"]
+    sid = 0
+
+    def span(trace, parent, pod, name, start, dur):
+        nonlocal sid
+        sid += 1
+        rows.append(f"{trace},{sid:016x},{parent},{pod}-5f6585d649-fnmft,{name},{start},{start + dur},{dur // 1000}")
+        return f"{sid:016x}"
+
+    ms = 1_000_000
+    calls = [("cartservice", "hipstershop.CartService/GetCart"), ("currencyservice", "hipstershop.CurrencyService/Convert"),
+             ("checkoutservice", "hipstershop.CheckoutService/PlaceOrder")]
+    for i in range(400):
+        t, trace = 1_661_140_000 * 10**9 + i * 100 * ms, f"{i + 1:032x}"
+        root = span(trace, "root", "frontend", "hipstershop.Frontend/Recv.", t, 30 * ms)
+        for k, (pod, name) in enumerate(calls[:2] if i >= 200 else calls):
+            at = t + (1 + 8 * k) * ms
+            if client_spans:
+                c = span(trace, root, "frontend", name, at, 6 * ms)
+                span(trace, c, pod, name, at + ms, 4 * ms)
+            else:  # the callees' spans, the currency service's calling on (an order is not its clock's)
+                srv = span(trace, root, pod, name, at, 6 * ms)
+                if pod == "currencyservice":
+                    span(trace, srv, "ratesservice", "GetRates", at + ms, 2 * ms)
+    path = tmp_path / "s.csv"
+    path.write_text("\n".join(rows) + "\n")
+    from perftriage.analysis.calltrees.findings import lost_call_findings
+
+    lc = lost_calls(read_spans([path]))
+    top = lc.calls[0]
+    assert top.service == "frontend" and top.callee.endswith("PlaceOrder") and top.with_after == 0
+    first = lost_call_findings(lc)[0]
+    if client_spans:
+        assert top.after == "hipstershop.CurrencyService/Convert"
+        assert first.title.endswith("right after calling hipstershop.CurrencyService/Convert (which, failing, "
+                                    "would look the same)"), first.title
+    else:
+        assert top.after == "" and first.title.endswith("it returns early or fails before them"), first.title
+        assert "PlaceOrder (in checkoutservice)" not in first.title  # the service is in the method's name

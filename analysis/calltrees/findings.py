@@ -407,6 +407,9 @@ def lost_call_findings(lc) -> list[Finding]:
               f"spans or more making it before and a {p['lost_ratio']:g}th of that or less after: a service that "
               "returns early or fails stops calling what it called; the requests were not compared over time (give "
               "--incident-time or --reference for that)")
-    return [Finding(analysis="calltrees", title=top.headline() + "; it returns early or fails before them",
+    why = "; it returns early or fails before them"
+    if top.after:
+        why += f", right after calling {top.after} (which, failing, would look the same)"
+    return [Finding(analysis="calltrees", title=top.headline() + why,
                     subject=f"service {top.service}", score=2e9 - 2, severity="critical", evidence=ev,
                     parameters=dict(p), target={"kind": "method", "method": top.caller})]
