@@ -260,8 +260,13 @@ REPORT = ["report", "-q", "-o", "{out}"]
 
 @st.composite
 def spans_json(draw):
-    fmt = draw(st.sampled_from(["otlp", "otlp_lines", "jaeger", "zipkin", "deep", "raw"]))
-    if fmt == "deep":
+    fmt = draw(st.sampled_from(["otlp", "otlp_lines", "jaeger", "zipkin", "deep", "raw", "tempo"]))
+    if fmt == "tempo":  # Grafana Tempo's forms of OTLP: "batches" (API v1), {"trace": {...}} (API v2)
+        doc = otlp_doc()
+        groups = doc.pop("resourceSpans")
+        doc = {"batches": groups} if draw(st.booleans()) else {"trace": {"resourceSpans": groups}}
+        data, name = dumps(draw(mutated(doc, rounds=4))), "trace.json"
+    elif fmt == "deep":
         data, name = nested(draw(st.sampled_from([500, 1000, 5000, 100_000]))).encode(), "spans.json"
         data = b'{"resourceSpans": ' + data + b"}"
     elif fmt == "raw":

@@ -733,3 +733,40 @@ def test_a_replica_slower_than_its_peers_is_named_where_clouddiag_flags_nothing(
         write_microservice_sample(tmp_path / scenario, MicroConfig(requests=3000, seed=s, scenario=scenario,
                                                                    slowdown=1.5, write_log=False))
         assert slow_replicas(read_spans([tmp_path / scenario / "spans.otlp.jsonl"])) == []
+
+
+def _span_set(sp):
+    """Each span as (trace, span, its parent's span id, method, replica, start, end), sorted:
+    tables compared whatever order their readers built them in."""
+    parent = [int(sp.span[p]) if p >= 0 else -1 for p in sp.parent.tolist()]
+    return sorted(zip([sp.traces[t] for t in sp.trace.tolist()], sp.span.tolist(), parent,
+                      [sp.methods[m] for m in sp.method.tolist()], [sp.replicas[r] for r in sp.replica.tolist()],
+                      sp.start.tolist(), sp.end.tolist()))
+
+
+@pytest.mark.parametrize("form", ["batches", "trace", "batches-odd-span"])
+def test_grafana_tempo_traces_read_as_otlp(tmp_path, form):
+    """A trace as Grafana Tempo gives it: 'batches' for 'resourceSpans' (its API v1, Grafana's
+    trace download, with the old 'instrumentationLibrarySpans'), or wrapped in 'trace' (API v2):
+    the same spans as the collector's OTLP lines. A span the typed decoder refuses (a number for
+    a name) sends the document span by span, the same spans still."""
+    src = ROOT / "sample_traces" / "microservices" / "spans.otlp.jsonl"
+    reqs = [json.loads(line) for line in src.read_text().splitlines()[:200]]
+    groups = [g for q in reqs for g in q["resourceSpans"]]
+    plain = tmp_path / "plain.otlp.jsonl"
+    plain.write_text("\n".join(json.dumps(q) for q in reqs) + "\n")
+    if form == "trace":
+        doc = {"trace": {"resourceSpans": groups}}
+    else:
+        doc = {"batches": [{"resource": g["resource"], "instrumentationLibrarySpans": g["scopeSpans"]} for g in groups]}
+    if form == "batches-odd-span":
+        doc["batches"][0]["instrumentationLibrarySpans"][0]["spans"][0]["name"] = 7
+    tempo = tmp_path / "trace-1f2e.json"
+    tempo.write_text(json.dumps(doc))
+    assert sniff_format(tempo, tempo.read_bytes()[:65536]) == "otlp"
+    a, b = read_spans([plain]), read_spans([tempo])
+    assert len(a) == len(b) == sum(len(s["spans"]) for g in groups for s in g["scopeSpans"])
+    if form != "batches-odd-span":
+        assert _span_set(a) == _span_set(b)
+    else:
+        assert sorted(b.span.tolist()) == sorted(a.span.tolist()) and "7" in "".join(b.methods)

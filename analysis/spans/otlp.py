@@ -1,6 +1,8 @@
 """OpenTelemetry OTLP JSON, as the collector's file exporter writes it: one
 ExportTraceServiceRequest per line (``resourceSpans`` > ``scopeSpans`` > ``spans``), or one
-such document for the whole file. Ids are hex (base64 also accepted).
+such document for the whole file; as Grafana Tempo gives a trace (``batches`` for
+``resourceSpans``, API v1 and Grafana's trace download; ``{"trace": {"resourceSpans": ...}}``,
+API v2). Ids are hex (base64 also accepted).
 
 Decoded by msgspec into typed structs that hold only the fields read (the rest of a span, its
 attributes and events, is skipped by the decoder, never built as Python objects); a resource is
@@ -64,10 +66,22 @@ class _ResourceSpans(msgspec.Struct, gc=False):
     instrumentationLibrarySpans: list[_Scope] | None = None  # the name before OTLP 0.15
 
 
+class _Inner(msgspec.Struct, gc=False):
+    resourceSpans: list[_ResourceSpans] = []
+    batches: list[_ResourceSpans] = []
+
+
 class _Request(msgspec.Struct, gc=False):
     resourceSpans: list[_ResourceSpans] = []
+    batches: list[_ResourceSpans] = []  # Grafana Tempo's trace by id (API v1), Grafana's download
+    trace: _Inner | None = None  # Tempo's API v2: {"trace": {"resourceSpans": [...]}}
+
+    def groups(self) -> list[_ResourceSpans]:
+        inner = self.trace or _NONE
+        return self.resourceSpans or self.batches or inner.resourceSpans or inner.batches
 
 
+_NONE = _Inner()
 _START, _END = attrgetter("startTimeUnixNano"), attrgetter("endTimeUnixNano")
 _DECODER = msgspec.json.Decoder(_Request, strict=False)  # strict=False: "123" for an int, as OTLP writes times
 _ANY = msgspec.json.Decoder()
@@ -96,7 +110,8 @@ def _names(attrs: dict) -> tuple[str, str]:
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    return b'"resourceSpans"' in head[:4096]
+    h = head[:4096]
+    return b'"resourceSpans"' in h or (b'"batches"' in h and (b'"scopeSpans"' in h or b'"instrumentationLibrarySpans"' in h))
 
 
 class _Batches:
@@ -112,7 +127,7 @@ class _Batches:
 
     def add(self, req: _Request) -> None:
         resources, lists, of = self.resources, self.lists, self.of
-        for rs in req.resourceSpans:
+        for rs in req.groups():
             key = bytes(rs.resource)
             r = resources.get(key)
             if r is None:
@@ -299,7 +314,9 @@ def _doc(doc: dict, b: SpanBuilder) -> None:
     """The per-span path, for documents the typed decoder refused: a span that cannot be used is
     counted; a document of the wrong shape (a number for resourceSpans) raises, and the reader's
     boundary makes that one line naming the file."""
-    for rs in doc.get("resourceSpans", ()):
+    inner = doc.get("trace") if isinstance(doc.get("trace"), dict) else {}
+    groups = doc.get("resourceSpans") or doc.get("batches") or inner.get("resourceSpans") or inner.get("batches") or ()
+    for rs in groups:
         service, replica = _names(_attrs(rs.get("resource", {}).get("attributes")))
         for ss in rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", ())):
             for sp in ss.get("spans", ()):
