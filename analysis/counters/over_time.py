@@ -186,7 +186,12 @@ def _resolution(srt: np.ndarray) -> np.ndarray:
     del tol
     m = d.min(axis=2)
     two = np.isfinite(d).sum(axis=2) < 2  # fewer than three distinct values
-    m = np.where(two & (srt[:, :, 0] != 0), np.inf, m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a series without a value: NaN, compared false
+        top = np.nanmax(srt, axis=2)
+    # away from zero: neither value is 0 (a count at 0 that went to 1, or a difference at 0 that
+    # went to -1 once, is one step from zero: that step is its scale)
+    m = np.where(two & (srt[:, :, 0] != 0) & (top != 0), np.inf, m)
     out = np.where(np.isfinite(m), m, out)
     return out
 
@@ -334,8 +339,14 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
     why_peer = np.zeros(v.shape, bool)
     alone = np.ones((S, C), bool)  # series that no other server's values at the same time judge
     if S >= 3:
-        d = v - peers_median(v, peers)
-        zp = _robust(d, floor, unit=unit)
+        pm = peers_median(v, peers)
+        d = v - pm
+        # the difference moves by the peers' steps too: a server that sat at 0 while the others'
+        # median went to 0.5 once is half a step from them, not 2.5e11 of its own resolution
+        # (sar's count of blocked tasks, 0 on one server, 0 or 1 on the others)
+        fd = np.fmax(floor, p.resolution_steps * _resolution(np.sort(pm, axis=2)))
+        del pm
+        zp = _robust(d, fd, unit=unit)
         del d
         alone = np.isnan(zp).all(axis=2)
         if peers is not None and not peers.whole_fleet:
@@ -343,7 +354,7 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
             # it did not move itself (under z units of its level), the others did, and it is theirs
             kind = ~peers.compared[peers.group]  # (S,)
             if kind.any():
-                still = np.abs(v[kind] - usual[kind][..., None]) < p.z * unit[kind][..., None]
+                still = np.abs(v[kind] - usual[kind][..., None]) <= np.fmax(p.z * unit[kind], floor[kind])[..., None]
                 zp[kind] = np.where(still, 0.0, zp[kind])
         why_peer = np.nan_to_num(zp) > np.nan_to_num(z)
         z = np.fmax(z, zp)

@@ -23,6 +23,8 @@ datasets like SMD publish ``machine-1-1.txt``): its columns are counters m1, m2,
 from 1, as such datasets' labels number them), its rows numbered (``--interval``), unless the
 first column holds unix times (increasing, mostly evenly spaced), which are then its times.
 
+sysstat: ``sadf -d`` exports of each server's sar archive (sadf.py).
+
 Prometheus: the JSON body of ``/api/v1/query_range`` (``resultType`` "matrix"), or a list of
 them, or a JSON-lines file of them. The server is a label (``instance`` by default); the counter
 is ``__name__`` with the other labels, e.g. ``node_cpu_seconds_total{cpu="0",mode="idle"}``.
@@ -45,6 +47,8 @@ from perftriage.analysis.errors import InputError, reading
 from perftriage.analysis.inputs import open_data, read_head, read_text, register_file_kind
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 
+from . import sadf
+from .sadf import read_sadf
 from .table import CounterSet, Piece, RawCounters, align
 
 TIME_NAMES = ("time", "timestamp", "ts", "t", "datetime", "date")
@@ -635,8 +639,10 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
     for p in paths:
         head = read_head(p)
         prom = sniff_prometheus(p, head)
-        with reading(p, "Prometheus JSON file" if prom else "counter CSV"):
-            raw = read_prometheus(p, server_label, names_) if prom else read_csv(p, names_, row_interval)
+        sar = not prom and sadf.sniff(p, head)
+        with reading(p, "Prometheus JSON file" if prom else "sadf -d export" if sar else "counter CSV"):
+            raw = read_prometheus(p, server_label, names_) if prom else read_sadf(p, names_) if sar else \
+                read_csv(p, names_, row_interval)
         pieces += raw.pieces
         notes += raw.notes
         if raw.server_from_name:
@@ -664,4 +670,4 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
         return align(raw, interval)
 
 
-register_file_kind("counters", lambda p, h: sniff_csv(p, h) or sniff_prometheus(p, h))
+register_file_kind("counters", lambda p, h: sniff_csv(p, h) or sniff_prometheus(p, h) or sadf.sniff(p, h))
