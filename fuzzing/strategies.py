@@ -322,10 +322,21 @@ def features_csv(draw):
 
 @st.composite
 def counters(draw):
-    fmt = draw(st.sampled_from(["csv", "csv", "prometheus"]))
+    fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf"]))
     if fmt == "csv":
         rows = draw(damaged_rows(counters_rows()))
         name, data = "counters.csv", csv_bytes(rows)
+    elif fmt == "sadf":  # real sadf -d exports (tests/data/sadf), damaged as ;-separated rows
+        files = {}
+        for k in range(draw(st.integers(1, 3))):
+            text = gzip.decompress((ROOT / "tests" / "data" / "sadf" / f"web-0{k + 1}.csv.gz").read_bytes()).decode()
+            rows = [ln.split(";") for ln in text.split("\n")[:120]]
+            rows = draw(damaged_rows(rows))
+            body = "\n".join(";".join(r) for r in rows)
+            if draw(st.integers(0, 3)) == 0:
+                body = body[: draw(st.integers(0, len(body)))]
+            files[f"web-0{k + 1}.csv"] = body.encode()
+        return Case("counters", files, [*REPORT, *("{in}/" + n for n in files)], "sadf " + ", ".join(files))
     else:
         name, data = "counters.prom.json", dumps(draw(mutated(prometheus_doc(), rounds=4)))
     name, data = maybe_gzip(draw, data, name)

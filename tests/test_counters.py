@@ -1213,3 +1213,30 @@ def test_a_fleet_of_sadf_exports_names_its_busy_server_and_no_absurd_z():
             assert rep["findings"][0]["title"].startswith(first)
         zs = [float(z) for f in rep["findings"] for e in f["evidence"] for z in re.findall(r"robust z ([\d.e+]+)", e)]
         assert zs and max(zs) < 1e6 if extra else max(zs, default=0) < 1e6, zs
+
+
+def test_damaged_sadf_exports(tmp_path):
+    """A cut export keeps its whole rows (the cut one left out, said); a row of another width is
+    left out and said; no header (not known for sadf's then: a CSV without a time column), or no
+    rows under it: one line naming the file."""
+    import gzip
+
+    from perftriage.analysis.counters.readers import load_counters
+    from perftriage.analysis.errors import InputError
+
+    text = gzip.decompress((SADF / "web-01.csv.gz").read_bytes()).decode()
+    cut = tmp_path / "web-01.csv"
+    cut.write_text(text[: len(text) // 3])
+    cs = load_counters([cut])
+    assert any("last line is cut" in n for n in cs.notes) and "%user" in cs.counters
+    lines = text.split("\n")
+    lines[5] = lines[5] + ";7"
+    wide = tmp_path / "web-02.csv"
+    wide.write_text("\n".join(lines))
+    assert any("1 row with another number of fields than their header skipped" in n for n in load_counters([wide]).notes)
+    for body, words in (("\n".join(lines[1:]), "needs a time column"), (lines[0] + "\n", "no rows under a header")):
+        bad = tmp_path / "web-03.csv"
+        bad.write_text(body)
+        with pytest.raises(InputError, match=words) as e:
+            load_counters([bad])
+        assert "web-03.csv" in str(e.value) and "\n" not in str(e.value)
