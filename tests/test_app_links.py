@@ -793,7 +793,7 @@ async def test_a_pidstat_recording_opens_at_its_deviating_thread():
     async with app.run_test(size=(80, 24)) as pilot:
         await loaded(app, pilot)
         f, row = await open_finding(app, pilot, "threads")
-        assert f.title.startswith("Thread 11171 in pool worker: kB_wr/s")
+        assert f.title.startswith("Thread 11171 (worker-5) in pool worker: kB_wr/s") and f.target["names"] == ["11171"]
         assert tab(app) == "threads"
         pane = app.query_one(ThreadsPane)
         res = pane.current

@@ -47,8 +47,8 @@ def test_both_forms_of_one_recording_read_the_same():
     assert writes[:15].sum() == 0 and (writes[25:] > 0).mean() > 0.8  # from 20 s on
 
 
-@pytest.mark.parametrize("path,who", [(THREADS_H, "Thread 11171 in pool worker"),
-                                      (BLOCKS, "Thread 11171 in pool worker"),
+@pytest.mark.parametrize("path,who", [(THREADS_H, "Thread 11171 (worker-5) in pool worker"),
+                                      (BLOCKS, "Thread 11171 (worker-5) in pool worker"),
                                       (PROCS, "Process python3[12644] in program python3")])
 def test_the_deviating_worker_is_the_one_finding(path, who):
     """The worker that writes is named, by its writes, and nothing else: two threads whose

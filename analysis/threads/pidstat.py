@@ -196,6 +196,7 @@ def read_pidstat(path) -> ThreadSeries:
               "program": procs}
     if threaded:  # threads in their processes, by pool; else each process is one series
         groups["pool"] = [pool_name(names[(k[1], k[2])][1]) for k in keys]
+        groups["name"] = [names[(k[1], k[2])][1] for k in keys]  # the thread's own name, said beside its id
     ts = build(time, [k[2] for k in keys], groups, vals, mlist, str(path))
     ts.units = {m: unit_of(m) for m in mlist if unit_of(m)}
     # alike abstractions only: processes of one program, threads of one pool (as a kernel trace's)

@@ -196,11 +196,25 @@ def _where(res: LevelResult, kinds: dict | None = None) -> str:
     return where_text(res.within, kinds)
 
 
+def shown_name(res: LevelResult, ts: ThreadSeries, i: int) -> str:
+    """Abstraction ``i`` as a finding says it: a thread by its id, and its own name where that
+    says more than its pool's ('11171 (worker-5)' in pool worker; a kernel trace's mysqld thread
+    in pool mysqld stays '1407')."""
+    name = res.names[i]
+    names = ts.groups.get("name")
+    if res.level != "thread" or names is None or not res.members[i]:
+        return name
+    j = res.members[i][0]
+    own = names[j]
+    pool = ts.groups.get("pool", [""] * ts.n_threads)[j]
+    return f"{name} ({own})" if own and own not in (name, pool) else name
+
+
 def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
     out = []
     params = res.parameters()
     for rank, r in enumerate(res.ranking):
-        names = [res.names[i] for i in r.items]
+        names = [shown_name(res, ts, i) for i in r.items]
         what = res.level if len(names) == 1 else plural(res.level)
         # what deviates, in the metrics' own units, first; how it was found last, as details
         ev = [f"{metric}: {text}" for metric, text in r.metrics]
@@ -229,7 +243,8 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
                    f"{'deviates' if len(names) == 1 else 'deviate'}" + (f" ({r.metrics[0][0]})" if r.metrics else "")
                    + _where(res, ts.kinds)),
             subject=f"{what} {', '.join(names)}{_where(res, ts.kinds)}",
-            target={"kind": "threads", "level": res.level, "names": list(names), "within": dict(res.within)},
+            target={"kind": "threads", "level": res.level, "names": [res.names[i] for i in r.items],
+                    "within": dict(res.within)},
             score=float(100 - rank + (r.separation if np.isfinite(r.separation) else r.score)),
             severity="warning",
             evidence=ev,
