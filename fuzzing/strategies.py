@@ -335,7 +335,7 @@ def counters(draw):
             body = "\n".join(";".join(r) for r in rows)
             if draw(st.integers(0, 3)) == 0:
                 body = body[: draw(st.integers(0, len(body)))]
-            files[f"web-0{k + 1}.csv"] = body.encode()
+            files[f"web-0{k + 1}.csv"] = body.encode("utf-8", "surrogatepass")
         return Case("counters", files, [*REPORT, *("{in}/" + n for n in files)], "sadf " + ", ".join(files))
     else:
         name, data = "counters.prom.json", dumps(draw(mutated(prometheus_doc(), rounds=4)))
@@ -406,7 +406,7 @@ def pidstat_report(draw):
     text = "\n".join(" ".join(r) for r in rows)
     if draw(st.integers(0, 3)) == 0:
         text = text[: draw(st.integers(0, len(text)))]
-    name, data = maybe_gzip(draw, text.encode(), "pidstat.txt")
+    name, data = maybe_gzip(draw, text.encode("utf-8", "surrogatepass"), "pidstat.txt")
     return Case("thread_csv", {name: data}, [*REPORT, "{in}/" + name, "--replicates", "10"], f"pidstat {name}")
 
 
