@@ -799,4 +799,5 @@ async def test_a_pidstat_recording_opens_at_its_deviating_thread():
         res = pane.current
         assert res.level == "thread" and res.within.get("pool") == "worker" and len(res.names) == 8
         assert res.names[pane.order[pane.table.cursor]] == "11171"
+        assert "11171 (worker-5)" in screen_text(app)  # its own name beside its id, in the list
         await back_to_findings(app, pilot, row)

@@ -162,15 +162,19 @@ class ThreadsPane(ViewPane):
         if isinstance(res, Overview):
             self._show_overview(res)
             return
+        from perftriage.analysis.threads.topdown import shown_name  # noqa: PLC0415
+
         ranked = {i: (n, r) for n, r in enumerate(res.ranking) for i in r.items}
         self.order = [i for r in res.ranking for i in r.items] + [i for i in range(res.k) if i not in ranked]
+        ts = self.result.thread_series if self.result is not None else None
         rows, styles = [], []
         for i in self.order:
             n, r = ranked.get(i, (None, None))
             how = "" if r is None else ({"window": "window", "departure": "level"}.get(r.how, "tree"))
             sep = "" if r is None else (f"{r.separation:.1f}x" if r.how == "dendrogram" else f"z {r.score:.1f}")
             what = (r.headline or r.metrics[0][0] + ": " + r.metrics[0][1]) if r is not None and r.metrics else ""
-            rows.append([str(n + 1) if n is not None else "-", res.names[i], str(len(res.members[i])), how, sep, what])
+            name = shown_name(res, ts, i) if ts is not None else res.names[i]  # '11171 (worker-5)'
+            rows.append([str(n + 1) if n is not None else "-", name, str(len(res.members[i])), how, sep, what])
             styles.append("alert" if r is not None else None)
         cols = [Column("#", "right", 2, 3), Column(res.level, "left", 6, 24, priority=IDENTITY), Column("threads", "right", 3, 7),
                 Column("by", "left", 4, 6), Column("apart", "right", 5, 7), Column("what deviates", "left", 10, 90, priority=TEXT,
