@@ -71,7 +71,7 @@ def _variant(tmp_path, name, edit):
     return p
 
 
-def test_twelve_hour_clocks_epoch_seconds_and_other_dates(tmp_path):
+def test_twelve_hour_clocks_epoch_seconds_other_dates_and_decimal_commas(tmp_path):
     base = read_pidstat(THREADS_H)
 
     def twelve(text):  # 15:16:27 -> 03:16:27 PM
@@ -86,7 +86,14 @@ def test_twelve_hour_clocks_epoch_seconds_and_other_dates(tmp_path):
             out.append(ln)
         return "\n".join(out)
 
-    for edit in (twelve, epoch, lambda t: t.replace("11/27/26", "2026-11-27", 1), lambda t: t.replace("11/27/26", "27/11/26", 1)):
+    def german(text):  # LC_ALL=de_DE: 27.11.2026, decimal commas
+        import re
+
+        head, _, body = text.partition("\n")
+        return head.replace("11/27/26", "27.11.2026") + "\n" + re.sub(r"(\d)\.(\d\d)\b", r"\1,\2", body)
+
+    for edit in (twelve, epoch, german, lambda t: t.replace("11/27/26", "2026-11-27", 1),
+                 lambda t: t.replace("11/27/26", "27/11/26", 1)):
         ts = read_pidstat(_variant(tmp_path, "v.txt", edit))
         assert ts.ids == base.ids and np.array_equal(ts.time, base.time) and np.array_equal(ts.values, base.values, equal_nan=True)
 

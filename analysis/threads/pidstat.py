@@ -14,7 +14,8 @@ The forms read:
   (``-h`` of older sysstat); the date from the first line (``Linux 6.1.0 (host) 11/27/26
   _x86_64_ (2 CPU)``: ``MM/DD/YY``, ``DD/MM/YY`` where the first number is above 12, or ISO with
   ``S_TIME_FORMAT=ISO``); a clock going back by more than 12 hours is the next day. pidstat
-  prints the host's local time: it is read as UTC (the note says so).
+  prints the host's local time: it is read as UTC (the note says so); numbers with a decimal
+  comma, as pidstat prints them in a German or French locale, read alike.
 
 Metrics are pidstat's columns as named (``%CPU``, ``kB_wr/s``, ``cswch/s``, ``RSS``...), with
 their units; the task ids, user, the processor number and the command are not metrics. Without
@@ -178,7 +179,10 @@ def read_pidstat(path) -> ThreadSeries:
             try:
                 values[c] = float(v)
             except ValueError:
-                values[c] = np.nan
+                try:  # a decimal comma (pidstat in a de_DE or fr_FR locale: 12,50)
+                    values[c] = float(v.replace(",", "."))
+                except ValueError:
+                    values[c] = np.nan
         names.setdefault((owner, task), (proc_name, tname))
     if not samples:
         raise InputError(path, "pidstat's report holds no task rows (a header with TID or PID and Command, "
