@@ -1234,6 +1234,11 @@ def test_damaged_sadf_exports(tmp_path):
     wide = tmp_path / "web-02.csv"
     wide.write_text("\n".join(lines))
     assert any("1 row with another number of fields than their header skipped" in n for n in load_counters([wide]).notes)
+    commas = tmp_path / "web-04.csv"  # a German or French locale's decimal commas
+    commas.write_text("\n".join(ln if ln.startswith("#") else re.sub(r"(\d)\.(\d\d)\b", r"\1,\2", ln)
+                                for ln in text.split("\n")))
+    a, b = load_counters([SADF / "web-01.csv.gz"]), load_counters([commas])
+    assert a.counters == b.counters and np.array_equal(a.values, b.values, equal_nan=True)
     for body, words in (("\n".join(lines[1:]), "needs a time column"), (lines[0] + "\n", "no rows under a header")):
         bad = tmp_path / "web-03.csv"
         bad.write_text(body)

@@ -106,4 +106,7 @@ def _number(x: str) -> float:
     try:
         return float(x)
     except ValueError:
-        return np.nan
+        try:  # a decimal comma (a German or French locale's 12,50)
+            return float(x.replace(",", "."))
+        except ValueError:
+            return np.nan
