@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from perftriage.analysis.sim.threadpool import PoolConfig, pool_series
 from perftriage.analysis.threads.deviation import ThreadParams, analyse_level
 
-from .common import row
+from .common import ROOT, child_peak_rss, row
 
 
 def series(waves: int, threads: int, samples: int):
@@ -72,8 +73,55 @@ def run(quick: bool = False) -> None:
         f"{'under' if core < 20 else 'over'} 20 s (the target is the walk's, above); wall with windows and covariances "
         f"{wall_top + wall_threads:.1f} s")
     distance_kernels(quick)
+    pidstat_read(quick)
     row("  why", "", f"one {threads}-thread bootstrap: {threads * (threads - 1) // 2} distances (5x5 generalized "
         f"eigenvalues) x {params.replicates * 10:,} replicates, in {os.cpu_count()} worker processes")
+
+
+def pidstat_report(path, processes: int, seconds: int) -> int:
+    """A pidstat -t -h report of ``processes`` x 9 threads for ``seconds``, each interval's rows
+    those of the committed recording's first (tests/data/pidstat), ids renumbered. Its lines."""
+    import gzip  # noqa: PLC0415
+
+    src = gzip.decompress((ROOT / "tests" / "data" / "pidstat" / "pidstat-h.txt.gz").read_bytes()).decode().split("\n")
+    tmpl = [ln.split() for ln in src[3:13]]
+    n = 0
+    with open(path, "w") as f:
+        f.write(src[0] + "\n\n" + src[2] + "\n")
+        for t in range(seconds):
+            clock = f"{10 + t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
+            for p in range(processes):
+                for i, w in enumerate(tmpl):
+                    w = list(w)
+                    w[0] = clock
+                    if w[2] != "-":
+                        w[2] = str(20000 + p * 100)
+                    if w[3] != "-":
+                        w[3] = str(20000 + p * 100 + i)
+                    f.write("  ".join(w) + "\n")
+                    n += 1
+    return n
+
+
+def pidstat_read(quick: bool = False) -> None:
+    """Reading a whole host's pidstat report (pidstat.py): the rows as numbers in flat arrays,
+    not a dict per row (2.6 s and 589 MB for 300,000 lines before, 1.2 s and 204 MB after)."""
+    import tempfile  # noqa: PLC0415
+
+    processes, seconds = (10, 120) if quick else (50, 600)
+    with tempfile.TemporaryDirectory(prefix="perftriage-bench-") as tmp:
+        path = Path(tmp) / "pidstat.txt"
+        lines = pidstat_report(path, processes, seconds)
+        size = path.stat().st_size
+        out, dt, peak = child_peak_rss(
+            "from perftriage.analysis.threads.pidstat import read_pidstat\n"
+            f"ts = read_pidstat({str(path)!r})\nprint(ts.n_threads, len(ts.time))")
+        base, _, base_peak = child_peak_rss("import numpy\nfrom perftriage.analysis.threads import series\nprint(0, 0)")
+    threads, samples = out.split()
+    row(f"pidstat report, {processes * 9} threads x {seconds} s", f"{dt:.2f} s",
+        f"{lines:,} lines ({size / 2**20:.0f} MiB) -> {threads} threads, {int(samples):,} samples; peak "
+        f"{peak / 2**20:.0f} MiB, {(peak - base_peak) / 2**20:.0f} MiB over the interpreter with numpy "
+        f"({(peak - base_peak) / size:.1f}x the file)")
 
 
 def distance_kernels(quick: bool = False) -> None:

@@ -26,6 +26,7 @@ samples only where it was.
 from __future__ import annotations
 
 import re
+from array import array
 from datetime import date, datetime, timezone
 from pathlib import Path
 
@@ -111,97 +112,143 @@ def _clock(words: list[str]) -> tuple[float | None, int]:
     return float(h * 3600 + mi * 60 + s), took
 
 
+class _Section:
+    """The rows of one header's layout, as columns: time, task (its code) and the metrics' values
+    (one flat array: a huge report is held as numbers, not a Python object per row)."""
+
+    def __init__(self, cols: list[str]):
+        n = len(cols) - 1  # the command is the rest of the line
+        at = {c: j for j, c in enumerate(cols)}
+        self.tid, self.tgid, self.pid = at.get("TID"), at.get("TGID"), at.get("PID")
+        self.take = [j for j, c in enumerate(cols[:n]) if c not in NOT_METRICS]
+        self.metrics = [cols[j] for j in self.take]
+        self.time = array("d")
+        self.task = array("q")
+        self.values = array("d")
+
+    def add(self, when: float, task: int, words: list[str]) -> None:
+        self.time.append(when)
+        self.task.append(task)
+        try:
+            self.values.extend([float(words[j]) for j in self.take])
+        except ValueError:  # a decimal comma (pidstat in a de_DE or fr_FR locale: 12,50), or no number
+            self.values.extend([_number(words[j]) for j in self.take])
+
+
+def _number(x: str) -> float:
+    try:
+        return float(x)
+    except ValueError:
+        try:
+            return float(x.replace(",", "."))
+        except ValueError:
+            return np.nan
+
+
 def read_pidstat(path) -> ThreadSeries:
     path = Path(path)
     with open_data(path) as f:
-        text = f.read()
-    lines = text.splitlines()
-    if not lines or not lines[0].strip():
-        raise InputError(path, "file is empty")
-    cut = not text.endswith("\n")  # a recording cut off: its last row may hold a number cut short
-    if cut:
-        lines.pop()
-    first = _FIRST.match(lines[0])
-    if first is None:
-        raise InputError(path, "not pidstat's report (its first line is 'Linux VERSION (HOST) DATE ...')")
-    host = first.group("host")
-    midnight = datetime.combine(_day(first.group("date"), path), datetime.min.time(), timezone.utc).timestamp()
-    cols: list[str] | None = None
-    samples: dict[tuple, dict] = {}  # (time, process, thread) -> {metric: value}
-    names: dict[tuple, tuple] = {}  # (process, thread) -> (process name, thread name)
-    metrics: dict[str, None] = {}
-    process, pname = "", ""
-    days, last, bad, threaded = 0, None, 0, False
-    for line in lines[1:]:
-        words = line.split()
-        if not words:
-            continue
-        if words[0] == "#":  # -h's header: '# Time UID TGID TID ...'
-            cols = words[2:]
-            continue
-        t, took = _clock(words)
-        if t is None:  # 'Average:' and anything else that is not a sample
-            continue
-        rest = words[took:]
-        if rest and rest[-1] == "Command" and ("PID" in rest or "TID" in rest):
-            cols = rest  # a block's header: the columns from here
-            continue
-        if cols is None or "Command" not in cols or len(rest) < len(cols):
-            bad += 1
-            continue
-        n = len(cols) - 1  # the command is the rest of the line (it may hold spaces: -l)
-        row = dict(zip(cols[:n], rest[:n]))
-        command = " ".join(rest[n:])
-        if t < 0:
-            when = -t
-        else:
-            if last is not None and t < last - 12 * 3600:  # past midnight
-                days += 1
-            last = t
-            when = midnight + days * 86400 + t
-        if "TID" in row:
-            threaded = True
-            if row["TID"] == "-":  # the process's own row: its threads follow
-                process, pname = row.get("TGID", ""), command
+        first_line = f.readline()
+        if not first_line.strip():
+            raise InputError(path, "file is empty")
+        first = _FIRST.match(first_line)
+        if first is None:
+            raise InputError(path, "not pidstat's report (its first line is 'Linux VERSION (HOST) DATE ...')")
+        host = first.group("host")
+        midnight = datetime.combine(_day(first.group("date"), path), datetime.min.time(), timezone.utc).timestamp()
+        cols: list[str] | None = None
+        sections: dict[tuple, _Section] = {}  # one per header layout
+        section = None
+        tasks: dict[tuple, int] = {}  # (process, thread) -> its code
+        names: list[tuple] = []  # per code: (process, thread, process name, thread name)
+        process, pname = "", ""
+        days, last, bad, threaded, cut = 0, None, 0, False, False
+        for line in f:
+            if not line.endswith("\n"):  # a recording cut off: its last row may hold a number cut short
+                cut = True
+                break
+            words = line.split()
+            if not words:
                 continue
-            task, tname = row["TID"], command.removeprefix("|__")
-            owner = row["TGID"] if row.get("TGID", "-") != "-" else process
-            proc_name = _short(pname if owner == process else tname)
-        else:
-            task = owner = row.get("PID", "")
-            tname = proc_name = _short(command)
-        key = (when, owner, task)
-        values = samples.setdefault(key, {})
-        for c, v in row.items():
-            if c in NOT_METRICS:
+            if words[0] == "#":  # -h's header: '# Time UID TGID TID ...'
+                cols = words[2:]
+                section = None
                 continue
-            metrics.setdefault(c, None)
-            try:
-                values[c] = float(v)
-            except ValueError:
-                try:  # a decimal comma (pidstat in a de_DE or fr_FR locale: 12,50)
-                    values[c] = float(v.replace(",", "."))
-                except ValueError:
-                    values[c] = np.nan
-        names.setdefault((owner, task), (proc_name, tname))
-    if not samples:
+            t, took = _clock(words)
+            if t is None:  # 'Average:' and anything else that is not a sample
+                continue
+            if words[-1] == "Command" and ("PID" in words or "TID" in words):
+                cols = words[took:]  # a block's header: the columns from here
+                section = None
+                continue
+            if cols is None or "Command" not in cols or len(words) - took < len(cols):
+                bad += 1
+                continue
+            if section is None:
+                section = sections.get(tuple(cols))
+                if section is None:
+                    section = sections[tuple(cols)] = _Section(cols)
+                tid_j, tgid_j, pid_j = section.tid, section.tgid, section.pid
+            rest = words[took:]
+            n = len(cols) - 1
+            command = " ".join(rest[n:])
+            if t < 0:
+                when = -t
+            else:
+                if last is not None and t < last - 12 * 3600:  # past midnight
+                    days += 1
+                last = t
+                when = midnight + days * 86400 + t
+            if tid_j is not None:
+                threaded = True
+                if rest[tid_j] == "-":  # the process's own row: its threads follow
+                    process, pname = rest[tgid_j] if tgid_j is not None else "", command
+                    continue
+                task, tname = rest[tid_j], command.removeprefix("|__")
+                owner = rest[tgid_j] if tgid_j is not None and rest[tgid_j] != "-" else process
+                key = (owner, task)
+                code = tasks.get(key)
+                if code is None:
+                    code = tasks[key] = len(names)
+                    names.append((owner, task, _short(pname if owner == process else tname), tname))
+            else:
+                task = rest[pid_j] if pid_j is not None else ""
+                key = (task, task)
+                code = tasks.get(key)
+                if code is None:
+                    code = tasks[key] = len(names)
+                    names.append((task, task, _short(command), _short(command)))
+            section.add(when, code, rest)
+    if not any(len(sec.time) for sec in sections.values()):
         raise InputError(path, "pidstat's report holds no task rows (a header with TID or PID and Command, "
                                "then one row per task and interval)")
-    mlist = list(metrics)
-    keys = list(samples)
-    vals = np.full((len(keys), len(mlist)), np.nan)
-    index = {m: j for j, m in enumerate(mlist)}
-    for i, k in enumerate(keys):
-        for m, v in samples[k].items():
-            vals[i, index[m]] = v
-    time = np.array([k[0] for k in keys], np.float64)
-    procs = [names[(k[1], k[2])][0] for k in keys]
-    groups = {"machine": [host] * len(keys), "process": [f"{procs[i]}[{k[1]}]" for i, k in enumerate(keys)],
+    # the sections merged by (task, time): a block report gives each task's metrics in several
+    mlist = list(dict.fromkeys(m for sec in sections.values() for m in sec.metrics))
+    parts = [(sec, np.frombuffer(sec.time, np.float64), np.frombuffer(sec.task, np.int64))
+             for sec in sections.values() if len(sec.time)]
+    all_t = np.concatenate([t for _, t, _ in parts])
+    all_k = np.concatenate([k for _, _, k in parts])
+    order = np.lexsort((all_t, all_k))
+    new = np.r_[True, (all_k[order][1:] != all_k[order][:-1]) | (all_t[order][1:] != all_t[order][:-1])]
+    row_of = np.empty(len(order), np.int64)
+    row_of[order] = np.cumsum(new) - 1
+    first_of = order[new]
+    vals = np.full((int(new.sum()), len(mlist)), np.nan)
+    at = 0
+    for sec, t, _ in parts:
+        v = np.frombuffer(sec.values, np.float64).reshape(len(t), len(sec.metrics))
+        vals[row_of[at:at + len(t)][:, None], [mlist.index(m) for m in sec.metrics]] = v
+        at += len(t)
+    time, code = all_t[first_of], all_k[first_of]
+    info = np.array(names, dtype=object).reshape(len(names), 4)
+    owner, task, procs, tnames = (info[code, j] for j in range(4))
+    groups = {"machine": np.full(len(code), host, dtype=object),
+              "process": np.array([f"{p}[{o}]" for p, o in zip(info[:, 2], info[:, 0])], dtype=object)[code],
               "program": procs}
     if threaded:  # threads in their processes, by pool; else each process is one series
-        groups["pool"] = [pool_name(names[(k[1], k[2])][1]) for k in keys]
-        groups["name"] = [names[(k[1], k[2])][1] for k in keys]  # the thread's own name, said beside its id
-    ts = build(time, [k[2] for k in keys], groups, vals, mlist, str(path))
+        groups["pool"] = np.array([pool_name(x) for x in info[:, 3]], dtype=object)[code]
+        groups["name"] = tnames  # the thread's own name, said beside its id
+    ts = build(time, task, groups, vals, mlist, str(path))
     ts.units = {m: unit_of(m) for m in mlist if unit_of(m)}
     # alike abstractions only: processes of one program, threads of one pool (as a kernel trace's)
     ts.kinds = {"process": "program", "pool": "pool"} if threaded else {"process": "program"}
