@@ -12,6 +12,7 @@ as sadf prints them by default; with ``-t`` the hosts' local times, read as UTC,
 
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,17 @@ def _key_name(col: str, key: str) -> str | None:
     return key
 
 
+class _Group:
+    """The rows of one (header, instance): their time stamps (one object per distinct stamp),
+    hosts (codes) and values (one flat array of numbers)."""
+
+    def __init__(self, width: int):
+        self.width = width
+        self.stamps: list[str] = []
+        self.hosts = array("i")
+        self.values = array("d")
+
+
 def read_sadf(path, names_) -> RawCounters:
     """``names_``: the dataset's server and counter names (readers._Names)."""
     path = Path(path)
@@ -46,51 +58,60 @@ def read_sadf(path, names_) -> RawCounters:
         f = open_data(path)
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
+    groups: dict[tuple, _Group] = {}  # (section header, instance) -> its rows
+    header: tuple | None = None
+    first = 3
+    hosts: dict[str, int] = {}
+    stamps: dict[str, str] = {}  # each stamp once, whatever the instances sharing it
+    short, cut = 0, False
     with f:
-        text = f.read()
-    lines = text.splitlines()
-    if not text.endswith("\n") and lines:
-        lines.pop()  # a last line cut mid-write
-    cut = len(text) > 0 and not text.endswith("\n")
-    # rows grouped by (section header, instance column): [host, time, values...]
-    groups: dict[tuple, list[list[str]]] = {}
-    header: list[str] | None = None
-    short = 0
-    for line in lines:
-        if not line.strip():
-            continue
-        if line.startswith("#"):
-            header = line[1:].strip().split(";")
-            continue
-        if header is None:
-            raise InputError(path, f"a row before any header ('{HEAD}...'): not sadf -d's output")
-        cells = line.split(";")
-        if len(cells) != len(header):
-            short += 1
-            continue
-        keyed = header[3] in KEYS if len(header) > 3 else False
-        groups.setdefault((tuple(header), cells[3] if keyed else None), []).append(cells)
+        for line in f:
+            if not line.endswith("\n"):
+                cut = True  # a last line cut mid-write
+                break
+            if not line.strip():
+                continue
+            if line.startswith("#"):
+                header = tuple(line[1:].strip().split(";"))
+                first = 4 if len(header) > 3 and header[3] in KEYS else 3
+                continue
+            if header is None:
+                raise InputError(path, f"a row before any header ('{HEAD}...'): not sadf -d's output")
+            cells = line.rstrip("\n").split(";")
+            if len(cells) != len(header):
+                short += 1
+                continue
+            key = (header, cells[3] if first == 4 else None)
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = _Group(len(header) - first)
+            stamp = cells[2]
+            g.stamps.append(stamps.setdefault(stamp, stamp))
+            h = hosts.get(cells[0])
+            if h is None:
+                h = hosts[cells[0]] = names_.server(cells[0].strip())
+            g.hosts.append(h)
+            try:
+                g.values.extend([float(x) for x in cells[first:]])
+            except ValueError:  # a cell that is no number (or a decimal comma): per cell
+                g.values.extend([_number(x) for x in cells[first:]])
     if not groups:
         raise InputError(path, f"no rows under a header ('{HEAD}...'): sadf -d wrote nothing for these activities")
     pieces, local = [], False
-    for (hdr, key), rows in groups.items():
-        keyed = key is not None
-        first = 4 if keyed else 3
+    when: dict[str, float] = {}  # each distinct stamp parsed once
+    for (hdr, key), g in groups.items():
+        first = 4 if key is not None else 3
         metrics = list(hdr[first:])
-        inst = _key_name(hdr[3], key) if keyed else None
-        cols = list(zip(*rows))
-        stamps = [s.strip() for s in cols[2]]
-        local |= not stamps[0].endswith("UTC")
-        time = column_to_seconds([s.removesuffix("UTC").strip() for s in stamps], path)
-        server = names_.servers_of(cols[0])
-        vals = np.full((len(rows), len(metrics)), np.nan)
-        for j in range(len(metrics)):
-            try:
-                vals[:, j] = np.asarray(cols[first + j], dtype=np.float64)
-            except ValueError:  # a cell that is no number: that sample missing
-                vals[:, j] = [_number(x) for x in cols[first + j]]
+        inst = _key_name(hdr[3], key) if key is not None else None
+        new = [st for st in dict.fromkeys(g.stamps) if st not in when]
+        if new:
+            local |= not new[0].strip().endswith("UTC")
+            for st, t in zip(new, column_to_seconds([st.strip().removesuffix("UTC").strip() for st in new], path)):
+                when[st] = float(t)
+        time = np.fromiter((when[st] for st in g.stamps), np.float64, len(g.stamps))
+        vals = np.frombuffer(g.values, np.float64).reshape(len(g.stamps), g.width)
         idx = np.array([names_.counter(m if inst is None else f"{m}[{inst}]") for m in metrics], np.int32)
-        pieces.append(Piece(server, time, idx, vals))
+        pieces.append(Piece(np.frombuffer(g.hosts, np.int32).copy(), time, idx, vals.copy()))
     notes = []
     if local:
         notes.append(f"{path.name}: sadf's times without 'UTC' (sadf -t: each host's local time), read as UTC")
