@@ -391,16 +391,18 @@ def rules(draw):
 
 
 @lru_cache(maxsize=None)
-def pidstat_lines(name: str = "pidstat-h.txt.gz", n: int = 120) -> tuple[str, ...]:
-    """The first lines of a real pidstat recording (tests/data/pidstat)."""
-    text = gzip.decompress((ROOT / "tests" / "data" / "pidstat" / name).read_bytes()).decode()
+def pidstat_lines(name: str = "pidstat/pidstat-h.txt.gz", n: int = 120) -> tuple[str, ...]:
+    """The first lines of a real pidstat or top recording (tests/data/pidstat, tests/data/top)."""
+    text = gzip.decompress((ROOT / "tests" / "data" / name).read_bytes()).decode()
     return tuple(text.split("\n")[:n])
 
 
 @st.composite
 def pidstat_report(draw):
-    """A real pidstat report (one line per task, or blocks), its rows damaged as words."""
-    lines = pidstat_lines(draw(st.sampled_from(["pidstat-h.txt.gz", "pidstat-blocks.txt.gz", "pidstat-procs.txt.gz"])))
+    """A real pidstat report (one line per task, or blocks) or top's batch output, its rows
+    damaged as words."""
+    lines = pidstat_lines(draw(st.sampled_from(["pidstat/pidstat-h.txt.gz", "pidstat/pidstat-blocks.txt.gz",
+                                                "pidstat/pidstat-procs.txt.gz", "top/top-H.txt.gz"])))
     rows = [ln.split(" ") for ln in lines]
     rows = [rows[0]] + draw(damaged_rows(rows[1:] or [[]]))
     text = "\n".join(" ".join(r) for r in rows)
