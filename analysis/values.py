@@ -26,3 +26,15 @@ def drop_impossible(values: np.ndarray) -> int:
 def impossible_note(n: int) -> str:
     return (f"{n:,} value{'' if n == 1 else 's'} infinite or beyond 1e100 read as missing "
             "(no measurement is that large: a broken exporter or a damaged file)")
+
+
+def number(text: str) -> float:
+    """A number as a tool printed it: with a decimal point or, in a German or French locale, a
+    decimal comma (12,50); NaN (missing) where it is none."""
+    try:
+        return float(text)
+    except ValueError:
+        try:
+            return float(text.replace(",", "."))
+        except ValueError:
+            return np.nan

@@ -268,6 +268,25 @@ def test_an_edge_is_compared_per_calling_method(tmp_path):
     assert ch.suspects[0].service == "auth" and "stopped making calls" in ch.suspects[0].headline()
 
 
+class _Spans:
+    """Span CSV rows as Nezha's export writes them (times in ns, duration in µs), ids from 1."""
+
+    HEADER = "TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration"
+
+    def __init__(self, pod_suffix: str = ""):
+        self.rows = [self.HEADER]
+        self.suffix = pod_suffix  # a pod name's generated part, after its service
+
+    def span(self, trace, parent, pod, name, start, dur) -> str:
+        sid = f"{len(self.rows):016x}"
+        self.rows.append(f"{trace},{sid},{parent},{pod}{self.suffix},{name},{start},{start + dur},{dur // 1000}")
+        return sid
+
+    def write(self, path):
+        path.write_text("\n".join(self.rows) + "\n")
+        return path
+
+
 def test_a_chain_of_lost_calls_is_named_from_its_deepest(tmp_path):
     """a's A calls b's B (which calls c's C, which calls d's D, then e's E) and then f's F. From
     request 200 on C throws: C no longer calls D, B gives up on E, A on F. Three callers lose
@@ -275,15 +294,8 @@ def test_a_chain_of_lost_calls_is_named_from_its_deepest(tmp_path):
     following the one just below it."""
     from perftriage.analysis.calltrees.lost_calls import lost_calls
 
-    rows = ["TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration"]
-    sid = 0
-
-    def span(trace, parent, svc, name, start, dur):
-        nonlocal sid
-        sid += 1
-        rows.append(f"{trace},{sid:016x},{parent},{svc}-5f6585d649-fnmft,{name},{start},{start + dur},{dur // 1000}")
-        return f"{sid:016x}"
-
+    out = _Spans("-5f6585d649-fnmft")
+    span = out.span
     ms = 1_000_000
     for i in range(400):
         t, trace, thrown = 1_661_140_000 * 10**9 + i * 100 * ms, f"{i + 1:032x}", i >= 200
@@ -294,9 +306,7 @@ def test_a_chain_of_lost_calls_is_named_from_its_deepest(tmp_path):
             span(trace, c, "svcd", "D", t + 3 * ms, ms)
             span(trace, b, "svce", "E", t + 7 * ms, ms)
             span(trace, a, "svcf", "F", t + 12 * ms, ms)
-    path = tmp_path / "chain.csv"
-    path.write_text("\n".join(rows) + "\n")
-    lc = lost_calls(read_spans([path]))
+    lc = lost_calls(read_spans([out.write(tmp_path / "chain.csv")]))
     assert [(c.caller, c.callee, c.follows) for c in lc.calls] == [
         ("svcc:C", "svcd:D", ""), ("svcb:B", "svce:E", "svcc:C"), ("svca:A", "svcf:F", "svcb:B")]
     assert all(c.with_after == 0 and c.rate_before == 1.0 for c in lc.calls)
@@ -308,15 +318,8 @@ def test_a_lost_client_call_says_whom_it_called(tmp_path):
     them: the headline says whom those calls went to."""
     from perftriage.analysis.calltrees.lost_calls import lost_calls
 
-    rows = ["TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration"]
-    sid = 0
-
-    def span(trace, parent, pod, name, start, dur):
-        nonlocal sid
-        sid += 1
-        rows.append(f"{trace},{sid:016x},{parent},{pod},{name},{start},{start + dur},{dur // 1000}")
-        return f"{sid:016x}"
-
+    out = _Spans()
+    span = out.span
     ms = 1_000_000
     basic, station, train = ("ts-basic-service-5dc8d4f9fd-46997", "ts-station-service-7f5b6c9d8-k2x4q",
                              "ts-train-service-68d9b5f7c4-p9z2w")
@@ -329,9 +332,7 @@ def test_a_lost_client_call_says_whom_it_called(tmp_path):
                                              (train, "/api/v1/trainservice/trains/byName"))):
                 c = span(trace, ctl, basic, "HTTP GET", t + (2 + 6 * k) * ms, 5 * ms)
                 span(trace, c, pod, path, t + (3 + 6 * k) * ms, 3 * ms)
-    path = tmp_path / "09_04_trace.csv"
-    path.write_text("\n".join(rows) + "\n")
-    top = lost_calls(read_spans([path])).calls[0]
+    top = lost_calls(read_spans([out.write(tmp_path / "09_04_trace.csv")])).calls[0]
     assert top.service == "ts-basic-service" and top.callee == "ts-basic-service:HTTP GET"
     assert top.headline().startswith("ts-basic-service stops calling HTTP GET (to ts-station-service, "
                                      "ts-train-service) from "), top.headline()
@@ -346,15 +347,8 @@ def test_a_lost_call_says_what_was_called_last_where_the_callers_clock_tells(tmp
     the frontend's spans call the others' directly (their hosts' clocks, offset) it does not."""
     from perftriage.analysis.calltrees.lost_calls import lost_calls
 
-    rows = ["TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration"]
-    sid = 0
-
-    def span(trace, parent, pod, name, start, dur):
-        nonlocal sid
-        sid += 1
-        rows.append(f"{trace},{sid:016x},{parent},{pod}-5f6585d649-fnmft,{name},{start},{start + dur},{dur // 1000}")
-        return f"{sid:016x}"
-
+    out = _Spans("-5f6585d649-fnmft")
+    span = out.span
     ms = 1_000_000
     calls = [("cartservice", "hipstershop.CartService/GetCart"), ("currencyservice", "hipstershop.CurrencyService/Convert"),
              ("checkoutservice", "hipstershop.CheckoutService/PlaceOrder")]
@@ -370,8 +364,7 @@ def test_a_lost_call_says_what_was_called_last_where_the_callers_clock_tells(tmp
                 srv = span(trace, root, pod, name, at, 6 * ms)
                 if pod == "currencyservice":
                     span(trace, srv, "ratesservice", "GetRates", at + ms, 2 * ms)
-    path = tmp_path / "s.csv"
-    path.write_text("\n".join(rows) + "\n")
+    path = out.write(tmp_path / "s.csv")
     from perftriage.analysis.calltrees.findings import lost_call_findings
 
     lc = lost_calls(read_spans([path]))

@@ -20,6 +20,7 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
 from perftriage.analysis.timeparse import column_to_seconds
+from perftriage.analysis.values import number as _number
 
 from .table import Piece, RawCounters
 
@@ -121,13 +122,3 @@ def read_sadf(path, names_) -> RawCounters:
     if cut:
         notes.append(f"{path.name}: its last line is cut (no end of line): left out")
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes)
-
-
-def _number(x: str) -> float:
-    try:
-        return float(x)
-    except ValueError:
-        try:  # a decimal comma (a German or French locale's 12,50)
-            return float(x.replace(",", "."))
-        except ValueError:
-            return np.nan

@@ -34,6 +34,7 @@ import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
+from perftriage.analysis.values import number as _number
 
 from .series import ThreadSeries, build, pool_name
 
@@ -133,16 +134,6 @@ class _Section:
             self.values.extend([float(words[j]) for j in self.take])
         except ValueError:  # a decimal comma (pidstat in a de_DE or fr_FR locale: 12,50), or no number
             self.values.extend([_number(words[j]) for j in self.take])
-
-
-def _number(x: str) -> float:
-    try:
-        return float(x)
-    except ValueError:
-        try:
-            return float(x.replace(",", "."))
-        except ValueError:
-            return np.nan
 
 
 def read_pidstat(path) -> ThreadSeries:

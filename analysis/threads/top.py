@@ -29,6 +29,7 @@ import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
+from perftriage.analysis.values import number
 
 from .series import ThreadSeries, build, pool_name
 
@@ -45,16 +46,9 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def _number(x: str, kib: bool) -> float:
-    x = x.replace(",", ".")
-    try:
-        return float(x)
-    except ValueError:
-        if kib and x and x[-1].lower() in _SCALE:  # '1.2g': top scaled a memory field to fit
-            try:
-                return float(x[:-1]) * _SCALE[x[-1].lower()]
-            except ValueError:
-                return np.nan
-        return np.nan
+    if kib and x and x[-1].lower() in _SCALE:  # '1.2g': top scaled a memory field to fit
+        return number(x[:-1]) * _SCALE[x[-1].lower()]
+    return number(x)
 
 
 def read_top(path) -> ThreadSeries:
