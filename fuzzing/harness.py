@@ -223,6 +223,9 @@ def execute(argv: list[str], work: Path, base: Path, timeout_s: float, memory_mi
             code = 98
         finally:
             try:
+                import atexit
+
+                atexit._run_exitfuncs()  # the finalizers os._exit skips: temporary folders (CTF salvage views) removed
                 sys.stdout.flush()
                 sys.stderr.flush()
             finally:
