@@ -70,8 +70,13 @@ class TriageProcess:
         """Starts the child at once; it imports the analyses while the caller prepares ``paths``
         and ``options`` (given here, or later to ``send``)."""
         self.log = tempfile.TemporaryFile(prefix="perftriage-analysis-", suffix=".log")
+        # the child's temporary files (a damaged trace's salvaged streams, graphs on disk) in a
+        # folder of this process's: a child killed at once (q, cancel) cannot remove its own, and
+        # a salvage view holds copies of a trace's streams
+        self.tmp = tempfile.TemporaryDirectory(prefix="perftriage-analysis-")
         self.proc = subprocess.Popen([sys.executable, "-m", "perftriage.analysis.triage_process"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     env={**os.environ, "TMPDIR": self.tmp.name},
                                      start_new_session=True)  # Ctrl-C in the terminal is the app's
         self.stopped = False
         self.peak_rss = 0  # the child's peak resident memory, told with its result
@@ -188,6 +193,11 @@ class TriageProcess:
                 os.killpg(self.proc.pid, 9)
             except (ProcessLookupError, PermissionError):
                 self.proc.kill()
+        try:  # dead in milliseconds: then its temporary files go
+            self.proc.wait(2.0)
+        except subprocess.TimeoutExpired:
+            return
+        self.tmp.cleanup()
 
     def reap(self, timeout: float = 5.0) -> None:
         """Wait for the child to exit after its last message (killed if it does not); one that
@@ -207,6 +217,8 @@ class TriageProcess:
             self.reap()
             if not self.serves_paths or self.stopped:
                 self.log.close()
+                if self.proc.poll() is not None:
+                    self.tmp.cleanup()
 
         threading.Thread(target=reap_and_close, name="perftriage-analysis-reaper", daemon=True).start()
 

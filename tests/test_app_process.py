@@ -112,6 +112,30 @@ async def test_q_quits_within_a_second_while_the_analysis_runs(key):
     while live_in_group(proc.proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert live_in_group(proc.proc.pid) == []
+    assert not os.path.exists(proc.tmp.name)  # its temporary files gone with it
+
+
+def test_a_stopped_analysis_leaves_no_temporary_files(tmp_path):
+    """A damaged trace is read from a salvage view (its cut stream copied to whole packets, in a
+    temporary folder): the child killed mid-analysis cannot remove it; its parent does."""
+    import shutil
+
+    from perftriage.analysis.triage_process import TriageProcess
+
+    trace = tmp_path / "cut"
+    shutil.copytree(real_trace("tracevizlab-apt"), trace)
+    stream = max((p for p in trace.rglob("*_0") if p.is_file()), key=lambda p: p.stat().st_size)
+    with open(stream, "r+b") as f:
+        f.truncate(stream.stat().st_size - 1000)
+    proc = TriageProcess([str(trace)], Options(thread_metrics=True))
+    deadline = time.monotonic() + 60
+    views = []
+    while not views and time.monotonic() < deadline and proc.running:
+        views = [p for p in Path(proc.tmp.name).rglob("perftriage-salvage-*")]
+        time.sleep(0.05)
+    assert views, "no salvage view made"
+    proc.stop()
+    assert not proc.running and not os.path.exists(proc.tmp.name)
 
 
 def live_in_group(pgid: int) -> list[int]:
