@@ -4,6 +4,7 @@ points, correlation, threshold rules, the CLI and the Counters pane."""
 from __future__ import annotations
 
 import json
+import shutil
 import re
 import subprocess
 import sys
@@ -1245,3 +1246,35 @@ def test_damaged_sadf_exports(tmp_path):
         with pytest.raises(InputError, match=words) as e:
             load_counters([bad])
         assert "web-03.csv" in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.skipif(shutil.which("sadf") is None, reason="sysstat's sadf is not installed (make test installs it)")
+def test_a_sar_archive_is_read_through_sadf(tmp_path):
+    """A sysstat archive as copied from its host (/var/log/sysstat/saDD; here gzip-compressed):
+    exported by sadf into a temporary file (not beside it), its activities read as counters; a
+    cut archive keeps its whole records and says what sadf said; a file that only starts like an
+    archive is one line naming it."""
+    import gzip
+
+    from perftriage.analysis.counters.readers import load_counters
+    from perftriage.analysis.errors import InputError
+    from perftriage.analysis.inputs import sniff_file
+
+    archive = SADF / "sa-busy.gz"
+    assert sniff_file(archive) == "counters"
+    cs = load_counters([archive])
+    assert cs.servers == ["vm"] and cs.values.shape[2] == 40
+    for c in ("%user", "cswch/s", "kbswpfree", "%util[vda]", "runq-sz"):
+        assert c in cs.counters, c
+    assert np.nanmedian(cs.values[0, cs.counters.index("%user")]) > 80
+    raw = gzip.decompress(archive.read_bytes())
+    cut = tmp_path / "sa27"
+    cut.write_bytes(raw[: len(raw) // 2])
+    part = load_counters([cut])
+    assert 0 < part.values.shape[2] < 40 and any("End of system activity file unexpected" in n for n in part.notes)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sa27"]  # nothing written beside it
+    bad = tmp_path / "sa28"
+    bad.write_bytes(raw[:2] + b"\0" * 200)
+    with pytest.raises(InputError, match="sadf cannot read this sysstat archive") as e:
+        load_counters([bad])
+    assert "sa28" in str(e.value) and "\n" not in str(e.value)

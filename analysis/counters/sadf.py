@@ -1,5 +1,7 @@
 """sysstat's counters as ``sadf -d`` exports them: each Linux server's ``sar`` archive
-(``/var/log/sysstat/saDD``) as semicolon-separated text, read as counters across servers.
+(``/var/log/sysstat/saDD``) as semicolon-separated text, read as counters across servers; or
+the archives themselves, copied from their hosts, exported by this host's sadf first (CPU,
+memory, swap, load, I/O, disks, interfaces, tasks and switches).
 
 ``sadf -d /var/log/sysstat/sa27 -- -u -r -q -n DEV > web-01.csv`` writes one section per
 activity, each under its header ``# hostname;interval;timestamp;[KEY;]METRIC;...``: a row per
@@ -12,13 +14,18 @@ as sadf prints them by default; with ``-t`` the hosts' local times, read as UTC,
 
 from __future__ import annotations
 
+import io
+import os
+import shutil
+import subprocess
+import tempfile
 from array import array
 from pathlib import Path
 
 import numpy as np
 
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import open_data
+from perftriage.analysis.inputs import is_gzip, open_data
 from perftriage.analysis.timeparse import column_to_seconds
 from perftriage.analysis.values import number as _number
 
@@ -30,6 +37,9 @@ KEYS = {"CPU", "IFACE", "DEV", "DEVICE", "FILESYSTEM", "MOUNTPOINT", "TTY", "INT
 
 
 def sniff(path: Path, head: bytes) -> bool:
+    """sadf -d's output, or a sysstat archive it is made from."""
+    if is_archive(head):
+        return True
     text = head.decode("utf-8", "replace").lstrip()
     return text.startswith(HEAD)
 
@@ -52,11 +62,60 @@ class _Group:
         self.values = array("d")
 
 
-def read_sadf(path, names_) -> RawCounters:
-    """``names_``: the dataset's server and counter names (readers._Names)."""
-    path = Path(path)
+#: sysstat's archive (``/var/log/sysstat/saDD``): its magic number 0xd596, either byte order
+ARCHIVE_MAGIC = (b"\x96\xd5", b"\xd5\x96")
+#: the activities read from an archive: CPU, memory, swap, load, I/O, disks, interfaces, tasks
+ACTIVITIES = ("-u", "-r", "-S", "-q", "-b", "-d", "-n", "DEV", "-w", "-W")
+
+
+def is_archive(head: bytes) -> bool:
+    return head[:2] in ARCHIVE_MAGIC and len(head) >= 64
+
+
+def export_archive(path: Path) -> tuple[str, list[str]]:
+    """A sysstat archive as ``sadf -d`` writes it (this host's sadf: the archive's own format, as
+    copied from its host), and notes; one line naming the file where sadf cannot read it. A
+    gzip-compressed archive goes to sadf decompressed, from a temporary file (never beside it)."""
+    sadf = shutil.which("sadf")
+    if sadf is None:
+        raise InputError(path, "a sysstat (sar) archive, read through sadf, which is not installed here (Debian: "
+                               "apt-get install sysstat); or give 'sadf -d FILE -- -u -r -q -b -d -n DEV' 's output")
+    tmp = None
     try:
-        f = open_data(path)
+        if is_gzip(path):
+            with open_data(path, binary=True) as f, tempfile.NamedTemporaryFile(
+                    prefix="perftriage-sa-", delete=False) as t:
+                shutil.copyfileobj(f, t)
+                tmp = t.name
+        out = subprocess.run([sadf, "-d", tmp or str(path), "--", *ACTIVITIES], capture_output=True, text=True,
+                             errors="replace", timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(path, f"sadf could not read this sysstat archive ({exc})") from None
+    finally:
+        if tmp is not None:
+            os.unlink(tmp)
+    if tmp is not None:
+        out.stdout, out.stderr = out.stdout.replace(tmp, path.name), out.stderr.replace(tmp, path.name)
+    said = " ".join(out.stderr.split())[:200]
+    if out.returncode != 0 and HEAD not in out.stdout:
+        raise InputError(path, f"sadf cannot read this sysstat archive: {said or f'exit status {out.returncode}'}")
+    notes = [f"{path.name}: read through sadf -d, which said: {said} (the records before it read)"] if said else []
+    return out.stdout, notes
+
+
+def read_sadf(path, names_) -> RawCounters:
+    """``names_``: the dataset's server and counter names (readers._Names); ``path`` an export,
+    or a sysstat archive (exported by sadf first)."""
+    path = Path(path)
+    notes_in: list[str] = []
+    try:
+        with open_data(path, binary=True) as raw:
+            archive = is_archive(raw.read(64))
+        if archive:
+            text, notes_in = export_archive(path)
+            f = io.StringIO(text)
+        else:
+            f = open_data(path)
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     groups: dict[tuple, _Group] = {}  # (section header, instance) -> its rows
@@ -113,7 +172,7 @@ def read_sadf(path, names_) -> RawCounters:
         vals = np.frombuffer(g.values, np.float64).reshape(len(g.stamps), g.width)
         idx = np.array([names_.counter(m if inst is None else f"{m}[{inst}]") for m in metrics], np.int32)
         pieces.append(Piece(np.frombuffer(g.hosts, np.int32).copy(), time, idx, vals.copy()))
-    notes = []
+    notes = list(notes_in)
     if local:
         notes.append(f"{path.name}: sadf's times without 'UTC' (sadf -t: each host's local time), read as UTC")
     if short:
