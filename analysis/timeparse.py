@@ -110,3 +110,26 @@ def user_time_ns(text: str, day_of_ns: int | None = None) -> int:
         day = _dt.datetime.fromtimestamp(day_of_ns // 1_000_000_000, _dt.timezone.utc).date()
         return parse_iso_ns(f"{day.isoformat()}T{t if t.count(':') == 2 else t + ':00'}")
     return to_ns(t, None)
+
+
+def local_clock_to_epoch(day: _dt.date, seconds: np.ndarray) -> tuple[np.ndarray, str]:
+    """Times printed by a tool on the host's clock (pidstat's, top's: a date and seconds into it,
+    past 86400 on the days after) as seconds since the epoch, read in this machine's time zone:
+    perftriage runs on the host that recorded them, as a rule. Each distinct second is converted
+    on its own (a change to or from summer time within the data is kept). Also the zone, as said
+    in a note ('UTC+01:00', 'UTC')."""
+    import time as _time  # noqa: PLC0415
+
+    secs = np.asarray(seconds, np.float64)
+    whole = np.floor(secs)
+    uniq, inv = np.unique(whole, return_inverse=True)
+    base = _dt.datetime(day.year, day.month, day.day)
+    out = np.empty(len(uniq))
+    for i, s in enumerate(uniq.tolist()):
+        t = base + _dt.timedelta(seconds=s)
+        out[i] = _time.mktime((t.year, t.month, t.day, t.hour, t.minute, t.second, 0, 0, -1))
+    epoch = out[inv] + (secs - whole)
+    first = _time.localtime(float(epoch[0])) if len(epoch) else _time.localtime(0)
+    off = first.tm_gmtoff
+    zone = "UTC" if off == 0 else f"UTC{'+' if off > 0 else '-'}{abs(off) // 3600:02d}:{abs(off) % 3600 // 60:02d}"
+    return epoch, zone

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 
@@ -148,3 +149,17 @@ def test_resolution_floor_only_where_a_value_is_held():
     blips[[5, 40], 0] = 1.0  # whole steps over a held 0
     f = resolution_floor([steady, blips], np.ones(2))
     assert f[:, 1].tolist() == [0.0, 0.0] and f[0, 0] == pytest.approx(1 / 60) and f[1, 0] == pytest.approx(1 / 60)
+
+
+def test_the_hosts_clock_is_read_in_this_machines_time_zone():
+    """pidstat prints the host's clock; perftriage runs on that host as a rule: its times are read
+    in this machine's zone. In UTC+1 (TZ=CET-1) the first sample, 15:16:27 by the
+    report, is 14:16:27 UTC; the note says the zone."""
+    code = ("from perftriage.analysis.threads.pidstat import read_pidstat\n"
+            f"ts = read_pidstat({str(THREADS_H)!r})\nprint(ts.time[0]); print(ts.notes[0])")
+    for tz, want, zone in (("UTC0", 1795792587.0, "(UTC)"), ("CET-1", 1795792587.0 - 3600, "(UTC+01:00)")):  # POSIX zones: no tzdata needed
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                             env={**os.environ, "TZ": tz})
+        assert out.returncode == 0, out.stderr
+        first, note = out.stdout.splitlines()[:2]
+        assert float(first) == want and note.endswith(f"read in this machine's time zone {zone}"), (tz, out.stdout)

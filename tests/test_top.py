@@ -88,3 +88,15 @@ def test_processes_scaled_memory_and_damage(tmp_path):
     with pytest.raises(InputError, match="holds no task rows") as e:
         read_thread_metrics(head)
     assert "head.txt" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_top_is_read_in_this_machines_time_zone(tmp_path):
+    """In UTC+1 (TZ=CET-1) the file's last change, 16:26:40 UTC, is 17:26:40 there: the last
+    block, 16:18:32 on the host's clock, that day, is 15:18:32 UTC."""
+    p = _copy(tmp_path)
+    code = ("from perftriage.analysis.threads.top import read_top\n"
+            f"ts = read_top({str(p)!r})\nprint(ts.times(0)[-1])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                         env={**os.environ, "TZ": "CET-1"})
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout.split()[-1]) == END - END % 86400 + 16 * 3600 + 18 * 60 + 32 - 3600

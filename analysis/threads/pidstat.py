@@ -14,7 +14,8 @@ The forms read:
   (``-h`` of older sysstat); the date from the first line (``Linux 6.1.0 (host) 11/27/26
   _x86_64_ (2 CPU)``: ``MM/DD/YY``, ``DD/MM/YY`` where the first number is above 12, or ISO with
   ``S_TIME_FORMAT=ISO``); a clock going back by more than 12 hours is the next day. pidstat
-  prints the host's local time: it is read as UTC (the note says so); numbers with a decimal
+  prints the host's clock: read in this machine's time zone, where the report is read as a rule
+  (the note says which); numbers with a decimal
   comma, as pidstat prints them in a German or French locale, read alike.
 
 Metrics are pidstat's columns as named (``%CPU``, ``kB_wr/s``, ``cswch/s``, ``RSS``...), with
@@ -27,13 +28,14 @@ from __future__ import annotations
 
 import re
 from array import array
-from datetime import date, datetime, timezone
+from datetime import date
 from pathlib import Path
 
 import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
+from perftriage.analysis.timeparse import local_clock_to_epoch
 from perftriage.analysis.values import number as _number
 
 from .series import ThreadSeries, build, pool_name
@@ -146,7 +148,8 @@ def read_pidstat(path) -> ThreadSeries:
         if first is None:
             raise InputError(path, "not pidstat's report (its first line is 'Linux VERSION (HOST) DATE ...')")
         host = first.group("host")
-        midnight = datetime.combine(_day(first.group("date"), path), datetime.min.time(), timezone.utc).timestamp()
+        day = _day(first.group("date"), path)
+        on_clock = False  # times of day on the host's clock (else seconds since the epoch)
         cols: list[str] | None = None
         sections: dict[tuple, _Section] = {}  # one per header layout
         section = None
@@ -189,7 +192,8 @@ def read_pidstat(path) -> ThreadSeries:
                 if last is not None and t < last - 12 * 3600:  # past midnight
                     days += 1
                 last = t
-                when = midnight + days * 86400 + t
+                when = days * 86400 + t  # seconds into the report's day
+                on_clock = True
             if tid_j is not None:
                 threaded = True
                 if rest[tid_j] == "-":  # the process's own row: its threads follow
@@ -231,6 +235,9 @@ def read_pidstat(path) -> ThreadSeries:
         vals[row_of[at:at + len(t)][:, None], [mlist.index(m) for m in sec.metrics]] = v
         at += len(t)
     time, code = all_t[first_of], all_k[first_of]
+    zone = ""
+    if on_clock:
+        time, zone = local_clock_to_epoch(day, time)
     info = np.array(names, dtype=object).reshape(len(names), 4)
     owner, task, procs, tnames = (info[code, j] for j in range(4))
     groups = {"machine": np.full(len(code), host, dtype=object),
@@ -244,7 +251,8 @@ def read_pidstat(path) -> ThreadSeries:
     # alike abstractions only: processes of one program, threads of one pool (as a kernel trace's)
     ts.kinds = {"process": "program", "pool": "pool"} if threaded else {"process": "program"}
     ts.notes.append(f"pidstat's report of {host}: {ts.n_threads} {'threads' if threaded else 'processes'}, "
-                    f"{len(mlist)} metrics; its times are the host's local time, read as UTC")
+                    f"{len(mlist)} metrics" + (f"; its times are the host's clock, read in this machine's time zone "
+                                               f"({zone})" if zone else ""))
     if cut:
         ts.notes.append("its last line is cut (no end of line, as a recording stopped mid-write): left out")
     if bad:

@@ -13,22 +13,23 @@ read as top scales them; a decimal comma read alike), and the state column as tw
 ``running`` (R) and ``I/O wait`` (D: uninterruptible, mostly a disk). TIME+ is cumulative (%CPU
 says its rate) and the user, priority and nice are no metrics. top prints only the time of day:
 the day is the file's last modification's (the recording ended then, the last block within a day
-before it), in UTC like the times (top prints the host's local time: said in a note).
+before it), the times read in this machine's time zone (top prints the host's clock: said).
 """
 
 from __future__ import annotations
 
-import calendar
 import os
 import re
 import time
 from array import array
+from datetime import date, timedelta
 from pathlib import Path
 
 import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
+from perftriage.analysis.timeparse import local_clock_to_epoch
 from perftriage.analysis.values import number
 
 from .series import ThreadSeries, build, pool_name
@@ -119,12 +120,12 @@ def read_top(path) -> ThreadSeries:
     metrics = [cols[j] for j in take] + (["running", "I/O wait"] if state_j is not None else [])
     vals = np.frombuffer(values, np.float64).reshape(len(codes), len(metrics)).copy()
     t = np.frombuffer(tods, np.float64)
-    # the day: the file was last written as the last block was, on this host's clock (where it was
-    # recorded, as a rule); times of day stay the host's, read as UTC as pidstat's are
+    # the day: the file was last written as the last block was, on this machine's clock (where
+    # it was recorded, as a rule), the times of day read in its time zone
     local = time.localtime(end)
     end_tod = local.tm_hour * 3600 + local.tm_min * 60 + local.tm_sec
-    day = calendar.timegm((local.tm_year, local.tm_mon, local.tm_mday, 0, 0, 0))
-    midnight = day - (86400.0 if t[-1] % 86400 > end_tod + 60 else 0.0) - (t[-1] // 86400) * 86400
+    last_day = date(local.tm_year, local.tm_mon, local.tm_mday) - timedelta(days=int(t[-1] % 86400 > end_tod + 60))
+    when, zone = local_clock_to_epoch(last_day - timedelta(days=int(t[-1] // 86400)), t)
     code = np.frombuffer(codes, np.int64)
     info = np.array(names, dtype=object).reshape(len(names), 2)
     ids, own = info[code, 0], info[code, 1]
@@ -132,13 +133,13 @@ def read_top(path) -> ThreadSeries:
     if not threads:  # processes: each compared with the others of its program
         groups = {"process": np.array([f"{x}[{i}]" for i, x in zip(info[:, 0], info[:, 1])], dtype=object)[code],
                   "program": own}
-    ts = build(midnight + t, ids, groups, vals, metrics, str(path))
+    ts = build(when, ids, groups, vals, metrics, str(path))
     ts.units = {m: "%" if m.startswith("%") else "KiB" if m in KIB else "" for m in metrics}
     ts.units = {m: u for m, u in ts.units.items() if u}
     ts.kinds = {"pool": "pool"} if threads else {"process": "program"}
     ts.notes.append(f"top's output: {ts.n_threads} {'threads' if threads else 'processes'}, {len(metrics)} metrics; "
-                    "top prints the time of day only: dated by the file's last change, read as UTC (the host's "
-                    "local time)")
+                    f"top prints the time of day only: dated by the file's last change, read in this machine's time "
+                    f"zone ({zone})")
     if cut:
         ts.notes.append("its last line is cut (no end of line, as a recording stopped mid-write): left out")
     if bad:
