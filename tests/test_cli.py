@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -88,6 +89,30 @@ def test_info_text_and_json():
     assert data["events"] == REAL_TRACE_EVENTS["tracevizlab-apt"]
     assert sum(data["event_counts"].values()) == data["events"]
     assert data["traces"][0]["discarded_events"] == 0
+
+
+def test_info_says_what_data_files_hold(tmp_path):
+    """Data files read as the analyses read them: their form, how much of what, their times, the
+    readers' notes; beside a trace; a damaged one is one line naming it."""
+    pid = ROOT / "tests" / "data" / "pidstat" / "pidstat-h.txt.gz"
+    spans = ROOT / "sample_traces" / "microservices" / "spans.otlp.jsonl"
+    fleet = sorted((ROOT / "tests" / "data" / "sadf").glob("web-0*.csv.gz"))
+    r = cli("info", pid, spans, fleet[0])
+    assert r.returncode == 0, r.stderr
+    assert "  threads: pidstat report\n  9 threads x 16 metrics" in r.stdout
+    assert "time  2026-11-27 15:16:27 .. 2026-11-27 15:17:26 UTC" in r.stdout
+    assert "spans: OTLP JSON file" in r.stdout and "8,115 spans of 1,500 requests, 6 services" in r.stdout
+    assert "counters: sadf -d export" in r.stdout and "1 server (web-01) x" in r.stdout
+    data = json.loads(cli("info", "--json", pid).stdout)
+    assert [(f["kind"], f["form"]) for f in data["files"]] == [("threads", "pidstat report")]
+    assert data["files"][0]["begin_s"] == 1795792587.0
+    both = cli("info", "--json", real_trace("tracevizlab-apt"), pid)
+    assert both.returncode == 0 and json.loads(both.stdout)["files"][0]["form"] == "pidstat report"
+    bad = tmp_path / "pidstat.txt"
+    bad.write_text(gzip.decompress(pid.read_bytes()).decode().split("\n# Time")[0] + "\n# Time UID TGID TID %usr Command\n")
+    r = cli("info", bad)
+    assert r.returncode == 3 and "pidstat.txt" in r.stderr and "holds no task rows" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 @needs_bt2

@@ -1,4 +1,5 @@
-"""``perftriage info PATH...``: what CTF traces hold (hosts, domains, CPUs, time span, events, losses)."""
+"""``perftriage info PATH...``: what CTF traces hold (hosts, domains, CPUs, time span, events, losses),
+and what data files hold (spans, counters, thread metrics: their form, how much, over which times)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from .numbers import number
 def add_parser(sub) -> None:
     p_info = sub.add_parser(
         "info",
-        help="summarise CTF traces: hosts, domains, CPUs, time span, events per name, losses",
+        help="summarise CTF traces (hosts, domains, CPUs, time span, events per name, losses) and data files",
         formatter_class=Formatter,
-        description="Summarise CTF traces (several folders of one host are read together).",
+        description="Summarise CTF traces (several folders of one host are read together) and data files (spans, "
+                    "counters, thread metrics: the form they were read in, how much of what, their times, the readers' "
+                    "notes).",
         epilog=EXIT_CODES_HELP,
     )
     p_info.add_argument("paths", nargs="+", metavar="PATH")
@@ -25,12 +28,39 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from dataclasses import asdict  # noqa: PLC0415
+
+    from perftriage.analysis.data_summary import summarize_file  # noqa: PLC0415
+    from perftriage.analysis.errors import reading  # noqa: PLC0415
+    from perftriage.analysis import spans  # noqa: F401, PLC0415 (the readers register their kinds of file)
+    from perftriage.analysis.counters import readers  # noqa: F401, PLC0415
+    from perftriage.analysis.inputs import classify  # noqa: PLC0415
+    from perftriage.analysis.threads import series  # noqa: F401, PLC0415
+
+    inputs = classify(args.paths)
+    files = []
+    for kind, paths in inputs.files.items():
+        for p in paths:
+            with reading(p, f"{kind} file"):
+                files.append(summarize_file(kind, p))
+    if not inputs.ctf:
+        if args.json:
+            print(json.dumps({"files": [asdict(f) for f in files]}, indent=2))
+        else:
+            print("\n".join(line for f in files for line in f.lines()))
+        return EXIT_OK
+    code = _traces(args, [str(p) for p in inputs.ctf], files)
+    return code
+
+
+def _traces(args, paths: list[str], files) -> int:
+    from dataclasses import asdict  # noqa: PLC0415
+
+    from perftriage.analysis.cores import available_cores  # noqa: PLC0415
     from perftriage.analysis.ctf.summary import summarize  # noqa: PLC0415
     from perftriage.analysis.units import fmt_duration, fmt_timestamp  # noqa: PLC0415
 
-    from perftriage.analysis.cores import available_cores  # noqa: PLC0415
-
-    s = summarize(args.paths, decoders=args.jobs or available_cores())
+    s = summarize(paths, decoders=args.jobs or available_cores())
     if args.json:
         data = {
             "traces": [
@@ -56,6 +86,7 @@ def run(args) -> int:
             "event_counts": s.event_counts,
             "error": s.error,
             "decoder": s.decoder,
+            "files": [asdict(f) for f in files],
         }
         print(json.dumps(data, indent=2))
     else:
@@ -82,6 +113,7 @@ def run(args) -> int:
         out.append(f"read by {s.decoder}")
         if s.error:
             out.append(f"error   {s.error}")
+        out += [line for f in files for line in f.lines()]
         print("\n".join(out))
     damaged = [p for t in s.traces for p in t.problems]
     for problem in ([s.error] if s.error else []) + damaged:

@@ -1,0 +1,93 @@
+"""What a data file holds, as ``perftriage info`` says it: its kind and form, how much of what, over
+which times, and the readers' notes, read the way the analyses read it (so a file that would be
+misread, or refused, shows it here first). Spans, counters and thread metrics; CTF traces are
+summarised by ctf/summary.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .units import count_of, fmt_timestamp
+
+
+@dataclass
+class FileSummary:
+    path: str
+    kind: str  # spans, counters, threads
+    form: str  # how it was read: 'pidstat report', 'OTLP JSON file', 'sadf -d export'...
+    holds: str  # what, how much: '9 threads x 16 metrics, 540 samples'
+    begin_s: float | None = None  # seconds since the epoch (None: no clock time)
+    end_s: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [f"file    {self.path}", f"  {self.kind}: {self.form}", f"  {self.holds}"]
+        if self.begin_s is not None and self.end_s is not None:
+            out.append(f"  time  {fmt_timestamp(int(self.begin_s * 1e9))[:19]} .. "
+                       f"{fmt_timestamp(int(self.end_s * 1e9))[:19]} UTC")
+        out += [f"  note  {n}" for n in self.notes]
+        return out
+
+
+def summarize_file(kind: str, path: Path) -> FileSummary:
+    """Read ``path`` as a file of ``kind`` (the sniffers' word for it) and say what it holds; a
+    reader's InputError goes up (one line naming the file)."""
+    if kind == "threads":
+        return _threads(path)
+    if kind == "counters":
+        return _counters(path)
+    if kind == "spans":
+        return _spans(path)
+    return FileSummary(str(path), kind, kind, "read by perftriage report")
+
+
+def _threads(path: Path) -> FileSummary:
+    from .inputs import read_head  # noqa: PLC0415
+    from .threads import pidstat, top  # noqa: PLC0415
+    from .threads.series import read_thread_metrics  # noqa: PLC0415
+
+    head = read_head(path)
+    form = "pidstat report" if pidstat.sniff(path, head) else "top batch output" if top.sniff(path, head) else \
+        "thread metrics CSV"
+    ts = read_thread_metrics(path)
+    levels = " -> ".join(ts.levels())
+    holds = (f"{count_of(ts.n_threads, 'threads')} x {count_of(len(ts.metrics), 'metrics')} "
+             f"({', '.join(ts.metrics[:8])}{', ...' if len(ts.metrics) > 8 else ''}), {len(ts.time):,} samples; "
+             f"levels {levels}")
+    t = ts.time[np.isfinite(ts.time)]
+    return FileSummary(str(path), "threads", form, holds, float(t.min()) if len(t) else None,
+                       float(t.max()) if len(t) else None, list(ts.notes))
+
+
+def _counters(path: Path) -> FileSummary:
+    from .counters import sadf  # noqa: PLC0415
+    from .counters.readers import load_counters, sniff_prometheus  # noqa: PLC0415
+    from .inputs import read_head  # noqa: PLC0415
+
+    head = read_head(path)
+    form = "sysstat archive" if sadf.is_archive(head) else "sadf -d export" if sadf.sniff(path, head) else \
+        "Prometheus range-query JSON" if sniff_prometheus(path, head) else "counter CSV"
+    cs = load_counters([path])
+    holds = (f"{count_of(len(cs.servers), 'servers')} ({', '.join(cs.servers[:6])}{', ...' if len(cs.servers) > 6 else ''})"
+             f" x {count_of(len(cs.counters), 'counters')} x {cs.n_points:,} points every {cs.interval:g} s")
+    begin = None if cs.numbered else float(cs.start)
+    end = None if cs.numbered else float(cs.seconds(cs.n_points - 1))
+    return FileSummary(str(path), "counters", form, holds, begin, end, list(cs.notes))
+
+
+def _spans(path: Path) -> FileSummary:
+    from . import spans  # noqa: PLC0415
+    from .inputs import read_head  # noqa: PLC0415
+
+    form = spans.FORMAT_NAMES.get(spans.sniff_format(path, read_head(path)) or "", "spans")
+    sp = spans.read_spans([path])
+    status = "no status" if sp.error is None else f"{int(sp.error.sum()):,} failed"
+    holds = (f"{len(sp):,} spans of {count_of(len(sp.traces), 'requests')}, "
+             f"{count_of(len(sp.services), 'services')} ({', '.join(sp.services[:6])}"
+             f"{', ...' if len(sp.services) > 6 else ''}), {count_of(len(sp.methods), 'methods')}; {status}")
+    begin = float(sp.start.min()) / 1e9 if len(sp) else None
+    end = float(sp.end.max()) / 1e9 if len(sp) else None
+    return FileSummary(str(path), "spans", form, holds, begin, end, list(getattr(sp, "notes", []) or []))
