@@ -1260,7 +1260,7 @@ def test_a_sar_archive_is_read_through_sadf(tmp_path):
     from perftriage.analysis.errors import InputError
     from perftriage.analysis.inputs import sniff_file
 
-    archive = SADF / "sa-busy.gz"
+    archive = ROOT / "tests" / "data" / "sar" / "sa-busy.gz"
     assert sniff_file(archive) == "counters"
     cs = load_counters([archive])
     assert cs.servers == ["vm"] and cs.values.shape[2] == 40
