@@ -37,6 +37,12 @@ def run(args) -> int:
     from perftriage.analysis.inputs import classify  # noqa: PLC0415
     from perftriage.analysis.threads import series  # noqa: F401, PLC0415
 
+    from perftriage.analysis.errors import InputError  # noqa: PLC0415
+
+    servers = [p for p in args.paths if isinstance(p, str) and "://" in p]
+    if servers:
+        raise InputError(servers[0], "a server, not a CTF trace folder (a Prometheus server's counters are read by "
+                                     "perftriage report or open)")
     inputs = classify(args.paths)
     files = []
     for kind, paths in inputs.files.items():
