@@ -48,8 +48,11 @@ class LostCall:
     p: float  # times the pairs tested
     follows: str = ""  # the caller of a deeper lost call most of its lost spans run over (its cause)
     to: tuple = ()  # the services the callee's spans call into, where it is a client span ('HTTP GET')
-    callee_service: str = ""
     after: str = ""  # the call its spans made last before stopping, in another service ("auth's verify")
+
+    @property
+    def callee_service(self) -> str:
+        return self.callee.split(":", 1)[0] if ":" in self.callee else ""
 
     @property
     def rate_before(self) -> float:
@@ -111,7 +114,7 @@ def lost_calls(spans: SpanTable, params: dict | None = None) -> LostCalls:
     place = np.empty(n, np.int64)
     place[order] = np.arange(n) - first[spans.method[order]]
     m_after = p["lost_min_after"]
-    found, missed = [], []
+    found, missed, callees = [], [], []
     for key in pairs.tolist():
         P, C = divmod(key, nm)
         N = int(counts[P])
@@ -138,18 +141,20 @@ def lost_calls(spans: SpanTable, params: dict | None = None) -> LostCalls:
             found.append(LostCall(spans.methods[P], spans.services[spans.service[row]], spans.methods[C], k, b, N - k,
                                   K - b, int(spans.start[row]), min(pv, 1.0)))
             missed.append(order[first[P] + k:first[P] + N][~x[k:]])  # its spans after that did not make it
-    last = {c.caller: _last_call(spans, rows, c.service) for c, rows in zip(found, missed)}
-    out.calls = [replace(c, to=_calls_into(spans, c.callee), callee_service=c.callee.split(":", 1)[0] if ":" in c.callee
-                         else "", after="" if c.follows else last[c.caller])
-                 for c in _causes_first(spans, found, missed)]
+            callees.append(C)
+    into = _calls_into(spans) if found else []
+    ranked, follows = _causes_first(spans, found, missed)
+    out.calls = [replace(found[i], follows=follows[i], to=into[callees[i]],
+                         after="" if follows[i] else _last_call(spans, missed[i], into))
+                 for i in ranked]
     if not found:
         out.why = f"no method stops making one of its calls from a time on ({len(pairs)} caller-callee pairs tested)"
     return out
 
 
-def _causes_first(spans: SpanTable, found: list[LostCall], missed: list[np.ndarray]) -> list[LostCall]:
-    """The lost calls, deeper ones (where the requests stopped first) ahead of those that run over
-    them, then by p (see the module's words)."""
+def _causes_first(spans: SpanTable, found: list[LostCall], missed: list[np.ndarray]) -> tuple[list[int], list[str]]:
+    """The order of the lost calls, deeper ones (where the requests stopped first) ahead of those
+    that run over them, then by p (see the module's words); and each one's ``follows``."""
     n, k = len(spans), len(found)
     owner = np.full(n + 1, -1, np.int64)  # per span: the lost call (index) it is a lost span of (n: no parent)
     callers = {}
@@ -183,24 +188,23 @@ def _causes_first(spans: SpanTable, found: list[LostCall], missed: list[np.ndarr
             follows[a] = found[max(cand, key=lambda b: (under[callers[found[a].caller], b], -depth[b],
                                                          -found[b].p))].caller
     order = sorted(range(k), key=lambda i: (not deeper[i], -depth[i], found[i].p, found[i].caller, found[i].callee))
-    return [replace(found[i], follows=follows[i]) for i in order]
+    return order, follows
 
 
-def _calls_into(spans: SpanTable, method: str) -> tuple:
-    """The services a method's spans call directly (their children in other services), the most
-    called first: what a client span's generic name ('HTTP GET') does not say."""
-    m = spans.methods.index(method)
+def _calls_into(spans: SpanTable) -> list[tuple]:
+    """Per method: the services its spans call directly (their children in other services), the
+    most called first: what a client span's generic name ('HTTP GET') does not say. One pass."""
     child = np.flatnonzero(spans.parent >= 0)
     par = spans.parent[child]
-    mine = spans.method[par] == m
-    cross = mine & (spans.service[child] != spans.service[par])
-    if not cross.any():
-        return ()
-    counts = np.bincount(spans.service[child[cross]], minlength=len(spans.services))
-    return tuple(spans.services[i] for i in np.argsort(-counts, kind="stable") if counts[i])
+    cross = spans.service[child] != spans.service[par]
+    ns = len(spans.services)
+    counts = np.bincount(spans.method[par[cross]].astype(np.int64) * ns + spans.service[child[cross]],
+                         minlength=len(spans.methods) * ns).reshape(len(spans.methods), ns)
+    return [tuple(spans.services[i] for i in np.argsort(-row, kind="stable") if row[i]) if row.any() else ()
+            for row in counts]
 
 
-def _last_call(spans: SpanTable, rows: np.ndarray, service: str, share: float = 0.8) -> str:
+def _last_call(spans: SpanTable, rows: np.ndarray, into: list[tuple], share: float = 0.8) -> str:
     """The call a caller's lost spans made last, where most of them (``share``) made the same one
     and it went to another service: 'auth's verify' (a call into another service's span), 'HTTP
     GET (to ts-verification-code-service)' (a client span of its own); '' otherwise. A callee that
@@ -237,8 +241,7 @@ def _last_call(spans: SpanTable, rows: np.ndarray, service: str, share: float = 
         return ""
     name = spans.methods[m]
     op = name.partition(":")[2] if ":" in name else name
-    into = _calls_into(spans, name)
-    if not into:
+    if not into[m]:
         return ""  # a call inside its own service: no other to suspect
-    named = [t for t in into[:2] if t.lower() not in op.lower()]
+    named = [t for t in into[m][:2] if t.lower() not in op.lower()]
     return f"{op} (to {', '.join(named)})" if named else op
