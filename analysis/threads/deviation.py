@@ -33,7 +33,7 @@ import numpy as np
 from perftriage.analysis.stats import median_above
 from perftriage.analysis.units import count_of, fmt_clock, fmt_duration, fmt_ratio
 
-from .covariance import covariances, fm_matrix, resolution_floor, scale_of
+from .covariance import Covariances, covariances, fm_matrix, resolution_floor, scale_of
 from .params import ThreadParams
 from .pvclust import SCALES, BootstrapResult, block_moments, multiscale_bootstrap
 from .series import GROUPS, ThreadSeries, plural
@@ -119,8 +119,7 @@ def could_rank(ts: ThreadSeries, level: str, within: dict | None = None, params:
     if li.groups is None or len(li.names) < 3:
         return False
     groups = li.groups
-    pooled, scale = li.for_distance()
-    D = fm_matrix(covariances(pooled, scale, params.ridge, resolution_floor(pooled, scale)).cov)
+    D = fm_matrix(li.covariances(params.ridge)[0].cov)
     if np.nanmax(separation(D)) >= params.separation:
         return True
     if params.windows:
@@ -146,6 +145,12 @@ class _LevelInputs:
     def for_distance(self) -> tuple[list[np.ndarray], np.ndarray]:
         """The pooled samples and scale of the columns the distances are computed on."""
         return [x[:, self.dist] for x in self.pooled], self.scale[self.dist]
+
+    def covariances(self, ridge: float) -> tuple[Covariances, np.ndarray]:
+        """The covariances the distances are computed on, with the resolution floor they hold."""
+        pooled, scale = self.for_distance()
+        floor = resolution_floor(pooled, scale)
+        return covariances(pooled, scale, ridge, floor), floor
 
 
 def sums_of_others(values: np.ndarray, among: np.ndarray, tol: float = 1e-4) -> np.ndarray:
@@ -219,9 +224,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
     if li.groups is None:
         return LevelResult(level, within, names, members, np.zeros((k, k)), None, None, [], params, notes)
     groups, pooled, scale = li.groups, li.pooled, li.scale
-    d_pooled, d_scale = li.for_distance()
-    floor = resolution_floor(d_pooled, d_scale)
-    cov = covariances(d_pooled, d_scale, params.ridge, floor)
+    cov, floor = li.covariances(params.ridge)
     if cov.regularised:
         notes.append(f"{len(cov.regularised)} of {k} covariance matrices were singular (a metric constant or "
                      f"proportional to another) and regularised with a ridge of {params.ridge:g} x their mean "
@@ -255,7 +258,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                      0.9 * done / total)
 
     eps = (np.einsum("kii->k", cov.cov) / cov.cov.shape[1] * params.ridge * 10)[:, None] + floor  # (k, p)
-    moments = block_moments([[x[:, li.dist] for x in g] for g in groups], d_scale,
+    moments = block_moments([[x[:, li.dist] for x in g] for g in groups], scale[li.dist],
                             min(params.blocks, max(4, min(len(x) for x in pooled) // 2)))
     res.boot = multiscale_bootstrap(Z, moments, eps, params.replicates, SCALES, params.seed, workers=params.workers,
                                     progress=on_scale)
