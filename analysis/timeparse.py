@@ -112,6 +112,21 @@ def user_time_ns(text: str, day_of_ns: int | None = None) -> int:
     return to_ns(t, None)
 
 
+class DayClock:
+    """Times of day a tool printed in order (pidstat's, top's), as seconds into the first day: a
+    time more than 12 hours before the one before it is the next day's (past midnight)."""
+
+    def __init__(self):
+        self.days = 0
+        self.last: float | None = None
+
+    def __call__(self, tod: float) -> float:
+        if self.last is not None and tod < self.last - 12 * 3600:
+            self.days += 1
+        self.last = tod
+        return self.days * 86400.0 + tod
+
+
 def local_clock_to_epoch(day: _dt.date, seconds: np.ndarray) -> tuple[np.ndarray, str]:
     """Times printed by a tool on the host's clock (pidstat's, top's: a date and seconds into it,
     past 86400 on the days after) as seconds since the epoch, read in this machine's time zone:

@@ -83,6 +83,11 @@ def test_processes_scaled_memory_and_damage(tmp_path):
     cut.write_text(text[: len(text) // 2 + 11])
     ts = read_thread_metrics(cut)
     assert any("last line is cut" in n for n in ts.notes)
+    changed = tmp_path / "changed.txt"  # a field set changed between iterations: no series to make
+    i = text.index("%MEM", 2000)
+    changed.write_text(text[:i] + "%XYZ" + text[i + 4:])
+    with pytest.raises(InputError, match="columns change between iterations"):
+        read_thread_metrics(changed)
     head = tmp_path / "head.txt"
     head.write_text("\n".join(text.split("\n")[:7]) + "\n")
     with pytest.raises(InputError, match="holds no task rows") as e:

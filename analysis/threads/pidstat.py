@@ -35,7 +35,7 @@ import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
-from perftriage.analysis.timeparse import local_clock_to_epoch
+from perftriage.analysis.timeparse import DayClock, local_clock_to_epoch
 from perftriage.analysis.values import number as _number
 
 from .series import ThreadSeries, build, pool_name
@@ -156,7 +156,8 @@ def read_pidstat(path) -> ThreadSeries:
         tasks: dict[tuple, int] = {}  # (process, thread) -> its code
         names: list[tuple] = []  # per code: (process, thread, process name, thread name)
         process, pname = "", ""
-        days, last, bad, threaded, cut = 0, None, 0, False, False
+        clock = DayClock()
+        bad, threaded, cut = 0, False, False
         for line in f:
             if not line.endswith("\n"):  # a recording cut off: its last row may hold a number cut short
                 cut = True
@@ -189,10 +190,7 @@ def read_pidstat(path) -> ThreadSeries:
             if t < 0:
                 when = -t
             else:
-                if last is not None and t < last - 12 * 3600:  # past midnight
-                    days += 1
-                last = t
-                when = days * 86400 + t  # seconds into the report's day
+                when = clock(t)  # seconds into the report's day
                 on_clock = True
             if tid_j is not None:
                 threaded = True

@@ -29,7 +29,7 @@ import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
-from perftriage.analysis.timeparse import local_clock_to_epoch
+from perftriage.analysis.timeparse import DayClock, local_clock_to_epoch
 from perftriage.analysis.values import number
 
 from .series import ThreadSeries, build, pool_name
@@ -66,7 +66,9 @@ def read_top(path) -> ThreadSeries:
     tasks: dict[str, int] = {}  # task id -> its code
     names: list[tuple] = []  # per code: (id, name)
     threads, take, kib, state_j = None, [], [], None
-    days, last, bad, cut = 0, None, 0, False
+    seen: list[str] | None = None  # the metric columns of the first iteration: the same in every one
+    clock = DayClock()
+    bad, cut = 0, False
     with open_data(path) as f:
         for line in f:
             if not line.endswith("\n"):
@@ -74,11 +76,7 @@ def read_top(path) -> ThreadSeries:
                 break
             m = _BLOCK.match(line)
             if m:
-                t = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3))
-                if last is not None and t < last - 12 * 3600:
-                    days += 1
-                last = t
-                tod = t + days * 86400.0
+                tod = clock(int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3)))
                 cols = None
                 continue
             words = line.split()
@@ -90,10 +88,11 @@ def read_top(path) -> ThreadSeries:
             if cols is None:
                 if "PID" in words and words[-1] == "COMMAND":
                     cols = words
-                    metrics = [c for c in cols[:-1] if c not in NOT_METRICS]
-                    if take and metrics != [cols[j] for j in take]:
-                        raise InputError(path, "top's columns change between iterations: record with one field set")
                     take = [j for j, c in enumerate(cols[:-1]) if c not in NOT_METRICS]
+                    fields = [cols[j] for j in take]
+                    if seen is not None and fields != seen:
+                        raise InputError(path, "top's columns change between iterations: record with one field set")
+                    seen = fields
                     kib = [cols[j] in KIB for j in take]
                     state_j = cols.index("S") if "S" in cols else None
                     pid_j = cols.index("PID")
@@ -117,7 +116,7 @@ def read_top(path) -> ThreadSeries:
     if not len(codes):
         raise InputError(path, "top's output holds no task rows (a 'top - HH:MM:SS' line, a header with PID and "
                                "COMMAND, then a row per task)")
-    metrics = [cols[j] for j in take] + (["running", "I/O wait"] if state_j is not None else [])
+    metrics = seen + (["running", "I/O wait"] if state_j is not None else [])
     vals = np.frombuffer(values, np.float64).reshape(len(codes), len(metrics)).copy()
     t = np.frombuffer(tods, np.float64)
     # the day: the file was last written as the last block was, on this machine's clock (where
@@ -134,8 +133,7 @@ def read_top(path) -> ThreadSeries:
         groups = {"process": np.array([f"{x}[{i}]" for i, x in zip(info[:, 0], info[:, 1])], dtype=object)[code],
                   "program": own}
     ts = build(when, ids, groups, vals, metrics, str(path))
-    ts.units = {m: "%" if m.startswith("%") else "KiB" if m in KIB else "" for m in metrics}
-    ts.units = {m: u for m, u in ts.units.items() if u}
+    ts.units = {m: "%" if m.startswith("%") else "KiB" for m in metrics if m.startswith("%") or m in KIB}
     ts.kinds = {"pool": "pool"} if threads else {"process": "program"}
     ts.notes.append(f"top's output: {ts.n_threads} {'threads' if threads else 'processes'}, {len(metrics)} metrics; "
                     f"top prints the time of day only: dated by the file's last change, read in this machine's time "
