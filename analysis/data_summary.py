@@ -90,4 +90,4 @@ def _spans(path: Path) -> FileSummary:
              f"{', ...' if len(sp.services) > 6 else ''}), {count_of(len(sp.methods), 'methods')}; {status}")
     begin = float(sp.start.min()) / 1e9 if len(sp) else None
     end = float(sp.end.max()) / 1e9 if len(sp) else None
-    return FileSummary(str(path), "spans", form, holds, begin, end, list(getattr(sp, "notes", []) or []))
+    return FileSummary(str(path), "spans", form, holds, begin, end, list(sp.notes) + sp.problems.lines())
