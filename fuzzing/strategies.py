@@ -327,15 +327,8 @@ def counters(draw):
         rows = draw(damaged_rows(counters_rows()))
         name, data = "counters.csv", csv_bytes(rows)
     elif fmt == "sadf":  # real sadf -d exports (tests/data/sadf), damaged as ;-separated rows
-        files = {}
-        for k in range(draw(st.integers(1, 3))):
-            text = gzip.decompress((ROOT / "tests" / "data" / "sadf" / f"web-0{k + 1}.csv.gz").read_bytes()).decode()
-            rows = [ln.split(";") for ln in text.split("\n")[:120]]
-            rows = draw(damaged_rows(rows))
-            body = "\n".join(";".join(r) for r in rows)
-            if draw(st.integers(0, 3)) == 0:
-                body = body[: draw(st.integers(0, len(body)))]
-            files[f"web-0{k + 1}.csv"] = body.encode("utf-8", "surrogatepass")
+        files = {f"web-0{k + 1}.csv": draw(damaged_recording(f"sadf/web-0{k + 1}.csv.gz", ";"))
+                 for k in range(draw(st.integers(1, 3)))}
         return Case("counters", files, [*REPORT, *("{in}/" + n for n in files)], "sadf " + ", ".join(files))
     else:
         name, data = "counters.prom.json", dumps(draw(mutated(prometheus_doc(), rounds=4)))
@@ -391,24 +384,31 @@ def rules(draw):
 
 
 @lru_cache(maxsize=None)
-def pidstat_lines(name: str = "pidstat/pidstat-h.txt.gz", n: int = 120) -> tuple[str, ...]:
-    """The first lines of a real pidstat or top recording (tests/data/pidstat, tests/data/top)."""
+def recording_lines(name: str, n: int = 120) -> tuple[str, ...]:
+    """The first lines of a real recording in tests/data (pidstat, top, sadf)."""
     text = gzip.decompress((ROOT / "tests" / "data" / name).read_bytes()).decode()
     return tuple(text.split("\n")[:n])
+
+
+@st.composite
+def damaged_recording(draw, name: str, sep: str, keep_first: bool = False) -> bytes:
+    """A real recording's first lines, its rows (split at ``sep``) damaged as CSV rows are (the
+    first line kept whole where ``keep_first``), the text cut now and then."""
+    rows = [ln.split(sep) for ln in recording_lines(name)]
+    rows = [rows[0]] + draw(damaged_rows(rows[1:] or [[]])) if keep_first else draw(damaged_rows(rows))
+    text = "\n".join(sep.join(r) for r in rows)
+    if draw(st.integers(0, 3)) == 0:
+        text = text[: draw(st.integers(0, len(text)))]
+    return text.encode("utf-8", "surrogatepass")
 
 
 @st.composite
 def pidstat_report(draw):
     """A real pidstat report (one line per task, or blocks) or top's batch output, its rows
     damaged as words."""
-    lines = pidstat_lines(draw(st.sampled_from(["pidstat/pidstat-h.txt.gz", "pidstat/pidstat-blocks.txt.gz",
-                                                "pidstat/pidstat-procs.txt.gz", "top/top-H.txt.gz"])))
-    rows = [ln.split(" ") for ln in lines]
-    rows = [rows[0]] + draw(damaged_rows(rows[1:] or [[]]))
-    text = "\n".join(" ".join(r) for r in rows)
-    if draw(st.integers(0, 3)) == 0:
-        text = text[: draw(st.integers(0, len(text)))]
-    name, data = maybe_gzip(draw, text.encode("utf-8", "surrogatepass"), "pidstat.txt")
+    name = draw(st.sampled_from(["pidstat/pidstat-h.txt.gz", "pidstat/pidstat-blocks.txt.gz",
+                                 "pidstat/pidstat-procs.txt.gz", "top/top-H.txt.gz"]))
+    name, data = maybe_gzip(draw, draw(damaged_recording(name, " ", keep_first=True)), "pidstat.txt")
     return Case("thread_csv", {name: data}, [*REPORT, "{in}/" + name, "--replicates", "10"], f"pidstat {name}")
 
 
