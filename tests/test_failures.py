@@ -18,6 +18,7 @@ from perftriage.analysis.sim.microservices import MicroConfig, write_microservic
 from perftriage.analysis.spans import read_spans
 from perftriage.analysis.spans.status import StatusScheme
 from perftriage.analysis.triage import Options, change_at, run_triage
+from span_rows import SpanRows
 
 
 def _spans_of(doc, tmp_path, name):
@@ -268,25 +269,6 @@ def test_an_edge_is_compared_per_calling_method(tmp_path):
     assert ch.suspects[0].service == "auth" and "stopped making calls" in ch.suspects[0].headline()
 
 
-class _Spans:
-    """Span CSV rows as Nezha's export writes them (times in ns, duration in µs), ids from 1."""
-
-    HEADER = "TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration"
-
-    def __init__(self, pod_suffix: str = ""):
-        self.rows = [self.HEADER]
-        self.suffix = pod_suffix  # a pod name's generated part, after its service
-
-    def span(self, trace, parent, pod, name, start, dur) -> str:
-        sid = f"{len(self.rows):016x}"
-        self.rows.append(f"{trace},{sid},{parent},{pod}{self.suffix},{name},{start},{start + dur},{dur // 1000}")
-        return sid
-
-    def write(self, path):
-        path.write_text("\n".join(self.rows) + "\n")
-        return path
-
-
 def test_a_chain_of_lost_calls_is_named_from_its_deepest(tmp_path):
     """a's A calls b's B (which calls c's C, which calls d's D, then e's E) and then f's F. From
     request 200 on C throws: C no longer calls D, B gives up on E, A on F. Three callers lose
@@ -294,7 +276,7 @@ def test_a_chain_of_lost_calls_is_named_from_its_deepest(tmp_path):
     following the one just below it."""
     from perftriage.analysis.calltrees.lost_calls import lost_calls
 
-    out = _Spans("-5f6585d649-fnmft")
+    out = SpanRows(suffix="-5f6585d649-fnmft")
     span = out.span
     ms = 1_000_000
     for i in range(400):
@@ -318,7 +300,7 @@ def test_a_lost_client_call_says_whom_it_called(tmp_path):
     them: the headline says whom those calls went to."""
     from perftriage.analysis.calltrees.lost_calls import lost_calls
 
-    out = _Spans()
+    out = SpanRows()
     span = out.span
     ms = 1_000_000
     basic, station, train = ("ts-basic-service-5dc8d4f9fd-46997", "ts-station-service-7f5b6c9d8-k2x4q",
@@ -347,7 +329,7 @@ def test_a_lost_call_says_what_was_called_last_where_the_callers_clock_tells(tmp
     the frontend's spans call the others' directly (their hosts' clocks, offset) it does not."""
     from perftriage.analysis.calltrees.lost_calls import lost_calls
 
-    out = _Spans("-5f6585d649-fnmft")
+    out = SpanRows(suffix="-5f6585d649-fnmft")
     span = out.span
     ms = 1_000_000
     calls = [("cartservice", "hipstershop.CartService/GetCart"), ("currencyservice", "hipstershop.CurrencyService/Convert"),

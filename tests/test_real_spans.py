@@ -23,32 +23,13 @@ from perftriage.analysis.stats import binom_sf, mann_whitney_p, poisson_cdf
 from perftriage.analysis.triage import Options, change_at, run_triage
 
 from conftest import ROOT, SHARED
+from span_rows import SpanRows
 
 BOUTIQUE = SHARED / "real_data" / "onlineboutique-2022-08-22"
-HEADER = "TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration\n"
 PODS = {"frontend": "frontend-579b9bff58-t2dbm", "cart": "cartservice-579f59597d-wc2lz",
         "currency": "currencyservice-cf787dd48-vpjrd", "ship": "shippingservice-7f9c8d6b45-x2k8q",
         "checkout": "checkoutservice-6c9d4b5d8f-hz2mn"}
 T0 = 1_661_140_000_000_000_000
-
-
-class SpanRows:
-    """Span CSV rows as the OnlineBoutique export writes them (times in ns, duration in µs), the
-    span ids numbered from 1."""
-
-    def __init__(self):
-        self.lines = [HEADER]
-        self.sid = 0
-
-    def span(self, trace, parent, pod, name, start, dur) -> str:
-        self.sid += 1
-        s = f"{self.sid:016x}"
-        self.lines.append(f"{trace},{s},{parent},{PODS[pod]},{name},{start},{start + dur},{dur // 1000}\n")
-        return s
-
-    def write(self, path: Path) -> Path:
-        path.write_text("".join(self.lines))
-        return path
 
 
 def write_spans(path: Path, n: int = 400, at: int | None = None, gap_ms: float = 0.0, cpu_ms: float = 0.0,
@@ -58,7 +39,7 @@ def write_spans(path: Path, n: int = 400, at: int | None = None, gap_ms: float =
     ``gap_ms`` more between client and server on every call into currency, ``cpu_ms`` more own
     time in cart, or (``lost``) currency no longer calls shipping."""
     rng = np.random.default_rng(seed)
-    rows = SpanRows()
+    rows = SpanRows(PODS)
     span = rows.span
 
     for i in range(n):
@@ -163,7 +144,7 @@ def write_orders(path: Path, frontend_stops: bool = False, checkout_stops: bool 
     no call after PlaceOrder (``frontend_stops``: an exception in the frontend), or checkout
     makes no call and the frontend stops for it (``checkout_stops``: checkout returns early)."""
     rng = np.random.default_rng(5)
-    rows = SpanRows()
+    rows = SpanRows(PODS)
     span = rows.span
 
     for i in range(n):
@@ -413,7 +394,7 @@ def _roots(path: Path, slow: tuple[int, int] | None = None, n: int = 24000, seed
     """n requests of one span each, one every 100 ms (40 minutes), about 10 ms each; ``slow``:
     the requests from..to 3x slower (a short incident in a long recording)."""
     rng = np.random.default_rng(seed)
-    rows = SpanRows()
+    rows = SpanRows(PODS)
     for i in range(n):
         dur = int(rng.lognormal(np.log(10e6), 0.2)) * (3 if slow and slow[0] <= i < slow[1] else 1)
         rows.span(f"{i + 1:032x}", "root", "frontend", "hipstershop.Frontend/Recv.", T0 + i * 100_000_000, dur)
