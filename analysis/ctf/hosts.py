@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from .discover import find_traces
-from .metadata import env_value, read_metadata_text
+from .metadata import env_hostname, env_value, read_metadata_text
 
 
 def distinct_hosts(paths: list, env: list) -> list[str | None]:
@@ -53,7 +53,7 @@ def host_groups(paths) -> dict[str, list[str]]:
     env = []
     for td in tds:
         text = read_metadata_text(td.path / "metadata")
-        env.append((env_value(text, "hostname"), env_value(text, "domain")))
+        env.append((env_hostname(text), env_value(text, "domain")))
     groups: dict[str, list[str]] = {}
     for td, name in zip(tds, distinct_hosts([td.path for td in tds], env)):
         groups.setdefault(name or "?", []).append(str(td.path))

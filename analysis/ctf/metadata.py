@@ -123,6 +123,12 @@ def env_value(text: str, key: str) -> str | None:
     return None if v is None else (v.group(1) if v.group(1) is not None else v.group(2))
 
 
+def env_hostname(text: str) -> str | None:
+    """The host a trace was recorded on: LTTng's ``hostname``, perf's ``host``."""
+    name = env_value(text, "hostname")
+    return name if name is not None else env_value(text, "host")
+
+
 # -- packet layout, enough to walk LTTng stream files -------------------------------------------
 
 _TYPEALIAS = re.compile(r"typealias\s+integer\s*\{([^}]*)\}\s*:=\s*([\w ]+?)\s*;", re.S)

@@ -15,6 +15,7 @@ import numpy as np
 
 from perftriage.analysis.columns import MISSING
 
+from . import perf
 from .names import canonical_event_name
 
 if TYPE_CHECKING:
@@ -245,7 +246,7 @@ class SinkState:
         self.trace_of_class[trace_class] = index
         meta = reader.traces[index]
         meta.env = env
-        meta.hostname = reader._host_names[index] or str(env.get("hostname", "?"))
+        meta.hostname = reader._host_names[index] or str(env.get("hostname") or env.get("host") or "?")
         meta.domain = str(env.get("domain", "?"))
         tracer = env.get("tracer_name", "?")
         ver = ".".join(str(env[k]) for k in ("tracer_major", "tracer_minor", "tracer_patchlevel") if k in env)
@@ -294,20 +295,32 @@ class SinkState:
         """What to decode from events of this class (None: nothing, they are skipped)."""
         reader = self.reader
         spec = reader.spec
-        name = canonical_event_name(info.name)
         trace_index = self.trace_of_class.get(info.trace_class, 0)
-        kernel = reader.traces[trace_index].domain == "kernel"
+        meta = reader.traces[trace_index]
+        kernel = meta.domain == "kernel"
+        by_perf = perf.is_perf(meta.tracer)
+        name = perf.event_name(info.name) if by_perf else canonical_event_name(info.name)
         ctx_tid = _context_member(info.context, _TID_CONTEXT)
         ctx_pid = _context_member(info.context, _PID_CONTEXT)
-        keep = spec.keeps(name)
-        wanted = spec.fields_for(name) if keep else []
         internal = []
+        if name in perf.RAW and by_perf:  # system calls by number: named per event (reader.py)
+            keep = perf.raw_keeps(spec, name)
+            wanted = perf.raw_fields(spec, name) if keep else []
+            internal = [perf.SYSCALL_ID_FIELD]
+        else:
+            keep = spec.keeps(name)
+            wanted = spec.fields_for(name) if keep else []
         if kernel and ctx_tid is None and name == "sched_switch":
-            internal = [f for f in ("prev_tid", "next_tid") if f not in wanted]
+            internal += [f for f in ("prev_tid", "next_tid") if f not in wanted]
+        if by_perf and (keep or internal) and ctx_tid is None:  # each event's thread and process
+            internal += [f for f in (perf.TID_FIELD, perf.PID_FIELD) if f not in wanted]
+        renamed = perf.FIELDS.get(name, {}) if by_perf else {}
         if not keep and not internal:
             return None
         if "*" in wanted:
             star = [k.lstrip("_") for k, _ in info.payload] if info.payload is not None else []
+            if by_perf:  # perf's bookkeeping in every event (its thread and process are the event's own)
+                star = [k for k in star if k not in perf.BOOKKEEPING]
             wanted = [w for w in wanted if w != "*"] + [k for k in star if k not in wanted]
         decoded = reader.event_fields.setdefault(name, [])
         groups: dict[str, list] = {}  # top-level member -> its dotted fields, in order
@@ -319,7 +332,12 @@ class SinkState:
             top, *inner = fname.split(".")
             if inner and groups.get(top, [None])[0] != fname:
                 continue  # decoded with its group (under the group's first field)
-            idx, kind = _member_index(info.payload, top)
+            if top in renamed:
+                if renamed[top] is None:
+                    continue  # perf records no such field
+                idx, kind = _member_index(info.payload, renamed[top])
+            else:
+                idx, kind = _member_index(info.payload, top)
             in_ctx = False
             if idx is None:
                 idx, kind = _member_index(info.context, top)

@@ -34,8 +34,9 @@ from .bt2_support import error_text, import_bt2
 from .current_task import CurrentTask
 from .discover import TraceDir, find_traces
 from .hosts import distinct_hosts
-from .metadata import clock_origin_ns, env_value, event_names, packet_layout, read_metadata
+from .metadata import clock_origin_ns, env_hostname, env_value, event_names, packet_layout, read_metadata
 from .ranges import open_crash, trace_ranges
+from . import perf
 from .isolated import in_child
 from .native import native_sink_class, new_state, reader_choice
 from .sink import SinkState, build_graph
@@ -127,7 +128,7 @@ class CtfReader:
         meta.problems.extend(td.problems)
         text, ctf2 = read_metadata(td.path / "metadata")
         meta.defined_events = tuple(event_names(text))
-        self._env.append((env_value(text, "hostname"), env_value(text, "domain")))
+        self._env.append((env_hostname(text), env_value(text, "domain")))
         # CTF 2: babeltrace2 2.0 reads the streams under the metadata's TSDL translation (ctf2.py)
         translated = text if ctf2 else None
         view = td.path  # what babeltrace2 reads: the trace, or (CTF 2) a view with its translation
@@ -311,6 +312,29 @@ class CtfReader:
                 done += int(t.size * (ts - t.begin_ns) / max(1, t.end_ns - t.begin_ns))
         return ReadProgress(produced + state.n, done, self.bytes_total)
 
+    @property
+    def _raw_syscalls(self) -> bool:
+        return perf.RAW_ENTRY in self._event_codes or perf.RAW_EXIT in self._event_codes
+
+    def _name_raw_syscalls(self, event: np.ndarray, keep: np.ndarray, ids) -> tuple[np.ndarray, np.ndarray]:
+        """perf's system calls by number, each named from its number (perf.py): their event codes
+        and whether the spec keeps them (one look-up per distinct call)."""
+        machine = next((t.env.get("machine") for t in self.traces if perf.is_perf(t.tracer)), None)
+        table = perf.syscall_table(machine)
+        for raw, prefix in perf.RAW.items():
+            code = self._event_codes.get(raw)
+            rows = np.flatnonzero(event == code) if code is not None else ()
+            if not len(rows):
+                continue
+            nums = ids[rows] if ids is not None else np.full(len(rows), -1, np.int64)
+            uniq, inverse = np.unique(nums, return_inverse=True)
+            names = perf.syscall_names(prefix, uniq.tolist(), table)
+            codes = np.array([self.event_code(n) for n in names], np.int32)
+            kept = np.array([self.spec.keeps(n) for n in names], bool)
+            event[rows] = codes[inverse]
+            keep[rows] = kept[inverse]
+        return event, keep
+
     def _finish_chunk(self, raw, tables, tracker: "CurrentTask") -> EventChunk:
         n = raw.n
         plan = raw.plan
@@ -324,6 +348,11 @@ class CtfReader:
             tid[raw.ctx_rows] = raw.ctx_tid
             pid[raw.ctx_rows] = raw.ctx_pid
         cols = raw.columns
+        if perf.TID_FIELD in cols:  # perf: each event's own thread and process
+            _take_where_unknown(tid, cols[perf.TID_FIELD])
+            _take_where_unknown(pid, cols.get(perf.PID_FIELD))
+        if self._raw_syscalls:
+            event, keep = self._name_raw_syscalls(event, keep, cols.get(perf.SYSCALL_ID_FIELD))
         switch_code = self._event_codes.get("sched_switch")
         if switch_code is not None and "prev_tid" in cols and "next_tid" in cols:
             tracker.fill(tid, kernel & (tid < 0), event == switch_code, host, raw.cpu, cols["prev_tid"], cols["next_tid"])
@@ -333,6 +362,14 @@ class CtfReader:
             chunk = chunk.take(keep)
         self.events_read += n
         return chunk
+
+
+def _take_where_unknown(out: np.ndarray, values) -> None:
+    """``out`` (a thread or process column, -1 where unknown) from ``values`` where it is unknown."""
+    if values is None:
+        return
+    m = (out < 0) & (values >= 0) & (values <= np.iinfo(np.int32).max)
+    out[m] = values[m]
 
 
 def _range_from_packets(meta: TraceMeta, checks, origin: int | None) -> None:

@@ -32,7 +32,7 @@ from perftriage.analysis.ctf.reader import CtfReader
 from perftriage.analysis.ctf.spec import ReadSpec
 
 from .contexts import CTX_NONE, CTX_PACKET, CTX_SOFTIRQ, block_state_of_context, interrupt_rows, wake_contexts
-from .events import (C_EXEC, C_EXIT, C_FORK, C_IPI_OUT, C_IRQ_IN, C_NET_RECV, C_NET_SEND, C_PKT_IN, C_PKT_OUT,
+from .events import (C_EXEC, C_EXIT, C_FORK, C_IGNORE, C_IPI_OUT, C_IRQ_IN, C_NET_RECV, C_NET_SEND, C_PKT_IN, C_PKT_OUT,
                      C_SC_ENTRY, C_SC_EXIT, C_STATEDUMP, C_SWITCH, C_TTWU, C_WAKEUP, C_WAKEUP_NEW, C_WAKING,
                      GRAPH_EVENTS, GRAPH_FIELDS, categorize)
 from .graph import (Arrivals, BLOCKED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU, ST_BF, ST_BI, ST_BN, ST_BT, ExecGraph,
@@ -182,12 +182,20 @@ class GraphBuilder:
                                                        col("parent_pid", m_fork).tolist(), col("child_tid", m_fork).tolist(),
                                                        col("child_pid", m_fork).tolist(), col("child_comm", m_fork, -1).tolist()):
             t = hs.info(child)
-            t.fork_ts, t.parent, t.pid = t_, parent, cpid
-            t.kernel = ppid == KTHREADD or bool(hs.info(parent).kernel)
+            t.fork_ts, t.parent = t_, parent
+            if cpid != MISSING:  # perf's fork gives threads, not their process (the events' own pid do)
+                t.pid = cpid
+            t.kernel = ppid == KTHREADD or parent == KTHREADD or bool(hs.info(parent).kernel)
             if comm >= 0:
                 t.comm = strings[comm]
-            if hs.info(parent).pid < 0:
+            if hs.info(parent).pid < 0 and ppid != MISSING:
                 hs.info(parent).pid = ppid
+        # kernel events that carry their process (perf's) say each thread's (a user-space event's
+        # vpid may be a container's)
+        own = (cat != C_IGNORE) & (cur > 0) & (chunk.pid > 0)
+        if own.any():
+            for tid, pid in _unique_pairs(cur[own], chunk.pid[own]):
+                hs.info(tid).pid = pid
         m_exit = cat == C_EXIT
         for t_, tid in zip(ts[m_exit].tolist(), col("tid", m_exit).tolist()):
             hs.info(tid).exit_ts = t_
