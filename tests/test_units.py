@@ -50,7 +50,7 @@ def test_roles_on_a_real_trace():
 @needs_bt2
 @pytest.mark.parametrize("name,recorded", [("tracevizlab-wget-k-20180802-115043", "wget"),
                                            ("tracevizlab-cat-kern-ust", "cat"),
-                                           ("tc-many-threads", "genKernelTraces")])
+                                           ("tc-many-threads", "multithread")])
 def test_the_recorded_process_is_the_whole_one(name, recorded):
     procs = tasks.processes(next(iter(graphs(name).values())))
     whole = [p for p in procs if p.whole and p.role == tasks.USER]

@@ -200,15 +200,25 @@ class GraphBuilder:
         for t_, tid in zip(ts[m_exit].tolist(), col("tid", m_exit).tolist()):
             hs.info(tid).exit_ts = t_
         m = cat == C_EXEC
-        for tid, name in zip(col("tid", m).tolist(), col("filename", m, -1).tolist()):
+        exec_row: dict[int, int] = {}
+        for row, tid, name in zip(np.flatnonzero(m).tolist(), col("tid", m).tolist(), col("filename", m, -1).tolist()):
             if name >= 0:
                 hs.info(tid).comm = strings[name].rsplit("/", 1)[-1][:15]
+                exec_row[tid] = row
         m_sw = cat == C_SWITCH
         if m_sw.any():
-            nxt, nxt_comm = col("next_tid", m_sw), col("next_comm", m_sw, -1)
-            named = (nxt_comm >= 0) & (nxt > 0)
-            for tid, c in _unique_pairs(nxt[named], nxt_comm[named]):
-                if not hs.info(tid).comm:
+            # a thread's name is the last one the scheduler showed (a pool's threads are named after
+            # their fork: pthread_setname_np leaves no event of its own), or its exec's if later
+            rows = np.flatnonzero(m_sw)
+            tids = np.concatenate([col("next_tid", m_sw), col("prev_tid", m_sw)])
+            names = np.concatenate([col("next_comm", m_sw, -1), col("prev_comm", m_sw, -1)])
+            rows = np.concatenate([rows, rows])
+            named = (names >= 0) & (tids > 0)
+            tids, names, rows = tids[named], names[named], rows[named]
+            order = np.lexsort((rows, tids))[::-1]  # by thread, the last row first
+            uniq, first = np.unique(tids[order], return_index=True)
+            for tid, c, row in zip(uniq.tolist(), names[order][first].tolist(), rows[order][first].tolist()):
+                if row > exec_row.get(tid, -1):
                     hs.info(tid).comm = strings[c]
         # wake-ups: numbered globally; the interrupt context each ran in is resolved now, with
         # each CPU's interrupt stack carried from chunk to chunk

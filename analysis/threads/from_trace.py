@@ -87,7 +87,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
                               min_windows: int = 10, max_threads: int = 400, background: bool = False) -> ThreadSeries:
     times, keys, vals = [], [], []
     widths = []
-    groups = {"machine": [], "process": [], "pool": [], "program": [], "role": []}
+    groups = {"machine": [], "process": [], "pool": [], "program": [], "role": [], "name": []}
     busiest: dict[str, dict[str, float]] = {}  # host -> program -> its threads' time on a CPU
     notes = []
     for host, g in graphs.items():
@@ -171,6 +171,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             groups["machine"] += [host] * n
             groups["process"] += [f"{pname}[{pid}]"] * n
             groups["pool"] += [pool_name(g.comm(tid))] * n
+            groups["name"] += [g.comm(tid)] * n  # its own name, said beside its id
             groups["program"] += [pname] * n
             groups["role"] += [host] * n  # its role below, once every host's busiest program is known
             busiest.setdefault(host, {})
