@@ -48,9 +48,13 @@ def chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, c_known, sd
     # sets nothing: the kernel runs the thread's exit path after it (closing its files, waking a
     # parent in wait()) until its last switch-out, which leaves it dead (the reference keeps an
     # exiting task RUNNING, too)
-    setter = (kind <= K_OUT) | (kind == K_FORK) | is_carry
+    # A system call's entry or exit is the thread running: where its switch-in was lost (perf
+    # drops the scheduler's events on a CPU leaving idle on some kernels; LTTng discards events
+    # when its buffers are full), it is running from there, not waiting for a CPU to its switch-out
+    sc_rows = (kind == K_SC_IN) | (kind == K_SC_OUT)
+    setter = (kind <= K_OUT) | (kind == K_FORK) | is_carry | sc_rows
     status_set = np.full(n, -1, np.int8)
-    status_set[kind == K_IN] = RUN
+    status_set[(kind == K_IN) | sc_rows] = RUN
     out_rows = kind == K_OUT
     status_set[out_rows] = np.where(arg[out_rows] == 1, WAIT_BLOCKED, WAIT_CPU)
     status_set[kind == K_FORK] = WAIT_FORK
