@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-EVALS = ["request_outliers", "calltree_diagnosis", "calltree_real", "thread_deviations", "counter_incidents", "counters_real", "counters_pods", "cross_host", "damaged_inputs"]
+EVALS = ["request_outliers", "requests_perf", "calltree_diagnosis", "calltree_real", "thread_deviations", "counter_incidents", "counters_real", "counters_pods", "cross_host", "damaged_inputs"]
 
 
 def main(argv=None) -> int:

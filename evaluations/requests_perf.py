@@ -1,0 +1,126 @@
+"""Requests and threads in real kernel traces recorded by perf, against the workload's own ground
+truth: tests/data/perf/threadpool (committed), and fresh recordings of the same workload on this
+machine when perf can record here (root, tracefs; tests/data/perf/record.sh).
+
+The workload (tests/data/perf/srv.c): six worker threads serve requests marked by uprobes; every
+20th request syncs a file to disk, every 20th+10 sleeps 8 ms; worker-3 spins 4x as long per
+request as the others. Measured: precision and recall of the outlying requests against the sync
+and sleep requests; the purity of their clusters (the share of requests whose cluster's most
+common cause is theirs) and the adjusted Rand index against the two causes; and where the thread
+analysis ranks worker-3 (a deviation it may or may not see: printed, no target).
+
+This machine's kernel records no switch from idle on CPU 1, nor the wake-ups made in that idle
+time: a sync whose wake-up was lost waits on "a task that could not be followed", and the syncs
+split into clusters by how much of their wait was lost (ARI printed, no target; purity is the
+target: a cluster that mixes causes misleads, one cause in two clusters does not).
+
+Targets: precision >= 0.9, recall >= 0.9, cluster purity >= 0.95 on the committed recording;
+recall >= 0.9 and purity >= 0.95 on fresh ones, whose precision is printed: on this shared
+machine other processes delay some requests for real (waiting for a CPU), and those are outliers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import adjusted_rand_score
+
+from perftriage.analysis.options import Options
+from perftriage.analysis.requests.outlier_analysis import analyze_requests
+from perftriage.analysis.requests.params import MarkerSpec
+from perftriage.analysis.triage import run_triage
+
+HERE = Path(__file__).resolve().parent.parent / "tests" / "data" / "perf"
+MARKERS = (MarkerSpec("probe_srv:request_begin", "probe_srv:request_end", key="id"),)
+
+
+def truth(path: Path) -> dict[int, tuple[int, str]]:
+    """request id -> (worker, kind) from a recording's truth.txt."""
+    out = {}
+    for line in path.read_text().splitlines():
+        rid, worker, kind = line.split()
+        out[int(rid)] = (int(worker), kind)
+    return out
+
+
+def evaluate(trace: Path, truth_file: Path) -> dict:
+    res = run_triage([trace], Options(markers=MARKERS, thread_metrics=True))
+    ft = res.features
+    known = truth(truth_file)
+    ids = np.asarray(ft.fields["field_id"], np.int64)  # the marker's id field (the table's own id is its row)
+    cause = np.array([known.get(int(i), (-1, "?"))[1] for i in ids])
+    ra = analyze_requests(ft)
+    y = (cause == "sync") | (cause == "sleep")
+    out = ra.outliers.outlier
+    tp = int((out & y).sum())
+    both = out & y
+    ari = adjusted_rand_score(cause[both], ra.clusters.label[both]) if both.sum() > 1 else float("nan")
+    labels = ra.clusters.label[both]
+    agree = sum(np.unique(cause[both][labels == c], return_counts=True)[1].max() for c in np.unique(labels))
+    rank = "-"
+    threads = [f for f in res.report.findings if f.analysis == "threads"]
+    ranked = [f.subject for f in threads if "thread " in f.subject and "(worker-" in f.subject]
+    for i, subject in enumerate(ranked, 1):
+        if "(worker-3)" in subject:
+            rank = str(i)
+            break
+    fp = out & ~y
+    dominant = np.array(ft.states)[np.argmax(ft.durations[fp], axis=1)] if fp.any() else np.array([])
+    states, counts = np.unique(dominant, return_counts=True)
+    others = ", ".join(f"{c} {s_}" for s_, c in sorted(zip(states, counts), key=lambda x: -x[1]))
+    return {"others": others or "-", "requests": len(ft), "anomalous": int(y.sum()), "outliers": int(out.sum()),
+            "precision": tp / max(1, int(out.sum())), "recall": tp / max(1, int(y.sum())), "ari": ari,
+            "purity": agree / max(1, int(both.sum())),
+            "k": ra.clusters.k, "worker3": rank, "named": ranked[:3]}
+
+
+def can_record() -> bool:
+    return (os.geteuid() == 0 and shutil.which("perf") is not None and shutil.which("gcc") is not None
+            and Path("/sys/kernel/tracing/uprobe_events").exists())
+
+
+def record(out: Path, requests: int) -> bool:
+    """A fresh recording into ``out`` (threadpool/, truth.txt); False when perf could not."""
+    done = subprocess.run(["sh", str(HERE / "record.sh"), str(out), str(requests)], capture_output=True, text=True)
+    if done.returncode != 0 or not (out / "threadpool" / "metadata").exists():
+        print(f"  (perf could not record here: {(done.stderr or done.stdout).strip().splitlines()[-1:]})")
+        return False
+    return True
+
+
+def run(quick: bool = False) -> bool:
+    cases = [("committed", HERE / "threadpool", HERE / "truth.txt")]
+    tmp = Path(tempfile.mkdtemp(prefix="perftriage-eval-"))
+    try:
+        if can_record():
+            for i in range(1 if quick else 3):
+                out = tmp / f"fresh-{i}"
+                out.mkdir()
+                if not record(out, 600 if quick else 1000):
+                    break
+                cases.append((f"fresh {i + 1}", out / "threadpool", out / "truth.txt"))
+        else:
+            print("  (no fresh recordings: perf needs root, tracefs and uprobes here)")
+        print(f"  {'recording':<10} {'requests':>8} {'anomalous':>9} {'outliers':>8} {'precision':>9} {'recall':>7} "
+              f"{'purity':>6} {'ARI':>6} {'k':>3}  {'other outliers by state':<23} worker-3 ranked (threads named)")
+        rows = []
+        for name, trace, truth_file in cases:
+            r = evaluate(trace, truth_file)
+            rows.append(r)
+            print(f"  {name:<10} {r['requests']:>8,} {r['anomalous']:>9,} {r['outliers']:>8,} {r['precision']:>9.3f} "
+                  f"{r['recall']:>7.3f} {r['purity']:>6.3f} {r['ari']:>6.3f} {r['k']:>3}  {r['others']:<23} {r['worker3']} ({', '.join(r['named']) or '-'})")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    first, fresh = rows[0], rows[1:]
+    ok = (first["precision"] >= 0.9 and first["recall"] >= 0.9 and first["purity"] >= 0.95
+          and all(r["recall"] >= 0.9 and r["purity"] >= 0.95 for r in fresh))
+    print("  targets: the committed recording precision >= 0.9, recall >= 0.9, cluster purity >= 0.95; fresh ones "
+          f"recall >= 0.9, purity >= 0.95: {'met' if ok else 'NOT met'}")
+    print("  (a fresh recording's other outliers are requests this shared machine's other processes really delayed:"
+          " BP = waiting for a CPU; they count against its precision, printed without a target)")
+    return ok
