@@ -801,3 +801,32 @@ async def test_a_pidstat_recording_opens_at_its_deviating_thread():
         assert res.names[pane.order[pane.table.cursor]] == "11171"
         assert "11171 (worker-5)" in screen_text(app)  # its own name beside its id, in the list
         await back_to_findings(app, pilot, row)
+
+
+@needs_bt2
+async def test_a_perf_recording_opens_at_its_sleeping_requests():
+    """A kernel trace recorded by perf (tests/data/perf) with its uprobe markers: the sleeps'
+    cluster finding opens the Requests pane on exactly those requests, their paths mostly asleep."""
+    from perftriage.analysis.options import Options
+    from perftriage.analysis.requests.params import MarkerSpec
+
+    trace = ROOT / "tests" / "data" / "perf" / "threadpool"
+    markers = (MarkerSpec("probe_srv:request_begin", "probe_srv:request_end", key="id"),)
+    app = app_on([str(trace)], Options(markers=markers))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        assert len(app.result.requests) == 1000
+        await pilot.press("6")
+        await pilot.pause()
+        findings = app.query_one(FindingsPane).findings
+        k = next(i for i, f in enumerate(findings) if f.target.get("kind") == "cluster" and "sleeping" in f.title)
+        table = app.query_one("#findings-table", RowTable)
+        table.focus()
+        table.cursor = app.query_one(FindingsPane).row_of(k)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        pane = app.query_one(RequestsPane)
+        c = findings[k].target["cluster"]
+        assert tab(app) == "requests" and pane.cluster_filter == c
+        ids = pane.table.fields["field_id"][pane.index] if "field_id" in pane.table.fields else None
+        assert ids is not None and len(ids) >= 45 and all(int(i) % 20 == 10 for i in ids)
