@@ -80,6 +80,7 @@ class GraphFacts:
     begin: int
     clocks: dict[str, ClockFit]
     n_remote_links: int
+    switches: dict[int, tuple[int, int]]  # the lost-switch notes' counts (ExecGraph.switches)
 
 
 class ClusterGraphs(Mapping):
@@ -140,7 +141,7 @@ def _finish(read: HostRead, matched: Matched) -> dict[str, ExecGraph]:
 
 
 def _facts(part: dict[str, ExecGraph]) -> dict[str, GraphFacts]:
-    return {n: GraphFacts(n, g.begin, g.clocks, g.n_remote_links) for n, g in part.items()}
+    return {n: GraphFacts(n, g.begin, g.clocks, g.n_remote_links, g.switches) for n, g in part.items()}
 
 
 def _features(graph_items: list, requests: RequestTable) -> FeatureBatch:

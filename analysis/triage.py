@@ -30,7 +30,7 @@ from perftriage.analysis.ctf.pipeline import read_once
 from perftriage.analysis.ctf.spec import ReadProgress
 from perftriage.analysis.ctf.summary import EventCounter, TraceSummary
 from perftriage.analysis.execgraph.builder import GraphBuilder
-from perftriage.analysis.execgraph.graph import ExecGraph
+from perftriage.analysis.execgraph.graph import ExecGraph, lost_switch_notes
 from perftriage.analysis.execgraph.netmatch import network_notes
 from perftriage.analysis.execgraph.on_disk import move_to_disk
 from perftriage.analysis.execgraph.store import release_freed_memory
@@ -591,6 +591,7 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
     result.graphs = graphs
     result.units = kind
     report.notes.extend(network_notes(getattr(graphs, "facts", graphs)))  # a cluster's graphs stay on its workers
+    report.notes.extend(lost_switch_notes(getattr(graphs, "facts", graphs)))
     report.findings.extend(trace_findings(summary))
     if graphs and len(requests):
         def on_feat(i, n):

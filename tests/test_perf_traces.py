@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, needs_bt2
+from conftest import ROOT, needs_bt2, real_trace
 from perftriage.analysis.ctf import perf
 from perftriage.analysis.options import Options
 from perftriage.analysis.requests.params import MarkerSpec
@@ -162,3 +162,23 @@ def test_a_fresh_perf_recording_of_this_machine(tmp_path):
     assert len(res.features) == 300
     titles = [f.title for f in res.report.findings if f.analysis == "clusters"]
     assert any("clock_nanosleep" in f.subject for f in res.report.findings if f.analysis == "clusters"), titles
+
+
+@needs_bt2
+def test_the_switches_the_kernel_did_not_record_are_counted_and_said():
+    res = triage()
+    g = next(iter(res.graphs.values()))
+    (n0, lost0), (n1, lost1) = g.switches[0], g.switches[1]
+    assert lost0 < 0.01 * n0 and lost1 > 0.5 * n1  # CPU 1 never records its switches from idle
+    note = next(n for n in res.report.notes if "context switches missing" in n)
+    assert note.startswith("vm: ") and f"CPU 1 {lost1:,} of {n1:,}" in note
+
+
+@needs_bt2
+def test_a_whole_lttng_trace_has_no_switch_missing():
+    from perftriage.analysis.triage import run_triage
+
+    res = run_triage([real_trace("tracevizlab-apt")], Options())
+    g = next(iter(res.graphs.values()))
+    assert sum(n for n, _ in g.switches.values()) > 1000 and all(lost == 0 for _, lost in g.switches.values())
+    assert not any("context switches missing" in n for n in res.report.notes)

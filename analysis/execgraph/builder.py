@@ -63,6 +63,10 @@ class _HostState:
         self.sc = ThreadOrderedStore("tid", SC_DTYPES)
         self.sd_status: dict[int, tuple[int, int]] = {}  # tid -> (status, event number) of its statedump
         self.seen: dict[int, int] = {}  # tid -> time of its first event or statedump
+        # each CPU's task after its last switch, and per CPU [switches, switches whose previous
+        # task is not it: the switches between were lost]
+        self.cpu_task: dict[int, int] = {}
+        self.switches: dict[int, list[int]] = {}
         self.threads: dict[int, ThreadInfo] = {}
 
     def info(self, tid: int) -> ThreadInfo:
@@ -70,6 +74,30 @@ class _HostState:
         if t is None:
             t = self.threads[tid] = ThreadInfo(tid)
         return t
+
+
+def _count_lost_switches(hs: _HostState, cpu: np.ndarray, prev: np.ndarray, nxt: np.ndarray) -> None:
+    """Counts, per CPU, the switches whose previous task is not the one the CPU's switch before
+    put on it: the switches between them are missing from the trace."""
+    ok = (cpu >= 0) & (prev != MISSING) & (nxt != MISSING)
+    cpu, prev, nxt = cpu[ok], prev[ok], nxt[ok]
+    if not len(cpu):
+        return
+    order = np.argsort(cpu, kind="stable")
+    c, p, n = cpu[order], prev[order], nxt[order]
+    first = np.r_[True, c[1:] != c[:-1]]
+    before = np.r_[-2, n[:-1]]
+    before[first] = [hs.cpu_task.get(int(x), -2) for x in c[first].tolist()]  # -2: not known yet
+    lost = (before != -2) & (before != p)
+    last = np.r_[first[1:], True]
+    for x, t in zip(c[last].tolist(), n[last].tolist()):
+        hs.cpu_task[x] = t
+    cpus, total = np.unique(c, return_counts=True)
+    gaps = np.bincount(np.searchsorted(cpus, c[lost]), minlength=len(cpus))
+    for x, k, g in zip(cpus.tolist(), total.tolist(), gaps.tolist()):
+        counts = hs.switches.setdefault(x, [0, 0])
+        counts[0] += k
+        counts[1] += g
 
 
 def _unique_pairs(a: np.ndarray, b: np.ndarray) -> list[tuple[int, int]]:
@@ -207,6 +235,7 @@ class GraphBuilder:
                 exec_row[tid] = row
         m_sw = cat == C_SWITCH
         if m_sw.any():
+            _count_lost_switches(hs, cpu[m_sw], col("prev_tid", m_sw), col("next_tid", m_sw))
             # a thread's name is the last one the scheduler showed (a pool's threads are named after
             # their fork: pthread_setname_np leaves no event of its own), or its exec's if later
             rows = np.flatnonzero(m_sw)
@@ -612,6 +641,7 @@ def _finish_host(part: Gathered, name: str, hs: _HostState, family: str, matched
         iv_block=iv_block, iv_waker=iv_waker, iv_syscall=sc,
         sc_tid=sc_parts["tid"], sc_entry=sc_parts["entry"], sc_exit=sc_parts["exit"], sc_id=sc_parts["id"],
         syscall_names=list(part.syscall_names), threads=hs.threads, wakeup_family=family, net_links=net_links,
+        switches={c: (n, lost) for c, (n, lost) in sorted(hs.switches.items())},
         remote_links=remote_links,
     )
 

@@ -132,6 +132,8 @@ class ExecGraph:
     remote_links: "RemoteLinks" = field(default_factory=lambda: RemoteLinks.empty())
     clocks: dict[str, ClockFit] = field(default_factory=dict)  # other host -> this clock to that one
     arrivals: Arrivals = field(default_factory=lambda: Arrivals.empty())  # packets received while running
+    # CPU -> (context switches, those whose previous task is not the one the switch before put there)
+    switches: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def __post_init__(self):
         self.tid_index = {int(t): i for i, t in enumerate(self.tids.tolist())}
@@ -168,3 +170,18 @@ class ExecGraph:
     def comm(self, tid: int) -> str:
         t = self.threads.get(tid)
         return t.comm if t is not None and t.comm else ("swapper" if tid == 0 else "?")
+
+
+def lost_switch_notes(graphs) -> list[str]:
+    """One line per host whose trace lacks context switches (a switch whose previous task is not
+    the one the CPU's switch before put there): where, how many, and what the analyses do there."""
+    out = []
+    for host, g in graphs.items():
+        lost = {c: (n, k) for c, (n, k) in getattr(g, "switches", {}).items() if k}
+        if not lost:
+            continue
+        where = ", ".join(f"CPU {c} {k:,} of {n:,}" for c, (n, k) in sorted(lost.items()))
+        out.append(f"{host}: context switches missing from the trace ({where} switches do not follow from the one "
+                   "before: the tracer lost events, or the kernel records none from idle on those CPUs); there a "
+                   "thread's own events (its system calls) say when it ran, and its other states are inferred")
+    return out
