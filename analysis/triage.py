@@ -586,6 +586,7 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
         report.notes.append(f"partial data: {read_error}")
     for t in summary.traces:
         report.notes.extend(f"partial data: {p}" for p in t.problems)
+        report.notes.extend(f"{t.path}: {n}" for n in t.notes)
     result.summary = summary
     result.requests = requests
     result.graphs = graphs

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -182,3 +183,22 @@ def test_a_whole_lttng_trace_has_no_switch_missing():
     g = next(iter(res.graphs.values()))
     assert sum(n for n, _ in g.switches.values()) > 1000 and all(lost == 0 for _, lost in g.switches.values())
     assert not any("context switches missing" in n for n in res.report.notes)
+
+
+@needs_bt2
+def test_a_perf_trace_on_perfs_boot_clock_says_so(tmp_path):
+    """Without -k mono and --tod perf's clock counts from boot: said with the trace, beside 1970."""
+    import re
+
+    from perftriage.analysis.ctf.summary import summarize
+
+    copy = tmp_path / "boot"
+    shutil.copytree(TRACE, copy)
+    meta = (copy / "metadata").read_text()
+    boot = re.sub(r"(clock \{[^}]*?\boffset = )\d+;", r"\g<1>0;", meta, flags=re.S)
+    assert boot != meta
+    (copy / "metadata").write_text(boot)
+    assert summarize([str(copy)]).traces[0].notes == [perf.BOOT_CLOCK]
+    assert summarize([str(TRACE)]).traces[0].notes == []
+    out = subprocess.run([sys.executable, "-m", "perftriage", "info", str(copy)], capture_output=True, text=True)
+    assert "time    1970-01-01" in out.stdout and "count from the host's boot" in out.stdout

@@ -28,6 +28,8 @@ from .names import SYSCALL_ENTRY, SYSCALL_EXIT, canonical_event_name
 from .syscall_numbers import BY_MACHINE, X86_64
 
 TRACER = "perf"
+BOOT_CLOCK = ("perf's clock without the wall time: the times shown count from the host's boot (record with "
+              "-k mono and convert with --tod for wall-clock times)")
 RAW_ENTRY = "raw_syscalls:sys_enter"  # the name their rows keep until each is named from its number
 RAW_EXIT = "raw_syscalls:sys_exit"
 RAW = {RAW_ENTRY: SYSCALL_ENTRY, RAW_EXIT: SYSCALL_EXIT}

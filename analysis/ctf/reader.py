@@ -139,6 +139,8 @@ class CtfReader:
             if crash is not None:
                 raise InputError(td.path / "metadata", f"babeltrace2 2.0 aborts on this CTF 2 metadata's translation: "
                                                        f"{crash}")
+        if perf.is_perf(env_value(text, "tracer_name")) and clock_origin_ns(text) == 0:
+            meta.notes.append(perf.BOOT_CLOCK)
         layout = packet_layout(text)
         if layout is None:
             return view

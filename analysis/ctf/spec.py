@@ -58,6 +58,7 @@ class TraceMeta:
     discarded_events_unknown: int = 0  # discarded-event records whose count was not known
     discarded_packets: int = 0
     problems: list = field(default_factory=list)  # damage found and worked around (partial data)
+    notes: list = field(default_factory=list)  # what else a reader of the findings should know of it
     defined_events: tuple = ()  # raw event names the metadata declares
     ctf_version: str = "1.8"  # "2": JSON metadata, read through its TSDL translation (ctf2.py)
 

@@ -82,6 +82,7 @@ def _traces(args, paths: list[str], files) -> int:
                     "lost_packets": t.discarded_packets,
                     "size_bytes": t.size,
                     "problems": list(t.problems),
+                    "notes": list(t.notes),
                 }
                 for t in s.traces
             ],
@@ -108,6 +109,8 @@ def _traces(args, paths: list[str], files) -> int:
             out.append(loss)
             for problem in t.problems:
                 out.append(f"  DAMAGED {problem}")
+            for note in t.notes:
+                out.append(f"  note    {note}")
         if s.begin_ns is not None:
             out.append(f"time    {fmt_timestamp(s.begin_ns)} .. {fmt_timestamp(s.end_ns)} UTC "
                        f"({fmt_duration(s.end_ns - s.begin_ns)})")
