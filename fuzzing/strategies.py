@@ -25,8 +25,13 @@ from .harness import Case
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PERFTRIAGE_SHARED", ROOT.parent / "shared"))
 REAL_TRACES = SHARED / "real_traces"
-#: the smaller real traces (a case copies one): UST only, kernel only, kernel + UST
-CTF_TRACES = ("tracevizlab-php-ust", "tracevizlab-wget-k-20180802-115406", "tracevizlab-cat-kern-ust")
+#: the smaller real traces (a case copies one): UST only, kernel only, kernel + UST, and a kernel
+#: trace recorded by perf (tests/data/perf: its folder holds the trace, threadpool/)
+CTF_TRACES = ("tracevizlab-php-ust", "tracevizlab-wget-k-20180802-115406", "tracevizlab-cat-kern-ust", "perf")
+
+
+def _ctf_source(name: str) -> Path:
+    return ROOT / "tests" / "data" / "perf" if name == "perf" else REAL_TRACES / name
 
 # -- values ---------------------------------------------------------------------------------
 
@@ -501,7 +506,7 @@ def _trace_parts(name: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     from perftriage.analysis.ctf.metadata import read_metadata_text
 
     out = []
-    root = REAL_TRACES / name
+    root = _ctf_source(name)
     for meta in sorted(root.rglob("metadata")):
         folder = meta.parent
         streams = tuple(sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "metadata"))
@@ -517,7 +522,7 @@ def ctf_mutation(draw):
     from perftriage.analysis.ctf.metadata import packet_fields
 
     name = draw(st.sampled_from(CTF_TRACES))
-    src = REAL_TRACES / name
+    src = _ctf_source(name)
     folder, text, streams = draw(st.sampled_from(_trace_parts(name)))
     rel = lambda f: (folder + "/" + f) if folder != "." else f  # noqa: E731
     files: dict[str, bytes] = {}
