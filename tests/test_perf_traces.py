@@ -202,3 +202,99 @@ def test_a_perf_trace_on_perfs_boot_clock_says_so(tmp_path):
     assert summarize([str(TRACE)]).traces[0].notes == []
     out = subprocess.run([sys.executable, "-m", "perftriage", "info", str(copy)], capture_output=True, text=True)
     assert "time    1970-01-01" in out.stdout and "count from the host's boot" in out.stdout
+
+
+LTTNG_CLOCK = """clock {
+\tname = "monotonic";
+\tuuid = "6550297a-618d-4f4f-b2ce-eeebbadb9d3d";
+\tdescription = "Monotonic Clock";
+\tfreq = 1000000000; /* Frequency, in Hz */
+\toffset = 1795737847759920082;
+};
+env {
+\thostname = "vm";
+};
+"""
+
+
+def test_a_perf_clock_joins_the_lttng_clock_of_its_host():
+    import re
+
+    text = (TRACE / "metadata").read_text()
+    joined = perf.joined_clock(text, [LTTNG_CLOCK])
+    clock = re.search(r"clock \{(.*?)\};", joined, re.S).group(1)
+    assert "offset = 1795737847759920082;" in clock and "absolute = TRUE;" in clock and "offset_s = 0;" in clock
+    assert joined.replace(clock, "") == text.replace(re.search(r"clock \{(.*?)\};", text, re.S).group(1), "")
+    # no LTTng clock to take: its own wall-time offset, counting from the epoch
+    alone = re.search(r"clock \{(.*?)\};", perf.joined_clock(text, []), re.S).group(1)
+    own = re.search(r"\boffset = (\d+);", re.search(r"clock \{(.*?)\};", text, re.S).group(1)).group(1)
+    assert f"offset = {own};" in alone and "absolute = TRUE;" in alone
+    # on perf's boot clock there is nothing to merge it by
+    boot = re.sub(r"(clock \{[^}]*?\boffset = )\d+;", r"\g<1>0;", text, flags=re.S)
+    assert perf.joined_clock(boot, [LTTNG_CLOCK]) is None
+
+
+@needs_bt2
+def test_a_perf_trace_on_its_boot_clock_with_others_is_refused_in_one_line(tmp_path):
+    import re
+
+    from perftriage.analysis.ctf.reader import CtfReader
+    from perftriage.analysis.errors import InputError
+
+    copy = tmp_path / "boot"
+    shutil.copytree(TRACE, copy)
+    meta = (copy / "metadata").read_text()
+    (copy / "metadata").write_text(re.sub(r"(clock \{[^}]*?\boffset = )\d+;", r"\g<1>0;", meta, flags=re.S))
+    with pytest.raises(InputError) as err:
+        CtfReader([copy, TRACE])
+    assert str(copy / "metadata") in str(err.value) and "cannot be merged by time" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def _can_record_both() -> bool:
+    from test_record import has_lttng, has_ust_dev
+
+    return _can_record() and has_lttng and has_ust_dev
+
+
+@needs_bt2
+@pytest.mark.skipif(not _can_record_both(), reason="needs perf (root, tracefs) and LTTng user-space tracing")
+def test_perf_kernel_and_lttng_user_space_of_one_run_are_read_as_one(tmp_path):
+    """The kernel by perf, the requests by LTTng (no kernel modules needed for either): merged by
+    time, each request's first system call after its start marker, the slow ones asleep."""
+    from test_record import APP_SRC
+
+    from perftriage.analysis.ctf.reader import CtfReader
+    from perftriage.analysis.ctf.spec import ReadSpec
+    from perftriage.analysis.triage import run_triage
+    from perftriage.cli.main import main
+
+    app = tmp_path / "ust_app"
+    subprocess.run(["gcc", "-O1", f"-I{APP_SRC}", str(APP_SRC / "ust_app.c"), "-o", str(app), "-llttng-ust", "-ldl",
+                    "-lpthread"], check=True, capture_output=True)
+    events = [a for e in ("sched:sched_switch", "sched:sched_waking", "sched:sched_wakeup", "sched:sched_process_fork",
+                          "sched:sched_process_exit", "irq:softirq_entry", "irq:softirq_exit",
+                          "timer:hrtimer_expire_entry", "timer:hrtimer_expire_exit") for a in ("-e", e)]
+    events += ["-e", "raw_syscalls:sys_enter", "--exclude-perf", "-e", "raw_syscalls:sys_exit", "--exclude-perf"]
+    data = tmp_path / "perf.data"
+    assert main(["record", "trace", "--user-only", "-o", str(tmp_path / "ust"), "--", "perf", "record", "-q", "-k",
+                 "mono", "-a", *events, "-o", str(data), "--", str(app), "200", "4"]) == 0
+    subprocess.run(["perf", "data", "convert", "--tod", "--to-ctf", str(tmp_path / "kernel"), "-i", str(data)],
+                   check=True, capture_output=True)
+    paths = [tmp_path / "ust", tmp_path / "kernel"]
+    reader = CtfReader(paths, ReadSpec(events=["ust_php:request_entry", "syscall_entry_clock_nanosleep"]))
+    chunk = reader.read_all()
+    assert reader.hosts == ["vm"] or len(reader.hosts) == 1  # one host: the kernel's and the markers'
+    names = np.array(reader.event_names)[chunk.event]
+    starts = np.flatnonzero(names == "ust_php:request_entry")
+    sleeps = np.flatnonzero(names == "syscall_entry_clock_nanosleep")
+    assert len(starts) == 200 and len(sleeps) >= 200
+    for i in starts:  # the request's sleep is its first system call: after its marker, within 200 us
+        after = sleeps[(chunk.tid[sleeps] == chunk.tid[i]) & (chunk.ts[sleeps] >= chunk.ts[i])]
+        assert len(after) and chunk.ts[after[0]] - chunk.ts[i] < 200_000
+    res = run_triage([str(p) for p in paths])
+    ft = res.features
+    slow = ft.fields["uri"] == "/slow"
+    assert slow.sum() == 20 and len(ft) == 200
+    asleep = ft.durations[slow, ft.states.index("BS")] / ft.total[slow]
+    assert (asleep > 0.9).sum() >= 15, asleep

@@ -17,12 +17,18 @@ What differs, and what the reader does with it:
   and process (``perf_tid``, ``perf_pid``), which the reader takes as the event's thread and process.
 - **Host**: the environment's ``host`` (LTTng: ``hostname``).
 - **Clock**: perf's own clock counts from the host's boot unless the recording used ``-k mono`` and
-  the conversion ``--tod`` (then the metadata's clock offset is the wall time).
+  the conversion ``--tod`` (then the metadata's clock offset is the wall time). Read with other
+  traces (an LTTng user-space trace of the same run: the requests' markers), such a trace is merged
+  with them by time (:func:`joined_clock`): its clock said to count from the epoch, as babeltrace2
+  takes LTTng's, and where both count CLOCK_MONOTONIC on one host, with LTTng's offset (perf and
+  LTTng each measure the wall time's offset once; theirs differed by 1.4 us here, which put a
+  request's first system call before its start marker).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 
 from .names import SYSCALL_ENTRY, SYSCALL_EXIT, canonical_event_name
 from .syscall_numbers import BY_MACHINE, X86_64
@@ -30,6 +36,8 @@ from .syscall_numbers import BY_MACHINE, X86_64
 TRACER = "perf"
 BOOT_CLOCK = ("perf's clock without the wall time: the times shown count from the host's boot (record with "
               "-k mono and convert with --tod for wall-clock times)")
+NOT_JOINED = ("recorded on perf's own clock, which counts from the host's boot: it cannot be merged by time with "
+              "the other traces (record with -k mono and convert with --tod), read it alone")
 RAW_ENTRY = "raw_syscalls:sys_enter"  # the name their rows keep until each is named from its number
 RAW_EXIT = "raw_syscalls:sys_exit"
 RAW = {RAW_ENTRY: SYSCALL_ENTRY, RAW_EXIT: SYSCALL_EXIT}
@@ -124,3 +132,43 @@ def syscall_names(prefix: str, ids, table) -> list[str]:
         name = table[i] if 0 <= i < len(table) else ""
         out.append(prefix + (name or f"unknown_{i}"))
     return out
+
+
+_CLOCK = re.compile(r"(\bclock\s*\{)(.*?)(\}\s*;)", re.S)
+
+
+def _clock_value(body: str, key: str) -> str | None:
+    m = re.search(rf"\b{key}\s*=\s*(\"[^\"]*\"|[^;]+?)\s*;", body)
+    return None if m is None else m.group(1).strip().strip('"')
+
+
+def joined_clock(perf_text: str, others: list[str]) -> str | None:
+    """perf's metadata on the clock of ``others`` (the metadata of the traces read with it, on its
+    host), to be merged with them by time; None when its clock counts from boot (no wall time:
+    nothing to merge it by). The clock counts from the epoch (babeltrace2 merges only clocks alike);
+    its offset is the LTTng trace's where both count CLOCK_MONOTONIC."""
+    blocks = list(_CLOCK.finditer(perf_text))
+    if len(blocks) != 1:
+        return None
+    body = blocks[0].group(2)
+    offset_s, offset = _clock_value(body, "offset_s") or "0", _clock_value(body, "offset") or "0"
+    try:
+        origin = int(offset_s, 0) * 1_000_000_000 + int(offset, 0)
+    except ValueError:
+        return None
+    if origin == 0:
+        return None
+    if (_clock_value(body, "description") or "").lower() == "monotonic":
+        for text in others:
+            theirs = list(_CLOCK.finditer(text))
+            if len(theirs) == 1 and (_clock_value(theirs[0].group(2), "name") or "") == "monotonic":
+                try:
+                    origin = (int(_clock_value(theirs[0].group(2), "offset_s") or "0", 0) * 1_000_000_000
+                              + int(_clock_value(theirs[0].group(2), "offset") or "0", 0))
+                except ValueError:
+                    continue
+                break
+    kept = [ln for ln in body.splitlines() if not re.match(r"\s*(offset_s|offset|absolute)\s*=", ln)]
+    new_body = "\n".join(kept).rstrip() + f"\n\toffset_s = 0;\n\toffset = {origin};\n\tabsolute = TRUE;\n"
+    a, b = blocks[0].span(2)
+    return perf_text[:a] + new_body + perf_text[b:]

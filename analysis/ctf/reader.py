@@ -76,6 +76,7 @@ class CtfReader:
         self.events_read = 0
         self._views = []  # temporary salvage folders, alive as long as the reader
         self._env: list[tuple[str | None, str | None]] = []  # per trace: (hostname, domain) from its metadata
+        self._joined = self._perf_clocks()  # perf traces' metadata on the others' clock, to merge them by time
         self._read_paths = [self._check_trace(td, meta) for td, meta in zip(self.trace_dirs, self.traces)]
         self._host_names = distinct_hosts([td.path for td in self.trace_dirs], self._env)
         if host_names:  # as named among more traces than these (hosts.host_groups)
@@ -141,6 +142,12 @@ class CtfReader:
                                                        f"{crash}")
         if perf.is_perf(env_value(text, "tracer_name")) and clock_origin_ns(text) == 0:
             meta.notes.append(perf.BOOT_CLOCK)
+        joined = self._joined.get(td.path)
+        if joined is False:
+            raise InputError(td.path / "metadata", perf.NOT_JOINED)
+        if joined is not None:
+            text = translated = joined
+            view = self._view(td, [], text)
         layout = packet_layout(text)
         if layout is None:
             return view
@@ -158,6 +165,27 @@ class CtfReader:
         if all(c.good_bytes == 0 for c in checks):
             raise InputError(td.path, "no stream file holds a single whole packet: " + damaged[0].problem)
         return self._view(td, checks, translated)
+
+    def _perf_clocks(self) -> dict:
+        """Per perf trace read with other traces: its metadata on their clock (perf.joined_clock),
+        or False when its clock counts from boot and it cannot be merged with them."""
+        if len(self.trace_dirs) < 2:
+            return {}
+        texts = {}
+        for td in self.trace_dirs:
+            try:
+                texts[td.path] = read_metadata(td.path / "metadata")[0]
+            except (InputError, OSError, UnicodeDecodeError):
+                return {}  # the trace's own check says what is wrong with it
+        out: dict = {}
+        for path, text in texts.items():
+            if not perf.is_perf(env_value(text, "tracer_name")):
+                continue
+            host = env_hostname(text)
+            same_host = [t for p, t in texts.items() if p != path and env_hostname(t) == host]
+            joined = perf.joined_clock(text, same_host)
+            out[path] = joined if joined is not None else False
+        return out
 
     def _view(self, td: TraceDir, checks, metadata_text: str | None):
         tmp, view = salvage_view(td.path, td.stream_files, checks, metadata_text)
