@@ -234,11 +234,12 @@ class Recorded:
 
 
 def record(plan: Plan, duration: float | None = None, command: list[str] | None = None, on_tick=None,
-           stop_signals=None) -> Recorded:
+           stop_signals=None, kernel_perf=None) -> Recorded:
     """Record ``plan``'s session until ``duration`` ends, ``command`` (started once tracing
     runs) exits, or a signal in ``stop_signals`` (Ctrl-C, SIGTERM, SIGHUP: an SSH session
     closing) arrives; the session is stopped and destroyed in every case, the trace kept.
-    ``on_tick(seconds)`` is told twice a second."""
+    ``kernel_perf`` (recording_perf.PerfKernel): the kernel by perf, started before the session and
+    stopped and converted after it. ``on_tick(seconds)`` is told twice a second."""
     import signal  # noqa: PLC0415
     import time  # noqa: PLC0415
 
@@ -246,12 +247,17 @@ def record(plan: Plan, duration: float | None = None, command: list[str] | None 
     got: list[int] = []
     old = {s: signal.signal(s, lambda n, f: got.append(n)) for s in stop_signals}
     created = False
-    proc = None
+    proc = perf = None
+    kernel_bytes = 0
+    lttng = plan.kernel or plan.user
     try:
-        for cmd in plan.setup_commands():
+        if kernel_perf is not None:
+            perf = kernel_perf.start()
+        for cmd in plan.setup_commands() if lttng else []:
             run_lttng(cmd)
             created = True
-        run_lttng(plan.start_command())
+        if lttng:
+            run_lttng(plan.start_command())
         t0 = time.monotonic()
         if command:
             try:
@@ -281,18 +287,26 @@ def record(plan: Plan, duration: float | None = None, command: list[str] | None 
                 proc.kill()
                 proc.wait()
     finally:
+        errors = []
         if created:
-            errors = []
             for cmd in plan.stop_commands():
                 try:
                     run_lttng(cmd)
                 except LttngError as exc:
                     errors.append(str(exc))
+        if perf is not None:
+            from .recording_perf import PerfError  # noqa: PLC0415 (it builds on this module)
+
+            try:
+                kernel_bytes = kernel_perf.stop(perf)
+            except PerfError as exc:
+                errors.append(str(exc))
         for s, h in old.items():
             signal.signal(s, h)
-    if created and errors:
+    if errors:
         raise LttngError("; ".join(errors))
-    return Recorded(plan.output, seconds, stopped, _bytes(plan.output / "kernel"), _bytes(plan.output / "ust"))
+    return Recorded(plan.output, seconds, stopped, kernel_bytes or _bytes(plan.output / "kernel"),
+                    _bytes(plan.output / "ust"))
 
 
 def _bytes(folder: Path) -> int:

@@ -100,10 +100,38 @@ def test_refuses_to_record_into_existing_data(tmp_path, capsys):
 @needs_lttng
 @pytest.mark.skipif(has_lttng and recording.kernel_tracing_problem() is None, reason="the kernel can be traced here")
 def test_without_kernel_tracing_it_says_why_in_one_line(tmp_path, capsys):
-    assert main(["record", "trace", "--duration", "1", "-o", str(tmp_path / "t")]) == 5
+    assert main(["record", "trace", "--kernel-with", "lttng", "--duration", "1", "-o", str(tmp_path / "t")]) == 5
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "cannot trace the kernel here" in err and "--user-only" in err
+    assert "--kernel-with perf" in err
     assert not (tmp_path / "t").exists()
+
+
+@needs_lttng
+@pytest.mark.skipif(has_lttng and recording.kernel_tracing_problem() is None, reason="the kernel can be traced here")
+def test_neither_lttng_nor_perf_says_both_in_one_line(tmp_path, capsys, monkeypatch):
+    from perftriage.analysis import recording_perf
+
+    monkeypatch.setattr(recording_perf, "perf_problem", lambda: "perf is not installed (Debian: ...)")
+    assert main(["record", "trace", "--duration", "1", "-o", str(tmp_path / "t")]) == 5
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cannot trace the kernel here" in err and ", and perf is not installed" in err
+    assert not (tmp_path / "t").exists()
+
+
+def test_perf_records_the_tracepoints_this_kernel_has(tmp_path):
+    from perftriage.analysis import recording_perf
+
+    fs = tmp_path / "tracing"
+    for tp in ("sched/sched_switch", "sched/sched_waking", "irq/softirq_entry", "timer/hrtimer_expire_entry"):
+        (fs / "events" / tp).mkdir(parents=True)
+    assert recording_perf.perf_tracepoints(fs) == ["sched:sched_switch", "sched:sched_waking", "irq:softirq_entry",
+                                                   "timer:hrtimer_expire_entry"]
+    cmd = recording_perf.PerfKernel(tmp_path / "out", ["sched:sched_switch"]).record_command()
+    assert cmd[:6] == ["perf", "record", "-q", "-a", "-k", "mono"]  # on CLOCK_MONOTONIC, as LTTng's
+    # perf's own system calls left out, its scheduling not (the wake-ups interrupts make while it runs)
+    assert cmd[cmd.index("sched:sched_switch") + 1] == "-e"
+    assert cmd[cmd.index("raw_syscalls:sys_enter") + 1] == "--exclude-perf"
 
 
 @pytest.fixture(scope="module")
@@ -176,3 +204,28 @@ def test_duration_ends_the_recording(ust_app, tmp_path, capsys):
                "2"])
     assert rc == 0 and 1.4 < time.monotonic() - t0 < 20
     assert "1.5 s elapsed (--duration)" in capsys.readouterr().err
+
+
+
+@needs_bt2
+@needs_lttng
+@pytest.mark.skipif(recording.kernel_tracing_problem() is None, reason="LTTng traces the kernel here")
+def test_where_lttng_cannot_trace_the_kernel_perf_does(ust_app, tmp_path, capsys):
+    from perftriage.analysis import recording_perf
+    from perftriage.analysis.triage import run_triage
+
+    if recording_perf.perf_problem() is not None:
+        pytest.skip(f"perf cannot record here: {recording_perf.perf_problem()}")
+    out = tmp_path / "trace"
+    assert main(["record", "trace", "-o", str(out), "--", str(ust_app), "200", "4"]) == 0
+    err = capsys.readouterr().err
+    assert "(the kernel by perf: " in err and "kernel " in err and "(perf), user space" in err
+    assert sorted(p.name for p in out.iterdir()) == ["kernel", "ust"]  # perf's own data converted and gone
+    res = run_triage([str(out)])
+    assert sorted(t.tracer.split()[0] for t in res.summary.traces) == ["lttng-ust", "perf"]
+    ft = res.features
+    slow = ft.fields["uri"] == "/slow"
+    assert len(ft) == 200 and slow.sum() == 20
+    # the kernel's view of the user-space requests: the slow ones sleep their 20 ms
+    asleep = ft.durations[slow, ft.states.index("BS")] / ft.total[slow]
+    assert (asleep > 0.9).sum() >= 15, asleep

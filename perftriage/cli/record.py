@@ -58,7 +58,11 @@ def add_parser(sub) -> None:
     p_trace.add_argument("--event-rate", type=number(1, 1e9), default=500_000, metavar="N",
                          help="events per second expected on the whole host (default 500,000): sizes the per-CPU "
                               "buffers to hold about a second of each CPU's share")
-    p_trace.add_argument("--dry-run", action="store_true", help="print the lttng commands and do nothing")
+    p_trace.add_argument("--kernel-with", choices=("auto", "lttng", "perf"), default="auto",
+                         help="the kernel's tracer: LTTng (needs lttng-modules), perf (needs root and linux-perf: "
+                              "the kernel's tracepoints, merged with LTTng's user space by time), or auto (default: "
+                              "LTTng where it can trace the kernel, else perf where it can)")
+    p_trace.add_argument("--dry-run", action="store_true", help="print the lttng (and perf) commands and do nothing")
     then = p_trace.add_mutually_exclusive_group()
     then.add_argument("--open", action="store_true", help="open the app on the trace when recording ends")
     then.add_argument("--report", action="store_true", help="print the report of the trace when recording ends")
@@ -120,6 +124,27 @@ def _say(text: str) -> None:
         pass
 
 
+def _kernel_tracer(args, out: Path, recording):
+    """(PerfKernel or None for LTTng's kernel tracing, the words that say perf records it): by
+    --kernel-with, and for auto where LTTng cannot trace the kernel and perf can."""
+    from perftriage.analysis import recording_perf  # noqa: PLC0415
+    from perftriage.analysis.errors import MissingDependency  # noqa: PLC0415
+
+    lttng_why = None if args.kernel_with == "perf" else recording.kernel_tracing_problem()
+    if args.kernel_with == "lttng" or (args.kernel_with == "auto" and lttng_why is None):
+        if lttng_why:
+            raise MissingDependency(f"cannot trace the kernel here: {lttng_why}; --user-only records user space "
+                                    "alone, --kernel-with perf the kernel by perf")
+        return None, ""
+    perf_why = recording_perf.perf_problem()
+    if perf_why and not args.dry_run:
+        why = f"{lttng_why}, and {perf_why}" if lttng_why else perf_why
+        raise MissingDependency(f"cannot trace the kernel here: {why}; --user-only records user space alone")
+    kernel = recording_perf.PerfKernel(out, recording_perf.perf_tracepoints())
+    said = f" (the kernel by perf: {lttng_why})" if lttng_why else " (the kernel by perf)"
+    return kernel, said
+
+
 def run_trace(args) -> int:
     from perftriage.analysis import recording  # noqa: PLC0415
     from perftriage.analysis.errors import InputError, MissingDependency, PerftriageError  # noqa: PLC0415
@@ -141,36 +166,40 @@ def run_trace(args) -> int:
         raise InputError(out, "the folder to record into does not exist")
     if not args.dry_run and not os.access(out.parent, os.W_OK):
         raise InputError(out, "the folder to record into is not writable")
+    kernel = not args.user_only
+    kernel_perf, by_perf = None, ""
+    if kernel and not args.dry_run or args.kernel_with == "perf":
+        kernel_perf, by_perf = _kernel_tracer(args, out, recording)
     plan = recording.make_plan(out, f"perftriage-{os.getpid()}-{stamp}",
                                recording.custom_markers(args.request_start, args.request_end),
-                               kernel=not args.user_only, user=not args.kernel_only, event_rate=args.event_rate)
+                               kernel=kernel and kernel_perf is None, user=not args.kernel_only,
+                               event_rate=args.event_rate)
     if args.dry_run:
-        print(plan.shell())
+        print("\n".join(([kernel_perf.shell()] if kernel_perf is not None else []) +
+                        ([plan.shell()] if plan.kernel or plan.user else [])))
         return EXIT_OK
-    missing = recording.lttng_missing()
+    missing = recording.lttng_missing() if plan.kernel or plan.user else None
     if missing:
         raise MissingDependency(missing)
-    if plan.kernel:
-        why = recording.kernel_tracing_problem()
-        if why:
-            raise MissingDependency(f"cannot trace the kernel here: {why}; --user-only records user space alone")
     tty = sys.stderr.isatty()
+    what = "kernel + user space" if kernel and plan.user else "kernel" if kernel else "user space"
 
     def tick(s: float) -> None:
         if tty:
-            _say(f"\rrecording {'kernel + user space' if plan.kernel and plan.user else 'kernel' if plan.kernel else 'user space'}"
-                 f" into {out.name}: {s:5.0f} s (Ctrl-C stops and keeps it)".ljust(78))
+            _say(f"\rrecording {what} into {out.name}: {s:5.0f} s (Ctrl-C stops and keeps it)".ljust(78))
 
-    _say(f"recording into {out} ...\n")
+    _say(f"recording into {out}{by_perf} ...\n")
+    from perftriage.analysis.recording_perf import PerfError  # noqa: PLC0415
+
     try:
-        rec = recording.record(plan, args.duration, args.run_command or None, tick)
-    except recording.LttngError as exc:
+        rec = recording.record(plan, args.duration, args.run_command or None, tick, kernel_perf=kernel_perf)
+    except (recording.LttngError, PerfError) as exc:
         raise PerftriageError(f"recording failed: {exc}") from None
     if tty:
         _say("\r" + " " * 78 + "\r")
     parts = []
-    if plan.kernel:
-        parts.append(f"kernel {_size(rec.kernel_bytes)}")
+    if kernel:
+        parts.append(f"kernel {_size(rec.kernel_bytes)}" + (" (perf)" if kernel_perf is not None else ""))
     if plan.user:
         parts.append(f"user space {_size(rec.user_bytes)}" if rec.user_bytes else
                      "no user-space events (no traced application ran: start it once recording runs, or give it "
