@@ -14,13 +14,15 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 [ -f /usr/include/babeltrace2/babeltrace.h ] || missing+=(libbabeltrace2-dev)
 # --test: what the tests run for real besides: a Prometheus server and promtool (counters from a
 # running server), lttng-tools and lttng-ust's headers (perftriage record trace records a small
-# traced program built by the test: user space works here, the kernel needs lttng-modules), and
-# sysstat's sadf (a sar archive is read through it)
+# traced program built by the test: user space works here, the kernel needs lttng-modules),
+# linux-perf (the kernel recorded by perf where LTTng has no modules, as here), and sysstat's sadf
+# (a sar archive is read through it)
 if [ "${1:-}" = "--test" ]; then
   command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   command -v lttng >/dev/null 2>&1 || missing+=(lttng-tools)
   [ -n "$(ls /usr/include/lttng/tracepoint.h /usr/include/*/lttng/tracepoint.h 2>/dev/null)" ] || missing+=(liblttng-ust-dev)
   command -v sadf >/dev/null 2>&1 || missing+=(sysstat)  # sar archives are read through sadf
+  command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
