@@ -963,3 +963,32 @@ def test_a_large_thread_csv_reads_the_same_through_polars(tmp_path, monkeypatch,
         careful, fast, took = both(path)
         assert not took and fast.notes == careful.notes and "1 row with fewer fields than the header skipped" in fast.notes
         assert np.array_equal(careful.values, fast.values, equal_nan=True) and np.isnan(fast.values).any()
+
+
+@pytest.mark.parametrize("apart,said", [(1.0, False), (4.0, True)])
+def test_a_thread_found_by_a_stretch_also_says_a_level_it_holds_apart(apart, said):
+    """A thread ranked for a short CPU burst (the window check) that also holds another metric
+    apart all along says so, from LEVEL_APART spreads of the others' means (a worker spinning 4x
+    as long per request was said only by a rise of its preemptions); a metric a little apart,
+    as one in twenty of a pool is by chance, is not."""
+    from perftriage.analysis.sim.threadpool import pool_series
+    from perftriage.analysis.threads.deviation import analyse_level
+    from perftriage.analysis.threads.series import build
+
+    ts0, _ = pool_series(PoolConfig(seed=33, deviations={}))
+    times, keys, vals = [], [], []
+    for i in range(ts0.n_threads):
+        v = ts0.samples(i).copy()
+        if i == 3:
+            n = len(v)
+            v[n // 2: n // 2 + 10, 0] += 6 * v[:, 0].std()  # a short CPU burst
+            v[:, 1] += apart * v[:, 1].std()  # and its second metric held apart all along
+        times.append(ts0.times(i))
+        keys += [ts0.ids[i]] * len(v)
+        vals.append(v)
+    ts = build(np.concatenate(times), keys, {}, np.vstack(vals), ts0.metrics, "test")
+    res = analyse_level(ts, "thread", params=ThreadParams(replicates=50))
+    r = next(r for r in res.ranking if r.items == [3])
+    assert r.how == "window" and r.metrics[0][0] == ts0.metrics[0] and "rose to" in r.metrics[0][1]
+    level = [text for m, text in r.metrics if m == ts0.metrics[1]]
+    assert (level and level[0].startswith("mean ") and "against" in level[0]) if said else not level

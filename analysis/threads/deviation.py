@@ -89,6 +89,12 @@ class LevelResult:
         return d
 
 
+#: a thread found by a stretch of one metric (window, departure) also said to hold another metric
+#: apart all along from this many spreads of the others' means (2, the dendrogram's, would say
+#: one metric in twenty of a pool by chance)
+LEVEL_APART = 4.0
+
+
 def abstractions(ts: ThreadSeries, level: str, within: dict | None = None) -> tuple[list[str], list[list[int]]]:
     within = within or {}
     keep = [i for i in range(ts.n_threads) if all(ts.groups.get(g, [""] * ts.n_threads)[i] == v
@@ -333,6 +339,16 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
             r.metrics = [(m, "; ".join(parts)) for m, parts in why]
             if why:
                 r.headline = f"{why[0][0]} {why[0][1][0]}"
+        if r.how in ("window", "departure"):
+            # found by a stretch of one metric; a level it holds well apart over the whole time is
+            # said too (a worker spinning 4x as long per request, found by a rise of its
+            # preemptions: CPU mean 12.3% against 3.76%, +21.9 sd), not how much more it varies
+            # (the stretch itself does)
+            said = {m for m, _ in r.metrics}
+            for m, parts in explain(r.items, majority, means, stds, metric_names, ts.units, min_z=LEVEL_APART):
+                level = [p for p in parts if p.startswith("mean ")]
+                if m not in said and level:
+                    r.metrics.append((m, level[0]))
     return res
 
 
@@ -637,11 +653,12 @@ def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> l
     return out
 
 
-def explain(items: list[int], majority: list[int], means, stds, metrics, units: dict | None = None):
+def explain(items: list[int], majority: list[int], means, stds, metrics, units: dict | None = None,
+            min_z: float = 2.0):
     """Which metrics set the ranked abstractions apart from the majority: the difference of
     their mean, in units of the spread of the majority's means (or of its own std when the
-    majority agrees), and the ratio of standard deviations. (metric, [what sets it apart, the
-    strongest first]) per metric."""
+    majority agrees; said from ``min_z`` units), and the ratio of standard deviations. (metric,
+    [what sets it apart, the strongest first]) per metric."""
     if not majority:
         majority = [i for i in range(len(means)) if i not in items]
     if not majority:
@@ -669,7 +686,7 @@ def explain(items: list[int], majority: list[int], means, stds, metrics, units: 
         parts = []
         u = units.get(metrics[j], "") if units else ""
         u = u if u in ("", "%") else " " + u
-        if abs(zmean[j]) >= 2:
+        if abs(zmean[j]) >= min_z:
             real = max(between[j], 0.25 * m_std[j]) >= unit[j]  # a spread, not the floor
             parts.append(f"mean {_num(mine_mean[j])}{u} against {_num(m_mean[j])}{u} for the others "
                          + (f"({zmean[j]:+.1f} sd)" if real else "(who hardly differ from one another)"))
