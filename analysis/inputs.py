@@ -10,6 +10,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perftriage.analysis.ctf import perf
 from perftriage.analysis.ctf.discover import is_ctf_metadata, looks_like_ctf
 
 from .errors import InputError
@@ -182,6 +183,11 @@ def classify(paths) -> Inputs:
             continue
         if p.name == "metadata" and is_ctf_metadata(p):
             inputs.ctf.append(p.parent)
+            continue
+        if p.is_file() and perf.is_perf_data(read_head(p, 8)):
+            inputs.ctf.append(perf.convert_perf_data(p))
+            inputs.notes.append(f"{p}: a perf recording, read converted to CTF by this host's perf (perf data "
+                                "convert --tod --to-ctf)")
             continue
         kind = sniff_file(p)
         if kind is None:

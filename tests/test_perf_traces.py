@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -298,3 +299,37 @@ def test_perf_kernel_and_lttng_user_space_of_one_run_are_read_as_one(tmp_path):
     assert slow.sum() == 20 and len(ft) == 200
     asleep = ft.durations[slow, ft.states.index("BS")] / ft.total[slow]
     assert (asleep > 0.9).sum() >= 15, asleep
+
+
+def test_a_perf_recording_perf_cannot_convert_is_one_line(tmp_path, monkeypatch):
+    from perftriage.analysis.errors import InputError
+    from perftriage.analysis.inputs import classify
+
+    bad = tmp_path / "perf.data"
+    bad.write_bytes(b"PERFILE2" + b"\0" * 100)  # perf.data's magic, nothing a perf reads after it
+    with pytest.raises(InputError) as err:
+        classify([str(bad)])
+    assert str(bad) in str(err.value) and "a perf recording" in str(err.value) and "\n" not in str(err.value)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(InputError) as err:
+        classify([str(bad)])
+    assert "perf is not installed here" in str(err.value) and "perf data convert --tod --to-ctf" in str(err.value)
+
+
+@needs_bt2
+@pytest.mark.skipif(not _can_record(), reason="perf cannot record here (root, tracefs)")
+def test_a_perf_recording_is_read_as_it_is(tmp_path):
+    """perf.data itself: converted by this host's perf into a temporary folder, read, and the
+    folder gone when the process ends."""
+    data = tmp_path / "perf.data"
+    subprocess.run(["perf", "record", "-q", "-k", "mono", "-a", "-e", "sched:sched_switch", "-e", "sched:sched_wakeup",
+                    "-o", str(data), "--", "sh", "-c", "for i in 1 2 3 4 5; do sleep 0.01; done"], check=True,
+                   capture_output=True, timeout=60)
+    code = ("import sys, tempfile, glob; from perftriage.analysis.triage import run_triage; "
+            "r = run_triage([sys.argv[1]]); print(len(r.summary.traces), r.summary.traces[0].tracer, "
+            "r.summary.event_counts.get('sched_switch', 0) > 0, any('a perf recording' in n for n in r.report.notes))")
+    before = set(Path(tempfile.gettempdir()).glob("perftriage-perf-*"))
+    out = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "perf", "True", "True"]
+    assert set(Path(tempfile.gettempdir()).glob("perftriage-perf-*")) == before  # the conversion is gone

@@ -27,8 +27,13 @@ What differs, and what the reader does with it:
 
 from __future__ import annotations
 
+import atexit
 import fnmatch
 import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 from .names import SYSCALL_ENTRY, SYSCALL_EXIT, canonical_event_name
 from .syscall_numbers import BY_MACHINE, X86_64
@@ -172,3 +177,35 @@ def joined_clock(perf_text: str, others: list[str]) -> str | None:
     new_body = "\n".join(kept).rstrip() + f"\n\toffset_s = 0;\n\toffset = {origin};\n\tabsolute = TRUE;\n"
     a, b = blocks[0].span(2)
     return perf_text[:a] + new_body + perf_text[b:]
+
+
+PERF_DATA_MAGIC = b"PERFILE2"
+
+
+def is_perf_data(head: bytes) -> bool:
+    """A perf recording (perf.data) by its first bytes."""
+    return head.startswith(PERF_DATA_MAGIC)
+
+
+def convert_perf_data(path: Path) -> Path:
+    """A perf recording converted to CTF (``perf data convert --tod --to-ctf``) by this host's perf,
+    in a temporary folder removed when the process ends; InputError (one line) when it cannot be."""
+    from perftriage.analysis.errors import InputError  # noqa: PLC0415
+
+    how = "perf data convert --tod --to-ctf DIR -i FILE on the recording host, then open DIR"
+    if shutil.which("perf") is None:
+        raise InputError(path, f"a perf recording: perftriage reads it converted to CTF, and perf is not installed "
+                               f"here ({how})")
+    tmp = Path(tempfile.mkdtemp(prefix="perftriage-perf-"))
+    atexit.register(shutil.rmtree, tmp, True)
+    out = tmp / (path.name + ".ctf")
+    try:
+        done = subprocess.run(["perf", "data", "convert", "--tod", "--to-ctf", str(out), "-i", str(path)],
+                              capture_output=True, text=True, timeout=3600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(path, f"a perf recording perf could not convert to CTF: {exc}") from None
+    if done.returncode != 0 or not (out / "metadata").exists():
+        lines = [ln.strip() for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
+        raise InputError(path, f"a perf recording perf could not convert to CTF: {lines[-1] if lines else 'failed'} "
+                               f"({how})")
+    return out
