@@ -318,18 +318,20 @@ def test_a_perf_recording_perf_cannot_convert_is_one_line(tmp_path, monkeypatch)
 
 @needs_bt2
 @pytest.mark.skipif(not _can_record(), reason="perf cannot record here (root, tracefs)")
-def test_a_perf_recording_is_read_as_it_is(tmp_path):
+@pytest.mark.parametrize("clock", [["-k", "mono"], []], ids=["monotonic", "perf's own clock"])
+def test_a_perf_recording_is_read_as_it_is(tmp_path, clock):
     """perf.data itself: converted by this host's perf into a temporary folder, read, and the
-    folder gone when the process ends."""
+    folder gone when the process ends; on perf's own clock (no -k) with times from boot, said."""
     data = tmp_path / "perf.data"
-    subprocess.run(["perf", "record", "-q", "-k", "mono", "-a", "-e", "sched:sched_switch", "-e", "sched:sched_wakeup",
+    subprocess.run(["perf", "record", "-q", *clock, "-a", "-e", "sched:sched_switch", "-e", "sched:sched_wakeup",
                     "-o", str(data), "--", "sh", "-c", "for i in 1 2 3 4 5; do sleep 0.01; done"], check=True,
                    capture_output=True, timeout=60)
-    code = ("import sys, tempfile, glob; from perftriage.analysis.triage import run_triage; "
+    code = ("import sys; from perftriage.analysis.triage import run_triage; "
             "r = run_triage([sys.argv[1]]); print(len(r.summary.traces), r.summary.traces[0].tracer, "
-            "r.summary.event_counts.get('sched_switch', 0) > 0, any('a perf recording' in n for n in r.report.notes))")
+            "r.summary.event_counts.get('sched_switch', 0) > 0, any('a perf recording' in n for n in r.report.notes), "
+            "any(\"count from the host's boot\" in n for n in r.report.notes))")
     before = set(Path(tempfile.gettempdir()).glob("perftriage-perf-*"))
     out = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["1", "perf", "True", "True"]
+    assert out.stdout.split() == ["1", "perf", "True", "True", str(not clock)]
     assert set(Path(tempfile.gettempdir()).glob("perftriage-perf-*")) == before  # the conversion is gone

@@ -199,11 +199,15 @@ def convert_perf_data(path: Path) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="perftriage-perf-"))
     atexit.register(shutil.rmtree, tmp, True)
     out = tmp / (path.name + ".ctf")
-    try:
-        done = subprocess.run(["perf", "data", "convert", "--tod", "--to-ctf", str(out), "-i", str(path)],
-                              capture_output=True, text=True, timeout=3600)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise InputError(path, f"a perf recording perf could not convert to CTF: {exc}") from None
+    for tod in (["--tod"], []):  # wall-clock times need the recording's clock data (-k mono): else boot's
+        shutil.rmtree(out, ignore_errors=True)
+        try:
+            done = subprocess.run(["perf", "data", "convert", *tod, "--to-ctf", str(out), "-i", str(path)],
+                                  capture_output=True, text=True, timeout=3600)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise InputError(path, f"a perf recording perf could not convert to CTF: {exc}") from None
+        if done.returncode == 0 and (out / "metadata").exists():
+            break
     if done.returncode != 0 or not (out / "metadata").exists():
         lines = [ln.strip() for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
         raise InputError(path, f"a perf recording perf could not convert to CTF: {lines[-1] if lines else 'failed'} "
