@@ -119,6 +119,12 @@ def test_neither_lttng_nor_perf_says_both_in_one_line(tmp_path, capsys, monkeypa
     assert not (tmp_path / "t").exists()
 
 
+def test_user_only_records_no_kernel_whatever_its_tracer(tmp_path, capsys):
+    assert main(["record", "trace", "--user-only", "--kernel-with", "perf", "--dry-run", "-o", str(tmp_path / "t")]) == 0
+    out = capsys.readouterr().out
+    assert "perf record" not in out and "enable-channel -u" in out and "enable-channel -k" not in out
+
+
 def test_perf_records_the_tracepoints_this_kernel_has(tmp_path):
     from perftriage.analysis import recording_perf
 

@@ -168,7 +168,7 @@ def run_trace(args) -> int:
         raise InputError(out, "the folder to record into is not writable")
     kernel = not args.user_only
     kernel_perf, by_perf = None, ""
-    if kernel and not args.dry_run or args.kernel_with == "perf":
+    if kernel and (not args.dry_run or args.kernel_with == "perf"):  # --dry-run prints LTTng's unless told perf
         kernel_perf, by_perf = _kernel_tracer(args, out, recording)
     plan = recording.make_plan(out, f"perftriage-{os.getpid()}-{stamp}",
                                recording.custom_markers(args.request_start, args.request_end),
