@@ -220,9 +220,11 @@ class GraphBuilder:
                 hs.info(parent).pid = ppid
         # kernel events that carry their process (perf's) say each thread's (a user-space event's
         # vpid may be a container's)
-        own = (cat != C_IGNORE) & (cur > 0) & (chunk.pid > 0)
-        if own.any():
-            for tid, pid in _unique_pairs(cur[own], chunk.pid[own]):
+        own = np.flatnonzero((cat != C_IGNORE) & (cur > 0) & (chunk.pid > 0))
+        if len(own):
+            t_own, p_own = cur[own], chunk.pid[own]
+            runs = np.r_[True, (t_own[1:] != t_own[:-1]) | (p_own[1:] != p_own[:-1])]  # a thread runs many events
+            for tid, pid in _unique_pairs(t_own[runs], p_own[runs]):
                 hs.info(tid).pid = pid
         m_exit = cat == C_EXIT
         for t_, tid in zip(ts[m_exit].tolist(), col("tid", m_exit).tolist()):
