@@ -1,6 +1,6 @@
 """The real kernel traces opened with no options (issue 15): the whole report as a user runs it.
 
-Per trace of ../shared/real_traces with a kernel part, whole processes side by side in one run:
+Per trace of ../shared/real_traces with a kernel part, and the perf recording of tests/data/perf, whole processes side by side in one run:
 ``babeltrace2 -o dummy`` (the C tool reading everything), ``perftriage report --units markers
 --no-thread-metrics`` (reading and building the graph: what a trace costs before any analysis),
 and ``perftriage report`` with no options (processes or threads as units, where their time went,
@@ -34,8 +34,8 @@ def _report(trace: Path, *args: str) -> float:
 
 
 def run(quick: bool = False) -> None:
-    for name in TRACES[:2] if quick else TRACES:
-        trace = SHARED / "real_traces" / name
+    for name in TRACES[:2] if quick else [*TRACES, "perf: tests/data/perf/threadpool"]:
+        trace = ROOT / name.split(": ")[1] if name.startswith("perf: ") else SHARED / "real_traces" / name
         if not trace.is_dir():
             row(name, "missing", f"{trace} not found")
             continue
