@@ -335,3 +335,20 @@ def test_a_perf_recording_is_read_as_it_is(tmp_path, clock):
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "perf", "True", "True", str(not clock)]
     assert set(Path(tempfile.gettempdir()).glob("perftriage-perf-*")) == before  # the conversion is gone
+
+
+def test_perfs_own_threads_are_the_tracers():
+    from perftriage.analysis.execgraph import tasks
+    from perftriage.analysis.execgraph.graph import ThreadInfo
+
+    class G:
+        threads = {10: ThreadInfo(10), 11: ThreadInfo(11), 12: ThreadInfo(12)}
+        names = {10: "perf", 11: "perf-exec", 12: "perfect"}
+
+        def comm(self, tid):
+            return self.names[tid]
+
+    g = G()
+    for t in g.threads.values():
+        t.kernel = False
+    assert [tasks.role(g, t) for t in (10, 11, 12)] == [tasks.TRACER, tasks.TRACER, tasks.USER]

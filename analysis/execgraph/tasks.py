@@ -5,7 +5,8 @@ their threads taken together, with how much of their life the trace saw.
 A kernel thread is known by the statedump (``type`` 1), by its parent (kthreadd, pid 2, forks
 every kernel thread) or, for traces without either, by the names the kernel gives its threads
 (``kworker/0:1``, ``ksoftirqd/3``, ``rcu_sched``...). The tracer's threads are LTTng's
-(``lttng-sessiond``, ``lttng-consumerd``, ``lttng-runas``, the ``lttng`` command itself).
+(``lttng-sessiond``, ``lttng-consumerd``, ``lttng-runas``, the ``lttng`` command itself) and
+perf's (``perf``, writing out what it records; ``perf-exec``, its command before the exec).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ _KERNEL_NAMES_PATTERN = (
     r"acpi_thermal_pm|kaluad|kmpath|nvme|card\d|i915|ttm_swap|spl_|z_|txg_|arc_|dbu_|iscsi|zswap|"
     r"charger_manager|ecryptfs|hwrng|irq_|led_workqueue|loop\d|mld|napi|nfsiod|rpciod|uas|usb-storage|"
     r"xprtiod|kvm|vhost|kernel)")
-_TRACER_NAMES = re.compile(r"^lttng($|-)")
+_TRACER_NAMES = re.compile(r"^(lttng($|-)|perf$|perf-exec$)")
 
 
 @functools.cache

@@ -133,7 +133,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             cand.append((run, tid, i, max(w0, 0), min(w1, n_win)))
         if skipped:
             notes.append(f"{host}: {count_of(skipped, 'threads')} of the system's background (kernel threads, the tracer's "
-                         "lttng-* threads) left out (--background keeps them)")
+                         "own threads: lttng-*, perf) left out (--background keeps them)")
         if idle:
             notes.append(f"{host}: {count_of(idle, 'threads')} active in fewer than {min_windows} windows (asleep through the "
                          "trace) left out")

@@ -47,7 +47,7 @@ def add_marker_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--scheduler-timeout", type=number(0.1, 3600), default=10.0, metavar="SECONDS",
                    help="how long to try to reach the --scheduler before giving up (default 10)")
     g.add_argument("--background", action="store_true",
-                   help="compare the system's background too (kernel threads, idle, the tracer's lttng-* threads): "
+                   help="compare the system's background too (kernel threads, idle, the tracer's own threads: lttng-*, perf): "
                         "by default it is shown but neither compared for outliers nor ranked among threads")
 
 
