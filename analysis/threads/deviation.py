@@ -310,6 +310,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
     res.timings = {"covariances": t1 - t0, "distances": t2 - t1, "clustering": t3 - t2, "bootstrap": t4 - t3,
                    "ranking": t5 - t4}
     majority = [i for i in range(k) if i not in set(res.ranked_items())]
+    step_std = np.sqrt(resolution_floor(pooled, scale).max(axis=0)) * scale if k else None
     for r in res.ranking:
         if r.how == "window":
             e = res.excursions[r.items[0]]
@@ -335,7 +336,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                              f"{_at(ts, res, r.items[0], d.member, d.sample)}; {d.z:.1f}x how much the "
                              f"{plural(level)} usually differ")]
         else:
-            why = explain(r.items, majority, means, stds, metric_names, ts.units)
+            why = explain(r.items, majority, means, stds, metric_names, ts.units, step_std=step_std)
             r.metrics = [(m, "; ".join(parts)) for m, parts in why]
             if why:
                 r.headline = f"{why[0][0]} {why[0][1][0]}"
@@ -345,7 +346,8 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
             # preemptions: CPU mean 12.3% against 3.76%, +21.9 sd), not how much more it varies
             # (the stretch itself does)
             said = {m for m, _ in r.metrics}
-            for m, parts in explain(r.items, majority, means, stds, metric_names, ts.units, min_z=LEVEL_APART):
+            for m, parts in explain(r.items, majority, means, stds, metric_names, ts.units, min_z=LEVEL_APART,
+                                    step_std=step_std):
                 level = [p for p in parts if p.startswith("mean ")]
                 if m not in said and level:
                     r.metrics.append((m, level[0]))
@@ -654,11 +656,13 @@ def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> l
 
 
 def explain(items: list[int], majority: list[int], means, stds, metrics, units: dict | None = None,
-            min_z: float = 2.0):
+            min_z: float = 2.0, step_std=None):
     """Which metrics set the ranked abstractions apart from the majority: the difference of
     their mean, in units of the spread of the majority's means (or of its own std when the
-    majority agrees; said from ``min_z`` units), and the ratio of standard deviations. (metric,
-    [what sets it apart, the strongest first]) per metric."""
+    majority agrees; said from ``min_z`` units), and the ratio of standard deviations, where
+    either is more than a metric's resolution makes (``step_std``: the std of one step in the
+    samples; a count that moved once in 200 windows is not 'varying'). (metric, [what sets it
+    apart, the strongest first]) per metric."""
     if not majority:
         majority = [i for i in range(len(means)) if i not in items]
     if not majority:
@@ -674,6 +678,8 @@ def explain(items: list[int], majority: list[int], means, stds, metrics, units: 
         mine_std = np.nanmean(stds[items], axis=0)
         zmean = (mine_mean - m_mean) / unit
         ratio = mine_std / np.maximum(m_std, 1e-12)
+        if step_std is not None:
+            ratio = np.where(np.maximum(mine_std, m_std) <= 3 * np.asarray(step_std), 1.0, ratio)
         # how far apart against its own and the others' variation: a level held (a spinning thread's
         # CPU, 59.5% against 1%) beats a few bursts over a zero baseline (its minor faults, 0.3
         # against 0), which the first key cannot tell apart: the others hardly differ on either,

@@ -1,6 +1,9 @@
 /* A thread pool serving requests: the workload of tests/data/perf (record.sh records it).
-   worker-3 spins 4x longer per request (a deviating thread); every 20th request syncs a file
-   to disk (fdatasync) and every 20th+10 sleeps 8 ms (outlier requests). Ground truth on stdout. */
+   Every 20th request syncs a file to disk (fdatasync) and every 20th+10 sleeps 8 ms (outlier
+   requests); worker-3 deviates as MODE says: cpu (default) spins 4x as long per request, io
+   writes and syncs a file of its own per request, sleep sleeps 2 ms more per request, syscalls
+   makes 200 more system calls per request. Ground truth on stdout.
+   Usage: srv [REQUESTS [GAP_US [DIR [MODE]]]] */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -15,6 +18,7 @@ static int total, next_id, avail, done;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static char dir[256];
+static const char *mode = "cpu";
 
 __attribute__((noinline)) void request_begin(long id) { __asm__ volatile("" ::"r"(id)); }
 __attribute__((noinline)) void request_end(long id) { __asm__ volatile("" ::"r"(id)); }
@@ -51,7 +55,11 @@ static void *worker(void *arg) {
     long id = next_id++;
     pthread_mutex_unlock(&mu);
     request_begin(id);
-    spin(w == 3 ? 1600 : 400);
+    int odd = w == 3;
+    spin(odd && !strcmp(mode, "cpu") ? 1600 : 400);
+    if (odd && !strcmp(mode, "io")) { pwrite(fd, buf, sizeof buf, 64 * 4096 + (id % 16) * 4096); fdatasync(fd); }
+    if (odd && !strcmp(mode, "sleep")) { struct timespec t = {0, 2000000}; nanosleep(&t, NULL); }
+    if (odd && !strcmp(mode, "syscalls")) for (int k = 0; k < 200; k++) getppid();
     pwrite(fd, buf, sizeof buf, (id % 64) * 4096);
     int fcfd = open("/etc/hostname", O_RDONLY); read(fcfd, buf, 64); close(fcfd);
     const char *kind = "normal";
@@ -68,6 +76,7 @@ int main(int argc, char **argv) {
   total = argc > 1 ? atoi(argv[1]) : 600;
   int rate_us = argc > 2 ? atoi(argv[2]) : 1000;
   snprintf(dir, sizeof dir, "%s", argc > 3 ? argv[3] : "/tmp");
+  if (argc > 4) mode = argv[4];
   setvbuf(stdout, NULL, _IOLBF, 0);
   calibrate();
   pthread_t th[NW];
