@@ -185,9 +185,12 @@ def classify(paths) -> Inputs:
             inputs.ctf.append(p.parent)
             continue
         if p.is_file() and perf.is_perf_data(read_head(p, 8)):
-            inputs.ctf.append(perf.convert_perf_data(p))
+            converted, lost = perf.convert_perf_data(p)
+            inputs.ctf.append(converted)
             inputs.notes.append(f"{p}: a perf recording, read converted to CTF by this host's perf (perf data "
                                 "convert --tod --to-ctf)")
+            if lost:
+                inputs.notes.append(f"partial data: {p}: {lost}")
             continue
         kind = sniff_file(p)
         if kind is None:

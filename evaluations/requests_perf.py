@@ -7,7 +7,9 @@ The workload (tests/data/perf/srv.c): six worker threads serve requests marked b
 request as the others. Measured: precision and recall of the outlying requests against the sync
 and sleep requests; the purity of their clusters (the share of requests whose cluster's most
 common cause is theirs) and the adjusted Rand index against the two causes; and where the thread
-analysis ranks worker-3 (a deviation it may or may not see: printed, no target).
+analysis ranks worker-3 (a deviation it may or may not see: printed, no target), also with
+worker-3 deviating in other ways on fresh recordings (more disk writes and syncs, more sleep,
+more system calls).
 
 This machine's kernel records no switch from idle on CPU 1, nor the wake-ups made in that idle
 time: a sync whose wake-up was lost waits on "a task that could not be followed", and the syncs
@@ -79,14 +81,25 @@ def evaluate(trace: Path, truth_file: Path) -> dict:
             "k": ra.clusters.k, "worker3": rank, "named": ranked[:3]}
 
 
+MODES = ("cpu", "io", "sleep", "syscalls")  # how worker-3 deviates (srv.c)
+
+
+def thread_findings(trace: Path) -> list[str]:
+    """The titles of the thread findings on the pool's workers, in the report's order."""
+    res = run_triage([trace], Options(markers=MARKERS, thread_metrics=True))
+    return [f.title for f in res.report.findings if f.analysis == "threads" and "(worker-" in f.subject]
+
+
 def can_record() -> bool:
     return (os.geteuid() == 0 and shutil.which("perf") is not None and shutil.which("gcc") is not None
             and Path("/sys/kernel/tracing/uprobe_events").exists())
 
 
-def record(out: Path, requests: int) -> bool:
-    """A fresh recording into ``out`` (threadpool/, truth.txt); False when perf could not."""
-    done = subprocess.run(["sh", str(HERE / "record.sh"), str(out), str(requests)], capture_output=True, text=True)
+def record(out: Path, requests: int, mode: str = "cpu") -> bool:
+    """A fresh recording into ``out`` (threadpool/, truth.txt), worker-3 deviating as ``mode``
+    says (srv.c); False when perf could not."""
+    done = subprocess.run(["sh", str(HERE / "record.sh"), str(out), str(requests), "2000", mode], capture_output=True,
+                          text=True)
     if done.returncode != 0 or not (out / "threadpool" / "metadata").exists():
         print(f"  (perf could not record here: {(done.stderr or done.stdout).strip().splitlines()[-1:]})")
         return False
@@ -114,6 +127,19 @@ def run(quick: bool = False) -> bool:
             rows.append(r)
             print(f"  {name:<10} {r['requests']:>8,} {r['anomalous']:>9,} {r['outliers']:>8,} {r['precision']:>9.3f} "
                   f"{r['recall']:>7.3f} {r['purity']:>6.3f} {r['ari']:>6.3f} {r['k']:>3}  {r['others']:<23} {r['worker3']} ({', '.join(r['named']) or '-'})")
+        if can_record():
+            print("  threads: worker-3 deviating, each way on a fresh recording of 1,000 requests (printed, no target)")
+            for mode in MODES:
+                out = tmp / f"mode-{mode}"
+                out.mkdir()
+                if not record(out, 1000, mode):
+                    break
+                named = thread_findings(out / "threadpool")
+                rank = next((i for i, t in enumerate(named, 1) if "(worker-3)" in t), None)
+                others = [t for t in named if "(worker-3)" not in t]
+                print(f"  {mode:<9} worker-3 {'ranked ' + str(rank) if rank else 'NOT ranked'}"
+                      f"{'' if not others else '; also ranked: ' + ', '.join(o.split(':')[0] for o in others)}"
+                      f"{'' if not rank else ' — ' + named[rank - 1].split(': ', 1)[1]}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     first, fresh = rows[0], rows[1:]

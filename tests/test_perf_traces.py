@@ -352,3 +352,29 @@ def test_perfs_own_threads_are_the_tracers():
     for t in g.threads.values():
         t.kernel = False
     assert [tasks.role(g, t) for t in (10, 11, 12)] == [tasks.TRACER, tasks.TRACER, tasks.USER]
+
+
+@needs_bt2
+@pytest.mark.skipif(not _can_record(), reason="perf cannot record here (root, tracefs)")
+def test_a_damaged_perf_recording_is_partial_data_or_one_line(tmp_path):
+    """perf.data damaged in its middle: what perf converts before it stops is read and said as
+    partial data, or, where it converted nothing, one line names the file; never a traceback."""
+    data = tmp_path / "perf.data"
+    subprocess.run(["perf", "record", "-q", "-k", "mono", "-a", "-e", "sched:sched_switch", "-e", "sched:sched_wakeup",
+                    "-o", str(data), "--", "sh", "-c", "for i in $(seq 30); do sleep 0.005; done"], check=True,
+                   capture_output=True, timeout=60)
+    whole = data.read_bytes()
+    outcomes = set()
+    for at in (0.3, 0.5, 0.7, 0.9):
+        damaged = tmp_path / f"damaged-{at}.data"
+        b = bytearray(whole)
+        i = int(len(b) * at)
+        b[i:i + 64] = b"\xff" * 64
+        damaged.write_bytes(bytes(b))
+        out = subprocess.run([sys.executable, "-m", "perftriage", "report", "-q", "-o", os.devnull, str(damaged)],
+                             capture_output=True, text=True, timeout=300)
+        assert "Traceback" not in out.stderr and out.returncode in (0, 3, 4), out.stderr
+        if out.returncode == 3:
+            assert out.stderr.count("\n") == 1 and str(damaged) in out.stderr and "a perf recording" in out.stderr
+        outcomes.add(out.returncode)
+    assert outcomes

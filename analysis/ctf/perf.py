@@ -187,9 +187,11 @@ def is_perf_data(head: bytes) -> bool:
     return head.startswith(PERF_DATA_MAGIC)
 
 
-def convert_perf_data(path: Path) -> Path:
+def convert_perf_data(path: Path) -> tuple[Path, str | None]:
     """A perf recording converted to CTF (``perf data convert --tod --to-ctf``) by this host's perf,
-    in a temporary folder removed when the process ends; InputError (one line) when it cannot be."""
+    in a temporary folder removed when the process ends, and what was lost when perf stopped
+    part-way through a damaged recording (None when it converted it all); InputError (one line)
+    when nothing could be converted."""
     from perftriage.analysis.errors import InputError  # noqa: PLC0415
 
     how = "perf data convert --tod --to-ctf DIR -i FILE on the recording host, then open DIR"
@@ -199,17 +201,33 @@ def convert_perf_data(path: Path) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="perftriage-perf-"))
     atexit.register(shutil.rmtree, tmp, True)
     out = tmp / (path.name + ".ctf")
+    timeout = 60 + path.stat().st_size / 1e6  # perf converts about 14 MB/s here: a damaged file may loop
+    partial = None
     for tod in (["--tod"], []):  # wall-clock times need the recording's clock data (-k mono): else boot's
         shutil.rmtree(out, ignore_errors=True)
         try:
             done = subprocess.run(["perf", "data", "convert", *tod, "--to-ctf", str(out), "-i", str(path)],
-                                  capture_output=True, text=True, timeout=3600)
+                                  capture_output=True, text=True, timeout=timeout)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise InputError(path, f"a perf recording perf could not convert to CTF: {exc}") from None
+        wrote = (out / "metadata").exists() and any(f.stat().st_size for f in out.glob("perf_stream_*"))
         if done.returncode == 0 and (out / "metadata").exists():
-            break
-    if done.returncode != 0 or not (out / "metadata").exists():
-        lines = [ln.strip() for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
-        raise InputError(path, f"a perf recording perf could not convert to CTF: {lines[-1] if lines else 'failed'} "
-                               f"({how})")
-    return out
+            return out, None
+        if wrote and partial is None:
+            partial = (list(tod), done)
+    if partial is not None:  # perf stopped part-way: what it converted, said as partial data
+        tod, done = partial
+        shutil.rmtree(out, ignore_errors=True)
+        subprocess.run(["perf", "data", "convert", *tod, "--to-ctf", str(out), "-i", str(path)], capture_output=True,
+                       text=True, timeout=timeout)
+        if (out / "metadata").exists():
+            return out, (f"perf stopped converting it part-way (exit {done.returncode}: "
+                         f"{_why(done.stderr + done.stdout)}): what it converted is read")
+    raise InputError(path, f"a perf recording perf could not convert to CTF: {_why(done.stderr + done.stdout)} ({how})")
+
+
+def _why(text: str) -> str:
+    """perf's words for a failure: its last line that is not its progress summary."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    said = [ln for ln in lines if not ln.startswith("[ perf data convert:")]
+    return (said or lines or ["it failed"])[-1]
