@@ -378,3 +378,19 @@ def test_a_damaged_perf_recording_is_partial_data_or_one_line(tmp_path):
             assert out.stderr.count("\n") == 1 and str(damaged) in out.stderr and "a perf recording" in out.stderr
         outcomes.add(out.returncode)
     assert outcomes
+
+
+@needs_bt2
+def test_disk_wait_is_a_thread_metric_compared_by_level_only():
+    """The kernel trace's per-thread metrics hold Disk wait (blocked in a sync call, or woken by a
+    block device), compared by its level, not in the covariance distances (most windows of most
+    threads hold none). On the recording, the syncs' share: each worker syncs every 20th request."""
+    res = triage(thread_metrics=True)
+    ts = res.threads.series
+    j = ts.metrics.index("Disk wait")
+    assert ts.level_only == ("Disk wait",) and ts.units["Disk wait"] == "%"
+    workers = [i for i, p in enumerate(ts.groups["pool"]) if p == "worker"]
+    waits = [float(ts.values[ts.lo[i]:ts.hi[i], j].mean()) for i in workers]
+    assert all(0 < w < 5 for w in waits), waits  # a few ms of fdatasync each in 2 s
+    main = next(i for i, n in enumerate(ts.groups["name"]) if n == "srv")
+    assert float(ts.values[ts.lo[main]:ts.hi[main], j].max()) == 0.0  # the dispatcher never syncs

@@ -1008,3 +1008,16 @@ def test_a_count_that_moved_once_is_not_said_to_vary():
     after = explain([0], [1, 2, 3, 4, 5], means, stds, metrics, step_std=np.array([1 / np.sqrt(200), 0.0]))
     assert after[0][0] == "CPU" and after[0][1][0].startswith("mean 4.4")
     assert not any(m == "Mappings" and parts for m, parts in after)
+
+
+def test_a_level_only_metric_is_left_out_of_the_distances_only():
+    from perftriage.analysis.sim.threadpool import pool_series
+    from perftriage.analysis.threads.deviation import _level_inputs, abstractions
+
+    ts, _ = pool_series(PoolConfig(seed=33, deviations={}))
+    li = _level_inputs(ts, "thread", *abstractions(ts, "thread"))
+    assert list(li.dist) == list(range(len(li.metrics)))
+    ts.level_only = (ts.metrics[1],)
+    li = _level_inputs(ts, "thread", *abstractions(ts, "thread"))
+    assert ts.metrics[1] in li.metrics and li.metrics.index(ts.metrics[1]) not in li.dist
+    assert len(li.dist) == len(li.metrics) - 1

@@ -204,7 +204,10 @@ def _level_inputs(ts: ThreadSeries, level: str, names, members) -> _LevelInputs:
         notes.append("metrics the others add up to, left out of the distances only: "
                      + ", ".join(m for m, v in zip(ts.metrics, summed) if v))
     cols = np.flatnonzero(varying)
-    dist = np.flatnonzero(~summed[cols])
+    by_level = np.array([m in ts.level_only for m in ts.metrics], bool)
+    dist = np.flatnonzero(~(summed | by_level)[cols])
+    if not len(dist):
+        dist = np.flatnonzero(~summed[cols])
     groups = [[ts.samples(i)[:, cols] for i in m] for m in members]
     short = [names[a] for a, g in enumerate(groups) if sum(len(x) for x in g) < 10]
     if short:

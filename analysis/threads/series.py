@@ -60,6 +60,10 @@ class ThreadSeries:
     # by program, its pools each of its own kind); none: a level's abstractions are alike, as the
     # paper's waves or machines, and as a CSV's levels are taken
     kinds: dict[str, str] = field(default_factory=dict)
+    # metrics compared by their level only (the window and departure checks, the words), not in
+    # the covariance distances: a sparse one (a disk wait most windows have none of) makes the
+    # quietest member of any pool a cluster of its own there
+    level_only: tuple[str, ...] = ()
 
     def unit(self, metric: str) -> str:
         u = self.units.get(metric, "")
