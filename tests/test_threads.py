@@ -1021,3 +1021,29 @@ def test_a_level_only_metric_is_left_out_of_the_distances_only():
     li = _level_inputs(ts, "thread", *abstractions(ts, "thread"))
     assert ts.metrics[1] in li.metrics and li.metrics.index(ts.metrics[1]) not in li.dist
     assert len(li.dist) == len(li.metrics) - 1
+
+
+def test_a_stretch_in_a_file_with_unbounded_times_is_said_without_a_warning():
+    """A damaged file's times (inf, 1e308 beside -1e308): a window's length is left unsaid, and
+    no numpy warning reaches the terminal (found by the damaged-inputs evaluation)."""
+    import warnings
+
+    from perftriage.analysis.threads.deviation import _at, _length
+
+    class R:
+        members = [[0]]
+
+    class T:
+        def __init__(self, t):
+            self.t = np.asarray(t, float)
+
+        def times(self, i):
+            return self.t
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for t in ([0.0, np.inf, np.inf, 2.0], [-1e308, 1e308, -1e308], [np.inf, np.inf]):
+            assert _length(T(t), R(), 0, -1, 10) is None or "s" in _length(T(t), R(), 0, -1, 10)
+            assert _at(T(t), R(), 0, -1, 1).startswith(" around ")
+        assert _length(T([0.0, 1.0, 2.0]), R(), 0, -1, 10) == "10 s"
+        assert _at(T([1e300]), R(), 0, -1, 0) == " around t = 1e+300 s"

@@ -364,9 +364,13 @@ def _thread_times(ts: ThreadSeries, res: LevelResult, item: int, member: int) ->
 def _length(ts: ThreadSeries, res: LevelResult, item: int, member: int, samples: int) -> str | None:
     """'211 ms': how long ``samples`` samples of the thread last, or None with fewer than two."""
     t = _thread_times(ts, res, item, member)
-    if len(t) < 2:
+    with np.errstate(all="ignore"):  # a damaged file's times may be inf, or so far apart they overflow
+        d = np.diff(t[np.isfinite(t)])
+    d = d[np.isfinite(d)]
+    if not len(d):
         return None
-    return fmt_duration(float(np.median(np.diff(t))) * samples * 1e9)
+    step = float(np.median(d)) * samples * 1e9
+    return fmt_duration(step) if abs(step) < 1e18 else None
 
 
 def _span(ts: ThreadSeries, res: LevelResult, item: int, member: int, samples: int) -> str:
@@ -381,7 +385,7 @@ def _at(ts: ThreadSeries, res: LevelResult, item: int, member: int, sample: int)
     if not len(t):
         return f" around sample {sample}"
     x = float(t[min(max(sample, 0), len(t) - 1)])
-    if x > 1e8:  # epoch seconds
+    if 1e8 < x < 2.5e11:  # epoch seconds (before the year 9999)
         return f" around {fmt_clock(int(x * 1e9))[:12]} UTC"
     return f" around t = {x:.6g} s"
 
