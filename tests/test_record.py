@@ -71,8 +71,8 @@ def test_buffers_grow_with_the_event_rate_per_cpu():
 
 def test_dry_run_prints_the_lttng_commands_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "t"
-    assert main(["record", "trace", "--dry-run", "-o", str(out), "--request-start", "myapp:begin",
-                 "--request-end", "myapp:end", "--event-rate", "2000000"]) == 0
+    assert main(["record", "trace", "--kernel-with", "lttng", "--dry-run", "-o", str(out), "--request-start",
+                 "myapp:begin", "--request-end", "myapp:end", "--event-rate", "2000000"]) == 0
     text = capsys.readouterr().out
     lines = [shlex.split(ln) for ln in text.strip().splitlines()]
     assert all(ln[0] == "lttng" for ln in lines) and not out.exists()
@@ -116,6 +116,20 @@ def test_neither_lttng_nor_perf_says_both_in_one_line(tmp_path, capsys, monkeypa
     assert main(["record", "trace", "--duration", "1", "-o", str(tmp_path / "t")]) == 5
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "cannot trace the kernel here" in err and ", and perf is not installed" in err
+    assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.skipif(recording.kernel_tracing_problem() is None, reason="LTTng traces the kernel here")
+def test_a_dry_run_shows_the_kernel_by_perf_where_a_run_would_take_it(tmp_path, capsys):
+    from perftriage.analysis import recording_perf
+
+    if recording_perf.perf_problem() is not None:
+        pytest.skip("perf cannot record here either")
+    assert main(["record", "trace", "--dry-run", "-o", str(tmp_path / "t")]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("# the kernel by perf: ") and recording.kernel_tracing_problem() in lines[0]
+    assert lines[1].startswith("perf record ") and "enable-channel -k" not in "\n".join(lines)
+    assert any("enable-channel -u" in ln for ln in lines)  # user space by LTTng, as a run would
     assert not (tmp_path / "t").exists()
 
 

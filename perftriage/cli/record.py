@@ -125,24 +125,25 @@ def _say(text: str) -> None:
 
 
 def _kernel_tracer(args, out: Path, recording):
-    """(PerfKernel or None for LTTng's kernel tracing, the words that say perf records it): by
-    --kernel-with, and for auto where LTTng cannot trace the kernel and perf can."""
+    """(PerfKernel or None for LTTng's kernel tracing, the words that say perf records it and why):
+    by --kernel-with, and for auto where LTTng cannot trace the kernel and perf can."""
     from perftriage.analysis import recording_perf  # noqa: PLC0415
     from perftriage.analysis.errors import MissingDependency  # noqa: PLC0415
 
     lttng_why = None if args.kernel_with == "perf" else recording.kernel_tracing_problem()
     if args.kernel_with == "lttng" or (args.kernel_with == "auto" and lttng_why is None):
-        if lttng_why:
+        if lttng_why and not args.dry_run:
             raise MissingDependency(f"cannot trace the kernel here: {lttng_why}; --user-only records user space "
                                     "alone, --kernel-with perf the kernel by perf")
         return None, ""
     perf_why = recording_perf.perf_problem()
+    if perf_why and args.dry_run and args.kernel_with == "auto":
+        return None, ""  # neither can: the dry run shows LTTng's commands, a run says why in one line
     if perf_why and not args.dry_run:
         why = f"{lttng_why}, and {perf_why}" if lttng_why else perf_why
         raise MissingDependency(f"cannot trace the kernel here: {why}; --user-only records user space alone")
     kernel = recording_perf.PerfKernel(out, recording_perf.perf_tracepoints())
-    said = f" (the kernel by perf: {lttng_why})" if lttng_why else " (the kernel by perf)"
-    return kernel, said
+    return kernel, f"the kernel by perf: {lttng_why}" if lttng_why else "the kernel by perf"
 
 
 def run_trace(args) -> int:
@@ -168,14 +169,15 @@ def run_trace(args) -> int:
         raise InputError(out, "the folder to record into is not writable")
     kernel = not args.user_only
     kernel_perf, by_perf = None, ""
-    if kernel and (not args.dry_run or args.kernel_with == "perf"):  # --dry-run prints LTTng's unless told perf
+    if kernel:
         kernel_perf, by_perf = _kernel_tracer(args, out, recording)
     plan = recording.make_plan(out, f"perftriage-{os.getpid()}-{stamp}",
                                recording.custom_markers(args.request_start, args.request_end),
                                kernel=kernel and kernel_perf is None, user=not args.kernel_only,
                                event_rate=args.event_rate)
-    if args.dry_run:
-        print("\n".join(([kernel_perf.shell()] if kernel_perf is not None else []) +
+    if args.dry_run:  # what a run would do here: the kernel by perf where auto would take it
+        print("\n".join(([f"# {by_perf}"] if by_perf else []) +
+                        ([kernel_perf.shell()] if kernel_perf is not None else []) +
                         ([plan.shell()] if plan.kernel or plan.user else [])))
         return EXIT_OK
     missing = recording.lttng_missing() if plan.kernel or plan.user else None
@@ -188,7 +190,7 @@ def run_trace(args) -> int:
         if tty:
             _say(f"\rrecording {what} into {out.name}: {s:5.0f} s (Ctrl-C stops and keeps it)".ljust(78))
 
-    _say(f"recording into {out}{by_perf} ...\n")
+    _say(f"recording into {out}{f' ({by_perf})' if by_perf else ''} ...\n")
     from perftriage.analysis.recording_perf import PerfError  # noqa: PLC0415
 
     try:
