@@ -334,6 +334,9 @@ def test_a_perf_recording_is_read_as_it_is(tmp_path, clock):
     out = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "perf", "True", "True", str(not clock)]
+    info = subprocess.run([sys.executable, "-m", "perftriage", "info", str(data)], capture_output=True, text=True,
+                          timeout=300)
+    assert info.returncode == 0 and f"note    {data}: a perf recording, read converted to CTF" in info.stdout
     assert set(Path(tempfile.gettempdir()).glob("perftriage-perf-*")) == before  # the conversion is gone
 
 

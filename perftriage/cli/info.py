@@ -55,11 +55,11 @@ def run(args) -> int:
         else:
             print("\n".join(line for f in files for line in f.lines()))
         return EXIT_OK
-    code = _traces(args, [str(p) for p in inputs.ctf], files)
+    code = _traces(args, [str(p) for p in inputs.ctf], files, inputs.notes)
     return code
 
 
-def _traces(args, paths: list[str], files) -> int:
+def _traces(args, paths: list[str], files, notes=()) -> int:
     from dataclasses import asdict  # noqa: PLC0415
 
     from perftriage.analysis.cores import available_cores  # noqa: PLC0415
@@ -94,6 +94,7 @@ def _traces(args, paths: list[str], files) -> int:
             "error": s.error,
             "decoder": s.decoder,
             "files": [asdict(f) for f in files],
+            "notes": list(notes),  # how the inputs were read (a perf.data converted, what perf could not)
         }
         print(json.dumps(data, indent=2))
     else:
@@ -123,8 +124,10 @@ def _traces(args, paths: list[str], files) -> int:
         if s.error:
             out.append(f"error   {s.error}")
         out += [line for f in files for line in f.lines()]
+        out += [f"note    {n}" for n in notes]
         print("\n".join(out))
-    damaged = [p for t in s.traces for p in t.problems]
+    damaged = [p for t in s.traces for p in t.problems] + [n[len("partial data: "):] for n in notes
+                                                            if n.startswith("partial data: ")]
     for problem in ([s.error] if s.error else []) + damaged:
         print(f"perftriage: partial data: {problem}", file=sys.stderr)
     return EXIT_PARTIAL if s.error or damaged else EXIT_OK
