@@ -23,6 +23,8 @@ What differs, and what the reader does with it:
   takes LTTng's, and where both count CLOCK_MONOTONIC on one host, with LTTng's offset (perf and
   LTTng each measure the wall time's offset once; theirs differed by 1.4 us here, which put a
   request's first system call before its start marker).
+- **perf.data itself** (:func:`convert_perf_data`): converted by this host's perf into a temporary
+  folder; what perf converts of a damaged one before it stops is partial data.
 """
 
 from __future__ import annotations
