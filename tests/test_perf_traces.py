@@ -397,3 +397,16 @@ def test_disk_wait_is_a_thread_metric_compared_by_level_only():
     assert all(0 < w < 5 for w in waits), waits  # a few ms of fdatasync each in 2 s
     main = next(i for i, n in enumerate(ts.groups["name"]) if n == "srv")
     assert float(ts.values[ts.lo[main]:ts.hi[main], j].max()) == 0.0  # the dispatcher never syncs
+
+
+@needs_bt2
+def test_a_sync_whose_wake_up_was_lost_waits_for_the_disk():
+    """The syncs' waits on the recording: woken by a kworker (followed), by the block device, or
+    by nothing the trace kept (CPU 1's idle): without a wake-up a thread blocked in fdatasync
+    waits for the disk (BD), as one in a sleep sleeps; it was 'a task that could not be followed'."""
+    res = triage()
+    ft = res.features
+    known = truth()
+    sync = np.array([known[int(i)][1] == "sync" for i in ft.fields["field_id"]])
+    share = dict(zip(ft.states, ft.durations[sync].sum(axis=0) / ft.total[sync].sum()))
+    assert share["BD"] > 0.15 and share["BT"] < share["BD"] / 3, share

@@ -34,9 +34,9 @@ from perftriage.analysis.ctf.spec import ReadSpec
 from .contexts import CTX_NONE, CTX_PACKET, CTX_SOFTIRQ, block_state_of_context, interrupt_rows, wake_contexts
 from .events import (C_EXEC, C_EXIT, C_FORK, C_IGNORE, C_IPI_OUT, C_IRQ_IN, C_NET_RECV, C_NET_SEND, C_PKT_IN, C_PKT_OUT,
                      C_SC_ENTRY, C_SC_EXIT, C_STATEDUMP, C_SWITCH, C_TTWU, C_WAKEUP, C_WAKEUP_NEW, C_WAKING,
-                     GRAPH_EVENTS, GRAPH_FIELDS, categorize)
-from .graph import (Arrivals, BLOCKED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU, ST_BF, ST_BI, ST_BN, ST_BS, ST_BT,
-                    ExecGraph, RemoteLinks, ThreadInfo)
+                     GRAPH_EVENTS, GRAPH_FIELDS, SLEEP_CALLS, SYNC_CALLS, categorize)
+from .graph import (Arrivals, BLOCKED, FOLLOW, FOLLOW_NET, FOLLOW_REMOTE, RS, RU, ST_BD, ST_BF, ST_BI, ST_BN, ST_BS,
+                    ST_BT, ExecGraph, RemoteLinks, ThreadInfo)
 from .intervals import (K_CARRY, K_EXIT, K_FORK, K_IN, K_OUT, K_SC_IN, K_SC_OUT, K_WAKE, NOSTATE, RUN, WAIT_BLOCKED,
                         WAIT_CPU, WAIT_FORK, chunk_intervals, interval_state)
 from .tasks import KTHREADD
@@ -624,7 +624,8 @@ def _finish_host(part: Gathered, name: str, hs: _HostState, family: str, matched
     m = len(start)
     futex_id = part.syscall_names.index("futex") if "futex" in part.syscall_names else -99
     sleep_ids = [i for i, n in enumerate(part.syscall_names) if n in SLEEP_CALLS]
-    iv_block, iv_waker = _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, sleep_ids)
+    sync_ids = [i for i, n in enumerate(part.syscall_names) if n in SYNC_CALLS]
+    iv_block, iv_waker = _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, sleep_ids, sync_ids)
     net_links = _network_links(tids, hi, state, iv_block, iv_waker, wake, part.links)
     remote_links = _remote_waits(state, iv_block, iv_waker, wake, matched.remote, matched.hosts)
     del wake
@@ -648,16 +649,11 @@ def _finish_host(part: Gathered, name: str, hs: _HostState, family: str, matched
     )
 
 
-# a thread blocked in one of these sleeps until its timer fires: without a wake-up in the trace
-# (lost with the events of an idle CPU; no timer events recorded) its wait is still a sleep
-SLEEP_CALLS = frozenset({"nanosleep", "clock_nanosleep", "clock_nanosleep_time64"})
-
-
-def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, sleep_ids=(), block: int = 1 << 20):
+def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, sleep_ids=(), sync_ids=(), block: int = 1 << 20):
     """How each blocked interval ends: (path state when not followed, or FOLLOW; the waker's tid
     to follow, -1 otherwise). The wake-up's context decides the state and is not kept (no
     analysis read it: 27 MiB at 50,000 requests); without a wake-up, the system call it blocked
-    in, where that says (a futex: BF, a sleep: BS). Done a block of intervals at a time so that
+    in, where that says (a futex: BF, a sleep: BS, a sync: BD). Done a block of intervals at a time so that
     the temporaries stay small beside the graph."""
     n = len(state)
     iv_block = np.full(n, ST_BT, np.int8)
@@ -681,6 +677,8 @@ def _blocked_ends(state, wake, sc, wctx, wake_cur, futex_id, sleep_ids=(), block
         st[(~has) & (sc[b] == futex_id)] = ST_BF
         if len(sleep_ids):
             st[(~has) & np.isin(sc[b], sleep_ids)] = ST_BS
+        if len(sync_ids):
+            st[(~has) & np.isin(sc[b], sync_ids)] = ST_BD
         iv_block[b] = st
         iv_waker[b] = np.where(follow, waker, -1)
     return iv_block, iv_waker

@@ -68,3 +68,9 @@ GRAPH_FIELDS = {
     "net_if_receive_skb": ("skbaddr", *PACKET_FIELDS),
     "netif_receive_skb": ("skbaddr", *PACKET_FIELDS),
 }
+
+# system calls that say what a blocked thread waits for, whoever wakes it (a wake-up the trace
+# lost with an idle CPU's events, a kworker): a sleep until its timer fires, a sync until the disk
+# has written (the path's BS and BD where no wake-up says; the thread metrics' Disk wait)
+SLEEP_CALLS = frozenset({"nanosleep", "clock_nanosleep", "clock_nanosleep_time64"})
+SYNC_CALLS = frozenset({"fsync", "fdatasync", "sync_file_range", "sync_file_range2", "msync", "syncfs", "sync"})

@@ -36,6 +36,7 @@ from collections import Counter
 import numpy as np
 
 from perftriage.analysis.execgraph import tasks
+from perftriage.analysis.execgraph.events import SYNC_CALLS
 from perftriage.analysis.execgraph.graph import BLOCKED, BP, RS, RU, ST_BD, ExecGraph
 from perftriage.analysis.units import count_of
 
@@ -52,9 +53,9 @@ MIN_AUTO_WINDOW_NS = 10_000_000
 UNITS = {"CPU": "%", "Syscalls": "calls/s", "Blocked": "%", "Preempted": "%", "Handles": "net open files",
          "Mappings": "net mappings", "Disk wait": "%"}
 # Disk wait: blocked and woken by a block device (BD), or blocked in a call that waits for the disk
-# by what it is (a sync), whoever wakes it (a kworker, or a wake-up the trace lost): Blocked alone
-# is mostly a pool's threads waiting for work, where one that syncs a file per request is lost
-SYNC_CALLS = frozenset({"fsync", "fdatasync", "sync_file_range", "sync_file_range2", "msync", "syncfs", "sync"})
+# by what it is (a sync: events.SYNC_CALLS), whoever wakes it (a kworker, or a wake-up the trace
+# lost): Blocked alone is mostly a pool's threads waiting for work, where one that syncs a file per
+# request is lost
 MAPPERS = {"mmap": 1, "mmap2": 1, "mremap": 1, "munmap": -1}
 
 
