@@ -37,6 +37,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .metadata import clock_origin_ns
 from .names import SYSCALL_ENTRY, SYSCALL_EXIT, canonical_event_name
 from .syscall_numbers import BY_MACHINE, X86_64
 
@@ -154,27 +155,18 @@ def joined_clock(perf_text: str, others: list[str]) -> str | None:
     host), to be merged with them by time; None when its clock counts from boot (no wall time:
     nothing to merge it by). The clock counts from the epoch (babeltrace2 merges only clocks alike);
     its offset is the LTTng trace's where both count CLOCK_MONOTONIC."""
+    origin = clock_origin_ns(perf_text)
     blocks = list(_CLOCK.finditer(perf_text))
-    if len(blocks) != 1:
+    if not origin or len(blocks) != 1:  # none, or 0: perf's own clock, from boot
         return None
     body = blocks[0].group(2)
-    offset_s, offset = _clock_value(body, "offset_s") or "0", _clock_value(body, "offset") or "0"
-    try:
-        origin = int(offset_s, 0) * 1_000_000_000 + int(offset, 0)
-    except ValueError:
-        return None
-    if origin == 0:
-        return None
     if (_clock_value(body, "description") or "").lower() == "monotonic":
         for text in others:
             theirs = list(_CLOCK.finditer(text))
             if len(theirs) == 1 and (_clock_value(theirs[0].group(2), "name") or "") == "monotonic":
-                try:
-                    origin = (int(_clock_value(theirs[0].group(2), "offset_s") or "0", 0) * 1_000_000_000
-                              + int(_clock_value(theirs[0].group(2), "offset") or "0", 0))
-                except ValueError:
-                    continue
-                break
+                if (lttng := clock_origin_ns(text)) is not None:
+                    origin = lttng
+                    break
     kept = [ln for ln in body.splitlines() if not re.match(r"\s*(offset_s|offset|absolute)\s*=", ln)]
     new_body = "\n".join(kept).rstrip() + f"\n\toffset_s = 0;\n\toffset = {origin};\n\tabsolute = TRUE;\n"
     a, b = blocks[0].span(2)
