@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .ctf.perf import convert_argv
 from .recording import kernel_tracepoints
 
 TRACEFS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
@@ -100,7 +101,7 @@ class PerfKernel:
         return cmd
 
     def convert_command(self) -> list[str]:
-        return ["perf", "data", "convert", "--tod", "--to-ctf", str(self.trace), "-i", str(self.data)]
+        return convert_argv(self.data, self.trace)
 
     def shell(self) -> str:
         return "\n".join([shlex.join(self.record_command()) + " &", "# ... until the recording stops: kill -INT %1",

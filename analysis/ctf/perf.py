@@ -196,28 +196,26 @@ def convert_perf_data(path: Path) -> tuple[Path, str | None]:
     atexit.register(shutil.rmtree, tmp, True)
     out = tmp / (path.name + ".ctf")
     timeout = 60 + path.stat().st_size / 1e6  # perf converts about 14 MB/s here: a damaged file may loop
-    partial = None
-    for tod in (["--tod"], []):  # wall-clock times need the recording's clock data (-k mono): else boot's
+    for tod in (True, False):  # wall-clock times need the recording's clock data (-k mono): else boot's
         shutil.rmtree(out, ignore_errors=True)
         try:
-            done = subprocess.run(["perf", "data", "convert", *tod, "--to-ctf", str(out), "-i", str(path)],
-                                  capture_output=True, text=True, timeout=timeout)
+            done = subprocess.run(convert_argv(path, out, tod), capture_output=True, text=True, timeout=timeout)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise InputError(path, f"a perf recording perf could not convert to CTF: {exc}") from None
-        wrote = (out / "metadata").exists() and any(f.stat().st_size for f in out.glob("perf_stream_*"))
-        if done.returncode == 0 and (out / "metadata").exists():
+        if not (out / "metadata").exists():
+            continue
+        if done.returncode == 0:
             return out, None
-        if wrote and partial is None:
-            partial = (list(tod), done)
-    if partial is not None:  # perf stopped part-way: what it converted, said as partial data
-        tod, done = partial
-        shutil.rmtree(out, ignore_errors=True)
-        subprocess.run(["perf", "data", "convert", *tod, "--to-ctf", str(out), "-i", str(path)], capture_output=True,
-                       text=True, timeout=timeout)
-        if (out / "metadata").exists():
+        if any(f.stat().st_size for f in out.glob("perf_stream_*")):  # perf stopped part-way: what it wrote
             return out, (f"perf stopped converting it part-way (exit {done.returncode}: "
                          f"{_why(done.stderr + done.stdout)}): what it converted is read")
     raise InputError(path, f"a perf recording perf could not convert to CTF: {_why(done.stderr + done.stdout)} ({how})")
+
+
+def convert_argv(data: Path, out: Path, tod: bool = True) -> list[str]:
+    """perf's command that converts ``data`` (perf.data) to a CTF trace in ``out``, with wall-clock
+    times where ``tod``."""
+    return ["perf", "data", "convert", *(["--tod"] if tod else []), "--to-ctf", str(out), "-i", str(data)]
 
 
 def _why(text: str) -> str:
