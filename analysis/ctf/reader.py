@@ -76,6 +76,7 @@ class CtfReader:
         self.events_read = 0
         self._views = []  # temporary salvage folders, alive as long as the reader
         self._env: list[tuple[str | None, str | None]] = []  # per trace: (hostname, domain) from its metadata
+        self._metadata: dict = {}  # trace folder -> (TSDL text, CTF 2?), read before the checks
         self._joined = self._perf_clocks()  # perf traces' metadata on the others' clock, to merge them by time
         self._read_paths = [self._check_trace(td, meta) for td, meta in zip(self.trace_dirs, self.traces)]
         self._host_names = distinct_hosts([td.path for td in self.trace_dirs], self._env)
@@ -127,7 +128,7 @@ class CtfReader:
         """Validate metadata and streams before babeltrace2 sees them; returns the folder to read
         (the trace itself, or a salvage view when stream files are cut short)."""
         meta.problems.extend(td.problems)
-        text, ctf2 = read_metadata(td.path / "metadata")
+        text, ctf2 = self._metadata.pop(td.path, None) or read_metadata(td.path / "metadata")
         meta.defined_events = tuple(event_names(text))
         self._env.append((env_hostname(text), env_value(text, "domain")))
         # CTF 2: babeltrace2 2.0 reads the streams under the metadata's TSDL translation (ctf2.py)
@@ -174,9 +175,10 @@ class CtfReader:
         texts = {}
         for td in self.trace_dirs:
             try:
-                texts[td.path] = read_metadata(td.path / "metadata")[0]
+                self._metadata[td.path] = read_metadata(td.path / "metadata")  # read once: _check_trace takes it
             except (InputError, OSError, UnicodeDecodeError):
                 return {}  # the trace's own check says what is wrong with it
+            texts[td.path] = self._metadata[td.path][0]
         out: dict = {}
         for path, text in texts.items():
             if not perf.is_perf(env_value(text, "tracer_name")):
