@@ -1047,3 +1047,30 @@ def test_a_stretch_in_a_file_with_unbounded_times_is_said_without_a_warning():
             assert _at(T(t), R(), 0, -1, 1).startswith(" around ")
         assert _length(T([0.0, 1.0, 2.0]), R(), 0, -1, 10) == "10 s"
         assert _at(T([1e300]), R(), 0, -1, 0) == " around t = 1e+300 s"
+
+
+def test_a_thread_past_both_stretch_bars_goes_by_the_one_it_passes_further():
+    # one thread of a ten-thread wave with a short CPU spike (the moving window's, just past its
+    # bar) and a handle leak over the last tenth of the run (far past the departure's): the
+    # leak leads the finding, the spike is said after it; without the leak, the spike leads
+    from perftriage.analysis.sim.threadpool import pool_series
+
+    def wave(leak: bool):
+        ts, _ = pool_series(PoolConfig(seed=12, deviations={}))
+        i = ts.ids.index(next(t for t, w in zip(ts.ids, ts.groups["wave"]) if w == "W4"))
+        x = ts.values[ts.lo[i]:ts.hi[i]]
+        n = len(x)
+        x[n // 4:n // 4 + 10, 0] = 80.0  # CPU, from about 39%
+        if leak:  # Handles ramping to 125% of their maximum over the last tenth (the test above's)
+            h, start = x[:, 3], int(0.9 * n)
+            h[start:] = np.maximum(h[start:], h[start] + (1.25 * h[:start].max() - h[start]) * np.linspace(0, 1, n - start))
+        res = analyse_level(ts, "thread", {"wave": "W4"}, ThreadParams(replicates=50))
+        return res, next(r for r in res.ranking if res.names[r.items[0]] == ts.ids[i])
+
+    res, r = wave(leak=True)
+    assert r.how == "departure" and r.headline.startswith("Handles held at ")
+    assert [m for m, _ in r.metrics][:2] == ["Handles", "CPU"] and "rose to 72.5 from" in r.metrics[1][1]
+    k = res.names.index(res.names[r.items[0]])
+    assert res.window_z[k] > res.params.window_z  # the spike passed its bar too
+    res, r = wave(leak=False)
+    assert r.how == "window" and r.headline.startswith("CPU rose to 72.5 from")
