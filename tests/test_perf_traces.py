@@ -384,19 +384,24 @@ def test_a_damaged_perf_recording_is_partial_data_or_one_line(tmp_path):
 
 
 @needs_bt2
-def test_disk_wait_is_a_thread_metric_compared_by_level_only():
+def test_disk_wait_and_sleep_are_thread_metrics_compared_by_level_only():
     """The kernel trace's per-thread metrics hold Disk wait (blocked in a sync call, or woken by a
-    block device), compared by its level, not in the covariance distances (most windows of most
-    threads hold none). On the recording, the syncs' share: each worker syncs every 20th request."""
+    block device) and Sleep (blocked until a timer woke it, or in a sleep call), compared by their
+    level, not in the covariance distances (most windows of most threads hold none). On the
+    recording each worker syncs every 20th request and sleeps 8 ms every 20th+10; the dispatcher
+    sleeps between requests (usleep) and never syncs."""
     res = triage(thread_metrics=True)
     ts = res.threads.series
-    j = ts.metrics.index("Disk wait")
-    assert ts.level_only == ("Disk wait",) and ts.units["Disk wait"] == "%"
+    j, z = ts.metrics.index("Disk wait"), ts.metrics.index("Sleep")
+    assert ts.level_only == ("Disk wait", "Sleep") and ts.units["Disk wait"] == ts.units["Sleep"] == "%"
     workers = [i for i, p in enumerate(ts.groups["pool"]) if p == "worker"]
     waits = [float(ts.values[ts.lo[i]:ts.hi[i], j].mean()) for i in workers]
     assert all(0 < w < 5 for w in waits), waits  # a few ms of fdatasync each in 2 s
+    naps = [float(ts.values[ts.lo[i]:ts.hi[i], z].mean()) for i in workers]
+    assert all(0 < n < 15 for n in naps), naps  # 50 sleeps of 8 ms among six workers in 2 s
     main = next(i for i, n in enumerate(ts.groups["name"]) if n == "srv")
     assert float(ts.values[ts.lo[main]:ts.hi[main], j].max()) == 0.0  # the dispatcher never syncs
+    assert float(ts.values[ts.lo[main]:ts.hi[main], z].mean()) > 90  # it sleeps 2 ms between requests
 
 
 @needs_bt2

@@ -12,7 +12,10 @@ Per thread and per time window, from the execution graph (analysis/execgraph/):
   timerfd_create, memfd_create, inotify_init* count +1; close -1): a level, like the paper's
   Handles, relative to the start of the trace;
 - ``Mappings``: memory mappings made minus unmade (mmap, mremap +1 / munmap -1) since the trace
-  began: the graph keeps system calls, not their arguments, so sizes are not known.
+  began: the graph keeps system calls, not their arguments, so sizes are not known;
+- ``Disk wait``: percent of the window it was blocked waiting for the disk;
+- ``Sleep``: percent of the window it was blocked until a timer woke it (a sleep, a timed wait);
+  these two by their level only (most windows of most threads hold none).
 
 The system's background (kernel threads, the idle task, the tracer's own threads: see
 ``execgraph.tasks``) is left out unless ``background`` is set: it would otherwise be ranked as
@@ -36,13 +39,13 @@ from collections import Counter
 import numpy as np
 
 from perftriage.analysis.execgraph import tasks
-from perftriage.analysis.execgraph.events import SYNC_CALLS
-from perftriage.analysis.execgraph.graph import BLOCKED, BP, RS, RU, ST_BD, ExecGraph
+from perftriage.analysis.execgraph.events import SLEEP_CALLS, SYNC_CALLS
+from perftriage.analysis.execgraph.graph import BLOCKED, BP, RS, RU, ST_BD, ST_BS, ExecGraph
 from perftriage.analysis.units import count_of
 
 from .series import ThreadSeries, build, pool_name, program_of
 
-METRICS = ("CPU", "Syscalls", "Blocked", "Preempted", "Handles", "Mappings", "Disk wait")
+METRICS = ("CPU", "Syscalls", "Blocked", "Preempted", "Handles", "Mappings", "Disk wait", "Sleep")
 OPENERS = {"open": 1, "openat": 1, "openat2": 1, "creat": 1, "socket": 1, "accept": 1, "accept4": 1, "dup": 1,
            "dup2": 1, "dup3": 1, "pipe": 2, "pipe2": 2, "eventfd": 1, "eventfd2": 1, "epoll_create": 1,
            "epoll_create1": 1, "signalfd": 1, "signalfd4": 1, "timerfd_create": 1, "memfd_create": 1,
@@ -51,11 +54,13 @@ MIN_AUTO_WINDOW_NS = 10_000_000
 # Handles and Mappings are counted from the trace's start (what was open before is not seen):
 # "net", so that a thread that closed more files than it opened reads -1 net open files, not -1 open files
 UNITS = {"CPU": "%", "Syscalls": "calls/s", "Blocked": "%", "Preempted": "%", "Handles": "net open files",
-         "Mappings": "net mappings", "Disk wait": "%"}
+         "Mappings": "net mappings", "Disk wait": "%", "Sleep": "%"}
 # Disk wait: blocked and woken by a block device (BD), or blocked in a call that waits for the disk
 # by what it is (a sync: events.SYNC_CALLS), whoever wakes it (a kworker, or a wake-up the trace
 # lost): Blocked alone is mostly a pool's threads waiting for work, where one that syncs a file per
-# request is lost
+# request is lost. Sleep: blocked until a timer woke it (BS: a sleep, a timed wait run out), or in
+# a sleep call whose wake-up the trace lost: a worker that naps on each request (a back-off, a
+# throttle) is apart by it where its Blocked share is its peers' (they wait for work instead)
 MAPPERS = {"mmap": 1, "mmap2": 1, "mremap": 1, "munmap": -1}
 
 
@@ -107,6 +112,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
         d_handles = np.array([OPENERS.get(n, 0) for n in names], np.int64)
         d_maps = np.array([MAPPERS.get(n, 0) for n in names], np.int64)
         is_sync = np.array([n in SYNC_CALLS for n in names] + [False], bool)  # [-1]: in no call
+        is_sleep = np.array([n in SLEEP_CALLS for n in names] + [False], bool)
         cand = []
         skipped = idle = 0
         for i, tid in enumerate(g.tids.tolist()):
@@ -156,6 +162,8 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             pre = np.diff(_cumulative(s, e, st == BP, edges)) / width * 100
             waits = (st == BLOCKED) & ((g.iv_block[lo:hi] == ST_BD) | is_sync[g.iv_syscall[lo:hi]])
             disk = np.diff(_cumulative(s, e, waits, edges)) / width * 100
+            naps = (st == BLOCKED) & ((g.iv_block[lo:hi] == ST_BS) | is_sleep[g.iv_syscall[lo:hi]])
+            sleep = np.diff(_cumulative(s, e, naps, edges)) / width * 100
             sl = g.syscalls_of(tid)
             entry, sid = g.sc_entry[sl], g.sc_id[sl]
             win = np.searchsorted(edges, entry, "right") - 1
@@ -171,7 +179,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             n = len(width)
             times.append((edges[:-1] + edges[1:]) / 2e9)
             keys += [str(tid)] * n
-            vals.append(np.column_stack([cpu, calls, blk, pre, handles, maps, disk]))
+            vals.append(np.column_stack([cpu, calls, blk, pre, handles, maps, disk, sleep]))
             info = g.threads.get(tid)
             pid = info.pid if info is not None and info.pid is not None and info.pid > 0 else tid
             leader = g.threads.get(pid)
@@ -191,7 +199,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
     else:
         ts = build(np.concatenate(times), keys, groups, np.vstack(vals), METRICS, "kernel trace")
     ts.units = dict(UNITS)
-    ts.level_only = ("Disk wait",)  # most windows of most threads hold none: by its level only
+    ts.level_only = ("Disk wait", "Sleep")  # most windows of most threads hold none: by their level only
     # only alike abstractions are compared: hosts of one role (numbered names: web-01, web-02;
     # else the program each ran most), processes of one program (prefork workers, a fleet's
     # daemons), threads of one pool; a process's pools each do their own job
