@@ -9,7 +9,8 @@ and sleep requests; the purity of their clusters (the share of requests whose cl
 common cause is theirs) and the adjusted Rand index against the two causes; and where the thread
 analysis ranks worker-3 (a deviation it may or may not see: printed, no target), also with
 worker-3 deviating in other ways on fresh recordings (more disk writes and syncs, more sleep,
-more system calls).
+more system calls), and where its finding names the metric it deviates by (CPU, Disk wait,
+Sleep, Syscalls): first, said after others, or not said.
 
 This machine's kernel records no switch from idle on CPU 1, nor the wake-ups made in that idle
 time: a sync whose wake-up was lost waits on "a task that could not be followed", and the syncs
@@ -85,10 +86,16 @@ def evaluate(trace: Path, truth_file: Path) -> dict:
 MODES = ("cpu", "io", "sleep", "syscalls")  # how worker-3 deviates (srv.c)
 
 
-def thread_findings(trace: Path) -> list[str]:
-    """The titles of the thread findings on the pool's workers, in the report's order."""
+#: the metric worker-3 deviates by in each mode (srv.c)
+MODE_METRIC = {"cpu": "CPU", "io": "Disk wait", "sleep": "Sleep", "syscalls": "Syscalls"}
+
+
+def thread_findings(trace: Path) -> list[tuple[str, list[str]]]:
+    """The thread findings on the pool's workers, in the report's order: (title, the metrics its
+    table names, the first leading)."""
     res = run_triage([trace], Options(markers=MARKERS, thread_metrics=True))
-    return [f.title for f in res.report.findings if f.analysis == "threads" and "(worker-" in f.subject]
+    return [(f.title, [row[0] for t in f.tables for row in t.rows]) for f in res.report.findings
+            if f.analysis == "threads" and "(worker-" in f.subject]
 
 
 def can_record() -> bool:
@@ -135,12 +142,16 @@ def run(quick: bool = False) -> bool:
                 out.mkdir()
                 if not record(out, 1000, mode):
                     break
-                named = thread_findings(out / "threadpool")
-                rank = next((i for i, t in enumerate(named, 1) if "(worker-3)" in t), None)
-                others = [t for t in named if "(worker-3)" not in t]
-                print(f"  {mode:<9} worker-3 {'ranked ' + str(rank) if rank else 'NOT ranked'}"
+                found = thread_findings(out / "threadpool")
+                rank = next((i for i, (t, _) in enumerate(found, 1) if "(worker-3)" in t), None)
+                others = [t for t, _ in found if "(worker-3)" not in t]
+                said = found[rank - 1][1] if rank else []
+                way = MODE_METRIC[mode]
+                named = ("" if not rank else f"; {way} " + ("first" if said[:1] == [way] else
+                                                            f"said {said.index(way) + 1}." if way in said else "NOT said"))
+                print(f"  {mode:<9} worker-3 {'ranked ' + str(rank) if rank else 'NOT ranked'}{named}"
                       f"{'' if not others else '; also ranked: ' + ', '.join(o.split(':')[0] for o in others)}"
-                      f"{'' if not rank else ' — ' + named[rank - 1].split(': ', 1)[1]}")
+                      f"{'' if not rank else ' — ' + found[rank - 1][0].split(': ', 1)[1]}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     first, fresh = rows[0], rows[1:]

@@ -229,8 +229,8 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
                       f"{sum(1 for x in res.ranking if x.how == 'dendrogram')} ranked by the dendrogram")
         else:
             ev.append(f"details: a long departure from the other {plural(res.level)} (a leak late in the run "
-                      f"hardly moves a covariance), after the {sum(1 for x in res.ranking if x.how != 'departure')} "
-                      "ranked by the dendrogram and the window check")
+                      f"hardly moves a covariance), after the {rank} ranked before it by the dendrogram and the "
+                      "window check")
         if res.boot is not None:
             ev.append(f"details: AU p-values from {res.boot.replicates:,} bootstrap replicates per scale, "
                       f"{len(res.boot.scales)} scales, {res.boot.blocks} time blocks")
