@@ -23,6 +23,14 @@ class Inputs:
     files: dict[str, list[Path]] = field(default_factory=dict)  # kind -> data files
     servers: list[str] = field(default_factory=list)  # running servers to query (prometheus+http://HOST:PORT)
     notes: list[str] = field(default_factory=list)  # files of a folder left out that a user would miss (empty ones)
+    origins: dict[str, str] = field(default_factory=dict)  # a trace converted into a temporary folder -> its file
+
+    def origin(self, trace: str) -> str | None:
+        """The file a trace folder was converted from (a perf.data), if it was: None else."""
+        for folder, source in self.origins.items():
+            if trace == folder or trace.startswith(folder.rstrip("/") + "/"):
+                return source
+        return None
 
     @property
     def all_paths(self) -> list[str]:
@@ -187,6 +195,7 @@ def classify(paths) -> Inputs:
         if p.is_file() and perf.is_perf_data(read_head(p, 8)):
             converted, lost = perf.convert_perf_data(p)
             inputs.ctf.append(converted)
+            inputs.origins[str(converted)] = str(p)
             inputs.notes.append(f"{p}: a perf recording, read converted to CTF by this host's perf (perf data "
                                 "convert --tod --to-ctf)")
             if lost:

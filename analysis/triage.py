@@ -571,7 +571,7 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
         if unit == "auto" and len(requests) == 0 and not (requests.unmatched_starts or requests.unmatched_ends) \
                 and graphs:
             kind, requests = auto_units(graphs)
-            report.notes.append(f"no request markers in {_names(inputs.ctf)}: each {singular(kind)}'s "
+            report.notes.append(f"no request markers in {_names(inputs)}: each {singular(kind)}'s "
                                 "life in the trace is a unit (--units processes|threads|syscall:NAME, or "
                                 "--request-start/--request-end for your own markers)")
     elif unit == "processes":
@@ -657,8 +657,9 @@ def _done_with_graphs(graphs: dict[str, ExecGraph], options: Options, result: Tr
     return graphs
 
 
-def _names(paths) -> str:
-    names = [str(p) for p in paths]
+def _names(inputs: Inputs) -> str:
+    """The traces as the user gave them (a perf.data by its own name, not its temporary folder's)."""
+    names = [inputs.origin(str(p)) or str(p) for p in inputs.ctf]
     return names[0] if len(names) == 1 else f"{len(names)} traces"
 
 

@@ -7,6 +7,7 @@ in that idle time): the recording is damaged the way real ones are."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -329,14 +330,20 @@ def test_a_perf_recording_is_read_as_it_is(tmp_path, clock):
     code = ("import sys; from perftriage.analysis.triage import run_triage; "
             "r = run_triage([sys.argv[1]]); print(len(r.summary.traces), r.summary.traces[0].tracer, "
             "r.summary.event_counts.get('sched_switch', 0) > 0, any('a perf recording' in n for n in r.report.notes), "
-            "any(\"count from the host's boot\" in n for n in r.report.notes))")
+            "any(\"count from the host's boot\" in n for n in r.report.notes), "
+            "any(f'no request markers in {sys.argv[1]}:' in n for n in r.report.notes))")
     before = set(Path(tempfile.gettempdir()).glob("perftriage-perf-*"))
     out = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["1", "perf", "True", "True", str(not clock)]
+    assert out.stdout.split() == ["1", "perf", "True", "True", str(not clock), "True"]  # notes name the file
     info = subprocess.run([sys.executable, "-m", "perftriage", "info", str(data)], capture_output=True, text=True,
                           timeout=300)
     assert info.returncode == 0 and f"note    {data}: a perf recording, read converted to CTF" in info.stdout
+    # the trace is listed as the user's file, not as the temporary folder it was read from
+    assert info.stdout.startswith(f"trace   {data} (a perf recording, read converted to CTF in a temporary folder)")
+    js = subprocess.run([sys.executable, "-m", "perftriage", "info", "--json", str(data)], capture_output=True,
+                        text=True, timeout=300)
+    assert [t["converted_from"] for t in json.loads(js.stdout)["traces"]] == [str(data)]
     assert set(Path(tempfile.gettempdir()).glob("perftriage-perf-*")) == before  # the conversion is gone
 
 

@@ -55,11 +55,11 @@ def run(args) -> int:
         else:
             print("\n".join(line for f in files for line in f.lines()))
         return EXIT_OK
-    code = _traces(args, [str(p) for p in inputs.ctf], files, inputs.notes)
+    code = _traces(args, [str(p) for p in inputs.ctf], files, inputs.notes, inputs.origin)
     return code
 
 
-def _traces(args, paths: list[str], files, notes=()) -> int:
+def _traces(args, paths: list[str], files, notes=(), origin=lambda trace: None) -> int:
     from dataclasses import asdict  # noqa: PLC0415
 
     from perftriage.analysis.cores import available_cores  # noqa: PLC0415
@@ -83,6 +83,7 @@ def _traces(args, paths: list[str], files, notes=()) -> int:
                     "size_bytes": t.size,
                     "problems": list(t.problems),
                     "notes": list(t.notes),
+                    "converted_from": origin(t.path),  # a perf.data read through a temporary folder
                 }
                 for t in s.traces
             ],
@@ -100,7 +101,9 @@ def _traces(args, paths: list[str], files, notes=()) -> int:
     else:
         out = []
         for t in s.traces:
-            out.append(f"trace   {t.path}")
+            source = origin(t.path)
+            out.append(f"trace   {t.path}" if source is None else
+                       f"trace   {source} (a perf recording, read converted to CTF in a temporary folder)")
             fmt = "" if t.ctf_version == "1.8" else f" (CTF {t.ctf_version})"
             out.append(f"  host {t.hostname}  domain {t.domain}  tracer {t.tracer}{fmt}  CPUs {len(t.cpus)} "
                        f"({_ranges(sorted(t.cpus))})  {t.size / 1e6:.1f} MB")
