@@ -1074,3 +1074,25 @@ def test_a_thread_past_both_stretch_bars_goes_by_the_one_it_passes_further():
     assert res.window_z[k] > res.params.window_z  # the spike passed its bar too
     res, r = wave(leak=False)
     assert r.how == "window" and r.headline.startswith("CPU rose to 72.5 from")
+
+
+def test_a_level_one_step_of_a_count_apart_is_not_said():
+    # net mappings counted from the trace's start: one munmap before the first window reads -1
+    # against the others' 0 all along, one step of the count's resolution; two steps are said
+    from perftriage.analysis.threads.covariance import resolution_step
+    from perftriage.analysis.threads.deviation import explain
+
+    samples = [np.zeros((200, 2)) for _ in range(6)]
+    for x in samples:
+        x[:, 1] = np.random.default_rng(len(samples)).normal(50, 5, 200)  # a metric without a resolution
+    samples[0][:, 0] = -1
+    step = resolution_step(samples)
+    assert step[0] == 1 and step[1] == 0
+    means = np.array([x.mean(axis=0) for x in samples])
+    stds = np.array([x.std(axis=0) for x in samples])
+    args = ([0], [1, 2, 3, 4, 5], means, stds, ["Mappings", "Other"], {"Mappings": "net mappings"})
+    assert explain(*args)[0][0] == "Mappings"  # without the step: said, at the floor's units
+    assert all(m != "Mappings" for m, _ in explain(*args, step=step))
+    means[0, 0] = -2
+    said = dict(explain(*args, step=step))
+    assert said["Mappings"][0].startswith("mean -2 net mappings against 0 net mappings")

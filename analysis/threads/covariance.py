@@ -41,16 +41,15 @@ def scale_of(values: np.ndarray) -> np.ndarray:
     return np.where(s > 0, s, 1.0)
 
 
-def resolution_floor(groups: list[np.ndarray], scale: np.ndarray, held: float = 0.5) -> np.ndarray:
-    """(k, p): per abstraction and metric, the variance of one step of the metric's resolution
-    in its samples (step^2 / n, in units of ``scale``), for metrics whose mode holds ``held`` of
-    all samples or more; 0 elsewhere (see the module's words)."""
-    k, p = len(groups), len(scale)
-    floor = np.zeros((k, p))
-    if not k:
-        return floor
+def resolution_step(groups: list[np.ndarray], held: float = 0.5) -> np.ndarray:
+    """(p,): per metric, the step of its resolution (the smallest departure from the mode seen),
+    for metrics whose mode holds ``held`` of all samples or more (counts that rarely move); 0
+    elsewhere."""
+    p = groups[0].shape[1] if groups else 0
+    step = np.zeros(p)
+    if not groups:
+        return step
     allv = np.vstack(groups)
-    n = np.array([max(int((~np.isnan(x).any(axis=1)).sum()), 1) for x in groups], np.float64)
     for j in range(p):
         x = allv[:, j]
         x = x[~np.isnan(x)]
@@ -63,8 +62,19 @@ def resolution_floor(groups: list[np.ndarray], scale: np.ndarray, held: float = 
         off = np.abs(other - mode)
         off = off[off > 1e-9 * max(float(np.abs(x).max()), 1e-300)]
         if len(off):
-            floor[:, j] = (float(off.min()) / scale[j]) ** 2 / n
-    return floor
+            step[j] = float(off.min())
+    return step
+
+
+def resolution_floor(groups: list[np.ndarray], scale: np.ndarray, held: float = 0.5) -> np.ndarray:
+    """(k, p): per abstraction and metric, the variance of one step of the metric's resolution
+    in its samples (step^2 / n, in units of ``scale``), for metrics whose mode holds ``held`` of
+    all samples or more; 0 elsewhere (see the module's words)."""
+    k = len(groups)
+    if not k:
+        return np.zeros((0, len(scale)))
+    n = np.array([max(int((~np.isnan(x).any(axis=1)).sum()), 1) for x in groups], np.float64)
+    return (resolution_step(groups, held) / scale)[None, :] ** 2 / n[:, None]
 
 
 def covariances(groups: list[np.ndarray], scale: np.ndarray, ridge: float = 1e-6,

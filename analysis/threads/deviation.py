@@ -33,7 +33,7 @@ import numpy as np
 from perftriage.analysis.stats import median_above
 from perftriage.analysis.units import count_of, fmt_clock, fmt_duration, fmt_ratio
 
-from .covariance import Covariances, covariances, fm_matrix, resolution_floor, scale_of
+from .covariance import Covariances, covariances, fm_matrix, resolution_floor, resolution_step, scale_of
 from .params import ThreadParams
 from .pvclust import SCALES, BootstrapResult, block_moments, multiscale_bootstrap
 from .series import GROUPS, ThreadSeries, plural
@@ -319,6 +319,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                    "ranking": t5 - t4}
     majority = [i for i in range(k) if i not in set(res.ranked_items())]
     step_std = np.sqrt(resolution_floor(pooled, scale).max(axis=0)) * scale if k else None
+    step = resolution_step(pooled) if k else None
     for r in res.ranking:
         if r.how in ("window", "departure"):
             i = r.items[0]
@@ -332,7 +333,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                 if more[0] != line[0]:
                     r.metrics.append(more)
         else:
-            why = explain(r.items, majority, means, stds, metric_names, ts.units, step_std=step_std)
+            why = explain(r.items, majority, means, stds, metric_names, ts.units, step_std=step_std, step=step)
             r.metrics = [(m, "; ".join(parts)) for m, parts in why]
             if why:
                 r.headline = f"{why[0][0]} {why[0][1][0]}"
@@ -343,7 +344,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
             # (the stretch itself does)
             said = {m for m, _ in r.metrics}
             for m, parts in explain(r.items, majority, means, stds, metric_names, ts.units, min_z=LEVEL_APART,
-                                    step_std=step_std):
+                                    step_std=step_std, step=step):
                 level = [p for p in parts if p.startswith("mean ")]
                 if m not in said and level:
                     r.metrics.append((m, level[0]))
@@ -685,13 +686,15 @@ def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> l
 
 
 def explain(items: list[int], majority: list[int], means, stds, metrics, units: dict | None = None,
-            min_z: float = 2.0, step_std=None):
+            min_z: float = 2.0, step_std=None, step=None):
     """Which metrics set the ranked abstractions apart from the majority: the difference of
     their mean, in units of the spread of the majority's means (or of its own std when the
     majority agrees; said from ``min_z`` units), and the ratio of standard deviations, where
     either is more than a metric's resolution makes (``step_std``: the std of one step in the
-    samples; a count that moved once in 200 windows is not 'varying'). (metric, [what sets it
-    apart, the strongest first]) per metric."""
+    samples; a count that moved once in 200 windows is not 'varying'), and a level more than one
+    step of it apart (``step``: a count's step; a thread whose net mappings read -1 from one
+    munmap before the first window, against 0, is not apart). (metric, [what sets it apart, the
+    strongest first]) per metric."""
     if not majority:
         majority = [i for i in range(len(means)) if i not in items]
     if not majority:
@@ -706,6 +709,8 @@ def explain(items: list[int], majority: list[int], means, stds, metrics, units: 
         mine_mean = np.nanmean(means[items], axis=0)
         mine_std = np.nanmean(stds[items], axis=0)
         zmean = (mine_mean - m_mean) / unit
+        if step is not None:
+            zmean = np.where(np.abs(mine_mean - m_mean) <= np.asarray(step) * (1 + 1e-9), 0.0, zmean)
         ratio = mine_std / np.maximum(m_std, 1e-12)
         if step_std is not None:
             ratio = np.where(np.maximum(mine_std, m_std) <= 3 * np.asarray(step_std), 1.0, ratio)
