@@ -1096,3 +1096,29 @@ def test_a_level_one_step_of_a_count_apart_is_not_said():
     means[0, 0] = -2
     said = dict(explain(*args, step=step))
     assert said["Mappings"][0].startswith("mean -2 net mappings against 0 net mappings")
+
+
+def test_a_counts_move_by_one_step_is_no_short_excursion():
+    # open files held at 1 by every thread of a wave; one thread's at 2 for 20 samples is one step
+    # of the count (an apache2 worker's 'rose to 2 from 1' on the webserver sample), at 3 two
+    from perftriage.analysis.sim.threadpool import pool_series
+
+    def wave(peak: float):
+        ts, _ = pool_series(PoolConfig(seed=12, deviations={}))
+        rows = [k for k, w in enumerate(ts.groups["wave"]) if w == "W4"]
+        for k in rows:
+            ts.values[ts.lo[k]:ts.hi[k], 4] = 1.0  # MicroThreads: a count most samples hold...
+            ts.values[ts.lo[k] + 100:ts.hi[k]:150, 4] = 2.0  # ...moving by its step, one sample at a time
+        i = rows[3]
+        start = ts.lo[i] + (ts.hi[i] - ts.lo[i]) // 3
+        ts.values[start:start + 20, 4] = peak
+        res = analyse_level(ts, "thread", {"wave": "W4"}, ThreadParams(replicates=50))
+        return res, res.names.index(ts.ids[i])
+
+    res, k = wave(2.0)
+    e = res.excursions[k]
+    assert res.metrics[e.metric] != "MicroThreads" and e.z < res.params.window_z
+    assert all(r.how != "window" for r in res.ranking)
+    res, k = wave(3.0)
+    e = res.excursions[k]
+    assert e.z > res.params.window_z and res.metrics[e.metric] == "MicroThreads" and e.level > 2

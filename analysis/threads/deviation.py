@@ -530,10 +530,13 @@ def window_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[
     """The largest short excursion of every abstraction over two window lengths, ``window`` and
     half of it (a 1-minute CPU spike fills half a 10-sample window: its mean then rises half as
     much as the spike); each length is scaled on its own (see :func:`_window_scores`)."""
-    best = _window_scores(groups, params.window)
+    # a count's move by one step of its resolution is no excursion (an apache2 worker's open
+    # files 'rose to 2 from 1 for 3.13 s'): the step of the samples of all threads
+    resolution = resolution_step([x for g in groups for x in g])
+    best = _window_scores(groups, params.window, resolution)
     half = max(3, params.window // 2)
     if half < params.window:
-        for i, e in enumerate(_window_scores(groups, half)):
+        for i, e in enumerate(_window_scores(groups, half, resolution)):
             if e is not None and (best[i] is None or e.z > best[i].z):
                 best[i] = e
     return best
@@ -549,7 +552,7 @@ def median5(a, b, c, d, e):
     return np.fmax(np.fmin(x, y), np.fmin(np.fmax(x, y), e))
 
 
-def _window_scores(groups: list[list[np.ndarray]], window: int) -> list[Excursion | None]:
+def _window_scores(groups: list[list[np.ndarray]], window: int, resolution=None) -> list[Excursion | None]:
     """Short deviations (beyond the paper): for every abstraction and metric, the mean over
     moving windows (``params.window`` samples, half-overlapping); an excursion is how far a
     window's mean rises above (or falls below) the medians of *both* the 5 windows before and
@@ -613,6 +616,8 @@ def _window_scores(groups: list[list[np.ndarray]], window: int) -> list[Excursio
             continue
         starts, means, med, r = per[i]
         z = np.abs(r) / unit
+        if resolution is not None:
+            z = np.where(np.abs(r) <= resolution * (1 + 1e-9), 0.0, z)
         wi, j = np.unravel_index(int(np.argmax(z)), z.shape)
         out.append(Excursion(float(z[wi, j]), int(j), int(starts[wi] + w // 2), float(means[wi, j]),
                              float(med[wi, j])))
