@@ -61,7 +61,7 @@ class OutlierParams:
     eps: float | None = None
     min_samples: int | None = None
     eps_floor_fraction: float = 0.5  # eps >= this x median request duration (durations only)
-    minor_fraction: float = 0.05  # dense groups smaller than this share of requests are outliers
+    minor_fraction: float = 0.10  # dense groups of at most this share of requests (not the largest) are outliers
     random_state: int = 0
     thresholds_ms: tuple = DEFAULT_THRESHOLDS_MS
 

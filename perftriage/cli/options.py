@@ -59,8 +59,9 @@ def add_outlier_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--detector", choices=("dbscan", "iforest"), default="dbscan")
     g.add_argument("--eps", type=number(0, 1e12, lo_open=True), metavar="X", help="DBSCAN radius, in the representation's unit (ms)")
     g.add_argument("--min-samples", type=number(1, 1e7, integer=True), metavar="N", help="DBSCAN density: neighbours within eps")
-    g.add_argument("--minor-fraction", type=number(0, 1), metavar="F", default=0.05,
-                   help="dense groups under this share of the requests are outliers too (default 0.05; 0: off)")
+    g.add_argument("--minor-fraction", type=number(0, 1), metavar="F", default=0.10,
+                   help="dense groups of at most this share of the requests, beside the largest, are outliers too "
+                        "(default 0.1; 0: off)")
     g.add_argument("--k", type=number(1, 1000, integer=True), metavar="K", help="number of clusters of outliers (default: elbow of k = 2..10)")
     g.add_argument("--cluster-features", choices=("counts+durations", "counts", "durations"),
                    default="counts+durations", help="what k-means clusters (counts: the paper's choice)")
