@@ -1086,8 +1086,12 @@ def test_a_level_one_step_of_a_count_apart_is_not_said():
     for x in samples:
         x[:, 1] = np.random.default_rng(len(samples)).normal(50, 5, 200)  # a metric without a resolution
     samples[0][:, 0] = -1
-    step = resolution_step(samples)
+    step = resolution_step(samples, quantum=True)
     assert step[0] == 1 and step[1] == 0
+    # a rate at 0 between bursts of 1,774-2,048 (pidstat's kB_wr/s): its least departure, no quantum
+    bursts = [np.zeros((40, 1)) for _ in range(3)]
+    bursts[0][::3, 0] = [1774.26, 1792.0, 2048.0, 1804.0] * 3 + [1808.0, 1792.0]
+    assert resolution_step(bursts)[0] == 1774.26 and resolution_step(bursts, quantum=True)[0] == 0
     means = np.array([x.mean(axis=0) for x in samples])
     stds = np.array([x.std(axis=0) for x in samples])
     args = ([0], [1, 2, 3, 4, 5], means, stds, ["Mappings", "Other"], {"Mappings": "net mappings"})

@@ -24,8 +24,9 @@ and DBSCAN makes them a cluster of their own; dense groups holding at most
 ``minor_fraction`` (10%) of the requests are therefore reported as outliers too (the main,
 largest group is the normal population). It was 5% and "less than": a server that sleeps 8 ms
 on every 20th request, recorded by perf, made a group of exactly 5% that was not flagged
-(recall 0.5 on 8 of 9 recordings of a healthy pool; 1.0 on all at 10%). Core points are grouped through their nearest
-neighbours within eps (a subset of DBSCAN's eps-graph that is connected in dense regions).
+(recall 0.5 on 8 of 9 recordings of a healthy pool; 1.0 on all at 10%). Core points are
+grouped through their nearest neighbours within eps (a subset of DBSCAN's eps-graph that is
+connected in dense regions).
 
 Isolation forest (``detector="iforest"``) is the alternative, on log(1 + ms) features.
 

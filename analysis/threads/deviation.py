@@ -319,7 +319,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                    "ranking": t5 - t4}
     majority = [i for i in range(k) if i not in set(res.ranked_items())]
     step_std = np.sqrt(resolution_floor(pooled, scale).max(axis=0)) * scale if k else None
-    step = resolution_step(pooled) if k else None
+    step = resolution_step(pooled, quantum=True) if k else None
     for r in res.ranking:
         if r.how in ("window", "departure"):
             i = r.items[0]
@@ -532,7 +532,7 @@ def window_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[
     much as the spike); each length is scaled on its own (see :func:`_window_scores`)."""
     # a count's move by one step of its resolution is no excursion (an apache2 worker's open
     # files 'rose to 2 from 1 for 3.13 s'): the step of the samples of all threads
-    resolution = resolution_step([x for g in groups for x in g])
+    resolution = resolution_step([x for g in groups for x in g], quantum=True)
     best = _window_scores(groups, params.window, resolution)
     half = max(3, params.window // 2)
     if half < params.window:
