@@ -311,3 +311,10 @@ def test_a_receiver_seen_before_the_wait_keeps_its_own_history(tmp_path):
     # a was seen at 5, before t1's wait began: its own (running) history covers the window
     got = path(tmp_path, _message_chain(a_seen_early=True), 100, 0, 60)
     assert got[2:5] == [(200, 10, 30, "RU"), (300, 30, 33, "BN"), (300, 33, 40, "RU")]
+
+
+def test_a_trace_with_no_thread_of_its_own_makes_an_empty_graph(tmp_path):
+    # every event the idle task's (tid 0) or a tid a damaged trace lost: no interval, no crash
+    # (the fuzzing's CTF 2 metadata flip on the perf recording: an IndexError, exit 1)
+    g = graph_of(tmp_path, [sw(1000, 0, 0, 0, 0), waking(1200, 0, 0), sw(1500, 1, 0, 0, 0)])
+    assert len(g.tids) == 0 or all(int(g.thread_hi[i]) == int(g.thread_lo[i]) for i in range(len(g.tids)))

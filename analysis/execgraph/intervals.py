@@ -25,6 +25,9 @@ def chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, c_known, sd
     reference creates unknown wake-up targets WAIT_BLOCKED), a switch-in that it waited for a
     CPU, a fork that it did not exist yet."""
     n = len(tid)
+    if not n:  # no thread's row in the chunk (all the idle task's, or tids a damaged trace lost)
+        return ({"tid": np.zeros(0, np.int32), "start": np.zeros(0, np.int64), "end": np.zeros(0, np.int64),
+                 "state": np.zeros(0, np.int8), "wake": np.zeros(0, np.int32), "sc": np.zeros(0, np.int16)}, {}, {})
     idx = np.arange(n)
     new_thread = np.r_[True, tid[1:] != tid[:-1]]
     group_start = np.maximum.accumulate(np.where(new_thread, idx, 0))
