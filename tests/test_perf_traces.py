@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -332,19 +331,24 @@ def test_a_perf_recording_is_read_as_it_is(tmp_path, clock):
             "r.summary.event_counts.get('sched_switch', 0) > 0, any('a perf recording' in n for n in r.report.notes), "
             "any(\"count from the host's boot\" in n for n in r.report.notes), "
             "any(f'no request markers in {sys.argv[1]}:' in n for n in r.report.notes))")
-    before = set(Path(tempfile.gettempdir()).glob("perftriage-perf-*"))
-    out = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, timeout=300)
+    # a temporary folder of the test's own: the other clock's case may convert in /tmp meanwhile
+    own = tmp_path / "tmp"
+    own.mkdir()
+    env = {**os.environ, "TMPDIR": str(own)}
+    out = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "perf", "True", "True", str(not clock), "True"]  # notes name the file
     info = subprocess.run([sys.executable, "-m", "perftriage", "info", str(data)], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env=env)
     assert info.returncode == 0 and f"note    {data}: a perf recording, read converted to CTF" in info.stdout
     # the trace is listed as the user's file, not as the temporary folder it was read from
     assert info.stdout.startswith(f"trace   {data} (a perf recording, read converted to CTF in a temporary folder)")
     js = subprocess.run([sys.executable, "-m", "perftriage", "info", "--json", str(data)], capture_output=True,
-                        text=True, timeout=300)
-    assert [t["converted_from"] for t in json.loads(js.stdout)["traces"]] == [str(data)]
-    assert set(Path(tempfile.gettempdir()).glob("perftriage-perf-*")) == before  # the conversion is gone
+                        text=True, timeout=300, env=env)
+    traces = json.loads(js.stdout)["traces"]
+    assert [t["converted_from"] for t in traces] == [str(data)]
+    assert all(t["path"].startswith(f"{own}/perftriage-perf-") for t in traces)  # converted in the test's folder...
+    assert list(own.iterdir()) == []  # ...and gone
 
 
 def test_perfs_own_threads_are_the_tracers():
