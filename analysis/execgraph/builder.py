@@ -356,6 +356,8 @@ class GraphBuilder:
         kind = np.concatenate([np.full(len(p[1]), p[3], np.int8) if np.isscalar(p[3]) else p[3] for p in parts])
         arg = np.concatenate([p[4] for p in parts])
         ok = (tid > 0) & (tid != MISSING)
+        if not ok.any():  # no thread's row (all the idle task's, or tids a damaged trace lost): nothing to add
+            return
         tid, seq, ts, kind, arg = tid[ok], seq[ok], ts[ok], kind[ok], arg[ok]
         # carried state of the threads seen before: one row at the head of each
         present = np.unique(tid).tolist()

@@ -24,10 +24,7 @@ def chunk_intervals(tid, seq, ts, kind, arg, c_status, c_sc, c_exit, c_known, sd
     row: a switch-out or a syscall means it was running, a wake-up that it was blocked (the
     reference creates unknown wake-up targets WAIT_BLOCKED), a switch-in that it waited for a
     CPU, a fork that it did not exist yet."""
-    n = len(tid)
-    if not n:  # no thread's row in the chunk (all the idle task's, or tids a damaged trace lost)
-        return ({"tid": np.zeros(0, np.int32), "start": np.zeros(0, np.int64), "end": np.zeros(0, np.int64),
-                 "state": np.zeros(0, np.int8), "wake": np.zeros(0, np.int32), "sc": np.zeros(0, np.int16)}, {}, {})
+    n = len(tid)  # at least one row (the builder skips a chunk with none)
     idx = np.arange(n)
     new_thread = np.r_[True, tid[1:] != tid[:-1]]
     group_start = np.maximum.accumulate(np.where(new_thread, idx, 0))

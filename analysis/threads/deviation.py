@@ -320,10 +320,10 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
     majority = [i for i in range(k) if i not in set(res.ranked_items())]
     step_std = np.sqrt(resolution_floor(pooled, scale).max(axis=0)) * scale if k else None
     step = resolution_step(pooled, quantum=True) if k else None
+    words = {"window": _excursion_words, "departure": _departure_words}
     for r in res.ranking:
         if r.how in ("window", "departure"):
             i = r.items[0]
-            words = {"window": _excursion_words, "departure": _departure_words}
             r.headline, line = words[r.how](ts, res, i)
             r.metrics = [line]
             # the other stretch too where it passes its bar, on another metric
