@@ -1125,3 +1125,21 @@ def test_a_counts_move_by_one_step_is_no_short_excursion():
     res, k = wave(3.0)
     e = res.excursions[k]
     assert e.z > res.params.window_z and res.metrics[e.metric] == "MicroThreads" and e.level > 2
+
+
+def test_shares_of_time_apart_are_said_by_how_much_time_moved():
+    # a worker napping 2 ms per request: Sleep 20% against 3.6% (+5 sd) is what it does, more
+    # than its waits for a CPU at 0.77% against 0.19% (+6 sd, the others steadier there); a rate
+    # (another unit) keeps its place among the three said
+    from perftriage.analysis.threads.deviation import explain
+
+    metrics = ["Preempted", "Sleep", "Syscalls", "CPU"]
+    units = {"Preempted": "%", "Sleep": "%", "Syscalls": "calls/s", "CPU": "%"}
+    means = np.array([[0.77, 20.0, 770.0, 3.0]] + [[0.19 + 0.09 * d, 3.6 + 3.0 * d, 543 + 60 * d, 3.0 + 0.1 * d]
+                                                   for d in (-1, -0.5, 0, 0.5, 1)])
+    stds = np.array([[1.3, 15.0, 360.0, 1.0]] + [[0.36, 13.0, 235.0, 1.0]] * 5)
+    by_z = [m for m, _ in explain([0], [1, 2, 3, 4, 5], means, stds, metrics)]
+    assert by_z[:2] == ["Preempted", "Sleep"]  # without units: the sd alone
+    said = explain([0], [1, 2, 3, 4, 5], means, stds, metrics, units)
+    assert [m for m, _ in said] == ["Sleep", "Preempted", "Syscalls"]
+    assert said[0][1][0].startswith("mean 20% against 3.6% for the others")
