@@ -156,9 +156,10 @@ def run(quick: bool = False) -> bool:
                 way = MODE_METRIC[mode]
                 named = ("" if not rank else f"; {way} " + ("first" if said[:1] == [way] else
                                                             f"said {said.index(way) + 1}." if way in said else "NOT said"))
+                # worker-3's headline, then each other thread ranked with its own
                 print(f"  {mode:<9} worker-3 {'ranked ' + str(rank) if rank else 'NOT ranked'}{named}"
-                      f"{'' if not others else '; also ranked: ' + ', '.join(o.split(':')[0] for o in others)}"
-                      f"{'' if not rank else ' — ' + found[rank - 1][0].split(': ', 1)[1]}")
+                      f"{'' if not rank else ' — ' + found[rank - 1][0].split(': ', 1)[1]}"
+                      + "".join(f"\n            also ranked: {o.split(' in ')[0]}: {o.split(': ', 1)[1]}" for o in others))
             # a healthy pool (srv.c's worker-3 deviates in no way): whatever is ranked is a false
             # alarm; these 2 s recordings' 10 ms windows hold under one request per worker
             alarms = []
