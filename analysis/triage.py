@@ -37,7 +37,7 @@ from perftriage.analysis.execgraph.store import release_freed_memory
 from perftriage.analysis.requests.features import FeatureTable, concat, extract_features, read_features
 from perftriage.analysis.requests.findings import (count_of, feature_findings, request_findings, singular,
                                                   trace_findings)
-from perftriage.analysis.requests.markers import MarkerRequests
+from perftriage.analysis.requests.markers import MarkerRequests, marker_candidates
 from perftriage.analysis.requests.outlier_analysis import (RequestAnalysis, analyze_requests, cluster_findings,
                                                            outlier_summary_finding)
 from perftriage.analysis.requests.table import RequestTable
@@ -571,9 +571,14 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
         if unit == "auto" and len(requests) == 0 and not (requests.unmatched_starts or requests.unmatched_ends) \
                 and graphs:
             kind, requests = auto_units(graphs)
+            # events of the application's own that look like a request's start and end are named,
+            # with the options that cut requests by them (a perf recording's uprobes)
+            like = [f"--request-start {a} --request-end {b} ({count_of(na, 'starts')}, {count_of(nb, 'ends')})"
+                    for a, b, na, nb in marker_candidates(summary.event_counts)]
             report.notes.append(f"no request markers in {_names(inputs)}: each {singular(kind)}'s "
                                 "life in the trace is a unit (--units processes|threads|syscall:NAME, or "
-                                "--request-start/--request-end for your own markers)")
+                                + ("; ".join(like) + " for the events that look like a request's start and "
+                                   "end" if like else "--request-start/--request-end for your own markers") + ")")
     elif unit == "processes":
         requests = process_units(graphs)
     elif unit == "threads":

@@ -426,3 +426,34 @@ def test_a_sync_whose_wake_up_was_lost_waits_for_the_disk():
     sync = np.array([known[int(i)][1] == "sync" for i in ft.fields["field_id"]])
     share = dict(zip(ft.states, ft.durations[sync].sum(axis=0) / ft.total[sync].sum()))
     assert share["BD"] > 0.15 and share["BT"] < share["BD"] / 3, share
+
+
+def test_marker_candidates_are_an_applications_own_start_and_end():
+    from perftriage.analysis.requests.markers import marker_candidates
+
+    counts = {"probe_srv:request_begin": 1000, "probe_srv:request_end": 999, "sdt_db:query_start": 40,
+              "sdt_db:query_done": 40, "myapp:job_start": 10, "myapp:job_stop": 9,
+              "lttng_ust_statedump:start": 1, "lttng_ust_statedump:end": 1,  # the tracer's own
+              "ust_php:function_entry": 900, "ust_php:function_exit": 900,  # every call's
+              "irq_softirq_entry": 50, "irq_softirq_exit": 50, "block:rq_start": 5, "block:rq_end": 5,
+              "other:restart": 3, "other:reend": 3,  # not a word of its own
+              "lone:task_begin": 100, "lone:task_end": 2}  # ends far fewer than starts
+    assert marker_candidates(counts, most=9) == [("probe_srv:request_begin", "probe_srv:request_end", 1000, 999),
+                                                 ("myapp:job_start", "myapp:job_stop", 10, 9)]
+
+
+@needs_bt2
+def test_a_trace_without_known_markers_names_the_events_that_look_like_them():
+    # the committed recording's uprobes are no built-in marker: the note says which options cut
+    # requests by them, and those options, given back, do
+    import shlex
+
+    run = [sys.executable, "-m", "perftriage", "report", "--format", "json", "-q"]
+    first = json.loads(subprocess.run([*run, str(TRACE)], capture_output=True, text=True, check=True).stdout)
+    note = next(n for n in first["notes"] if n.startswith("no request markers"))
+    assert "--request-start probe_srv:request_begin --request-end probe_srv:request_end (1,000 starts, 1,000 ends)" in note
+    opts = shlex.split(note.split("or ", 1)[1].split(" (")[0])
+    again = json.loads(subprocess.run([*run, *opts, str(TRACE)], capture_output=True, text=True, check=True).stdout)
+    assert not any(n.startswith("no request markers") for n in again["notes"])
+    assert any("1,000 requests" in e for f in again["findings"] for e in f["evidence"]), \
+        [f["title"] for f in again["findings"]]

@@ -213,3 +213,39 @@ class MarkerRequests:
         if col.dtype.kind == "i":
             out[col == MISSING] = ""
         return out
+
+
+# the last word of a start event's name and of its end's: request_begin / request_end
+_PAIRS = (("begin", "end"), ("start", "end"), ("start", "stop"), ("entry", "exit"), ("enter", "exit"),
+          ("begin", "finish"), ("start", "finish"))
+# providers of events that are not an application's own: the kernel's tracepoint subsystems (a
+# perf recording may keep their names as subsystem:event) and LTTng's own user-space providers
+# (its statedump's start/end, function entry/exit on every call)
+_NOT_MARKERS = frozenset(
+    "sched irq timer block kmem syscalls raw_syscalls power workqueue net skb signal writeback ext4 xfs "
+    "btrfs napi sock tcp udp random rcu task module filemap pagemap compaction vmscan huge_memory migrate "
+    "oom cgroup printk irq_vectors mce msr x86_fpu ftrace lock rpm clk regmap scsi nvme jbd2 f2fs kvm "
+    "kvmmmu iommu dma_fence drm i915 amdgpu io_uring mmap_lock percpu alarmtimer".split())
+
+
+def marker_candidates(event_counts: dict[str, int], most: int = 2) -> list[tuple[str, str, int, int]]:
+    """Pairs of an application's own events that look like a request's start and end, for a
+    trace without the built-in markers: user-space events (``provider:name``: LTTng-UST's, a
+    perf recording's uprobes ``probe_srv:request_begin`` or USDT probes) of one provider whose
+    names differ only in their last word (begin/end, start/stop, entry/exit...; not a function's
+    entry and exit), both seen and about as many ends as starts. (start, end, starts, ends), the most frequent first."""
+    out = []
+    for start, n_start in event_counts.items():
+        provider, sep, name = start.partition(":")
+        if not sep or not n_start or provider in _NOT_MARKERS or provider.startswith("lttng_ust"):
+            continue
+        for a, b in _PAIRS:
+            lead = name[:-len(a)]
+            if not name.endswith(a) or (lead and lead[-1] not in "_-.") or lead.startswith("func"):
+                continue  # request_begin, not rebegin; a function's entry and exit are every call's
+            end = f"{provider}:{lead}{b}"
+            n_end = event_counts.get(end, 0)
+            if n_end and min(n_start, n_end) >= 0.5 * max(n_start, n_end):
+                out.append((start, end, n_start, n_end))
+    out.sort(key=lambda c: (-min(c[2], c[3]), c[0]))
+    return out[:most]
