@@ -475,7 +475,9 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
             if isinstance(changes, str):  # nor within minutes: one method's calls, a small part of each request
                 method = method_split(spans)
                 if isinstance(method, str):
-                    result.report.notes.append(f"what changed: not compared ({why}; {changes}; {method}); give "
+                    # each reason once: too few requests for the one split is too few for the others
+                    reasons = "; ".join(dict.fromkeys((why, changes, method)))
+                    result.report.notes.append(f"what changed: not compared ({reasons}); give "
                                                "--incident-time TIME or --reference FILE")
                     return
                 changes = [(method.at_ns, f"calls to {method.method}")]

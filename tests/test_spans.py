@@ -770,3 +770,28 @@ def test_grafana_tempo_traces_read_as_otlp(tmp_path, form):
         assert _span_set(a) == _span_set(b)
     else:
         assert sorted(b.span.tolist()) == sorted(a.span.tolist()) and "7" in "".join(b.methods)
+
+
+def test_trainticket_spans_a_child_before_its_parent_and_few_requests(tmp_path):
+    # Nezha's TrainTicket minutes (the OnlineBoutique form: ParentID root, Duration in us):
+    # a span may come before its parent; with two requests, what changed is not compared and
+    # the note says why once (three searches, one reason)
+    from perftriage.analysis.triage import run_triage
+
+    head = "TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration\n"
+    gw, seat, order = ("ts-gateway-service-6f6cfc45b-h5m2n", "ts-seat-service-5c95b49cff-tdsdz",
+                       "ts-order-service-5b67c48447-mv5hb")
+    rows = []
+    for t, trace in enumerate(("898fbabdd1894463575af052c4cd7982", "950a9e7e1989eda57078d48616555bc3")):
+        s0 = 1674982159219000000 + t * 10**9
+        rows += [f"{trace},{t}a,root,{gw},/*,{s0},{s0 + 28_160_000},28160",
+                 f"{trace},{t}c,{t}b,{order},/api/v1/orderservice/order/tickets,{s0 + 2_000_000},{s0 + 9_000_000},7000",
+                 f"{trace},{t}b,{t}a,{seat},HTTP POST,{s0 + 1_000_000},{s0 + 10_000_000},9000"]
+    (tmp_path / "08_50_trace.csv").write_text(head + "\n".join(rows) + "\n")
+    sp = read_spans([tmp_path / "08_50_trace.csv"])
+    assert len(sp.traces) == 2 and int((sp.parent == -1).sum()) == 2
+    trees = build_call_trees(sp)
+    assert [(c.size, c.width) for c in trees.categories] == [(2, 3)]  # one shape: gateway, seat, order
+    notes = run_triage([tmp_path]).report.notes
+    note = next(n for n in notes if n.startswith("what changed: not compared"))
+    assert note.count("2 requests: too few to find when they changed") == 1, note
