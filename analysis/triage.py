@@ -70,6 +70,9 @@ class TriageResult:
     analysis: RequestAnalysis | None = None  # on the compared units only (see ``compared``)
     compared: np.ndarray | None = None  # indices of the units compared (None: all of them)
     units: str = "markers"  # what a request is: markers, processes, threads or syscall
+    # a trace without known markers: its own events that look like a request's start and end,
+    # (start, end, starts, ends) (requests/markers.py)
+    marker_candidates: list[tuple[str, str, int, int]] = field(default_factory=list)
     spans: SpanTable | None = None
     calltrees: CallTrees | None = None
     diagnosis: Diagnosis | None = None
@@ -575,8 +578,9 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
             kind, requests = auto_units(graphs)
             # events of the application's own that look like a request's start and end are named,
             # with the options that cut requests by them (a perf recording's uprobes)
+            result.marker_candidates = marker_candidates(summary.event_counts)
             like = [f"--request-start {a} --request-end {b} ({count_of(na, 'starts')}, {count_of(nb, 'ends')})"
-                    for a, b, na, nb in marker_candidates(summary.event_counts)]
+                    for a, b, na, nb in result.marker_candidates]
             report.notes.append(f"no request markers in {_names(inputs)}: each {singular(kind)}'s "
                                 "life in the trace is a unit (--units processes|threads|syscall:NAME, or "
                                 + ("; ".join(like) + " for the events that look like a request's start and "

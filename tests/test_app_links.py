@@ -830,3 +830,27 @@ async def test_a_perf_recording_opens_at_its_sleeping_requests():
         assert tab(app) == "requests" and pane.cluster_filter == c
         ids = pane.table.fields["field_id"][pane.index] if "field_id" in pane.table.fields else None
         assert ids is not None and len(ids) >= 45 and all(int(i) % 20 == 10 for i in ids)
+
+
+@needs_bt2
+async def test_a_trace_without_known_markers_reruns_by_the_events_that_look_like_them():
+    # the committed perf recording's uprobes: the palette offers to cut requests by them, and
+    # the re-run does (1,000 requests between request_begin and request_end, not each thread)
+    from perftriage.analysis.triage import Options
+
+    app = PerftriageApp([str(ROOT / "tests" / "data" / "perf" / "threadpool")], Options(thread_metrics=False))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        assert app.result.units != "markers"
+        title = "Re-run: requests between probe_srv:request_begin and probe_srv:request_end"
+        assert title in [c.title for c in app.get_system_commands(app.screen)]
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"between probe_srv")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        await loaded(app, pilot)
+        assert app.result.units == "markers" and len(app.result.requests) == 1000
+        assert app.options.markers[0].start == "probe_srv:request_begin"
+        assert title not in [c.title for c in app.get_system_commands(app.screen)]  # it has its markers now

@@ -29,7 +29,7 @@ from perftriage.analysis.atomic import atomic_write
 from perftriage.analysis.errors import PerftriageError
 from perftriage.analysis.findings import render
 from perftriage.analysis.options import PARTS, Options, Progress
-from perftriage.analysis.requests.params import unit_noun
+from perftriage.analysis.requests.params import MarkerSpec, unit_noun
 from perftriage.analysis.units import count_of
 from perftriage.analysis.triage_process import AnalysisStopped, KeptGraph, TriageProcess, raise_error
 from perftriage.tui.panes.calltrees import CallTreesPane
@@ -549,6 +549,12 @@ class PerftriageApp(App):
                 if units != self.options.units:
                     yield SystemCommand(f"Re-run: requests are {units}", f"analyse again, a request being {what}",
                                         partial(self.rerun, units=units))
+            # a trace without known markers: its events that look like a request's start and end
+            for start, end, n_start, n_end in self.result.marker_candidates:
+                yield SystemCommand(f"Re-run: requests between {start} and {end}",
+                                    f"analyse again, cutting requests by them ({n_start:,} starts, {n_end:,} ends)",
+                                    partial(self.rerun, units="markers",
+                                            markers=(MarkerSpec(start, end, kind="custom"),)))
             for window in (1.0, 5.0, 10.0, 30.0):
                 yield SystemCommand(f"Re-run: thread metrics every {window:g} s",
                                     "analyse again with per-thread metrics from the kernel trace in windows of "
@@ -565,7 +571,8 @@ class PerftriageApp(App):
         self.options = dataclasses.replace(self.options, **changes)
         self.parts, self.history, self.cancelled, self._drawn = set(), [], False, {}
         self.result, self.load_error, self._progress = None, None, None
-        said = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in changes.items())
+        said = ", ".join(f"requests between {v[0].start} and {v[0].end}" if k == "markers" else
+                         f"{k.replace('_', ' ')} {v}" for k, v in changes.items() if not (k == "units" and "markers" in changes))
         self.notify(f"analysing again: {said}", timeout=4, markup=False)
         self._run += 1
         self._start_analysis()
