@@ -1303,3 +1303,25 @@ def test_a_server_of_its_own_kind_within_its_own_spread_did_not_move():
     mine = [iv.start for iv in ot.intervals if iv.server == 0]
     assert not [s for s in mine if 290 <= s <= 310], mine
     assert 900 in mine, mine
+
+
+def test_a_server_of_its_own_kind_keeps_its_own_daily_deviation_where_it_sits_in_its_range():
+    """Four days of five kinds: the first has a daily cycle, and on the third day reads its
+    peak's level at its trough's hour. Within its own range (not moved, for the others' part),
+    but against its day's profile it is far: that, its own, is flagged."""
+    from perftriage.analysis.counters.over_time import detect_over_time
+    from perftriage.analysis.counters.peers import find_peers
+
+    rng = np.random.default_rng(3)
+    T, levels = 4 * 1440, np.array([100.0, 50.0, 200.0, 1000.0, 5000.0])
+    v = levels[:, None, None] * (1 + rng.normal(0, 0.002, (5, 2, T)))
+    v[0] += 50 * np.sin(2 * np.pi * np.arange(T) / 1440)
+    trough = 2 * 1440 + 1080
+    v[0, :, trough:trough + 10] = 150 + rng.normal(0, 0.2, (2, 10))
+    cs = from_cube(v, ["db", "cache", "web", "queue", "store"], ["a", "b"], start=1.6e9, interval=60)
+    peers = find_peers(cs.servers, cs.values, cs.counters)
+    assert not peers.compared.any()
+    ot = detect_over_time(cs, peers=peers)
+    assert ot.seasonal
+    assert any(iv.server == 0 and trough - 2 <= iv.start <= trough + 2 for iv in ot.intervals), \
+        [(iv.server, iv.start) for iv in ot.intervals]

@@ -572,7 +572,8 @@ class PerftriageApp(App):
         self.parts, self.history, self.cancelled, self._drawn = set(), [], False, {}
         self.result, self.load_error, self._progress = None, None, None
         said = ", ".join(f"requests between {v[0].start} and {v[0].end}" if k == "markers" else
-                         f"{k.replace('_', ' ')} {v}" for k, v in changes.items() if not (k == "units" and "markers" in changes))
+                         f"{k.replace('_', ' ')} {v}" for k, v in changes.items()
+                         if not (k == "units" and "markers" in changes))  # the markers say it
         self.notify(f"analysing again: {said}", timeout=4, markup=False)
         self._run += 1
         self._start_analysis()

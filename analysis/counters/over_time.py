@@ -308,8 +308,9 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
     """z (float32), 'the peers said it', 'a daily profile was used', each series' median, how
     many series were judged against the hour before, and where a server of its own kind did not
     move itself (None: nowhere; its z there is the others' movement, not its own), for a block of
-    counters (against peers at the same time from three servers on). ``recent``: points in an
-    hour, when there are fewer than three days (0: none)."""
+    counters (against peers at the same time from three servers on), as the z it has there
+    without the others' part (NaN elsewhere). ``recent``: points in an hour, when there are fewer
+    than three days (0: none)."""
     S, C, T = v.shape
     srt = np.sort(v, axis=2)  # the series' resolution, median and spread from one sort
     usual = median_of_sorted(srt)[..., 0]
@@ -358,8 +359,10 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
             # against its usual 34.2k, 4% off, while the other pods' nodes were at 0.2M, not 5M)
             kind = ~peers.compared[peers.group]  # (S,)
             if kind.any():
-                still = np.zeros(v.shape, bool)
-                still[kind] = ~(np.nan_to_num(_robust(v[kind], floor[kind], unit=unit[kind])) > p.z)
+                still = np.full(v.shape, np.nan, np.float32)
+                at = ~(np.nan_to_num(_robust(v[kind], floor[kind], unit=unit[kind])) > p.z)
+                at &= ~alone[kind][..., None]  # a counter no other server has: nothing of theirs to leave out
+                still[kind] = np.where(at, z[kind], np.nan)  # its own z (a day's profile's), theirs left out
         why_peer = np.nan_to_num(zp) > np.nan_to_num(z)
         z = np.fmax(z, zp)
     n_recent = 0
@@ -412,7 +415,7 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
         # its difference to them goes: an idle pod's memory 16% under its usual for 23 minutes is
         # then no more than the way it differs from the rest, as it was before they were left out)
         if still is not None:
-            zb[still] = 0.0
+            zb = np.where(np.isnan(still), zb, np.nan_to_num(still))
         if p.sustained:  # before the scaling: beyond z over one long stretch is a level change, no tail
             sc = np.argwhere(q[..., 0] > p.z)
             if len(sc):

@@ -233,7 +233,8 @@ def marker_candidates(event_counts: dict[str, int], most: int = 2) -> list[tuple
     trace without the built-in markers: user-space events (``provider:name``: LTTng-UST's, a
     perf recording's uprobes ``probe_srv:request_begin`` or USDT probes) of one provider whose
     names differ only in their last word (begin/end, start/stop, entry/exit...; not a function's
-    entry and exit), both seen and about as many ends as starts. (start, end, starts, ends), the most frequent first."""
+    entry and exit), both seen and about as many ends as starts. (start, end, starts, ends), the
+    most frequent first."""
     out = []
     for start, n_start in event_counts.items():
         provider, sep, name = start.partition(":")
