@@ -1143,3 +1143,15 @@ def test_shares_of_time_apart_are_said_by_how_much_time_moved():
     said = explain([0], [1, 2, 3, 4, 5], means, stds, metrics, units)
     assert [m for m, _ in said] == ["Sleep", "Preempted", "Syscalls"]
     assert said[0][1][0].startswith("mean 20% against 3.6% for the others")
+
+
+def test_a_share_of_time_and_its_complement_keep_the_order_of_their_sd():
+    # a spinning worker: CPU +8.7 points (+23 sd) and Blocked -8.8 points (-18 sd) moved alike,
+    # one the other's complement: CPU, set further apart, stays first
+    from perftriage.analysis.threads.deviation import explain
+
+    metrics, units = ["Blocked", "CPU"], {"Blocked": "%", "CPU": "%"}
+    means = np.array([[87.4, 12.3]] + [[96.2 + 0.5 * d, 3.63 + 0.4 * d] for d in (-1, -0.5, 0, 0.5, 1)])
+    stds = np.array([[3.0, 2.0]] + [[2.0, 1.0]] * 5)
+    said = explain([0], [1, 2, 3, 4, 5], means, stds, metrics, units)
+    assert [m for m, _ in said] == ["CPU", "Blocked"], said
