@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 from .errors import InputError
 
 
+def is_stream(target: Path) -> bool:
+    """Whether ``target`` is there and not a regular file nor a folder: a device, a pipe or a socket
+    (/dev/null, /dev/stdout, a named pipe), written into as it is, never replaced."""
+    try:
+        mode = target.stat().st_mode  # through links: /dev/stdout is one
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def check_target(path: str | os.PathLike, protect=()) -> Path:
     """Raise InputError if ``path`` cannot or must not be written (checked before long work)."""
     target = Path(path)
+    if is_stream(target):
+        return target
     parent = target.parent if str(target.parent) else Path(".")
     resolved_parent = parent.resolve()
     for p in protect:
@@ -33,8 +46,14 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, protect=()) -> Path
     """Write ``data`` to ``path`` so that readers see either the old file or the whole new one.
 
     The data goes to a temporary file in the same folder, is flushed to disk, then renamed over
-    the target. ``protect``: folders (e.g. the input traces) that must never be written into."""
+    the target; a device, pipe or socket (/dev/null, /dev/stdout) is written into as it is.
+    ``protect``: folders (e.g. the input traces) that must never be written into."""
     target = check_target(path, protect)
+    if is_stream(target):  # renamed over, /dev/null would become a file (as root, where one may)
+        with open(target, "wb" if isinstance(data, bytes) else "w",
+                  **({} if isinstance(data, bytes) else {"encoding": "utf-8", "newline": "\n"})) as f:
+            f.write(data)
+        return target
     parent = target.parent if str(target.parent) else Path(".")
     mode = "wb" if isinstance(data, bytes) else "w"
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)

@@ -97,3 +97,28 @@ def test_new_folder_appears_whole_or_not_at_all(tmp_path):
     assert (out / "whole.csv").read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["sample"]
     with pytest.raises(InputError, match="not empty"):
         new_folder(out)
+
+
+def test_a_device_or_a_pipe_is_written_into_not_replaced(tmp_path):
+    # renamed over, /dev/null became a regular file (as root, where one may: make test did it
+    # each run through 'report -o /dev/null'); a named pipe is read by whoever waits on it
+    import stat
+    import subprocess
+    import sys
+    import threading
+
+    from conftest import ROOT
+
+    fifo = tmp_path / "findings.md"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    atomic_write(fifo, "# findings\n")
+    reader.join(10)
+    assert got == ["# findings\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["findings.md"]  # no temporary file beside it
+    r = subprocess.run([sys.executable, "-m", "perftriage", "report", str(ROOT / "sample_traces" / "fleet"), "-q",
+                        "-o", os.devnull], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
