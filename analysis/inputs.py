@@ -186,8 +186,10 @@ def classify(paths) -> Inputs:
                                             f"each hold {kind} files: name the folder to read (--reference for a "
                                             "second one to compare with)")
                 if not found:
+                    deeper = _deeper_data(subs)
                     raise InputError(p, "holds neither a CTF trace (no 'metadata' file) nor a data file perftriage "
-                                        "reads" + (", nor do its subfolders" if subs else ""))
+                                        "reads" + (", nor do its subfolders" if subs else "")
+                                     + (f"; data files lie deeper, in {deeper}: name that folder" if deeper else ""))
             continue
         if p.name == "metadata" and is_ctf_metadata(p):
             inputs.ctf.append(p.parent)
@@ -208,6 +210,32 @@ def classify(paths) -> Inputs:
             raise InputError(p, "unrecognised input: not a CTF trace folder nor a data file perftriage reads")
         inputs.add_file(kind, p)
     return inputs
+
+
+def _deeper_data(subs: list[Path], depth: int = 4, most: int = 200) -> Path | None:
+    """The first folder below ``subs`` (two to ``depth`` levels below the folder the user named,
+    breadth first, at most ``most`` folders looked into, links to folders not followed) that holds
+    a CTF trace or data files: what to name when the named folder and its subfolders hold none."""
+    level, seen = subs, 0
+    for _ in range(depth - 1):
+        below = []
+        for d in level:
+            try:
+                below += [c for c in sorted(d.iterdir()) if c.is_dir() and not c.is_symlink()
+                          and not c.name.startswith(".")]
+            except OSError:
+                continue
+        for d in below:
+            seen += 1
+            if seen > most:
+                return None
+            try:
+                if looks_like_ctf(d) or _add_folder(Inputs(paths=[]), d):
+                    return d
+            except OSError:
+                continue
+        level = below
+    return None
 
 
 def _add_folder(inputs: Inputs, folder: Path) -> int:

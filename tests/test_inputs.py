@@ -146,3 +146,16 @@ def test_a_time_to_compare_at_on_another_day_than_the_spans_first_gives_its_date
     assert hint and "start at 2022-08-22T03:49:10 UTC (payment-9c6d7f5b8-t4v6x)" in hint[0], res.report.notes
     # --incident-time takes it back: the interval's start
     assert user_time_ns("2022-08-22T03:49:10", int(res.spans.start.min())) == (T0 // 10**9 + 150) * 10**9
+
+
+def test_data_further_down_than_one_level_is_named_in_the_error(tmp_path):
+    # a copied dataset two folders down (and a link back up, which is not followed)
+    (tmp_path / "copy" / "2022").mkdir(parents=True)
+    _counters(tmp_path / "copy" / "2022" / "metric")
+    (tmp_path / "copy" / "loop").symlink_to(tmp_path)
+    with pytest.raises(InputError) as err:
+        classify([str(tmp_path)])
+    assert str(err.value).endswith(f"nor do its subfolders; data files lie deeper, in "
+                                   f"{tmp_path / 'copy' / '2022' / 'metric'}: name that folder")
+    assert sorted(p.name for p in classify([str(err.value).split("in ")[-1].split(":")[0]]).files["counters"]) == \
+        ["web-01.csv", "web-02.csv", "web-03.csv"]
