@@ -45,6 +45,7 @@ from perftriage.analysis.requests.time_spent import time_spent_findings
 from perftriage.analysis.requests.units import (auto_units, comparable, not_compared_reason, not_compared_summary,
                                                 parse_unit, process_units, syscall_units, thread_units)
 from perftriage.analysis.spans.table import SpanTable
+from perftriage.analysis.threads.contention import cpu_waits
 from perftriage.analysis.threads.from_trace import thread_series_from_graphs
 from perftriage.analysis.threads.series import ThreadSeries, read_thread_metrics
 from perftriage.analysis.threads.topdown import TopDown, top_down, topdown_findings
@@ -199,7 +200,9 @@ def _run_threads(files, options: Options, result: TriageResult, progress: Progre
 
 
 def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: TriageResult,
-                     progress: ProgressFn | None) -> None:
+                     progress: ProgressFn | None, takers=None) -> None:
+    """``takers``: for thread series from a kernel trace, what ran while a thread waited for a CPU
+    (:func:`_cpu_waits`)."""
     if result.threads is not None:
         result.report.notes.append(f"{source}: thread metrics already analysed from another input; not this one")
         return
@@ -220,8 +223,28 @@ def _analyse_threads(ts: ThreadSeries, source: str, options: Options, result: Tr
     td = top_down(ts, options.threads, progress=on_level, on_analysed=on_analysed)
     result.threads = td
     result.report.notes.extend(f"{source}: {n}" for n in td.notes)
-    result.report.findings.extend(topdown_findings(td))
+    result.report.findings.extend(topdown_findings(td, takers))
     result.ready("threads")
+
+
+def _cpu_waits(ts: ThreadSeries, graphs: dict[str, ExecGraph]):
+    """The words for what ran while a thread of ``ts`` (from the graphs) waited for a CPU:
+    ``takers(thread, from_s, to_s, where)``, from what threads/contention.py takes of the graphs."""
+    hosts: dict[str, list[int]] = {}
+    for t, host in enumerate(ts.groups.get("machine", [])):
+        try:
+            hosts.setdefault(host, []).append(int(ts.ids[t]))
+        except ValueError:
+            continue
+    waits = cpu_waits(graphs, hosts)
+
+    def takers(t: int, a: float, b: float, where: str) -> str | None:
+        try:
+            return waits.words(ts.groups["machine"][t], int(ts.ids[t]), int(a * 1e9), int(b * 1e9), where)
+        except (ValueError, OverflowError):
+            return None
+
+    return takers
 
 
 def _run_counters(files, options: Options, result: TriageResult, progress: ProgressFn | None,
@@ -647,8 +670,9 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
     if want_threads:
         if graphs:
             ts = thread_series_from_graphs(graphs, options.thread_windows or None, background=options.background)
+            waits = _cpu_waits(ts, graphs)  # taken before the graphs go: what a ranked thread's waits met
             graphs = _done_with_graphs(graphs, options, result)
-            _analyse_threads(ts, "kernel trace", options, result, progress)
+            _analyse_threads(ts, "kernel trace", options, result, progress, takers=waits)
         elif options.thread_metrics or options.thread_windows is not None:
             report.notes.append("--thread-metrics needs a kernel trace: none among the inputs")
     if progress is not None:

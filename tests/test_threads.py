@@ -1155,3 +1155,82 @@ def test_a_share_of_time_and_its_complement_keep_the_order_of_their_sd():
     stds = np.array([[3.0, 2.0]] + [[2.0, 1.0]] * 5)
     said = explain([0], [1, 2, 3, 4, 5], means, stds, metrics, units)
     assert [m for m, _ in said] == ["CPU", "Blocked"], said
+
+
+def _graph(threads: dict, intervals: dict):
+    """A one-host execution graph from {tid: (pid, comm)} and {tid: [(start, end, state)]}."""
+    from perftriage.analysis.execgraph.graph import ExecGraph, ThreadInfo
+
+    tids = sorted(intervals)
+    rows = [(t, s, e, st) for t in tids for s, e, st in intervals[t]]
+    lo = np.searchsorted([r[0] for r in rows], tids, "left")
+    hi = np.searchsorted([r[0] for r in rows], tids, "right")
+    n = len(rows)
+    return ExecGraph("h", 0, 10**9, np.array(tids), lo, hi, np.array([r[1] for r in rows], np.int64),
+                     np.array([r[2] for r in rows], np.int64), np.array([r[3] for r in rows], np.int8),
+                     np.zeros(n, np.int8), np.full(n, -1, np.int64), np.full(n, -1, np.int64),
+                     np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), [],
+                     threads={t: ThreadInfo(t, pid=p, comm=c) for t, (p, c) in threads.items()})
+
+
+def test_what_ran_while_a_thread_waited_for_a_cpu():
+    # worker 11 (pid 10) waits 0-4 ms and 10-12 ms; meanwhile the backup job (pid 50) runs 0-3 ms,
+    # its own process's thread 12 runs 3-5 ms, the tracer (perf, pid 60) 10-11.5 ms; the idle task
+    # is no one; what ran outside the waits (20-30 ms) is not counted
+    from perftriage.analysis.execgraph.graph import BP, RU
+    from perftriage.analysis.threads.contention import cpu_waits
+
+    ms = 1_000_000
+    threads = {11: (10, "worker-1"), 12: (10, "worker-2"), 50: (50, "backup"), 60: (60, "perf")}
+    g = _graph(threads, {0: [(0, 30 * ms, RU)],
+                         11: [(0, 4 * ms, BP), (4 * ms, 10 * ms, RU), (10 * ms, 12 * ms, BP)],
+                         12: [(3 * ms, 5 * ms, RU)], 50: [(0, 3 * ms, RU), (20 * ms, 30 * ms, RU)],
+                         60: [(10 * ms, 11_500_000, RU)]})
+    waits = cpu_waits({"h": g}, {"h": [11]})
+    waited, who = waits.takers("h", 11, 0, 30 * ms)
+    assert waited == 6 * ms
+    assert who == [("backup[50]", 3 * ms), ("perf[60] (the tracer)", 1_500_000),
+                   ("its own process's other threads", 1 * ms)]
+    assert waits.takers("h", 11, 9 * ms, 30 * ms) == (2 * ms, [("perf[60] (the tracer)", 1_500_000)])
+    line = waits.words("h", 11, 0, 30 * ms, "over the trace")
+    assert line == ("while it waited for a CPU (6 ms over the trace), the CPUs ran backup[50] 3 ms, "
+                    "perf[60] (the tracer) 1.5 ms, its own process's other threads 1 ms")
+    assert waits.words("h", 11, 5 * ms, 9 * ms) is None  # it did not wait there
+
+
+def test_a_thread_ranked_for_its_waits_for_a_cpu_is_told_what_ran_then():
+    # a five-sample burst of one thread's waits for a CPU: its finding asks what ran in the window
+    # that found it (the half window, which the burst fills), and says so; another metric leading
+    # asks nothing
+    from perftriage.analysis.sim.threadpool import pool_series
+    from perftriage.analysis.threads.topdown import level_findings
+
+    ts, _ = pool_series(PoolConfig(seed=12, deviations={}))
+    ts.metrics = ["Preempted"] + list(ts.metrics[1:])
+    i = ts.ids.index(next(t for t, w in zip(ts.ids, ts.groups["wave"]) if w == "W4"))
+    x = ts.values[ts.lo[i]:ts.hi[i]]
+    x[len(x) // 4:len(x) // 4 + 5, 0] = 95.0
+    res = analyse_level(ts, "thread", {"wave": "W4"}, ThreadParams(replicates=50))
+    r = next(r for r in res.ranking if res.names[r.items[0]] == ts.ids[i])
+    e = res.excursions[r.items[0]]
+    assert r.how == "window" and r.metrics[0][0] == "Preempted" and e.window == res.params.window // 2
+    asked = []
+
+    def takers(t, a, b, where):
+        asked.append((t, a, b, where))
+        return "while it waited for a CPU, the CPUs ran backup[50]"
+
+    f = next(f for f in level_findings(res, ts, takers) if ts.ids[i] in f.subject)
+    assert "while it waited for a CPU, the CPUs ran backup[50]" in f.evidence
+    step = float(np.median(np.diff(ts.times(i))))
+    (t, a, b, where), = asked
+    assert t == i and abs((b - a) - e.window * step) < 1e-6 * step
+    first = e.sample - e.window // 2  # the window's first sample (samples are their windows' middles)
+    assert (a, b) == (ts.times(i)[first] - step / 2, ts.times(i)[first + e.window - 1] + step / 2)
+    assert abs(first - len(x) // 4) <= 1  # the burst's
+    assert f"for {e.window} samples" in r.metrics[0][1]  # the words say the window that found it
+    asked.clear()
+    ts.metrics = ["CPU"] + list(ts.metrics[1:])
+    res = analyse_level(ts, "thread", {"wave": "W4"}, ThreadParams(replicates=50))
+    level_findings(res, ts, takers)
+    assert not asked

@@ -358,7 +358,7 @@ def _excursion_words(ts: ThreadSeries, res: LevelResult, item: int) -> tuple[str
     m = res.metrics[e.metric]
     u = ts.unit(m)
     way = "rose" if e.level >= e.baseline else "fell"
-    w = res.params.window
+    w = e.window or res.params.window  # the half window finds a spike that fills half the window
     length = _length(ts, res, item, e.member, w)
     return (f"{m} {way} to {_num(e.level)}{u} from {_num(e.baseline)}{u} for {length or f'{w} samples'}",
             (m, f"{who}{way} to {_num(e.level)}{u} from its running level of {_num(e.baseline)}{u} "
@@ -495,6 +495,7 @@ class Excursion:
     level: float  # the window's mean there
     baseline: float  # the running median it departed from
     member: int = -1  # found in this member thread of the abstraction (-1: in the abstraction's mean)
+    window: int = 0  # samples in the window that found it (``params.window`` or half of it; 0: not told)
 
 
 def mean_series(g: list[np.ndarray]) -> np.ndarray:
@@ -620,7 +621,7 @@ def _window_scores(groups: list[list[np.ndarray]], window: int, resolution=None)
             z = np.where(np.abs(r) <= resolution * (1 + 1e-9), 0.0, z)
         wi, j = np.unravel_index(int(np.argmax(z)), z.shape)
         out.append(Excursion(float(z[wi, j]), int(j), int(starts[wi] + w // 2), float(means[wi, j]),
-                             float(med[wi, j])))
+                             float(med[wi, j]), window=w))
     return out
 
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perftriage.analysis.findings import Finding, Table
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_of, fmt_duration
 
-from .deviation import LevelResult, ThreadParams, abstractions, analyse_level, could_rank
+from .deviation import LevelResult, Ranked, ThreadParams, abstractions, analyse_level, could_rank
 from .series import ThreadSeries, plural
 
 
@@ -210,7 +210,37 @@ def shown_name(res: LevelResult, ts: ThreadSeries, i: int) -> str:
     return f"{name} ({own})" if own and own not in (name, pool) else name
 
 
-def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
+def _waits_span(res: LevelResult, ts: ThreadSeries, r: Ranked) -> list[tuple[int, float, float, str]]:
+    """(thread, from, to in the thread's time, how to name it) where a ranking led by its waits
+    for a CPU was found: the short excursion's window, else the whole run of each of its threads
+    (two at most)."""
+    out = []
+    for item in r.items[:2]:
+        members = res.members[item]
+        stretch = (res.excursions if r.how == "window" else res.departures if r.how == "departure" else None)
+        found = stretch[item] if stretch is not None else None
+        if found is not None and found.member >= 0:
+            members = [members[found.member]]
+        for t in members[:2]:
+            times = ts.times(t)
+            if not len(times):
+                continue
+            step = float(np.median(np.diff(times))) if len(times) > 1 else 0.0  # samples are window middles
+            if r.how == "window" and found is not None:
+                w = found.window or res.params.window
+                a = min(max(found.sample - w // 2, 0), len(times) - 1)
+                b = min(a + w - 1, len(times) - 1)
+                lo, hi = float(times[a]) - step / 2, float(times[b]) + step / 2
+                out.append((t, lo, hi, f"in those {fmt_duration((hi - lo) * 1e9)}" if 0 < hi - lo < 1e9 else "there"))
+            else:
+                out.append((t, float(times[0]) - step / 2, float(times[-1]) + step / 2, "over the trace"))
+    return out
+
+
+def level_findings(res: LevelResult, ts: ThreadSeries, takers=None) -> list[Finding]:
+    """``takers(thread, from, to, where)``: a line saying what ran while the thread waited for a
+    CPU then (a kernel trace's, threads/contention.py), for rankings led by those waits; None:
+    none."""
     out = []
     params = res.parameters()
     for rank, r in enumerate(res.ranking):
@@ -218,6 +248,12 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
         what = res.level if len(names) == 1 else plural(res.level)
         # what deviates, in the metrics' own units, first; how it was found last, as details
         ev = [f"{metric}: {text}" for metric, text in r.metrics]
+        if takers is not None and r.metrics and r.metrics[0][0] == "Preempted":
+            several = len(r.items) > 1 or len(res.members[r.items[0]]) > 1
+            for t, a, b, where in _waits_span(res, ts, r):
+                line = takers(t, a, b, where)
+                if line:
+                    ev.append(f"in its thread {ts.ids[t]}: {line}" if several else line)
         if r.how == "dendrogram":
             if np.isfinite(r.separation):
                 ev.append(f"its metrics move together unlike the other {plural(res.level)}' ({r.separation:.1f}x "
@@ -254,10 +290,11 @@ def level_findings(res: LevelResult, ts: ThreadSeries) -> list[Finding]:
     return out
 
 
-def topdown_findings(td: TopDown) -> list[Finding]:
+def topdown_findings(td: TopDown, takers=None) -> list[Finding]:
+    """The walk's findings; ``takers``: see :func:`level_findings`."""
     out = []
     for res in td.results:
-        out.extend(level_findings(res, td.series))
+        out.extend(level_findings(res, td.series, takers))
     top = td.results[0] if td.results else None
     if top is not None:
         rows = []
