@@ -301,3 +301,18 @@ def test_the_report_lets_the_graphs_go_and_finds_the_same(thread_metrics):
         texts.append(re.sub(r"Generated \S+", "", render(r.report, "md")))
     assert texts[0] == texts[1]
     assert ("Thread pools" in texts[0]) == bool(thread_metrics)
+
+
+def test_thread_metrics_before_a_path_takes_no_window_from_it():
+    # '--thread-metrics PATH' read the path as the window ("is not a number", exit 2): it is the
+    # option without a window, then the path; a number there is still the window
+    from perftriage.cli.main import _normalise_argv
+
+    assert _normalise_argv(["report", "--thread-metrics", "trace/"]) == ["report", "--thread-metrics-auto", "trace/"]
+    assert _normalise_argv(["report", "--thread-metrics", "0.5", "trace/"]) == ["report", "--thread-metrics", "0.5",
+                                                                               "trace/"]
+    assert _normalise_argv(["report", "--thread-metrics", "-q", "t/"]) == ["report", "--thread-metrics", "-q", "t/"]
+    r = cli("report", "--format", "json", "--thread-metrics", ROOT / "sample_traces" / "webserver")
+    assert r.returncode == 0, r.stderr
+    notes = json.loads(r.stdout)["notes"]
+    assert any("per-thread metrics from the kernel trace" in n and "in windows of 312.747 ms" in n for n in notes), notes

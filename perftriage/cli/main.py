@@ -48,10 +48,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _normalise_argv(argv: list[str]) -> list[str]:
-    """``perftriage PATH...`` means ``perftriage open PATH...``; ``--debug`` is taken anywhere."""
+    """``perftriage PATH...`` means ``perftriage open PATH...``; ``--debug`` is taken anywhere;
+    ``--thread-metrics PATH`` is the option without a window, then a path (its optional window
+    would take the path and fail as 'not a number')."""
     debug = ["--debug"] if "--debug" in argv else []
     argv = [a for a in argv if a != "--debug"]
+    argv = ["--thread-metrics-auto" if a == "--thread-metrics" and i + 1 < len(argv) and not argv[i + 1].startswith("-")
+            and not _is_number(argv[i + 1]) else a for i, a in enumerate(argv)]
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
         return debug + ["open", *argv]
     return debug + argv

@@ -80,6 +80,9 @@ def add_thread_options(p: argparse.ArgumentParser) -> None:
                         "rank the deviating threads; on by default for a kernel trace without request markers")
     g.add_argument("--no-thread-metrics", action="store_true",
                    help="do not derive thread metrics from a kernel trace")
+    # '--thread-metrics PATH': the path is a path, not the window (main._normalise_argv)
+    g.add_argument("--thread-metrics-auto", dest="thread_metrics", action="store_const", const=0.0,
+                   help=argparse.SUPPRESS)
 
 
 def add_counter_options(p: argparse.ArgumentParser) -> None:
