@@ -203,3 +203,33 @@ def test_clusters_said_as_information_keep_their_summary_beside_them():
     clusters = [i for i, t in enumerate(titles) if t.startswith("Cluster ")]
     assert len(clusters) >= 2 and clusters == list(range(clusters[0], clusters[-1] + 1))
     assert titles[clusters[-1] + 1] == "Outlying threads"
+
+
+def test_outliers_of_one_kind_split_by_what_hardly_weighs_are_one_cluster():
+    # 60 sleeps of 8.4 ms (RU 0.35 ms, BS 8 ms); 20 of them also waited 18 us for a CPU, 10 read
+    # 0.2 ms from the disk (one segment where the others have none: far in standardised log
+    # counts); 30 disk waits of 3 ms (BD): two kinds, not four clusters
+    from perftriage.analysis.requests.clusters import cluster_outliers
+    from perftriage.analysis.requests.features import FeatureTable
+
+    rng = np.random.default_rng(4)
+    states = ["RU", "BP", "BD", "BS"]
+    normal = np.column_stack([rng.normal(0.35, 0.02, 900), np.zeros(900), np.zeros(900), np.zeros(900)])
+    sleeps = np.column_stack([rng.normal(0.35, 0.02, 60), np.zeros(60), np.zeros(60), rng.normal(8.0, 0.05, 60)])
+    sleeps[:20, 1] = 0.018
+    sleeps[20:30, 2] = 0.2
+    disk = np.column_stack([rng.normal(0.3, 0.02, 30), np.zeros(30), rng.normal(3.0, 0.1, 30), np.zeros(30)])
+    ms = np.vstack([normal, sleeps, disk])
+    counts = np.column_stack([np.full(len(ms), 6), (ms[:, 1] > 0).astype(int), (ms[:, 2] > 0).astype(int),
+                              (ms[:, 3] > 0).astype(int)])
+    n = len(ms)
+    e = np.zeros(n, np.int64)
+    ft = FeatureTable(id=np.arange(n), kind=np.full(n, "x", object), host=np.full(n, "", object), pid=e, tid=e,
+                      start=e, end=e, states=states, durations=ms * 1e6, counts=counts, total=ms.sum(axis=1) * 1e6,
+                      syscalls=Ragged.empty(n), state_seq=Ragged.empty(n))
+    outlier = np.arange(n) >= 900
+    cl = cluster_outliers(ft, outlier, ClusterParams())
+    assert cl.k == 2, (cl.k, cl.k_from)
+    assert len(set(cl.label[900:960])) == 1 and len(set(cl.label[960:])) == 1 and cl.label[900] != cl.label[960]
+    assert "merged" in cl.k_from
+    assert cluster_outliers(ft, outlier, ClusterParams(k=4)).k == 4  # a k given is kept

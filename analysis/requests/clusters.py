@@ -12,7 +12,9 @@ Features clustered (``ClusterParams.features``):
 
 As in the authors' code, the scaler is fitted on all requests and applied to the outliers.
 k-means with k from 2 to 10 (bounded by the number of outliers), 20 initialisations, a fixed
-seed; k is the knee of the inertia curve (Kneedle), unless given.
+seed; k is the knee of the inertia curve (Kneedle), unless given. Beyond the paper, clusters alike
+in where their time went, how long they took and how they waited there are then merged (see
+``_alike``: k-means splits one kind of outlier by rare states that hardly weigh in its time).
 
 For each group (the normal requests and every cluster): the paper's Table IV (count, mean and
 median duration, mean number of system calls, mean number of distinct system calls) and the mean
@@ -111,6 +113,13 @@ def _cluster(ft, F, idx, label, params: ClusterParams, used: dict) -> ClusterRes
         label[idx] = labels[k]
         res = ClusterResult(label, k, ks, inertia, "knee of the inertia curve (Kneedle)" if knee is not None
                             else "smallest k (no knee)", params=used)
+    if params.k is None and res.k > 1:
+        merged = _alike(ft, idx, label[idx], res.k)
+        if merged.max() + 1 < res.k:
+            label[idx] = merged[label[idx]]
+            res.k_from += (f", then {res.k - int(merged.max()) - 1} merged with a cluster alike in where their "
+                           "time went and how long they took")
+            res.k = int(merged.max()) + 1
     # clusters numbered by size, largest first; of equal size, the slower (median duration) first:
     # the numbers do not depend on the order k-means happened to label them in
     sizes = np.bincount(label[idx], minlength=res.k)
@@ -124,6 +133,52 @@ def _cluster(ft, F, idx, label, params: ClusterParams, used: dict) -> ClusterRes
     res.state_values = "segment counts" if ft.counts is not None else "durations (ms)"
     res.params.update({"k": res.k, "k_from": res.k_from})
     return res
+
+
+ALIKE_SHARES = 0.1  # time shares this close (total variation) ...
+ALIKE_DURATION = 1.5  # ... medians within this factor ...
+ALIKE_COUNTS = 2.0  # ... and, in each state holding 5% of the time or more, segments within this factor
+
+
+def _alike(ft: FeatureTable, idx: np.ndarray, lab: np.ndarray, k: int) -> np.ndarray:
+    """k-means splits a group of outliers of one kind by what hardly weighs in their time: 50
+    sleeps of 8.4 ms into three clusters by one 18 us wait for a CPU or one 0.2 ms disk read
+    (rare states: one segment where most requests have none is far in standardised log counts).
+    Clusters are merged (a new label per cluster) when they are alike where their time went
+    (each state's share of their mean duration within ``ALIKE_SHARES`` in total variation), how
+    long they took (medians within ``ALIKE_DURATION``), and how they waited in the states that
+    hold their time (mean segment counts within ``ALIKE_COUNTS``): what the findings tell apart."""
+    dur = np.asarray(ft.durations, np.float64)[idx]
+    cnt = np.asarray(ft.counts, np.float64)[idx] if ft.counts is not None else None
+    total = np.asarray(ft.total, np.float64)[idx]
+    mean_d = np.array([dur[lab == c].mean(axis=0) if (lab == c).any() else np.zeros(dur.shape[1]) for c in range(k)])
+    share = mean_d / np.maximum(mean_d.sum(axis=1, keepdims=True), 1e-12)
+    median = np.array([np.median(total[lab == c]) if (lab == c).any() else 0.0 for c in range(k)])
+    mean_c = (np.array([cnt[lab == c].mean(axis=0) for c in range(k)]) if cnt is not None else None)
+    parent = list(range(k))
+
+    def find(c):
+        while parent[c] != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    for a in range(k):
+        for b in range(a + 1, k):
+            if 0.5 * np.abs(share[a] - share[b]).sum() > ALIKE_SHARES:
+                continue
+            lo, hi = sorted((median[a], median[b]))
+            if lo <= 0 or hi > ALIKE_DURATION * lo:
+                continue
+            if mean_c is not None:
+                held = (share[a] >= 0.05) | (share[b] >= 0.05)
+                ca, cb = mean_c[a][held] + 1, mean_c[b][held] + 1  # +1: a state with none is one step from one
+                if (np.maximum(ca, cb) > ALIKE_COUNTS * np.minimum(ca, cb)).any():
+                    continue
+            parent[find(b)] = find(a)
+    roots = np.array([find(c) for c in range(k)])
+    _, new = np.unique(roots, return_inverse=True)
+    return new
 
 
 def group_stats(ft: FeatureTable, label: np.ndarray, k: int) -> list[GroupStats]:
