@@ -457,3 +457,17 @@ def test_a_trace_without_known_markers_names_the_events_that_look_like_them():
     assert not any(n.startswith("no request markers") for n in again["notes"])
     assert any("1,000 requests" in e for f in again["findings"] for e in f["evidence"]), \
         [f["title"] for f in again["findings"]]
+
+
+@needs_bt2
+def test_info_says_which_request_markers_a_trace_holds_or_what_looks_like_them():
+    run = [sys.executable, "-m", "perftriage", "info"]
+    out = subprocess.run([*run, str(TRACE)], capture_output=True, text=True).stdout
+    assert ("requests no known markers (each process or thread is a unit); events that look like a request's start "
+            "and end: --request-start probe_srv:request_begin --request-end probe_srv:request_end (1,000 starts, "
+            "1,000 ends)") in out.splitlines()
+    js = json.loads(subprocess.run([*run, "--json", str(TRACE)], capture_output=True, text=True).stdout)
+    assert js["request_markers"] == [] and js["marker_candidates"] == [
+        {"start": "probe_srv:request_begin", "end": "probe_srv:request_end", "starts": 1000, "ends": 1000}]
+    web = subprocess.run([*run, str(ROOT / "sample_traces" / "webserver")], capture_output=True, text=True).stdout
+    assert "requests ust_php:request_entry / ust_php:request_exit (2,500 starts, 2,500 ends)" in web.splitlines()

@@ -64,9 +64,10 @@ def _traces(args, paths: list[str], files, notes=(), origin=lambda trace: None) 
 
     from perftriage.analysis.cores import available_cores  # noqa: PLC0415
     from perftriage.analysis.ctf.summary import summarize  # noqa: PLC0415
-    from perftriage.analysis.units import fmt_duration, fmt_timestamp  # noqa: PLC0415
+    from perftriage.analysis.units import count_of, fmt_duration, fmt_timestamp  # noqa: PLC0415
 
     s = summarize(paths, decoders=args.jobs or available_cores())
+    markers, like = _markers(s.event_counts)
     if args.json:
         data = {
             "traces": [
@@ -92,6 +93,8 @@ def _traces(args, paths: list[str], files, notes=(), origin=lambda trace: None) 
             "begin_ns": s.begin_ns,
             "end_ns": s.end_ns,
             "event_counts": s.event_counts,
+            "request_markers": [{"start": a, "end": b, "starts": na, "ends": nb} for a, b, na, nb in markers],
+            "marker_candidates": [{"start": a, "end": b, "starts": na, "ends": nb} for a, b, na, nb in like],
             "error": s.error,
             "decoder": s.decoder,
             "files": [asdict(f) for f in files],
@@ -123,6 +126,15 @@ def _traces(args, paths: list[str], files, notes=(), origin=lambda trace: None) 
         width = max((len(n) for n in s.event_counts), default=10)
         for name, n in s.event_counts.items():
             out.append(f"  {name:<{width}}  {n:>12,}")
+        if markers:
+            out.append("requests " + "; ".join(f"{a} / {b} ({count_of(na, 'starts')}, {count_of(nb, 'ends')})"
+                                               for a, b, na, nb in markers))
+        elif s.event_counts:
+            out.append("requests no known markers (each process or thread is a unit)" + (
+                "; events that look like a request's start and end: " + "; ".join(
+                    f"--request-start {a} --request-end {b} ({count_of(na, 'starts')}, {count_of(nb, 'ends')})"
+                    for a, b, na, nb in like)
+                if like else ""))
         out.append(f"read by {s.decoder}")
         if s.error:
             out.append(f"error   {s.error}")
@@ -134,6 +146,17 @@ def _traces(args, paths: list[str], files, notes=(), origin=lambda trace: None) 
     for problem in ([s.error] if s.error else []) + damaged:
         print(f"perftriage: partial data: {problem}", file=sys.stderr)
     return EXIT_PARTIAL if s.error or damaged else EXIT_OK
+
+
+def _markers(event_counts: dict[str, int]):
+    """The built-in request markers the trace holds (start, end, starts, ends), and where it holds
+    none, the events that look like a request's start and end (requests/markers.py)."""
+    from perftriage.analysis.requests.markers import marker_candidates  # noqa: PLC0415
+    from perftriage.analysis.requests.params import BUILTIN_MARKERS  # noqa: PLC0415
+
+    known = [(m.start, m.end, event_counts.get(m.start, 0), event_counts.get(m.end, 0)) for m in BUILTIN_MARKERS]
+    known = [k for k in known if k[2] or k[3]]
+    return known, ([] if known else marker_candidates(event_counts))
 
 
 def _ranges(nums: list[int]) -> str:
