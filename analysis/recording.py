@@ -28,6 +28,7 @@ from pathlib import Path
 
 from perftriage.analysis.execgraph.events import GRAPH_EVENTS
 from perftriage.analysis.requests.markers import BUILTIN_MARKERS, MarkerSpec
+from perftriage.analysis.requests.params import marker_kind
 
 #: events the graph understands that a recording gets from another tracepoint (older recipes,
 #: other kernels): reader's name -> the tracepoint recorded instead
@@ -154,7 +155,7 @@ def make_plan(output, session: str, markers=BUILTIN_MARKERS, kernel: bool = True
 
 def custom_markers(start: str | None, end: str | None, key: str = "vtid") -> tuple[MarkerSpec, ...]:
     if start and end:
-        return (MarkerSpec(start, end, key=key, kind="custom"),)
+        return (MarkerSpec(start, end, key=key, kind=marker_kind(start)),)
     return BUILTIN_MARKERS
 
 

@@ -109,3 +109,11 @@ def test_custom_markers_on_a_real_ust_trace():
     res = read_once([real_trace("tracevizlab-php-ust")], [MarkerRequests([spec])])
     t = res.results[0]
     assert len(t) >= 1 and (t.duration > 0).all()
+
+
+def test_a_users_markers_are_named_by_their_provider():
+    from perftriage.analysis.requests.params import marker_kind
+
+    assert marker_kind("probe_srv:request_begin") == "probe_srv"
+    assert marker_kind("myapp:req_start") == "myapp"
+    assert marker_kind("request_begin") == "request_begin"  # no provider: the whole name

@@ -29,7 +29,7 @@ from perftriage.analysis.atomic import atomic_write
 from perftriage.analysis.errors import PerftriageError
 from perftriage.analysis.findings import render
 from perftriage.analysis.options import PARTS, Options, Progress
-from perftriage.analysis.requests.params import MarkerSpec, unit_noun
+from perftriage.analysis.requests.params import MarkerSpec, marker_kind, unit_noun
 from perftriage.analysis.units import count_of
 from perftriage.analysis.triage_process import AnalysisStopped, KeptGraph, TriageProcess, raise_error
 from perftriage.tui.panes.calltrees import CallTreesPane
@@ -554,7 +554,7 @@ class PerftriageApp(App):
                 yield SystemCommand(f"Re-run: requests between {start} and {end}",
                                     f"analyse again, cutting requests by them ({n_start:,} starts, {n_end:,} ends)",
                                     partial(self.rerun, units="markers",
-                                            markers=(MarkerSpec(start, end, kind="custom"),)))
+                                            markers=(MarkerSpec(start, end, kind=marker_kind(start)),)))
             for window in (1.0, 5.0, 10.0, 30.0):
                 yield SystemCommand(f"Re-run: thread metrics every {window:g} s",
                                     "analyse again with per-thread metrics from the kernel trace in windows of "

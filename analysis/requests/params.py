@@ -25,6 +25,14 @@ class MarkerSpec:
         return self.key in THREAD_KEYS
 
 
+def marker_kind(start: str) -> str:
+    """What a user's own markers' requests are called (``kind``): the start event's provider,
+    'probe_srv' for ``probe_srv:request_begin``, so that request 370 reads 'probe_srv #370', not
+    'custom #370' (the whole name where it has no provider)."""
+    provider, sep, _ = start.partition(":")
+    return provider if sep and provider else start
+
+
 PHP = MarkerSpec(
     "ust_php:request_entry",
     "ust_php:request_exit",

@@ -214,13 +214,14 @@ def triage_options(args):
     """The triage options the parsed arguments ask for (usage errors raise :class:`Usage`)."""
     # the light modules of what a user chooses: no analysis, no numpy (the app's first screen waits for these)
     from perftriage.analysis.options import Options  # noqa: PLC0415
-    from perftriage.analysis.requests.params import BUILTIN_MARKERS, MarkerSpec, parse_unit  # noqa: PLC0415
+    from perftriage.analysis.requests.params import BUILTIN_MARKERS, MarkerSpec, marker_kind, parse_unit  # noqa: PLC0415
 
     markers = BUILTIN_MARKERS
     if args.request_start or args.request_end:
         if not (args.request_start and args.request_end):
             raise Usage("--request-start and --request-end go together")
-        markers = (MarkerSpec(args.request_start, args.request_end, key=args.request_key, kind="custom"),)
+        markers = (MarkerSpec(args.request_start, args.request_end, key=args.request_key,
+                                      kind=marker_kind(args.request_start)),)
     try:
         parse_unit(args.units)
     except PerftriageError as exc:
