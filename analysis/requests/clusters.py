@@ -154,7 +154,8 @@ def _alike(ft: FeatureTable, idx: np.ndarray, lab: np.ndarray, k: int) -> np.nda
     mean_d = np.array([dur[lab == c].mean(axis=0) if (lab == c).any() else np.zeros(dur.shape[1]) for c in range(k)])
     share = mean_d / np.maximum(mean_d.sum(axis=1, keepdims=True), 1e-12)
     median = np.array([np.median(total[lab == c]) if (lab == c).any() else 0.0 for c in range(k)])
-    mean_c = (np.array([cnt[lab == c].mean(axis=0) for c in range(k)]) if cnt is not None else None)
+    mean_c = (np.array([cnt[lab == c].mean(axis=0) if (lab == c).any() else np.zeros(cnt.shape[1]) for c in range(k)])
+              if cnt is not None else None)
     parent = list(range(k))
 
     def find(c):

@@ -79,14 +79,13 @@ class CpuWaits:
             return 0, []
         other = h.run_tid != tid
         took = _inside(ws, we, h.run_start[other], h.run_end[other])
-        pids = h.run_pid[other]
         hit = took > 0
-        per: dict[str, int] = {}
+        pids, at = np.unique(h.run_pid[other][hit], return_inverse=True)  # per process, not per interval
+        sums = np.bincount(at, weights=took[hit], minlength=len(pids))
         mine = h.pid.get(tid, tid)
-        for pid, ns in zip(pids[hit].tolist(), took[hit].tolist()):
-            name = "its own process's other threads" if pid == mine else h.names.get(pid, f"?[{pid}]")
-            per[name] = per.get(name, 0) + int(ns)
-        return waited, sorted(per.items(), key=lambda kv: -kv[1])[:most]
+        per = sorted(((("its own process's other threads" if pid == mine else h.names.get(pid, f"?[{pid}]")), int(ns))
+                      for pid, ns in zip(pids.tolist(), sums.tolist())), key=lambda kv: -kv[1])
+        return waited, per[:most]
 
     def words(self, host: str, tid: int, t0: int, t1: int, where: str = "there") -> str | None:
         """One evidence line: what ran while the thread waited for a CPU in [t0, t1) (``where``:
