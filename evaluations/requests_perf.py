@@ -45,6 +45,7 @@ from perftriage.analysis.options import Options
 from perftriage.analysis.requests.outlier_analysis import analyze_requests
 from perftriage.analysis.requests.params import MarkerSpec
 from perftriage.analysis.triage import run_triage
+from perftriage.analysis.units import count_of
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "data" / "perf"
 MARKERS = (MarkerSpec("probe_srv:request_begin", "probe_srv:request_end", key="id"),)
@@ -171,7 +172,7 @@ def run(quick: bool = False) -> bool:
                 alarms.append([t.split(" in process")[0] + ": " + t.split(": ", 1)[1] for t, _ in
                                thread_findings(out / "threadpool")])
             if alarms:
-                print(f"  healthy   {sum(map(len, alarms))} threads ranked in {len(alarms)} healthy pools (false alarms, "
+                print(f"  healthy   {count_of(sum(map(len, alarms)), 'threads')} ranked in {count_of(len(alarms), 'healthy pools')} (false alarms, "
                       "printed, no target)" + "".join(f"\n              {a}" for al in alarms for a in al))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
