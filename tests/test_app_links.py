@@ -32,6 +32,16 @@ async def loaded(app, pilot, timeout: float = 120.0) -> None:
     await pilot.pause(0.1)
 
 
+async def from_palette(pilot, text: str) -> None:
+    """A command chosen in the palette (^p) as a user types it."""
+    await pilot.press("ctrl+p")
+    await pilot.pause(0.2)
+    await pilot.press(*text)
+    await pilot.pause(0.5)
+    await pilot.press("enter")
+    await pilot.pause(0.3)
+
+
 def tab(app) -> str:
     return app.query_one("#tabs", TabbedContent).active
 
@@ -553,24 +563,14 @@ async def test_the_palette_holds_the_apps_commands_and_a_rerun_analyses_again():
             assert want in titles
         assert "Cancel the analysis" not in titles  # nothing runs
         # from the palette, as a user types it
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"requests are processes")
-        await pilot.pause(0.5)
-        await pilot.press("enter")
-        await pilot.pause(0.3)
+        await from_palette(pilot, "requests are processes")
         assert app.running or app.result.units == "processes"
         await loaded(app, pilot)
         assert app.options.units == "processes" and app.result.units == "processes"
         pane = app.query_one(RequestsPane)
         assert "process" in str(pane.query_one("#requests-title").render())
         # go to a pane from the palette
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"go to findings")
-        await pilot.pause(0.5)
-        await pilot.press("enter")
-        await pilot.pause(0.3)
+        await from_palette(pilot, "go to findings")
         assert tab(app) == "findings"
 
 
@@ -844,12 +844,7 @@ async def test_a_trace_without_known_markers_reruns_by_the_events_that_look_like
         assert app.result.units != "markers"
         title = "Re-run: requests between probe_srv:request_begin and probe_srv:request_end"
         assert title in [c.title for c in app.get_system_commands(app.screen)]
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"between probe_srv")
-        await pilot.pause(0.5)
-        await pilot.press("enter")
-        await pilot.pause(0.3)
+        await from_palette(pilot, "between probe_srv")
         await loaded(app, pilot)
         assert app.result.units == "markers" and len(app.result.requests) == 1000
         assert app.options.markers[0].start == "probe_srv:request_begin"
