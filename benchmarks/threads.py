@@ -15,6 +15,7 @@ from pathlib import Path
 
 from perftriage.analysis.sim.threadpool import PoolConfig, pool_series
 from perftriage.analysis.threads.deviation import ThreadParams, analyse_level
+from perftriage.analysis.units import count_of
 
 from .common import ROOT, child_peak_rss, row
 
@@ -65,7 +66,7 @@ def run(quick: bool = False) -> None:
             total[k] = total.get(k, 0.0) + v
     wall_threads = time.perf_counter() - t0
     row(f"thread level in all {len(ranked_waves)} waves ({threads} threads each)", f"{wall_threads:.2f} s",
-        f"{ranked} threads ranked; waves {', '.join(ranked_waves) or '-'}")
+        f"{count_of(ranked, 'threads')} ranked; waves {', '.join(ranked_waves) or '-'}")
     for k in ("covariances", "distances", "clustering", "bootstrap", "ranking"):
         row(f"  {k} (all levels)", f"{total.get(k, 0.0):.2f} s")
     core = sum(total.get(k, 0.0) for k in ("distances", "clustering", "bootstrap", "ranking"))

@@ -99,3 +99,14 @@ def test_counts_and_ratios_read_as_words():
     assert count_of(1, "categories") == "1 category" and count_of(1, "read calls") == "1 read call"
     assert count_of(1_200, "requests") == "1,200 requests" and singular("series") == "series"
     assert [fmt_ratio(x) for x in (1.44, 24.4, 2388.9)] == ["1.4x", "24x", "2,389x"]
+
+
+def test_counts_said_in_the_notes_agree_with_one():
+    # '1 requests: too few to find when they changed', '(1 events read)'
+    from perftriage.analysis.calltrees.what_changed import local_changes
+    from perftriage.analysis.spans.table import SpanBuilder
+
+    b = SpanBuilder()
+    b.add("t1", 1, None, "web", "GET /", "web-1", 0, 1000)
+    sp = b.finish()
+    assert local_changes(sp, 60 * 10**9) == "1 request: too few to find when they changed"

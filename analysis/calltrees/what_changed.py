@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from perftriage.analysis.spans.table import SpanTable, follow
 from perftriage.analysis.stats import mann_whitney_p, poisson_cdf
-from perftriage.analysis.units import fmt_duration, fmt_timestamp
+from perftriage.analysis.units import count_of, fmt_duration, fmt_timestamp
 
 from .added_time import MIN_ADDED, added_share, request_latency
 from .clouddiag import span_self_time
@@ -231,7 +231,7 @@ def find_split(sp: SpanTable, min_share: float = 0.15) -> tuple[int | None, str]
     (Mann-Whitney p < 1e-4 and a shift of at least 1.5x). (None, why) otherwise."""
     roots = np.flatnonzero(sp.parent == -1)
     if len(roots) < 40:
-        return None, f"{len(roots)} requests: too few to find when they changed"
+        return None, f"{count_of(len(roots), 'requests')}: too few to find when they changed"
     order = np.argsort(sp.start[roots], kind="stable")
     r = roots[order]
     t = sp.start[r]
@@ -365,7 +365,7 @@ def local_changes(sp: SpanTable, window_ns: int, n: int = 4, min_requests: int =
     none, when none. One pass of prefix sums over the requests by start for each measure."""
     roots = np.flatnonzero(sp.parent == -1)
     if len(roots) < 2 * min_requests:
-        return f"{len(roots)} requests: too few to find when they changed"
+        return f"{count_of(len(roots), 'requests')}: too few to find when they changed"
     order = np.argsort(sp.start[roots], kind="stable")
     r = roots[order]
     t = sp.start[r]

@@ -28,7 +28,7 @@ import numpy as np
 
 from perftriage.analysis.columns import EventChunk, StringPool
 from perftriage.analysis.errors import InputError, TraceReadError
-from perftriage.analysis.units import fmt_duration, fmt_timestamp
+from perftriage.analysis.units import count_of, fmt_duration, fmt_timestamp
 
 from .bt2_support import error_text, import_bt2
 from .current_task import CurrentTask
@@ -320,10 +320,10 @@ class CtfReader:
         the traces' time range that is."""
         n = produced + state.n
         if state.last_ts is None:
-            return f"reading stopped before the first event ({n:,} events read)"
+            return f"reading stopped before the first event ({count_of(n, 'events')} read)"
         begins = [t.begin_ns for t in self.traces if t.begin_ns is not None]
         into = f", {fmt_duration(state.last_ts - min(begins))} into the trace" if begins else ""
-        return f"reading stopped at {fmt_timestamp(state.last_ts)} UTC{into}, after {n:,} events"
+        return f"reading stopped at {fmt_timestamp(state.last_ts)} UTC{into}, after {count_of(n, 'events')}"
 
     def _path_of_component(self, comp: str | None) -> str:
         if comp and comp.startswith("src") and comp[3:].isdigit():

@@ -141,7 +141,7 @@ def feature_findings(ft: FeatureTable, top: int = 20) -> list[Finding]:
             title="Slowest requests (imported features)",
             subject=f"request {t.id[0]} {t.label(0)}",
             score=float(t.total[0] / med) if med > 0 else 0.0,
-            evidence=[f"{len(ft):,} requests from {ft.source}; median {fmt_duration(med)}, "
+            evidence=[f"{count_of(len(ft), 'requests')} from {ft.source}; median {fmt_duration(med)}, "
                       f"max {fmt_duration(t.total[0])}",
                       f"where the time goes, all requests together: {time_shares(ft)}"],
             tables=[Table(["id", "kind", "duration", "critical path", "label"], rows,
