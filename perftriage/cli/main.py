@@ -21,6 +21,7 @@ from perftriage.analysis.errors import InputError, MissingDependency, Perftriage
 
 from . import features, info, open as open_cmd, record, report, sample
 from .common import EXIT_CODES_HELP, EXIT_INPUT, EXIT_MISSING, EXIT_USAGE, Formatter, Usage
+from .numbers import is_number
 
 SUBCOMMANDS = {"open": open_cmd, "report": report, "info": info, "features": features, "sample": sample,
                "record": record}
@@ -48,14 +49,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def _normalise_argv(argv: list[str]) -> list[str]:
     """``perftriage PATH...`` means ``perftriage open PATH...``; ``--debug`` is taken anywhere;
     ``--thread-metrics PATH`` is the option without a window, then a path (its optional window
@@ -63,7 +56,7 @@ def _normalise_argv(argv: list[str]) -> list[str]:
     debug = ["--debug"] if "--debug" in argv else []
     argv = [a for a in argv if a != "--debug"]
     argv = ["--thread-metrics-auto" if a == "--thread-metrics" and i + 1 < len(argv) and not argv[i + 1].startswith("-")
-            and not _is_number(argv[i + 1]) else a for i, a in enumerate(argv)]
+            and not is_number(argv[i + 1]) else a for i, a in enumerate(argv)]
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
         return debug + ["open", *argv]
     return debug + argv

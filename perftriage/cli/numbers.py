@@ -11,6 +11,15 @@ import re
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
+def is_number(text: str) -> bool:
+    """Whether ``text`` reads as a number (what an option's optional value may be)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def number(lo: float | None = None, hi: float | None = None, *, integer: bool = False, lo_open: bool = False):
     """An argparse ``type``: a finite number (an integer if ``integer``) in [lo, hi] ((lo, hi]
     with ``lo_open``)."""
