@@ -21,21 +21,16 @@ from perftriage.analysis.execgraph import tasks
 from perftriage.analysis.execgraph.graph import BP, RS, RU, ExecGraph
 from perftriage.analysis.units import fmt_duration
 
+from .from_trace import cumulative_time
+
 
 CHUNK = 1 << 18  # intervals looked at at once (the temporaries stay a few MB)
 
 
 def _inside(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """For each [a, b): its overlap with the union of the disjoint, sorted intervals [starts, ends)."""
-    lengths = ends - starts
-    before = np.concatenate([[0], np.cumsum(lengths)])
-
-    def measure(x):  # the union's length before x
-        i = np.searchsorted(starts, x, "right") - 1
-        j = np.maximum(i, 0)
-        return np.where(i >= 0, before[j] + np.clip(x - starts[j], 0, lengths[j]), 0)
-
-    return measure(b) - measure(a)
+    every = np.ones(len(starts), bool)
+    return cumulative_time(starts, ends, every, b) - cumulative_time(starts, ends, every, a)
 
 
 def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -64,7 +64,7 @@ UNITS = {"CPU": "%", "Syscalls": "calls/s", "Blocked": "%", "Preempted": "%", "H
 MAPPERS = {"mmap": 1, "mmap2": 1, "mremap": 1, "munmap": -1}
 
 
-def _cumulative(starts, ends, on, edges):
+def cumulative_time(starts, ends, on, edges):
     """Time spent in intervals where ``on`` holds, from the first interval to each edge."""
     dur = np.where(on, ends - starts, 0).astype(np.float64)
     prefix = np.r_[0.0, np.cumsum(dur)]
@@ -157,13 +157,13 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             s, e, st = g.iv_start[lo:hi], g.iv_end[lo:hi], g.iv_state[lo:hi]
             edges = edges_all[w0:w1 + 1]
             width = np.diff(edges).astype(np.float64)
-            cpu = np.diff(_cumulative(s, e, (st == RU) | (st == RS), edges)) / width * 100
-            blk = np.diff(_cumulative(s, e, st == BLOCKED, edges)) / width * 100
-            pre = np.diff(_cumulative(s, e, st == BP, edges)) / width * 100
+            cpu = np.diff(cumulative_time(s, e, (st == RU) | (st == RS), edges)) / width * 100
+            blk = np.diff(cumulative_time(s, e, st == BLOCKED, edges)) / width * 100
+            pre = np.diff(cumulative_time(s, e, st == BP, edges)) / width * 100
             waits = (st == BLOCKED) & ((g.iv_block[lo:hi] == ST_BD) | is_sync[g.iv_syscall[lo:hi]])
-            disk = np.diff(_cumulative(s, e, waits, edges)) / width * 100
+            disk = np.diff(cumulative_time(s, e, waits, edges)) / width * 100
             naps = (st == BLOCKED) & ((g.iv_block[lo:hi] == ST_BS) | is_sleep[g.iv_syscall[lo:hi]])
-            sleep = np.diff(_cumulative(s, e, naps, edges)) / width * 100
+            sleep = np.diff(cumulative_time(s, e, naps, edges)) / width * 100
             sl = g.syscalls_of(tid)
             entry, sid = g.sc_entry[sl], g.sc_id[sl]
             win = np.searchsorted(edges, entry, "right") - 1
