@@ -52,6 +52,13 @@ def _kernel_names() -> re.Pattern:
     return re.compile(_KERNEL_NAMES_PATTERN)
 
 
+def pid_of(g: ExecGraph, tid: int) -> int:
+    """The process of ``tid``: its pid where the trace says one, else the thread itself (a thread
+    seen without a statedump or fork counts as its own process)."""
+    t = g.threads.get(tid)
+    return t.pid if t is not None and t.pid is not None and t.pid > 0 else tid
+
+
 def role(g: ExecGraph, tid: int) -> str:
     """USER, KERNEL, IDLE or TRACER."""
     if tid <= 0:
@@ -116,8 +123,7 @@ def processes(g: ExecGraph) -> list[Process]:
     for tid, t in g.threads.items():
         if tid <= 0 or tid not in g.tid_index:
             continue
-        pid = t.pid if t.pid is not None and t.pid > 0 else tid
-        by_pid.setdefault(pid, []).append(tid)
+        by_pid.setdefault(pid_of(g, tid), []).append(tid)
     run = _run_time(g)
     out = []
     for pid, tids in by_pid.items():

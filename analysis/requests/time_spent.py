@@ -76,8 +76,7 @@ def process_time(g: ExecGraph, p: tasks.Process, finder) -> ProcessTime:
         else:
             host = seg.hosts[h] if seg.hosts else g.host
             gx = graphs.get(host, g)
-            t = gx.threads.get(tid)
-            pid = t.pid if t is not None and t.pid is not None and t.pid > 0 else tid
+            pid = tasks.pid_of(gx, tid)
             name = gx.comm(pid) if pid in gx.threads else gx.comm(tid)
             who = tasks.role(gx, tid)
             if who == tasks.TRACER:

@@ -95,11 +95,6 @@ class CpuWaits:
                 + ", ".join(f"{name} {fmt_duration(ns)}" for name, ns in who))
 
 
-def _pid(g: ExecGraph, tid: int) -> int:
-    info = g.threads.get(tid)
-    return info.pid if info is not None and info.pid is not None and info.pid > 0 else tid
-
-
 def cpu_waits(graphs: dict[str, ExecGraph], threads: dict[str, list[int]]) -> CpuWaits:
     """What :meth:`CpuWaits.takers` needs of the graphs, for the threads ``threads`` (host ->
     tids): their waits for a CPU, and the running intervals of the other threads that overlap
@@ -110,11 +105,11 @@ def cpu_waits(graphs: dict[str, ExecGraph], threads: dict[str, list[int]]) -> Cp
         if g is None:
             continue
         waits = {}
-        for tid in tids:
+        for tid in tids:  # a thread's intervals are sorted and disjoint: its waits are, as they are
             sl = g.intervals_of(tid)
             bp = g.iv_state[sl] == BP
             if bp.any():
-                waits[tid] = _union(g.iv_start[sl][bp].astype(np.int64), g.iv_end[sl][bp].astype(np.int64))
+                waits[tid] = (g.iv_start[sl][bp].astype(np.int64), g.iv_end[sl][bp].astype(np.int64))
         if not waits:
             continue
         us, ue = _union(np.concatenate([s for s, _ in waits.values()]), np.concatenate([e for _, e in waits.values()]))
@@ -131,14 +126,14 @@ def cpu_waits(graphs: dict[str, ExecGraph], threads: dict[str, list[int]]) -> Cp
         keep = rtid > 0  # not the idle task
         idx, rtid = idx[keep], rtid[keep]
         uniq, inv = np.unique(rtid, return_inverse=True)
-        pids = np.array([_pid(g, int(t)) for t in uniq.tolist()], np.int64)
+        pids = np.array([tasks.pid_of(g, int(t)) for t in uniq.tolist()], np.int64)
         names = {}
         for t, p in zip(uniq.tolist(), pids.tolist()):
             if p not in names:
                 leader = g.threads.get(p)
                 kind = {tasks.TRACER: " (the tracer)", tasks.KERNEL: " (a kernel thread)"}.get(tasks.role(g, int(t)), "")
                 names[p] = f"{(leader.comm if leader is not None and leader.comm else g.comm(int(t))) or '?'}[{p}]{kind}"
-        out.hosts[host] = HostWaits(waits, {t: _pid(g, t) for t in waits}, g.iv_start[idx].astype(np.int64),
+        out.hosts[host] = HostWaits(waits, {t: tasks.pid_of(g, t) for t in waits}, g.iv_start[idx].astype(np.int64),
                                     g.iv_end[idx].astype(np.int64), rtid.astype(np.int32),
                                     (pids[inv] if len(uniq) else rtid).astype(np.int32), names)
     return out

@@ -181,7 +181,7 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
             keys += [str(tid)] * n
             vals.append(np.column_stack([cpu, calls, blk, pre, handles, maps, disk, sleep]))
             info = g.threads.get(tid)
-            pid = info.pid if info is not None and info.pid is not None and info.pid > 0 else tid
+            pid = tasks.pid_of(g, tid)
             leader = g.threads.get(pid)
             pname = (leader.comm if leader is not None and leader.comm else (info.comm if info else "")) or "?"
             groups["machine"] += [host] * n

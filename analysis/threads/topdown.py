@@ -215,9 +215,9 @@ def _waits_span(res: LevelResult, ts: ThreadSeries, r: Ranked) -> list[tuple[int
     for a CPU was found: the short excursion's window, else the whole run of each of its threads
     (two at most)."""
     out = []
+    stretch = res.excursions if r.how == "window" else res.departures if r.how == "departure" else None
     for item in r.items[:2]:
         members = res.members[item]
-        stretch = (res.excursions if r.how == "window" else res.departures if r.how == "departure" else None)
         found = stretch[item] if stretch is not None else None
         if found is not None and found.member >= 0:
             members = [members[found.member]]
