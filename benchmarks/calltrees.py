@@ -9,7 +9,8 @@ into the reader's typed structs (what perftriage uses), and the read by two proc
 machine of two cores does: analysis/spans/halves.py) beside the read by one (--jobs 1). Target
 (issue 21): read and diagnosed in under 4 s. Then the same kind of spans as a Jaeger export and as
 Zipkin v2 JSON, each read by the reader's structs and by json's whole document (the readers'
-fallback, what they did before), side by side in fresh processes: time and peak memory.
+fallback, what they did before), side by side in fresh processes: time and peak memory; and as
+an Alibaba call-graph table of rpcids (spans/rpc_ids.py): read, diagnosed, the pair it names.
 """
 
 from __future__ import annotations
@@ -115,6 +116,40 @@ def json_docs(requests: int) -> dict:
     return out
 
 
+def rpc_table(requests: int):
+    """The generated spans of ``requests`` requests as an Alibaba v2022 call-graph table (cached):
+    rpcids by each span's place in its tree, every call logged by its callee (minus its time) and,
+    below the root, by its caller too; times in ms from the first span, to the µs."""
+    from collections import defaultdict
+
+    from perftriage.analysis.spans import read_spans
+
+    folder = spans_file(requests)
+    out = folder / "CallGraph_0.csv"
+    if out.exists():
+        return out
+    sp = read_spans([folder / "spans.otlp.jsonl"])
+    kids = defaultdict(list)
+    for i in sorted(range(len(sp)), key=lambda i: int(sp.start[i])):
+        kids[int(sp.parent[i])].append(i)
+    t0, rows = int(sp.start.min()), ["timestamp,traceid,service,rpc_id,rpctype,um,uminstanceid,interface,dm,dminstanceid,rt\n"]
+    stack = [(i, "0") for i in kids[-1]]
+    while stack:
+        i, rpc = stack.pop()
+        tid, ms = sp.traces[int(sp.trace[i])], (int(sp.start[i]) - t0) / 1e6
+        rt, op = (int(sp.end[i]) - int(sp.start[i])) / 1e6, sp.methods[int(sp.method[i])].split(":", 1)[-1]
+        callee, pod = sp.services[int(sp.service[i])], sp.replicas[int(sp.replica[i])]
+        p = int(sp.parent[i])
+        if p >= 0:
+            rows.append(f"{ms:.3f},{tid},S,{rpc},rpc,{sp.services[int(sp.service[p])]},{sp.replicas[int(sp.replica[p])]},"
+                        f"{op},{callee},{pod},{rt:.3f}\n")
+        rows.append(f"{ms:.3f},{tid},S,{rpc},rpc,{'USER' if p < 0 else sp.services[int(sp.service[p])]},,{op},{callee},"
+                    f"{pod},{-rt:.3f}\n")
+        stack += [(k, f"{rpc}.{n}") for n, k in enumerate(kids[i], 1)]
+    out.write_text("".join(rows))
+    return out
+
+
 def spans_file(requests: int, seed: int = 5, batch: int = 1):
     from perftriage.analysis.sim.microservices import MicroConfig, write_microservice_sample
 
@@ -162,7 +197,20 @@ def run(quick: bool = False) -> None:
                "shared with this process are counted in both)" if child else "no reading child (one process read it)"))
         slow = {f"{m.replace('.', ':', 1)}@{r}" for m, r in truth["slow_pairs"]}
         row("  first pair", top, "injected" if top in slow else f"NOT injected ({', '.join(sorted(slow))})")
-    for fmt, path in json_docs(10_000 if quick else 100_000).items():
+    requests = 10_000 if quick else 100_000
+    path = rpc_table(requests)
+    truth = json.loads((path.parent / "ground_truth.json").read_text())
+    slow = {f"{m.replace('.', ':', 1)}@{r}" for m, r in truth["slow_pairs"]}
+    out, _, peak = child_peak_rss(CODE.format(path=str(path)))
+    parts = out.split()
+    t_read, t_trees, t_diag, n_spans = float(parts[1]), float(parts[2]), float(parts[3]), int(parts[4])
+    row(f"{n_spans:,} spans of {requests:,} requests as an Alibaba call-graph table of rpcids "
+        f"({path.stat().st_size / 1e6:.0f} MB)", "", "")
+    row("  read into the span table", f"{t_read:.2f} s", f"{n_spans / t_read / 1e3:.0f} k spans/s; peak "
+        f"{peak / 2**20:,.0f} MiB")
+    row("  call trees, RPCA and ranking", f"{t_trees + t_diag:.2f} s", "")
+    row("  first pair", parts[7], "injected" if parts[7] in slow else f"NOT injected ({', '.join(sorted(slow))})")
+    for fmt, path in json_docs(requests).items():
         runs = []
         for function in ("read", "_read_any"):  # the structs, json's whole document
             out, _, peak = child_peak_rss(JSON_READ.format(module=fmt, function=function, path=str(path)))

@@ -173,6 +173,18 @@ def span_csv_rows():
     return rows
 
 
+def rpc_id_rows():
+    """The seed traces as Alibaba's call-graph table (v2021 header): each call as its caller and
+    its callee logged it, the database call by the caller only."""
+    rows = [["", "traceid", "timestamp", "rpcid", "um", "rpctype", "dm", "interface", "rt"]]
+    for t in range(6):
+        tid, ms = f"0b{t + 1:014x}", 1000 + 10 * t
+        rows += [[tid, ms, "0", "USER", "http", "frontend", "GET /", -5], [tid, ms + 1, "0.1", "frontend", "rpc", "cart",
+                  "GetCart", 2 + t % 2], [tid, ms + 1, "0.1", "frontend", "rpc", "cart", "GetCart", -(1 + t % 2)],
+                 [tid, ms + 1, "0.1.1", "cart", "db", "redis", "", 1]]
+    return [rows[0]] + [[str(i)] + list(map(str, r)) for i, r in enumerate(rows[1:])]
+
+
 def counters_rows(servers: int = 4, samples: int = 24, counters=("cpu", "gc", "queue")):
     t0 = 1_767_225_600
     rows = [["time", "server", *counters]]
@@ -308,8 +320,9 @@ def with_failures(doc, fmt: str) -> None:
 
 @st.composite
 def span_csv(draw):
-    fmt = draw(st.sampled_from(["span_csv", "span_csv", "clouddiag_log"]))
-    seed, name = (span_csv_rows(), "spans.csv") if fmt == "span_csv" else (clouddiag_rows(), "calls.log")
+    fmt = draw(st.sampled_from(["span_csv", "span_csv", "clouddiag_log", "rpc_ids"]))
+    seed, name = {"span_csv": (span_csv_rows(), "spans.csv"), "clouddiag_log": (clouddiag_rows(), "calls.log"),
+                  "rpc_ids": (rpc_id_rows(), "MSCallGraph_0.csv")}[fmt]
     rows = draw(damaged_rows(seed))
     newline = draw(st.sampled_from(["\n", "\r\n", "\r"]))
     name, data = maybe_gzip(draw, csv_bytes(rows, newline), name)

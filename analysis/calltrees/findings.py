@@ -145,11 +145,12 @@ def diagnosis_findings(diag: Diagnosis, top: int = 10) -> list[Finding]:
         ))
     analysed = [r for r in diag.categories if r.analysed]
     anomalous = [r for r in analysed if r.anomalous]
-    ev = [f"{len(diag.categories)} categories of {sum(r.category.size for r in diag.categories):,} requests "
-          f"({diag.trees.incomplete:,} requests without a complete call tree left out)",
+    ev = [f"{count_of(len(diag.categories), 'categories')} of "
+          f"{count_of(sum(r.category.size for r in diag.categories), 'requests')} "
+          f"({count_of(diag.trees.incomplete, 'requests')} without a complete call tree left out)",
           f"{len(analysed)} analysed (CV > {diag.params.alpha:g}, at least {diag.params.min_requests} requests), "
           f"{len(anomalous)} with anomalous methods (beta < {diag.params.beta:g})",
-          f"{n_flag} (method, replica) pairs flagged" + (f"; first: {diag.ranking[0].method_name} on "
+          f"{count_of(n_flag, '(method, replica) pairs')} flagged" + (f"; first: {diag.ranking[0].method_name} on "
                                                           f"{diag.ranking[0].replica_name}" if n_flag else "")]
     if diag.params.times == "self":
         ev.append("method times are self times (duration minus callees'), so a slow callee does not make its "

@@ -1,5 +1,5 @@
-"""Request tracing spans: readers for OTLP JSON, Jaeger JSON, Zipkin v2 JSON, span CSV and the
-CloudDiag log format, into one columnar :class:`SpanTable`."""
+"""Request tracing spans: readers for OTLP JSON, Jaeger JSON, Zipkin v2 JSON, span CSV, call-graph
+tables of rpcids (Alibaba's) and the CloudDiag log format, into one columnar :class:`SpanTable`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from perftriage.analysis.inputs import read_head, register_file_kind
 
-from . import clouddiag_log, jaeger, otlp, span_csv, zipkin
+from . import clouddiag_log, jaeger, otlp, rpc_ids, span_csv, zipkin
 from .table import SpanBuilder, SpanTable
 
 FORMATS = {
@@ -15,12 +15,14 @@ FORMATS = {
     "jaeger": jaeger,
     "zipkin": zipkin,
     "clouddiag-log": clouddiag_log,
+    "rpc-ids": rpc_ids,  # before span-csv: its header is a CSV's, without span ids
     "span-csv": span_csv,
 }
 
 
 FORMAT_NAMES = {"otlp": "OTLP JSON file", "jaeger": "Jaeger JSON file", "zipkin": "Zipkin JSON file",
-                "clouddiag-log": "CloudDiag log", "span-csv": "span CSV"}
+                "clouddiag-log": "CloudDiag log", "rpc-ids": "call-graph table of rpcids",
+                "span-csv": "span CSV"}
 
 
 def sniff_format(path: Path, head: bytes) -> str | None:
@@ -49,7 +51,7 @@ def read_spans(paths, columns: dict[str, str] | None = None, jobs: int | None = 
         head = read_head(p)
         fmt = sniff_format(p, head)
         if fmt is None:
-            raise InputError(p, "not a span file perftriage reads (OTLP/Jaeger/Zipkin JSON, span CSV, CloudDiag log)")
+            raise InputError(p, "not a span file perftriage reads (OTLP/Jaeger/Zipkin JSON, span CSV, call-graph table of rpcids, CloudDiag log)")
         with reading(p, FORMAT_NAMES[fmt]):
             if fmt == "span-csv":
                 span_csv.read(p, b, columns)

@@ -409,12 +409,7 @@ def _polars_batch(pl, df, cols: dict, unit: list, b: SpanBuilder, status: Status
     else:
         parent, has_parent = np.zeros(n, np.int64), np.zeros(n, bool)
 
-    def labels(col) -> Labels:
-        """Distinct values in the order they first occur, each row's index into them."""
-        values = col.unique(maintain_order=True)
-        index = col.replace_strict(values, pl.int_range(len(values), eager=True), return_dtype=pl.Int64)
-        return Labels(values.to_list(), index.to_numpy())
-
+    labels = Labels.of_series
     ri, svi, ni = (cols.get(k, (None, None))[0] for k in ("replica", "service", "name"))
     replica = labels(text(ri)) if ri is not None else None
     if svi is not None:

@@ -113,6 +113,14 @@ class Labels:
         number[np.fromiter(seen.values(), np.int64, len(seen))] = np.arange(len(seen))
         return cls(list(seen), number[first])
 
+    @classmethod
+    def of_series(cls, col) -> "Labels":
+        """A polars column of strings (no nulls), by polars: its distinct values in the order they
+        first occur, each row's index into them."""
+        values = col.unique(maintain_order=True)
+        index = col.replace_strict(values, np.arange(len(values), dtype=np.int64))
+        return cls(values.to_list(), index.to_numpy().astype(np.int64, copy=False))
+
     def codes(self, pool: "StringPool") -> np.ndarray:
         """The rows' codes in ``pool``; distinct values new to it coded in the order they first
         occur in the rows."""
