@@ -360,3 +360,64 @@ def test_a_lost_call_says_what_was_called_last_where_the_callers_clock_tells(tmp
     else:
         assert top.after == "" and first.title.endswith("it returns early or fails before them"), first.title
         assert "PlaceOrder (in checkoutservice)" not in first.title  # the service is in the method's name
+
+
+def _spring_chain(tmp_path, requests: int = 400, fault_from: int = 200, seed: int = 4):
+    """TrainTicket's shape (Spring services, Nezha's export: no status column): the gateway calls
+    food-service, whose controller calls travel-service. From request ``fault_from`` on,
+    travel-service throws in half its requests: Spring runs BasicErrorController.error under its
+    server span, and food-service, given the 500, throws too (its own error handler). Throughout,
+    travel2-service's handler runs in a fifth of its requests (a failure of its own, every minute)."""
+    rng = np.random.default_rng(seed)
+    r = SpanRows(suffix="-5f6585d649-fnmft")
+    t0 = 1_674_986_400 * 10**9
+    for k in range(requests):
+        tr, t = f"{k + 1:032x}", t0 + k * 150_000_000
+        root = r.span(tr, "root", "ts-gateway-service", "/*", t, 40_000_000)
+        if k % 2:
+            srv = r.span(tr, r.span(tr, root, "ts-gateway-service", "HTTP POST", t + 10**6, 30_000_000),
+                         "ts-travel2-service", "/api/v1/travel2service/trips/left", t + 2 * 10**6, 20_000_000)
+            r.span(tr, srv, "ts-travel2-service", "Travel2Controller.queryInfo", t + 3 * 10**6, 10_000_000)
+            if rng.random() < 0.2:
+                r.span(tr, srv, "ts-travel2-service", "BasicErrorController.error", t + 15 * 10**6, 400_000)
+            continue
+        food = r.span(tr, r.span(tr, root, "ts-gateway-service", "HTTP GET", t + 10**6, 35_000_000),
+                      "ts-food-service", "/api/v1/foodservice/foods", t + 2 * 10**6, 30_000_000)
+        ctl = r.span(tr, food, "ts-food-service", "FoodController.getAllFood", t + 3 * 10**6, 25_000_000)
+        travel = r.span(tr, r.span(tr, ctl, "ts-food-service", "HTTP GET", t + 4 * 10**6, 15_000_000),
+                        "ts-travel-service", "/api/v1/travelservice/routes/{tripId}", t + 5 * 10**6, 12_000_000)
+        r.span(tr, travel, "ts-travel-service", "TravelController.getRouteByTripId", t + 6 * 10**6, 8_000_000)
+        if k >= fault_from and rng.random() < 0.5:
+            r.span(tr, travel, "ts-travel-service", "BasicErrorController.error", t + 15 * 10**6, 500_000)
+            r.span(tr, food, "ts-food-service", "BasicErrorController.error", t + 28 * 10**6, 500_000)
+    return r.write(tmp_path / "10_04_trace.csv")
+
+
+def test_spans_without_status_fail_where_they_ran_an_error_handler_the_deepest_first(tmp_path):
+    p = _spring_chain(tmp_path)
+    spans = read_spans([p])
+    assert spans.error_inferred and spans.error is not None
+    handler = np.array(["BasicErrorController" in spans.methods[m] for m in spans.method])
+    assert np.array_equal(np.flatnonzero(spans.error), np.unique(spans.parent[handler]))
+    assert any(n.startswith("the spans carry no status: a call that ran an error handler is taken as failed")
+               and "ts-travel-service:BasicErrorController.error: 45" in n for n in spans.notes)
+    fl = find_failures(spans)
+    # travel-service's throws start the errors; food-service failed because of them; travel2's fail throughout
+    assert fl.methods[0].service == "ts-travel-service" and fl.methods[0].step
+    assert "ts-food-service" not in {f.service for f in fl.methods}
+    res = run_triage([p], Options())
+    first = res.report.ranked()[0]
+    assert first.title.startswith("ts-travel-service fails from ") and "the requests' errors start there" in first.title
+    assert any("the spans carry no status: a span that ran an error handler failed" in e for e in first.evidence)
+    assert any("ran an error handler" in e for e in first.evidence)
+
+
+@pytest.mark.parametrize("method,handler", [
+    ("ts-food-service:BasicErrorController.error", True), ("web:GET /error", True), ("api:handle_exception", True),
+    ("api:GlobalExceptionHandler.handleException", True), ("shop:ErrorHandlerMiddleware", True),
+    ("web:POST /api/errors", False), ("stats:getErrorCount", False), ("mirror:ErrorReportingService/Report", False),
+    ("checkout:PlaceOrder", False)])
+def test_error_handlers_are_told_by_their_names(method, handler):
+    from perftriage.analysis.spans.status import is_error_handler
+
+    assert is_error_handler(method) is handler

@@ -83,8 +83,9 @@ class Failures:
     failed_spans: int = 0
     started: int = 0  # failed spans where an error started
     requests: int = 0
-    failed_requests: int = 0  # requests whose root span failed
+    failed_requests: int = 0  # requests whose root span failed (that ran an error handler, where inferred)
     methods: list[FailingMethod] = field(default_factory=list)  # failing ones: starting to fail first
+    inferred: bool = False  # the failed spans are those that ran an error handler (no status in the spans)
     how: str = ""  # what was compared
     why: str = ""  # why none, when none
     params: dict = field(default_factory=lambda: dict(PARAMS))
@@ -109,12 +110,22 @@ def started_errors(spans: SpanTable) -> np.ndarray:
     method's median) is not where the error started: that child is, the callee too slow to answer.
     A child that takes most of its caller's time as usual (a search that is mostly its query) is
     not a timeout; durations only, each measured on one host (ends on two hosts' clocks are not
-    compared: they are offset)."""
+    compared: they are offset). Where the spans carry no status and those that ran an error handler
+    are the failed ones (status.from_error_handlers), the spans between two of them (the caller's
+    client span, its method's own) say nothing: an error started in a failed span none of whose
+    descendants failed."""
     if spans.error is None:
         return np.zeros(len(spans), bool)
     err, parent = spans.error, spans.parent
     child_failed = np.zeros(len(spans), bool)
-    child_failed[parent[err & (parent >= 0)]] = True
+    if spans.error_inferred:  # only the spans that ran an error handler failed: none deeper is where it started
+        up = np.unique(parent[err & (parent >= 0)])
+        while len(up):
+            up = up[~child_failed[up]]
+            child_failed[up] = True
+            up = np.unique(parent[up][parent[up] >= 0])
+    else:
+        child_failed[parent[err & (parent >= 0)]] = True
     started = err & ~child_failed
     # children of such spans that took (nearly) all of their time: the error starts in them
     kids = np.flatnonzero(parent >= 0)
@@ -148,7 +159,9 @@ def _tally(spans: SpanTable, how: str, p: dict) -> tuple[Failures, np.ndarray | 
     started; no method yet) and per span whether an error started there; None where none failed."""
     err = spans.error
     out = Failures(known=True, spans=len(spans), failed_spans=int(err.sum()), requests=len(np.unique(spans.trace)),
-                   failed_requests=len(np.unique(spans.trace[(spans.parent < 0) & err])), how=how, params=p)
+                   failed_requests=len(np.unique(spans.trace[err if spans.error_inferred else (spans.parent < 0) & err])),
+                   how=how, params=p,
+                   inferred=spans.error_inferred)
     if not err.any():
         out.why = f"none of the {len(spans):,} spans failed"
         return out, None

@@ -367,11 +367,15 @@ def failure_findings(fl) -> list[Finding]:
           for f in fl.methods[:8]]
     if len(fl.methods) > 8:
         ev.append(f"and {count_of(len(fl.methods) - 8, 'other methods')} failing")
-    ev.append(f"{fl.failed_requests:,} of {fl.requests:,} requests failed (their root span), "
+    ev.append(f"{fl.failed_requests:,} of {fl.requests:,} requests "
+              + ("ran an error handler, " if fl.inferred else "failed (their root span), ") +
               f"{fl.failed_spans:,} of {fl.spans:,} spans; {fl.started:,} of those spans are where an error started")
     p = fl.params
-    ev.append("details: a failed span whose children did not fail is where an error started (its callers' spans that "
-              "failed because of it are not counted), unless it gave up waiting on a child that took 90% of its time "
+    where = ("details: the spans carry no status: a span that ran an error handler failed, and one none of whose "
+             "descendants ran one is where an error started (its callers' that failed because of it are not counted)"
+             if fl.inferred else "details: a failed span whose children did not fail is where an error started (its "
+             "callers' spans that failed because of it are not counted)")
+    ev.append(where + ", unless it gave up waiting on a child that took 90% of its time "
               "and 5x that method's median (a timeout: the error starts in that child); "
               + (f"compared: {fl.how}; " if fl.how else "each method's calls split where its failures start; ")
               + f"a method fails when {p['failures_min_failed']} calls or more fail, {p['failures_ratio']:g}x its "

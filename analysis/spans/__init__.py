@@ -60,4 +60,22 @@ def read_spans(paths, columns: dict[str, str] | None = None, jobs: int | None = 
             else:
                 FORMATS[fmt].read(p, b)
         b.sources.append(f"{p} ({fmt})")
-    return b.finish()
+    table = b.finish()
+    if table.error is None:
+        _errors_from_handlers(table)
+    return table
+
+
+def _errors_from_handlers(table: SpanTable) -> None:
+    """Spans without a status: a span that ran an error handler is taken as failed (a note says so)."""
+    from .status import from_error_handlers  # noqa: PLC0415
+
+    got = from_error_handlers(table)
+    if got is None:
+        return
+    table.error, handlers = got
+    table.error_inferred = True
+    top = sorted(handlers.items(), key=lambda x: (-x[1], x[0]))
+    named = ", ".join(f"{m}: {n:,}" for m, n in top[:3]) + (f", and {len(top) - 3} more" if len(top) > 3 else "")
+    table.notes.append(f"the spans carry no status: a call that ran an error handler is taken as failed, the deepest "
+                       f"such call of a request as where its error started (handlers run: {named})")

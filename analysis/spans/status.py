@@ -1,4 +1,5 @@
-"""Which spans ended in an error, from a status column of a span CSV.
+"""Which spans ended in an error, from a status column of a span CSV, or, in spans that carry no
+status, from the error handlers they ran (:func:`from_error_handlers`).
 
 Exports write a span's outcome in several ways: OpenTelemetry's status (``ERROR``, ``OK``,
 ``UNSET``, or its codes 2, 1, 0), a flag (``error`` = true / 1), an HTTP status (5xx fails) or
@@ -10,6 +11,8 @@ is_error) fails on any value but 0.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -63,3 +66,32 @@ class StatusScheme:
             elif t not in FINE_WORDS and self.flag:
                 out[i] = True  # an error column holding a message: it failed
         return out
+
+
+#: an operation's last word (after ``.``, ``/``, ``#``, ``:`` or a space) that names an error
+#: handler, and names that hold one anywhere (Spring's BasicErrorController.error)
+HANDLER_WORDS = {"error", "handleerror", "errorhandler", "handleexception", "exceptionhandler",
+                 "handleuncaughtexception", "errorpage"}
+HANDLER_PARTS = ("errorcontroller", "exceptionhandler", "errorhandler")
+
+
+def is_error_handler(method: str) -> bool:
+    """Whether a method (``service:operation``) is a framework's error handling: what a request
+    runs when a call threw (Spring's ``BasicErrorController.error``, a ``GET /error`` dispatch,
+    ``handleException``)."""
+    op = method.split(":", 1)[-1].strip().lower()
+    last = re.split(r"[./#:\s]+", op.rstrip("/ "))[-1].replace("_", "")
+    return last in HANDLER_WORDS or any(x in op.replace("_", "") for x in HANDLER_PARTS)
+
+
+def from_error_handlers(spans) -> tuple[np.ndarray, dict[str, int]] | None:
+    """For spans that carry no status: per span, whether it ran an error handler (a child span of
+    such a method), and the handlers with their calls; None where no span ran one."""
+    handler = np.array([is_error_handler(m) for m in spans.methods], bool)
+    if not handler.any():
+        return None
+    rows = np.flatnonzero(handler[spans.method])
+    failed = np.zeros(len(spans), bool)
+    failed[spans.parent[rows][spans.parent[rows] >= 0]] = True
+    calls = np.bincount(spans.method[rows], minlength=len(spans.methods))
+    return failed, {spans.methods[m]: int(calls[m]) for m in np.flatnonzero(calls)}

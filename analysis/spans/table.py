@@ -79,6 +79,8 @@ class SpanTable:
     #: bool per span: it ended in an error (OTLP status ERROR, Jaeger/Zipkin's error tag, a CSV's
     #: status column); None where no input said anything of errors (no status in its format)
     error: np.ndarray | None = None
+    #: the spans carry no status: ``error`` says which ran an error handler (status.from_error_handlers)
+    error_inferred: bool = False
 
     def __len__(self) -> int:
         return len(self.span)
