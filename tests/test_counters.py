@@ -1325,3 +1325,30 @@ def test_a_server_of_its_own_kind_keeps_its_own_daily_deviation_where_it_sits_in
     assert ot.seasonal
     assert any(iv.server == 0 and trough - 2 <= iv.start <= trough + 2 for iv in ot.intervals), \
         [(iv.server, iv.start) for iv in ot.intervals]
+
+
+def test_alibabas_node_table_is_a_fleet_of_nodes_timed_in_milliseconds(tmp_path):
+    """Alibaba's 2021 NodeTable (timestamp, nodeid, cpu_utilization, memory_utilization): nodes
+    named by a hash, times in ms from the start (0, 30,000, ...) with no date. Read as 30 s apart,
+    not 8 hours (a note says so); the hashes say no kind (one fleet, not ten kinds of one); the node
+    whose CPU left the others' level for its last third is named."""
+    from perftriage.analysis.counters.peers import role
+
+    rng = np.random.default_rng(2)
+    lines = ["timestamp,nodeid,cpu_utilization,memory_utilization\n"]
+    for i in range(120):
+        for k in range(12):
+            bad = k == 3 and i >= 80
+            lines.append(f"{30_000 * i},{k * 7919 + 13:064x},{0.4 + 0.1 * rng.random() + 0.4 * bad},"
+                         f"{0.6 + 0.05 * rng.random() + 0.3 * bad}\n")
+    p = tmp_path / "Node_0.csv"
+    p.write_text("".join(lines))
+    cs = load_counters([p])
+    assert cs.interval == 30 and cs.n_points == 120
+    assert any("Node_0.csv: times from 0 to 3,570,000 by 30,000, no dates: read as milliseconds since the start" in n
+               for n in cs.notes)
+    assert role(f"{13:064x}") == "" and role("3f2504e0-4f89-11d3-9a0c-0305e82c3301") == "" and role("web-01") == "web"
+    ca = analyse_counters(cs)
+    assert ca.peers.whole_fleet
+    first = counter_findings(ca)[0]
+    assert first.subject == f"{3 * 7919 + 13:064x}", first.title

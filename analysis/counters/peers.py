@@ -6,7 +6,8 @@ Two tests, in order:
 
 - **by name**: a server's role is its name without what numbers it among its kind (``web-01``,
   ``omi-12``, ``machine-1-3``: web, omi, machine), its domain and port, and a Kubernetes pod's
-  generated suffixes (``cartservice-579f59597d-wc2lz``: cartservice). When names have that
+  generated suffixes (``cartservice-579f59597d-wc2lz``: cartservice); a name that is only an
+  address, a number or a generated id (a hash, a UUID) says no kind. When names have that
   structure (some role holds two servers or more), each role is a group: ten web servers and
   three databases are two fleets, not one with three odd servers. Names that all differ say
   nothing: one group.
@@ -43,13 +44,15 @@ _POD = re.compile(rf"(.+?)-{_K8S}{{6,10}}-{_K8S}{{5}}")
 _POD_SHORT = re.compile(rf"(.+?)-{_K8S}{{5}}")
 _NUMBER = re.compile(r"[-_]?\d+$")
 _LETTER = re.compile(r"[-_][a-z]$")  # db-a, db-b
+_ID = re.compile(r"[0-9a-f]{12,}|[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")  # a hash or a UUID: no kind
 _ADDRESS = re.compile(r"(\d{1,3}(\.\d{1,3}){3}|\[?[0-9a-f]*:[0-9a-f:]*\]?|\d+)(:\d+)?")
 
 
 def role(name: str) -> str:
-    """What kind of server a name says it is ('' when the name is only an address or a number)."""
+    """What kind of server a name says it is ('' when the name is only an address, a number or a
+    generated id: a hash, a UUID)."""
     n = name.strip().lower()
-    if _ADDRESS.fullmatch(n):
+    if _ADDRESS.fullmatch(n) or _ID.fullmatch(n):
         return ""
     n = re.sub(r":\d+$", "", n).split(".")[0]
     m = _POD.fullmatch(n) or _POD_SHORT.fullmatch(n)

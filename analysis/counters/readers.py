@@ -8,7 +8,7 @@ CSV (header required; names matched case-insensitively, ``-``/``_``/spaces ignor
 - **wide**: ``time, server, COUNTER...``: one row per server and time, one column per counter.
 
 The server column may be called server, instance, host, hostname, node, machine, silo, pod,
-podname or container; the counter column counter, metric or name. Columns named as times besides
+podname or container (or those with id or name: node_id, machine_id, instance_id...); the counter column counter, metric or name. Columns named as times besides
 the one read (``Time`` and ``TimeStamp``) are no counters. A file without a server column is one
 server's, named after the file (``web-01.csv``: web-01; one file per server, as exports per host
 come). Times: unix seconds / ms / µs / ns (by magnitude), ISO 8601 or Go's time.Time text. Empty
@@ -53,7 +53,9 @@ from .table import CounterSet, Piece, RawCounters, align
 
 TIME_NAMES = ("time", "timestamp", "ts", "t", "datetime", "date")
 SERVER_NAMES = ("server", "instance", "host", "hostname", "node", "machine", "silo", "pod", "podname", "container",
-                "cmdbid", "hostip")  # cmdb_id: the pod or host of the AIOps challenges' metric exports
+                "cmdbid", "hostip",  # cmdb_id: the pod or host of the AIOps challenges' metric exports
+                "serverid", "servername", "instanceid", "hostid", "nodeid", "nodename", "machineid", "containerid",
+                "containername", "msinstanceid", "vm", "vmid")  # msinstanceid, nodeid: Alibaba's 2021 tables
 COUNTER_NAMES = ("counter", "metric", "name", "countername", "metricname", "kpiname", "kpi")
 THREAD_NAMES = ("thread", "tid", "threadid", "lwp")
 INDEX_NAMES = ("idx", "index", "row", "rownumber", "sample", "")  # a first column numbering rows
@@ -219,7 +221,7 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
     cols = list(zip(*rows))
     del rows
     time = _floats(cols[t_i], path, f"the row numbers ({header[0]!r})") * row_interval if numbered \
-        else to_seconds(cols[t_i], path, blanks=True)
+        else _relative_ms(to_seconds(cols[t_i], path, blanks=True), path, notes)
     if s_i is None:  # one server's file: named after it
         server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
     else:
@@ -255,6 +257,21 @@ def _columns(names: list[str]) -> tuple[int | None, int | None, int | None, int 
     c_i = next((i for i, n in enumerate(names) if n in COUNTER_NAMES and i not in (t_i, s_i)), None)
     v_i = next((i for i, n in enumerate(names) if n == "value"), None)
     return t_i, s_i, c_i, v_i
+
+
+def _relative_ms(time: np.ndarray, path: Path, notes: list[str]) -> np.ndarray:
+    """Times that are no dates, counted in thousands (0 to 43,200,000 by 30,000: Alibaba's 2021
+    tables, milliseconds from the start of the trace set): milliseconds, not seconds apart by
+    8 hours, with a note. Other times as they are."""
+    v = time[np.isfinite(time)]
+    if not len(v) or v.max() >= 9.4e8 or v.min() < 0 or np.any(v % 1000):
+        return time
+    steps = np.diff(np.unique(v))
+    if not len(steps) or np.median(steps) < 1000:
+        return time
+    notes.append(f"{path.name}: times from {v.min():,.0f} to {v.max():,.0f} by {np.median(steps):,.0f}, no dates: "
+                 "read as milliseconds since the start")
+    return time / 1000
 
 
 def _other_times(names: list[str], t_i: int | None) -> set[int]:
@@ -365,11 +382,12 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
         return None
     if s_i is None:  # one server's file: named after it
         server = np.full(len(nums), names_.server(server_of_file(path)), np.int32)
-    time = nums[:, 0] * row_interval if row_interval else to_seconds(nums[:, 0], path)
+    notes = []
+    time = nums[:, 0] * row_interval if row_interval else _relative_ms(to_seconds(nums[:, 0], path), path, notes)
     labels, dup = _column_labels(header)
     cidx = np.array([names_.counter(labels[i]) for i in cols], np.int32)
     return RawCounters(names_.server_list, names_.counter_list, [Piece(server, time, cidx, nums[:, 1:])], str(path),
-                       [f"{path.name}: {dup}"] if dup else [], s_i is None, bool(row_interval))
+                       notes + ([f"{path.name}: {dup}"] if dup else []), s_i is None, bool(row_interval))
 
 
 POLARS_FROM_BYTES = FROM_BYTES  # files from this size are read by polars (its import costs 0.2 s)
@@ -427,7 +445,8 @@ def _read_long_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
         labels = [df.get_column(names_in[c_i])] + ([df.get_column(names_in[s_i])] if s_i is not None else [])
         if any(col.null_count() for col in labels):  # an empty name: the careful path decides
             return None
-        time = to_seconds(df.get_column(names_in[t_i]).to_numpy(), path)
+        notes = []
+        time = _relative_ms(to_seconds(df.get_column(names_in[t_i]).to_numpy(), path), path, notes)
         value = df.get_column(names_in[v_i]).to_numpy().astype(np.float64, copy=False)
         cnames, inv = sorted_codes(labels[0])
         if s_i is None:  # one server's file: named after it
@@ -440,7 +459,7 @@ def _read_long_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
     except Exception:  # noqa: BLE001 (anything polars refuses goes to the careful path, which says what is wrong)
         return None
     return RawCounters(names_.server_list, names_.counter_list, _by_counter(server, time, value, cnames, inv, names_),
-                       str(path), [], s_i is None, False)
+                       str(path), notes, s_i is None, False)
 
 
 def _by_counter(server: np.ndarray, time: np.ndarray, value: np.ndarray, uniq, inv: np.ndarray,
