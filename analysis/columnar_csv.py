@@ -8,16 +8,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .inputs import is_gzip, open_data
+from .inputs import is_encoded, is_utf16, open_data
 
 FROM_BYTES = 8 << 20  # files from this size are read by polars (its import costs 0.2 s)
 
 
 def polars_for(path: Path, from_bytes: int = FROM_BYTES):
-    """The polars module for a file of ``from_bytes`` or more; None for a smaller file or
-    without polars."""
+    """The polars module for a file of ``from_bytes`` or more; None for a smaller file, UTF-16
+    text or without polars."""
     try:
-        if Path(path).stat().st_size < from_bytes:
+        if Path(path).stat().st_size < from_bytes or is_utf16(path):  # UTF-16: the readers' own paths decode it
             return None
         import polars as pl  # noqa: PLC0415
     except (ImportError, OSError):
@@ -32,7 +32,7 @@ def frame(pl, path: Path, header: list[str], numeric: set[int]):
     gaps written 'nan', 2.7 s against 0.5 s). Raises what polars raises."""
     names_in = [f"c{i}" for i in range(len(header))]
     kinds = [pl.Float64 if i in numeric else pl.String for i in range(len(header))]
-    if not is_gzip(path):
+    if not is_encoded(path):
         return pl.read_csv(path, has_header=True, new_columns=names_in, schema_overrides=kinds)  # mapped, not copied
     with open_data(path, binary=True) as f:
         return pl.read_csv(f, has_header=True, new_columns=names_in, schema_overrides=kinds)

@@ -50,6 +50,7 @@ def register_file_kind(kind: str, sniffer) -> None:
 
 
 GZIP_MAGIC = b"\x1f\x8b"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # little and big endian
 #: inputs that are running servers, not files: Prometheus's HTTP API
 SCHEME = "prometheus+"
 SERVER_SCHEMES = (SCHEME + "http://", SCHEME + "https://")
@@ -79,8 +80,18 @@ def _regular(path) -> None:
         raise InputError(path, "not a regular file (a pipe, socket or device): perftriage reads files")
 
 
+def _utf8(raw: bytes) -> bytes:
+    """UTF-16 text (by its byte order mark: Windows tools, PowerShell's Out-File, Excel's Unicode
+    text) as UTF-8, what every reader takes; other bytes as they are. A cut or damaged code unit
+    becomes U+FFFD."""
+    if raw[:2] not in UTF16_BOMS:
+        return raw
+    return raw[: len(raw) // 2 * 2].decode("utf-16", errors="replace").encode("utf-8")
+
+
 def read_head(path, n: int = 65536) -> bytes:
-    """The first ``n`` bytes of a data file, decompressed when it is gzip (by its magic bytes)."""
+    """The first ``n`` bytes of a data file, decompressed when it is gzip (by its magic bytes),
+    as UTF-8 when it is UTF-16 text."""
     _regular(path)
     try:
         with open(path, "rb") as f:
@@ -88,22 +99,37 @@ def read_head(path, n: int = 65536) -> bytes:
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     if head[:2] == GZIP_MAGIC:
-        return _gunzip(path, head, n)
-    return head
+        head = _gunzip(path, head, n)
+    return _utf8(head)[:n]
 
 
-def is_gzip(path) -> bool:
-    """Whether a file's content is gzip (by its magic bytes, whatever its name)."""
+def _first_bytes(path, n: int = 2) -> bytes:
     try:
         with open(path, "rb") as f:
-            return f.read(2) == GZIP_MAGIC
+            return f.read(n)
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
 
 
+def is_gzip(path) -> bool:
+    """Whether a file's content is gzip (by its magic bytes, whatever its name)."""
+    return _first_bytes(path) == GZIP_MAGIC
+
+
+def is_utf16(path) -> bool:
+    """Whether a file is UTF-16 text (by its byte order mark)."""
+    return _first_bytes(path) in UTF16_BOMS
+
+
+def is_encoded(path) -> bool:
+    """Whether a file must be decoded before a reader sees its text (gzip, UTF-16): read it by
+    :func:`open_data`, not by its path."""
+    return _first_bytes(path) in (GZIP_MAGIC, *UTF16_BOMS)
+
+
 def open_data(path, newline: str | None = None, encoding: str = "utf-8", binary: bool = False):
     """A data file opened for reading as text (or bytes), gzip content decompressed: users keep
-    exports compressed (``spans.csv.gz``). A damaged gzip file is one clear error, before any
+    exports compressed (``spans.csv.gz``); UTF-16 text as UTF-8. A damaged gzip file is one clear error, before any
     line is read."""
     _regular(path)
     gz = is_gzip(path)
@@ -111,10 +137,10 @@ def open_data(path, newline: str | None = None, encoding: str = "utf-8", binary:
         f = open(path, "rb")
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
-    if gz:
+    if gz or is_utf16(path):
         with f:
-            raw = _gunzip(path, f.read())
-        f = io.BytesIO(raw)
+            raw = f.read()
+        f = io.BytesIO(_utf8(_gunzip(path, raw) if gz else raw))
     if binary:
         return f
     return io.TextIOWrapper(f, encoding=encoding, errors="replace", newline=newline)

@@ -159,3 +159,23 @@ def test_data_further_down_than_one_level_is_named_in_the_error(tmp_path):
                                    f"{tmp_path / 'copy' / '2022' / 'metric'}: name that folder")
     assert sorted(p.name for p in classify([str(err.value).split("in ")[-1].split(":")[0]]).files["counters"]) == \
         ["web-01.csv", "web-02.csv", "web-03.csv"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+@pytest.mark.parametrize("sample", ["fleet/counters.csv", "microservices/spans.otlp.jsonl"])
+def test_utf16_text_reads_as_its_utf8_original(tmp_path, sample, encoding):
+    """What Windows tools write (PowerShell's Out-File, Excel's Unicode text): UTF-16 with a byte
+    order mark. It was read as garbage ('the time column holds neither numbers nor ISO 8601
+    times'); now as the same text in UTF-8, gzip'd or not."""
+    import gzip
+
+    from perftriage.analysis.triage import Options, run_triage
+
+    src = ROOT / "sample_traces" / sample
+    text = src.read_text(encoding="utf-8")
+    wide = tmp_path / src.name
+    wide.write_bytes(text.encode("utf-16") if encoding == "utf-16" else b"\xfe\xff" + text.encode("utf-16-be"))
+    packed = tmp_path / (src.name + ".gz")
+    packed.write_bytes(gzip.compress(wide.read_bytes()))
+    titles = [[f.title for f in run_triage([p], Options()).report.ranked()[:3]] for p in (src, wide, packed)]
+    assert titles[0] and titles[1] == titles[0] and titles[2] == titles[0]

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import is_gzip, open_data
+from perftriage.analysis.inputs import is_encoded, open_data
 from perftriage.analysis.units import count_of
 
 from .table import Labels, SpanBuilder
@@ -97,7 +97,7 @@ def read(path: Path, b: SpanBuilder) -> None:
 
     try:
         opts = dict(has_header=True, infer_schema=False, new_columns=names, truncate_ragged_lines=True)
-        if is_gzip(path):
+        if is_encoded(path):
             with open_data(path, binary=True) as f:
                 df = frame(pl.read_csv(f, columns=sorted(cols.values()), **opts).lazy())
         else:
