@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError, reading
+from perftriage.analysis.inputs import read_text
 from perftriage.analysis.units import count_of
 
 from .table import CounterSet
@@ -114,14 +115,7 @@ def _validate(r: Rule, where: str) -> Rule:
 
 def read_rules(path) -> list[Rule]:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
-    except UnicodeDecodeError:
-        raise InputError(path, "not UTF-8 text") from None
-    if not text.strip():
-        raise InputError(path, "file is empty")
+    text = read_text(path)  # UTF-8 (UTF-16 and gzip decoded); one line where it is missing or empty
     try:
         with reading(path, "rules file"):
             rules = _from_xml(text, path) if text.lstrip().startswith("<") else _from_toml(text, path)
