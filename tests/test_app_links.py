@@ -849,3 +849,23 @@ async def test_a_trace_without_known_markers_reruns_by_the_events_that_look_like
         assert app.result.units == "markers" and len(app.result.requests) == 1000
         assert app.options.markers[0].start == "probe_srv:request_begin"
         assert title not in [c.title for c in app.get_system_commands(app.screen)]  # it has its markers now
+
+
+async def test_a_service_that_ran_error_handlers_opens_where_its_errors_started(tmp_path):
+    """Spans with no status (TrainTicket's export): the failing finding of the service whose
+    throws ran Spring's error handler opens a request where its error started, the spans that ran
+    a handler marked and the legend saying that is what the mark means."""
+    from test_failures import _spring_chain
+
+    app = app_on([str(_spring_chain(tmp_path))])
+    async with app.run_test(size=(110, 40)) as pilot:
+        await loaded(app, pilot)
+        _, row = await open_finding(app, pilot, "failing")
+        await pilot.pause(0.3)
+        assert tab(app) == "calltrees"
+        text = " ".join(screen_text(app).split())
+        assert "a request where an error started in ts-travel-service:/api/v1/travelservice/routes/{tripId}" in text
+        assert "✗ ts-travel-service:/api" in text and "✗ ts-food-service:/api" in text
+        assert "✗: the span ran an error handler (the spans carry no status; an error started in the deepest such " \
+               "call)" in text, text
+        await back_to_findings(app, pilot, row)

@@ -33,6 +33,8 @@ class RequestTree:
     latency_ns: int
     rows: list[CallRow]
     why: str  # how this request was chosen
+    #: what a failed row's mark says: its status, or the error handler it ran where the spans carry none
+    failed_means: str = "the span failed (an error started in a failed call none of whose calls failed)"
 
 
 def request_tree(diag: Diagnosis, cat: Category, req_row: int, pair: RankedPair | None = None,
@@ -48,7 +50,9 @@ def request_tree(diag: Diagnosis, cat: Category, req_row: int, pair: RankedPair 
                            int(sp.end[r] - sp.start[r]), int(self_t[r]),
                            pair is not None and m == pair.method and k == pair.replica,
                            sp.error is not None and bool(sp.error[r])))
-    return RequestTree(sp.traces[int(cat.traces[req_row])], cat.index, int(sp.end[rows[0]] - sp.start[rows[0]]), out, why)
+    return RequestTree(sp.traces[int(cat.traces[req_row])], cat.index, int(sp.end[rows[0]] - sp.start[rows[0]]), out, why,
+                       "the span ran an error handler (the spans carry no status; an error started in the deepest "
+                       "such call)" if sp.error_inferred else RequestTree.failed_means)
 
 
 def example_request(diag: Diagnosis, pair: RankedPair | None = None, category: int | None = None) -> RequestTree | None:

@@ -288,7 +288,7 @@ class CallTreesPane(ViewPane):
             t.append(f"{label:<{name_w}} {r.replica[:14]:<14} {_ms(r.offset_ns / 1e6):>9} {_ms(r.total_ns / 1e6):>9} "
                      f"{_ms(r.self_ns / 1e6):>9}  {bar}\n", style="red bold" if r.flagged or r.failed else "")
         if any(r.failed for r in rt.rows):
-            t.append("✗: the span failed (an error started in a failed call none of whose calls failed)\n", style="dim")
+            t.append(f"✗: {rt.failed_means}\n", style="dim")
         t.append("start: from the request's start, on each host's own clock (offsets between hosts show here; the "
                  "tree itself comes from span ids, not times)\n", style="dim")
         return t
