@@ -383,7 +383,9 @@ def failure_findings(fl) -> list[Finding]:
               f"{p['failures_alpha']:g} with every method counted (one-sided hypergeometric test)")
     severity = "critical" if top.step else ("warning" if top.rate >= 0.05 else "info")
     return [Finding(analysis="calltrees", title=title, subject=f"service {top.service}",
-                    score=3e9 if top.step else 1e9, severity=severity, evidence=ev, parameters=dict(p),
+                    # failing throughout (no onset): no change of the incident's, so after what changed over
+                    # time and the services that changed most (1e9 down), ahead of CloudDiag's pairs
+                    score=3e9 if top.step else 5e8, severity=severity, evidence=ev, parameters=dict(p),
                     target={"kind": "failing", "method": top.method})]
 
 
