@@ -278,6 +278,25 @@ def peers_median(v: np.ndarray, peers: Peers | None) -> np.ndarray:
     return om
 
 
+def peers_spread(v: np.ndarray, peers: Peers | None) -> np.ndarray:
+    """For every server and counter, how far the servers of its group usually lie from one another
+    (the median over time of 1.4826 x their MAD across the group at each point: one number, which a
+    departure of one server cannot inflate); NaN for a server without peers (a group under three,
+    or not compared)."""
+    S, C, T = v.shape
+    out = np.full((S, C), np.nan)
+    groups = [np.arange(S)] if peers is None or peers.whole_fleet else \
+        [peers.members(g) for g in np.flatnonzero(peers.compared)]
+    step = max(1, T // 500)  # a typical spread needs no more than 500 points a series
+    for idx in groups:
+        if len(idx) < 3:
+            continue
+        w = v[idx][:, :, ::step]
+        mad = 1.4826 * nanmedian(np.abs(w - nanmedian(w, axis=0)), axis=0)  # (C, T)
+        out[idx] = nanmedian(mad, axis=1)
+    return out
+
+
 def held(over: np.ndarray, run: int) -> np.ndarray:
     """``over`` (..., T) bool where it is part of a run of at least ``run`` True points in a row."""
     starts = over.copy()  # where a long enough run starts
@@ -309,7 +328,8 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
     many series were judged against the hour before, and where a server of its own kind did not
     move itself (None: nowhere; its z there is the others' movement, not its own), for a block of
     counters (against peers at the same time from three servers on), as the z it has there
-    without the others' part (NaN elsewhere). ``recent``: points in an hour, when there are fewer
+    without the others' part (NaN elsewhere); and each series' departure from its peers in units of
+    how far they lie from one another (None without peers or sustained). ``recent``: points in an hour, when there are fewer
     than three days (0: none)."""
     S, C, T = v.shape
     srt = np.sort(v, axis=2)  # the series' resolution, median and spread from one sort
@@ -340,6 +360,7 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
         del srt
     why_peer = np.zeros(v.shape, bool)
     still = None
+    zx = None  # a series' departure from its peers in units of their spread (sustained departures only)
     alone = np.ones((S, C), bool)  # series that no other server's values at the same time judge
     if S >= 3:
         pm = peers_median(v, peers)
@@ -350,6 +371,21 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
         fd = np.fmax(floor, p.resolution_steps * _resolution(np.sort(pm, axis=2)))
         del pm
         zp = _robust(d, fd, unit=unit)
+        if p.sustained:
+            # against how far peers lie from one another, not the difference's own spread: a server that
+            # left its peers for half the data spreads its difference to them twice as wide (a node at
+            # twice the others' CPU for its last 27 minutes of 60 was robust z 3 against its own
+            # difference, and nothing was said). Only to find long departures (the level changes):
+            # checked there against the peers at the same time
+            sp = peers_spread(v, peers)
+            # never finer than the floor nor z's unit (fmax would take either for a NaN: no peers, no such z)
+            sp = np.where(np.isfinite(sp), np.fmax(np.fmax(sp, fd), unit), np.nan)
+            sp[sp <= 0] = np.nan  # peers that all sit still: no spread to count a departure in
+            centre = nanmedian(d[:, :, ::max(1, T // 500)], axis=2)  # where a series usually sits against them
+            with np.errstate(invalid="ignore", divide="ignore"):
+                d -= centre[..., None]  # (in place: the difference is not needed after)
+                d /= sp[..., None]
+                zx = d.astype(np.float32)  # signed: above, below
         del d
         alone = np.isnan(zp).all(axis=2)
         if peers is not None and not peers.whole_fleet:
@@ -376,7 +412,7 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
             zr = _robust(x - recent_level(x, recent), floor[pick], unit=unit[pick])
             z[pick] = np.fmax(np.nan_to_num(z[pick]), zr)
             n_recent = int(pick.sum())
-    return z, why_peer, daily_any, usual, n_recent, still
+    return z, why_peer, daily_any, usual, n_recent, still, zx
 
 
 def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Peers | None = None) -> OverTime:
@@ -402,7 +438,8 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     stretches: list[tuple[int, int, int, int, float]] = []  # (server, counter, first, last, median z there)
 
     def work(lo, hi):
-        zb, wb, db, usual_all[:, lo:hi], n_recent[lo], still = _block(v[:, lo:hi, :], p, days, period, peers, recent)
+        zb, wb, db, usual_all[:, lo:hi], n_recent[lo], still, zx = _block(v[:, lo:hi, :], p, days, period, peers,
+                                                                           recent)
         zb = np.nan_to_num(zb, nan=0.0, posinf=1e6)
         # a series beyond z at more than p.tail of its points has heavier tails than its robust
         # spread says (a latency that mostly sits still, then jumps at every burst): its z scaled
@@ -417,12 +454,27 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
         if still is not None:
             zb = np.where(np.isnan(still), zb, np.nan_to_num(still))
         if p.sustained:  # before the scaling: beyond z over one long stretch is a level change, no tail
+            found: list[tuple[int, int, int, int, float]] = []
             sc = np.argwhere(q[..., 0] > p.z)
             if len(sc):
                 rows = zb[sc[:, 0], sc[:, 1]]  # (n, T): the series beyond z at more than p.tail of their points
                 k, fa, fb = _stretches(rows, p)
-                for k_, a_, b_ in zip(k.tolist(), fa.tolist(), fb.tolist()):
-                    stretches.append((int(sc[k_, 0]), lo + int(sc[k_, 1]), a_, b_, float(np.median(rows[k_, a_:b_ + 1]))))
+                found += [(int(sc[k_, 0]), lo + int(sc[k_, 1]), a_, b_, float(np.median(rows[k_, a_:b_ + 1])))
+                          for k_, a_, b_ in zip(k.tolist(), fa.tolist(), fb.tolist())]
+            if zx is not None:  # and away from its peers by their spread over one long stretch, above or below
+                # the few away that long (told on 500 points a series, with room; then on all of theirs)
+                some = np.nan_to_num(np.abs(zx[:, :, ::max(1, T // 500)]), nan=0.0, posinf=1e6)
+                far = np.argwhere(np.quantile(some, 1 - p.tail, axis=2) > 0.8 * p.z)
+                away = np.nan_to_num(zx[far[:, 0], far[:, 1]], nan=0.0, posinf=1e6, neginf=-1e6)
+                for sign in (1.0, -1.0):
+                    rows = sign * away
+                    keep = np.quantile(rows, 1 - p.tail, axis=1) > p.z if len(far) else np.zeros(0, bool)
+                    sx, rows = far[keep], rows[keep]
+                    if len(sx):
+                        k, fa, fb = _stretches(rows, p)
+                        found += [(int(sx[k_, 0]), lo + int(sx[k_, 1]), a_, b_, float(np.median(rows[k_, a_:b_ + 1])))
+                                  for k_, a_, b_ in zip(k.tolist(), fa.tolist(), fb.tolist())]
+            stretches.extend(_longest(found))
         zb *= np.minimum(1.0, p.z / np.maximum(q, 1e-12)).astype(np.float32)
         z[:, lo:hi, :] = zb
         why_peer[:, lo:hi, :] = wb
@@ -536,6 +588,16 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
                     recent if alone_series else 0, changes)
 
 
+def _longest(found: list[tuple[int, int, int, int, float]]) -> list[tuple[int, int, int, int, float]]:
+    """Stretches (server, counter, first, last, median z) of the same series that overlap: the
+    longest of them (the same departure seen on two scales, or part of it)."""
+    out: list[tuple[int, int, int, int, float]] = []
+    for st in sorted(found, key=lambda x: (x[0], x[1], -(x[3] - x[2]))):
+        if not any(o[0] == st[0] and o[1] == st[1] and o[2] <= st[3] and st[2] <= o[3] for o in out):
+            out.append(st)
+    return out
+
+
 def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams) -> list[LevelChange]:
     """Each server's long stretches, those of its counters that start and end together (within a
     fiftieth of the data) as one change; where the stretch beyond z is the part at its peers' level
@@ -570,7 +632,8 @@ def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams)
     for s_, a, b, nzm, c_, level, other, peer, own in sorted(found):
         for lc in mine.setdefault((s_, own), []):
             if abs(lc.start - a) <= tol and abs(lc.end - b) <= tol:
-                lc.counters.append((c_, -nzm, level, other, peer))
+                if all(c != c_ for c, *_ in lc.counters):  # (a series' two sides of one change: said once)
+                    lc.counters.append((c_, -nzm, level, other, peer))
                 break
         else:
             lc = LevelChange(s_, a, b, [(c_, -nzm, level, other, peer)], own=own)
