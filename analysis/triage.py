@@ -16,7 +16,8 @@ from perftriage.analysis.calltrees.compare import Comparison, compare
 from perftriage.analysis.calltrees.findings import (change_findings, comparison_findings, diagnosis_findings,
                                                     failure_findings, lost_call_findings, slow_link_findings,
                                                     slow_replica_findings, span_problem_findings)
-from perftriage.analysis.calltrees.failures import Failures, failures_against, find_failures
+from perftriage.analysis.calltrees.failures import (Failures, early_return_below, failures_against,
+                                                    find_failures)
 from perftriage.analysis.calltrees.lost_calls import LostCalls, lost_calls
 from perftriage.analysis.calltrees.slow_links import SlowLinks, slow_links
 from perftriage.analysis.calltrees.slow_replicas import slow_replicas
@@ -462,6 +463,15 @@ def _say_failures(result: TriageResult, reference: SpanTable | None = None) -> N
         how = (f"the calls of the requests from {fmt_timestamp(at)[:23]} UTC on (--incident-time) against those "
                "before" if at is not None else "")
         result.failures = fl = find_failures(spans, at, how)
+    fl.after, fl.after_share = early_return_below(spans, fl, result.lost)
+    if fl.after is not None:  # the early return below the errors is their cause: said first
+        for f in result.report.findings:
+            if f.analysis == "calltrees" and f.target == {"kind": "method", "method": fl.after.caller} \
+                    and f.title.startswith(fl.after.headline()):
+                f.score = 3e9 + 1
+                f.evidence.insert(1, f"{fl.methods[0].service}'s errors from then on start over its calls that stopped "
+                                     f"calling in {fl.after_share:.0%} of the requests where they start: they follow "
+                                     "from it")
     if fl.methods:
         result.report.findings.extend(failure_findings(fl))
     elif fl.known and fl.failed_spans:  # (no note where no span failed)

@@ -363,13 +363,16 @@ def test_a_lost_call_says_what_was_called_last_where_the_callers_clock_tells(tmp
 
 
 def _spring_chain(tmp_path, requests: int = 400, fault_from: int | None = 200, seed: int = 4,
-                  slow_from: int | None = None):
+                  slow_from: int | None = None, returns_from: int | None = None):
     """TrainTicket's shape (Spring services, Nezha's export: no status column): the gateway calls
     food-service, whose controller calls travel-service. From request ``fault_from`` on,
     travel-service throws in half its requests: Spring runs BasicErrorController.error under its
     server span, and food-service, given the 500, throws too (its own error handler). Throughout,
     travel2-service's handler runs in a fifth of its requests (a failure of its own, every minute).
-    ``slow_from``: from that request on, travel-service's controller takes five times as long."""
+    ``slow_from``: from that request on, travel-service's controller takes five times as long.
+    ``returns_from``: from that request on, in 90% of its requests travel-service's controller
+    returns at once, without reading its trip (a wrong value, Nezha's "return" fault), and
+    food-service throws on what it got (its error handler; travel-service runs none)."""
     rng = np.random.default_rng(seed)
     r = SpanRows(suffix="-5f6585d649-fnmft")
     t0 = 1_674_986_400 * 10**9
@@ -389,8 +392,12 @@ def _spring_chain(tmp_path, requests: int = 400, fault_from: int | None = 200, s
         travel = r.span(tr, r.span(tr, ctl, "ts-food-service", "HTTP GET", t + 4 * 10**6, 15_000_000),
                         "ts-travel-service", "/api/v1/travelservice/routes/{tripId}", t + 5 * 10**6, 12_000_000)
         slow = slow_from is not None and k >= slow_from
-        r.span(tr, travel, "ts-travel-service", "TravelController.getRouteByTripId", t + 6 * 10**6,
-               int(rng.uniform(7, 9) * 10**6) * (5 if slow else 1))
+        ctl2 = r.span(tr, travel, "ts-travel-service", "TravelController.getRouteByTripId", t + 6 * 10**6,
+                      int(rng.uniform(7, 9) * 10**6) * (5 if slow else 1))
+        if returns_from is not None and k >= returns_from and rng.random() < 0.9:
+            r.span(tr, food, "ts-food-service", "BasicErrorController.error", t + 28 * 10**6, 500_000)
+        else:
+            r.span(tr, ctl2, "ts-travel-service", "TripRepository.findByTripId", t + 7 * 10**6, 1_000_000)
         if fault_from is not None and k >= fault_from and rng.random() < 0.5:
             r.span(tr, travel, "ts-travel-service", "BasicErrorController.error", t + 15 * 10**6, 500_000)
             r.span(tr, food, "ts-food-service", "BasicErrorController.error", t + 28 * 10**6, 500_000)
@@ -440,3 +447,19 @@ def test_a_method_failing_throughout_comes_after_what_changed_at_the_incident(tm
     changed = [f for f in ranked if "ts-travel-service" in f.title]
     # ranked below, not tied with what changed most and left to the order the findings were made in
     assert fails and len(changed) >= 2 and min(f.score for f in changed) > fails[0].score
+
+
+def test_errors_over_an_early_return_below_them_name_the_early_return_first(tmp_path):
+    """travel-service returns a wrong value early (no trip read) and food-service throws on it:
+    the deepest error handler is food-service's, but below it, in the same requests, travel's
+    controller stopped calling. The early return leads the report; food's failure says it
+    follows from it."""
+    res = run_triage([_spring_chain(tmp_path, 600, fault_from=None, returns_from=300)], Options())
+    fl = res.failures
+    assert fl.methods[0].service == "ts-food-service" and fl.after is not None
+    assert fl.after.caller == "ts-travel-service:TravelController.getRouteByTripId" and fl.after_share > 0.9
+    ranked = res.report.ranked()
+    assert ranked[0].title.startswith("ts-travel-service stops calling TripRepository.findByTripId from ")
+    assert "errors from then on start over its calls that stopped calling" in ranked[0].evidence[1]
+    second = next(f for f in ranked if f.title.startswith("ts-food-service fails from "))
+    assert second.title.endswith("; after ts-travel-service's early returns below it")

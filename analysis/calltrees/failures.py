@@ -86,6 +86,8 @@ class Failures:
     failed_requests: int = 0  # requests whose root span failed (that ran an error handler, where inferred)
     methods: list[FailingMethod] = field(default_factory=list)  # failing ones: starting to fail first
     inferred: bool = False  # the failed spans are those that ran an error handler (no status in the spans)
+    after: object = None  # a lost call (lost_calls.LostCall) below where the first method's errors start: their cause
+    after_share: float = 0.0  # of those errors, the share over its spans that stopped calling
     how: str = ""  # what was compared
     why: str = ""  # why none, when none
     params: dict = field(default_factory=lambda: dict(PARAMS))
@@ -258,3 +260,44 @@ def find_failures(spans: SpanTable, split_ns: int | None = None, how: str = "", 
                    + ("after the time compared than before" if split_ns is not None else
                       f"from a time on, nor {p['failures_min_rate']:.0%} of them throughout"))
     return out
+
+
+def early_return_below(spans: SpanTable, fl: Failures, lost, share_needed: float = 0.5) -> tuple[object, float]:
+    """The lost call (lost_calls.LostCall, an early return: a method that stopped making a call)
+    whose spans that stopped calling run under ``share_needed`` or more of the spans where the
+    first failing method's errors start, from its onset on; and that share. (None, 0) for none.
+    A method returning a wrong value early (Nezha's "return" fault) fails nothing itself; its
+    caller, given the value, throws: the deepest failure is the caller's, its cause below it."""
+    if not fl.methods or not fl.methods[0].step or fl.methods[0].since_ns is None or lost is None or not lost.calls:
+        return None, 0.0
+    top = fl.methods[0]
+    code = {m: i for i, m in enumerate(spans.methods)}
+    if top.method not in code:
+        return None, 0.0
+    when = request_start(spans)
+    errs = np.flatnonzero(started_errors(spans) & (spans.method == code[top.method]) & (when >= top.since_ns))
+    if not len(errs):
+        return None, 0.0
+    n = len(spans)
+    best, best_share = None, 0.0
+    for lc in lost.calls:
+        caller, callee = code.get(lc.caller), code.get(lc.callee)
+        if caller is None or callee is None or lc.service == top.service:  # (a method that throws stops its calls too)
+            continue
+        made = np.zeros(n, bool)
+        kids = np.flatnonzero((spans.method == callee) & (spans.parent >= 0))
+        made[spans.parent[kids]] = True
+        missed = np.flatnonzero((spans.method == caller) & (spans.start >= lc.since_ns) & ~made)
+        above = np.zeros(n, bool)  # every ancestor of a span that stopped calling
+        up = spans.parent[missed]
+        for _ in range(256):
+            up = up[up >= 0]
+            up = up[~above[up]]
+            if not len(up):
+                break
+            above[up] = True
+            up = spans.parent[up]
+        share = float(above[errs].mean())
+        if share >= share_needed and share > best_share:
+            best, best_share = lc, share
+    return best, best_share

@@ -361,10 +361,14 @@ def failure_findings(fl) -> list[Finding]:
 
     top = fl.methods[0]
     title = top.headline() + ("; its callers give up waiting on it" if top.timeouts * 2 >= top.failed else
+                              f"; after {fl.after.service}'s early returns below it" if fl.after is not None else
                               "; the requests' errors start there")
     ev = [line(f) + (f"; {f.timeouts:,} of its calls did not fail themselves: their callers gave up waiting "
                      "(far slower than usual, most of the caller's time)" if f.timeouts else "")
           for f in fl.methods[:8]]
+    if fl.after is not None:
+        ev.insert(1, f"in {fl.after_share:.0%} of the requests where its errors start, below it: {fl.after.headline()} "
+                     "(an early return with a value its callers then fail on: the errors follow from it)")
     if len(fl.methods) > 8:
         ev.append(f"and {count_of(len(fl.methods) - 8, 'other methods')} failing")
     ev.append(f"{fl.failed_requests:,} of {fl.requests:,} requests "
