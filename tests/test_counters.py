@@ -1369,3 +1369,16 @@ def test_alibabas_node_table_is_a_fleet_of_nodes_timed_in_milliseconds(tmp_path)
     assert ca.peers.whole_fleet
     first = counter_findings(ca)[0]
     assert first.subject == f"{3 * 7919 + 13:064x}", first.title
+
+
+def test_a_servers_departure_over_many_counters_is_one_level_change_dated_by_its_strongest():
+    """The bundled fleet: silo-07's stuck placement from point 86 (its actor counts back hours
+    before its memory) and silo-18's hot partition from point 115, each one level change from its
+    incident's start to the end of the data, where one finding per counter's window said silo-07
+    three times (from 07:10, 09:20 and 19:05) and silo-18 not at all."""
+    cs = load_counters([ROOT / "sample_traces" / "fleet" / "counters.csv"])
+    own = [lc for lc in analyse_counters(cs).over_time.changes if lc.own and not lc.shared]
+    by = {cs.servers[lc.server]: lc for lc in own}
+    assert len(own) == 2 and set(by) == {"silo-07", "silo-18"}, [(cs.servers[lc.server], lc.start) for lc in own]
+    assert abs(by["silo-07"].start - 86) <= 2 and abs(by["silo-18"].start - 115) <= 2
+    assert all(lc.end == cs.n_points - 1 and len(lc.counters) >= 3 for lc in own)

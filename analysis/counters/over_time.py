@@ -661,10 +661,36 @@ def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams)
         for k, lc in enumerate(out):
             lc.shared = np.flatnonzero(shared[k]).tolist() if n_shared[k] + 1 >= S / 2 else []
     out = [lc for lc in out if lc.own or lc.shared]  # moved with its peers: only the fleet's change says it
+    out = _one_per_departure(out)
     for lc in out:
         lc.counters.sort(key=lambda c: -c[1])
         lc.score = float(lc.counters[0][1]) * float(np.sqrt(lc.points)) * len(lc.counters) ** 0.5
     out.sort(key=lambda lc: -lc.score)
+    return out
+
+
+def _one_per_departure(changes: list[LevelChange]) -> list[LevelChange]:
+    """A server's own changes (not the fleet's) whose stretches overlap by half the shorter one or
+    more, as one: an incident moves its counters from about the same time, each back at its own
+    (a stuck placement's actor counts recover hours before its memory does), and one finding per
+    counter's window said it six times over. Dated by the strongest of them (most counters, then
+    the farthest: a counter that strayed an hour early does not move the start), to the latest end,
+    each counter with its own levels; the fleet's changes are left as they are."""
+    out: list[LevelChange] = []
+    # the strongest first (most counters, then the farthest): it dates the departure, the others join it
+    for lc in sorted(changes, key=lambda x: (-len(x.counters), -max(c[1] for c in x.counters), x.server, x.start)):
+        if not lc.shared:
+            for o in out:
+                if o.server == lc.server and not o.shared and o.own == lc.own:
+                    overlap = min(o.end, lc.end) - max(o.start, lc.start) + 1
+                    if overlap >= 0.5 * min(o.points, lc.points):
+                        o.end = max(o.end, lc.end)
+                        o.counters += [c for c in lc.counters if all(c[0] != k for k, *_ in o.counters)]
+                        break
+            else:
+                out.append(lc)
+            continue
+        out.append(lc)
     return out
 
 
