@@ -278,6 +278,12 @@ def peers_median(v: np.ndarray, peers: Peers | None) -> np.ndarray:
     return om
 
 
+def across(w: np.ndarray) -> np.ndarray:
+    """How far servers ``w`` (axis 0) lie from one another at each (counter, point): 1.4826 x their
+    MAD across them."""
+    return 1.4826 * nanmedian(np.abs(w - nanmedian(w, axis=0)), axis=0)
+
+
 def peers_spread(v: np.ndarray, peers: Peers | None) -> np.ndarray:
     """For every server and counter, how far the servers of its group usually lie from one another
     (the median over time of 1.4826 x their MAD across the group at each point: one number, which a
@@ -292,8 +298,7 @@ def peers_spread(v: np.ndarray, peers: Peers | None) -> np.ndarray:
         if len(idx) < 3:
             continue
         w = v[idx][:, :, ::step]
-        mad = 1.4826 * nanmedian(np.abs(w - nanmedian(w, axis=0)), axis=0)  # (C, T)
-        out[idx] = nanmedian(mad, axis=1)
+        out[idx] = nanmedian(across(w), axis=1)  # (C,): over time
     return out
 
 
@@ -329,8 +334,8 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
     move itself (None: nowhere; its z there is the others' movement, not its own), for a block of
     counters (against peers at the same time from three servers on), as the z it has there
     without the others' part (NaN elsewhere); and each series' departure from its peers in units of
-    how far they lie from one another (None without peers or sustained). ``recent``: points in an hour, when there are fewer
-    than three days (0: none)."""
+    how far they lie from one another (None without peers or sustained). ``recent``: points in an
+    hour, when there are fewer than three days (0: none)."""
     S, C, T = v.shape
     srt = np.sort(v, axis=2)  # the series' resolution, median and spread from one sort
     usual = median_of_sorted(srt)[..., 0]
@@ -621,7 +626,7 @@ def _level_changes(v: np.ndarray, stretches, peers: Peers | None, p: TimeParams)
             for g, members in enumerate(groups):
                 if len(members) >= 3 and {s for s, *_ in sts} & set(members.tolist()):
                     w = vs[members]
-                    spread[g] = 1.4826 * nanmedian(np.abs(w - nanmedian(w, 0)), 0)
+                    spread[g] = across(w)
         spread = spread[group_of]  # each server's group's
         rows = max(1, 2_000_000 // T)  # the stretches checked a few at a time: working copies of rows x T
         for k in range(0, len(sts), rows):
