@@ -132,7 +132,7 @@ def rpc_table(requests: int):
     kids = defaultdict(list)
     for i in sorted(range(len(sp)), key=lambda i: int(sp.start[i])):
         kids[int(sp.parent[i])].append(i)
-    t0, rows = int(sp.start.min()), ["timestamp,traceid,service,rpc_id,rpctype,um,uminstanceid,interface,dm,dminstanceid,rt\n"]
+    t0, rows = int(sp.start.min()), ["timestamp,traceid,service,rpc_id,um,uminstanceid,rpctype,interface,dm,dminstanceid,rt\n"]
     stack = [(i, "0") for i in kids[-1]]
     while stack:
         i, rpc = stack.pop()
@@ -141,9 +141,9 @@ def rpc_table(requests: int):
         callee, pod = sp.services[int(sp.service[i])], sp.replicas[int(sp.replica[i])]
         p = int(sp.parent[i])
         if p >= 0:
-            rows.append(f"{ms:.3f},{tid},S,{rpc},rpc,{sp.services[int(sp.service[p])]},{sp.replicas[int(sp.replica[p])]},"
+            rows.append(f"{ms:.3f},{tid},S,{rpc},{sp.services[int(sp.service[p])]},{sp.replicas[int(sp.replica[p])]},rpc,"
                         f"{op},{callee},{pod},{rt:.3f}\n")
-        rows.append(f"{ms:.3f},{tid},S,{rpc},rpc,{'USER' if p < 0 else sp.services[int(sp.service[p])]},,{op},{callee},"
+        rows.append(f"{ms:.3f},{tid},S,{rpc},{'USER' if p < 0 else sp.services[int(sp.service[p])]},,rpc,{op},{callee},"
                     f"{pod},{-rt:.3f}\n")
         stack += [(k, f"{rpc}.{n}") for n, k in enumerate(kids[i], 1)]
     out.write_text("".join(rows))

@@ -17,7 +17,7 @@ from perftriage.analysis.spans.table import MISSING_PARENT, ROOT
 from conftest import ROOT as REPO
 
 V2021 = ",traceid,timestamp,rpcid,um,rpctype,dm,interface,rt\n"
-V2022 = "timestamp,traceid,service,rpc_id,rpctype,um,uminstanceid,interface,dm,dminstanceid,rt\n"
+V2022 = "timestamp,traceid,service,rpc_id,um,uminstanceid,rpctype,interface,dm,dminstanceid,rt\n"  # as documented
 
 
 def _v2021(path, rows):
@@ -61,9 +61,9 @@ def test_calls_become_client_and_server_spans_under_the_nearest_recorded_call(tm
 
 def test_v2022_names_the_containers_and_zero_times_take_the_free_side(tmp_path):
     p = tmp_path / "CallGraph_0.csv"
-    p.write_text(V2022 + "5,t1,S_1,0.1,rpc,A,a-1,getB,B,b-2,7\n"
-                         "6,t1,S_1,0.1,rpc,A,a-1,getB,B,b-2,0\n"  # the callee's own time rounded to 0 ms
-                         "7,t1,S_1,0.1.1,mq,B,b-2,,UNKNOWN,,4\n")
+    p.write_text(V2022 + "5,t1,S_1,0.1,A,a-1,rpc,getB,B,b-2,7\n"
+                         "6,t1,S_1,0.1,A,a-1,rpc,getB,B,b-2,0\n"  # the callee's own time rounded to 0 ms
+                         "7,t1,S_1,0.1.1,B,b-2,mq,,UNKNOWN,,4\n")
     assert sniff_format(p, p.read_bytes()) == "rpc-ids"
     got = _spans(read_spans([p]))["t1"]
     assert got == {("A:getB", "a-1"): (None, 7.0), ("B:getB", "b-2"): ("A:getB", 0.0),
@@ -107,7 +107,7 @@ def _slow_table(path, n=1200, slow_from=600, seed=3):
                (t0 + 2 + round(b_cli), "0.2", "rpc", "A", "a-0", "getC", "C", c, -(c_own + mc)),
                (t0 + 3 + round(b_cli), "0.2.1", "mc", "C", c, "", "mc_1", "", mc)]
         rnd.shuffle(rec)  # the tables are not in call order
-        lines += [f"{ts},{tid},S_1,{rpc},{typ},{um},{ui},{itf},{dm},{di},{round(rt)}\n"
+        lines += [f"{ts},{tid},S_1,{rpc},{um},{ui},{typ},{itf},{dm},{di},{round(rt)}\n"
                   for ts, rpc, typ, um, ui, itf, dm, di, rt in rec]
     path.write_text("".join(lines))
     return path
