@@ -12,6 +12,7 @@ from pathlib import Path
 
 from perftriage.analysis.ctf import perf
 from perftriage.analysis.ctf.discover import is_ctf_metadata, looks_like_ctf
+from perftriage.analysis.units import count_of
 
 from .errors import InputError
 
@@ -190,7 +191,7 @@ def classify(paths) -> Inputs:
             if not _add_folder(inputs, p):
                 # a dataset's folder (metric/, trace/, ...): its subfolders, one level down
                 subs = [c for c in sorted(p.iterdir()) if c.is_dir() and not c.name.startswith(".")]
-                found, where = 0, {}  # kind -> the subfolders holding it
+                found, where, unread = 0, {}, []  # kind -> the subfolders holding it; those holding none
                 for sub in subs:
                     if looks_like_ctf(sub):
                         inputs.ctf.append(sub)
@@ -204,6 +205,14 @@ def classify(paths) -> Inputs:
                             for f in files:
                                 inputs.add_file(kind, f)
                         found += 1
+                    else:
+                        unread.append(sub)
+                # a subfolder of files none of which is read (a dataset's logs, its lists of ids): said
+                for sub in unread if found else []:
+                    files = [c.name for c in sorted(sub.iterdir()) if c.is_file() and not c.name.startswith(".")]
+                    if files:
+                        inputs.notes.append(f"{sub}: {count_of(len(files), 'files')} of no kind perftriage reads "
+                                            f"(e.g. {files[0]}): left out")
                 # data of one kind in several subfolders (train/ and test/, this week's and last
                 # week's) are not one dataset: which to read is the user's to say
                 for kind, names in where.items():

@@ -179,3 +179,31 @@ def test_utf16_text_reads_as_its_utf8_original(tmp_path, sample, encoding):
     packed.write_bytes(gzip.compress(wide.read_bytes()))
     titles = [[f.title for f in run_triage([p], Options()).report.ranked()[:3]] for p in (src, wide, packed)]
     assert titles[0] and titles[1] == titles[0] and titles[2] == titles[0]
+
+
+LOG_CSV = ("Timestamp,TimeUnixNano,Node,PodName,Container,TraceID,SpanID,Log\n" + "".join(
+    f'2023-01-29T10:03:{i:02d}.9Z,{1674986580 + i}900000000,33.33.33.{80 + i % 3},ts-pay-7fc6f5476f-cr76x,server,'
+    f'{i:032x},{i:016x},"{{""log"":""{i} INFO c.t.c.PaymentController#34 [pay]""}}"\n' for i in range(40)))
+
+
+def test_a_log_of_a_dataset_is_no_counters_and_its_folder_is_said_left_out(tmp_path):
+    """Nezha's log CSVs (time, its unix nanoseconds, node, pod, trace and span ids, the message)
+    were read as counters, TimeUnixNano a counter of each node's ('No findings', or 'no series has
+    two samples'). A log is no counter file: named alone, one line; beside spans in a dataset's
+    folder, its subfolder is said left out. A time column named with its unit is no counter either."""
+    from perftriage.analysis.counters.readers import load_counters
+
+    day = tmp_path / "2023-01-29"
+    (day / "log").mkdir(parents=True)
+    (day / "log" / "10_04_log.csv").write_text(LOG_CSV)
+    with pytest.raises(InputError, match="10_04_log.csv: unrecognised input"):
+        classify([day / "log" / "10_04_log.csv"])
+    (day / "trace").mkdir()
+    write_spans(day / "trace" / "10_04_trace.csv")
+    inputs = classify([day])
+    assert list(inputs.files) == ["spans"]
+    assert any(n.endswith("log: 1 file of no kind perftriage reads (e.g. 10_04_log.csv): left out") for n in inputs.notes)
+    counters = tmp_path / "m.csv"
+    counters.write_text("Timestamp,TimeUnixNano,Node,cpu\n" + "".join(
+        f"{1674986580 + 60 * i},{1674986580 + 60 * i}000000000,n{k},{0.1 * k}\n" for i in range(5) for k in range(3)))
+    assert load_counters([counters]).counters == ["cpu"]

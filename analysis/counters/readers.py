@@ -107,7 +107,7 @@ def sniff_csv(path: Path, head: bytes) -> bool:
     if not any(c in TIME_NAMES for c in cols):
         return _numbered_rows(head, cols)
     if any(c in SERVER_NAMES for c in cols):
-        return True
+        return _some_counter(head, cols)
     return _one_server_file(head, cols)
 
 
@@ -274,10 +274,32 @@ def _relative_ms(time: np.ndarray, path: Path, notes: list[str]) -> np.ndarray:
     return time / 1000
 
 
+#: a column named as a time, with its unit or epoch (TimeUnixNano, timestamp_ms, epoch): no counter
+_TIME_LIKE = re.compile(r"(unix)?(time|timestamp|ts|date|datetime|epoch)(unix)?"
+                        r"(nanos?|ns|us|micros?|ms|millis?|s|secs?|seconds)?")
+
+
 def _other_times(names: list[str], t_i: int | None) -> set[int]:
     """The columns named as times besides the one read as the time (``Time`` and ``TimeStamp``:
-    the same instant twice, or a damaged copy of it): no counter."""
-    return {i for i, n in enumerate(names) if n in TIME_NAMES and i != t_i}
+    the same instant twice, or a damaged copy of it; a log's ``TimeUnixNano``): no counter."""
+    return {i for i, n in enumerate(names) if (n in TIME_NAMES or _TIME_LIKE.fullmatch(n)) and i != t_i}
+
+
+def _some_counter(head: bytes, cols: list[str]) -> bool:
+    """Whether a CSV with a time and a server column holds a counter: a column besides those (and
+    other times, ids, and the long form's counter names) whose cells in the first rows are numbers.
+    A log (time, node, pod, trace id, message) holds none."""
+    t_i = next(i for i, c in enumerate(cols) if c in TIME_NAMES)
+    skip = {t_i} | _other_times(cols, t_i) | {i for i, c in enumerate(cols) if c in SERVER_NAMES or c in COUNTER_NAMES
+                                                 or c.endswith("id")}  # ids (a trace's, a span's) are no counts
+    rows = _first_rows(head.decode("utf-8", "replace").splitlines())
+    if not rows:
+        return True  # too few rows to tell: the reader says what it finds
+    for i in range(len(cols)):
+        cells = [r[i] for r in rows if i < len(r) and r[i].strip()]
+        if i not in skip and cells and all(_is_number(x) for x in cells):
+            return True
+    return False
 
 
 def _counter_column(col, path: Path, label: str, notes: list[str]) -> np.ndarray | None:
