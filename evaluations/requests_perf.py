@@ -169,8 +169,8 @@ def run(quick: bool = False) -> bool:
                 out.mkdir()
                 if not record(out, 1000, "none"):
                     break
-                alarms.append([t.split(" in process")[0] + ": " + t.split(": ", 1)[1] for t, _ in
-                               thread_findings(out / "threadpool")])
+                alarms.append([t.partition(": ")[0].split(" in process")[0] + ": " + t.partition(": ")[2] for t, _ in
+                               thread_findings(out / "threadpool")])  # who (less its process), then what
             if alarms:
                 print(f"  healthy   {count_of(sum(map(len, alarms)), 'threads')} ranked in {count_of(len(alarms), 'healthy pools')} (false alarms, "
                       "printed, no target)" + "".join(f"\n              {a}" for al in alarms for a in al))
