@@ -58,6 +58,7 @@ SERVER_NAMES = ("server", "instance", "host", "hostname", "node", "machine", "si
                 "containername", "msinstanceid", "vm", "vmid")  # msinstanceid, nodeid: Alibaba's 2021 tables
 COUNTER_NAMES = ("counter", "metric", "name", "countername", "metricname", "kpiname", "kpi")
 THREAD_NAMES = ("thread", "tid", "threadid", "lwp")
+ID_NAMES = ("id", "traceid", "spanid", "parentid", "parentspanid", "requestid", "uuid", "guid")
 INDEX_NAMES = ("idx", "index", "row", "rownumber", "sample", "")  # a first column numbering rows
 
 
@@ -291,7 +292,7 @@ def _some_counter(head: bytes, cols: list[str]) -> bool:
     A log (time, node, pod, trace id, message) holds none."""
     t_i = next(i for i, c in enumerate(cols) if c in TIME_NAMES)
     skip = {t_i} | _other_times(cols, t_i) | {i for i, c in enumerate(cols) if c in SERVER_NAMES or c in COUNTER_NAMES
-                                                 or c.endswith("id")}  # ids (a trace's, a span's) are no counts
+                                                 or c in ID_NAMES}  # ids (a trace's, a span's) are no counts
     rows = _first_rows(head.decode("utf-8", "replace").splitlines())
     if not rows:
         return True  # too few rows to tell: the reader says what it finds
