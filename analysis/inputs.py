@@ -130,15 +130,16 @@ def is_encoded(path) -> bool:
 
 def open_data(path, newline: str | None = None, encoding: str = "utf-8", binary: bool = False):
     """A data file opened for reading as text (or bytes), gzip content decompressed: users keep
-    exports compressed (``spans.csv.gz``); UTF-16 text as UTF-8. A damaged gzip file is one clear error, before any
-    line is read."""
+    exports compressed (``spans.csv.gz``); UTF-16 text as UTF-8. A damaged gzip file is one clear
+    error, before any line is read."""
     _regular(path)
-    gz = is_gzip(path)
+    first = _first_bytes(path)
+    gz = first == GZIP_MAGIC
     try:
         f = open(path, "rb")
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
-    if gz or is_utf16(path):
+    if gz or first in UTF16_BOMS:
         with f:
             raw = f.read()
         f = io.BytesIO(_utf8(_gunzip(path, raw) if gz else raw))

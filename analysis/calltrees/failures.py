@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perftriage.analysis.spans.table import SpanTable
+from perftriage.analysis.spans.table import SpanTable, ancestors
 from perftriage.analysis.units import fmt_timestamp
 
 from .what_changed import request_start
@@ -119,14 +119,10 @@ def started_errors(spans: SpanTable) -> np.ndarray:
     if spans.error is None:
         return np.zeros(len(spans), bool)
     err, parent = spans.error, spans.parent
-    child_failed = np.zeros(len(spans), bool)
     if spans.error_inferred:  # only the spans that ran an error handler failed: none deeper is where it started
-        up = np.unique(parent[err & (parent >= 0)])
-        while len(up):
-            up = up[~child_failed[up]]
-            child_failed[up] = True
-            up = np.unique(parent[up][parent[up] >= 0])
+        child_failed = ancestors(parent, np.flatnonzero(err))
     else:
+        child_failed = np.zeros(len(spans), bool)
         child_failed[parent[err & (parent >= 0)]] = True
     started = err & ~child_failed
     # children of such spans that took (nearly) all of their time: the error starts in them
@@ -288,16 +284,7 @@ def early_return_below(spans: SpanTable, fl: Failures, lost, share_needed: float
         kids = np.flatnonzero((spans.method == callee) & (spans.parent >= 0))
         made[spans.parent[kids]] = True
         missed = np.flatnonzero((spans.method == caller) & (spans.start >= lc.since_ns) & ~made)
-        above = np.zeros(n, bool)  # every ancestor of a span that stopped calling
-        up = spans.parent[missed]
-        for _ in range(256):
-            up = up[up >= 0]
-            up = up[~above[up]]
-            if not len(up):
-                break
-            above[up] = True
-            up = spans.parent[up]
-        share = float(above[errs].mean())
+        share = float(ancestors(spans.parent, missed)[errs].mean())  # errors over a span that stopped calling
         if share >= share_needed and share > best_share:
             best, best_share = lc, share
     return best, best_share

@@ -51,7 +51,8 @@ def read_spans(paths, columns: dict[str, str] | None = None, jobs: int | None = 
         head = read_head(p)
         fmt = sniff_format(p, head)
         if fmt is None:
-            raise InputError(p, "not a span file perftriage reads (OTLP/Jaeger/Zipkin JSON, span CSV, call-graph table of rpcids, CloudDiag log)")
+            raise InputError(p, "not a span file perftriage reads (OTLP/Jaeger/Zipkin JSON, span CSV, call-graph "
+                                "table of rpcids, CloudDiag log)")
         with reading(p, FORMAT_NAMES[fmt]):
             if fmt == "span-csv":
                 span_csv.read(p, b, columns)

@@ -340,3 +340,17 @@ def follow(up: np.ndarray) -> np.ndarray:
             break
         up = nxt
     return up
+
+
+def ancestors(parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per span: whether it is an ancestor of one of ``rows`` (their parents, theirs, up to the
+    roots), level by level, each span marked once (``parent``: a table's, loops broken)."""
+    out = np.zeros(len(parent), bool)
+    up = parent[rows]
+    while True:
+        up = up[up >= 0]
+        up = up[~out[up]]
+        if not len(up):
+            return out
+        out[up] = True
+        up = parent[up]
