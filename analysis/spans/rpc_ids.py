@@ -143,10 +143,8 @@ def _rows(pl, path: Path, cols: dict[str, int], b: SpanBuilder):
 def _labels(col, unknown: bool = False) -> Labels:
     """A categorical column as Labels (its strings once, each row's index); ``unknown``: the names
     the tables leave unknown are '?'."""
-    code = col.to_physical()
-    seen = code.unique(maintain_order=True)  # by hashing, in the order they first occur: no sort
-    values = col.unique(maintain_order=True).cast(str).to_list()
-    index = code.replace_strict(seen, np.arange(len(seen), dtype=np.int64)).to_numpy()
+    index = Labels.of_series(col.to_physical()).index  # codes, numbered in the order they first occur
+    values = col.unique(maintain_order=True).cast(str).to_list()  # their strings, in that order
     if unknown:
         values = ["?" if v.lower() in UNKNOWN else v for v in values]
     return Labels(values, index)
@@ -165,11 +163,22 @@ def _or(a: Labels, b: Labels) -> Labels:
     return _either(np.array([bool(v) for v in a.values], bool)[a.index], a, b)
 
 
+def _hashed(rpc):
+    """A call's span id from its rpcid (a polars expression or column): the one hash for a call and
+    for its children's parent."""
+    return rpc.hash(seed=7)
+
+
+def _up(rpc):
+    """The rpcid of a call's caller's call (``0.1.2`` -> ``0.1``; ``0`` stays ``0``)."""
+    return rpc.str.replace(r"\.\d+$", "")
+
+
 def _spans(pl, df, b: SpanBuilder, path: Path) -> None:
     key = ["trace", "rpc"]
     # which side wrote each row: the callee's rt is negative; a 0 is the callee's where the caller's is there
     rt = pl.col("rt")
-    df = df.with_columns(caller_seen=(rt > 0).any().over(key), h=pl.col("rpc").hash(seed=7))
+    df = df.with_columns(caller_seen=(rt > 0).any().over(key), h=_hashed(pl.col("rpc")))
     df = df.with_columns(server=(rt < 0) | ((rt == 0) & pl.col("caller_seen")))
     df = df.with_columns(has_server=pl.col("server").any().over(key))
     server = df.get_column("server").to_numpy()
@@ -182,7 +191,7 @@ def _spans(pl, df, b: SpanBuilder, path: Path) -> None:
     has_parent = inner.copy()
     # the others under the nearest recorded call up their rpcid
     present = df.select("trace", "rpc").unique().with_columns(found=pl.lit(True))
-    strip = pl.col("up").str.replace(r"\.\d+$", "")
+    strip = _up(pl.col("up"))
     todo = df.with_row_index("row").filter(pl.Series(~inner)).select("row", "trace", "rpc", up=pl.col("rpc"))
     todo = todo.with_columns(up=strip).filter(pl.col("up") != pl.col("rpc"))  # no dot: a request's first call
     skipped = 0
@@ -194,7 +203,7 @@ def _spans(pl, df, b: SpanBuilder, path: Path) -> None:
         hit = j.filter(found)
         if hit.height:
             rows = hit.get_column("row").to_numpy()
-            parent[rows] = hit.get_column("up").hash(seed=7).to_numpy()
+            parent[rows] = _hashed(hit.get_column("up")).to_numpy()
             has_parent[rows] = True
             skipped += hit.height if depth else 0
         todo = j.filter(~found).select("row", "trace", "rpc", "up").with_columns(higher=strip)
@@ -202,7 +211,7 @@ def _spans(pl, df, b: SpanBuilder, path: Path) -> None:
         lost = todo.filter(pl.col("higher") == pl.col("up"))
         if lost.height:
             rows = lost.get_column("row").to_numpy()
-            parent[rows] = lost.get_column("rpc").str.replace(r"\.\d+$", "").hash(seed=7).to_numpy()
+            parent[rows] = _hashed(_up(lost.get_column("rpc"))).to_numpy()
             has_parent[rows] = True
         todo = todo.filter(pl.col("higher") != pl.col("up")).select("row", "trace", "rpc", up=pl.col("higher"))
     if skipped:
