@@ -222,7 +222,7 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
     cols = list(zip(*rows))
     del rows
     time = _floats(cols[t_i], path, f"the row numbers ({header[0]!r})") * row_interval if numbered \
-        else _relative_ms(to_seconds(cols[t_i], path, blanks=True), path, notes)
+        else _seconds(cols[t_i], path, notes, blanks=True)
     if s_i is None:  # one server's file: named after it
         server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
     else:
@@ -260,10 +260,11 @@ def _columns(names: list[str]) -> tuple[int | None, int | None, int | None, int 
     return t_i, s_i, c_i, v_i
 
 
-def _relative_ms(time: np.ndarray, path: Path, notes: list[str]) -> np.ndarray:
-    """Times that are no dates, counted in thousands (0 to 43,200,000 by 30,000: Alibaba's 2021
-    tables, milliseconds from the start of the trace set): milliseconds, not seconds apart by
-    8 hours, with a note. Other times as they are."""
+def _seconds(col, path: Path, notes: list[str], blanks: bool = False) -> np.ndarray:
+    """A time column as seconds (timeparse's units by magnitude, ISO 8601); times that are no dates,
+    counted in thousands (0 to 43,200,000 by 30,000: Alibaba's 2021 tables, milliseconds from the
+    start of the trace set), as milliseconds, not seconds 8 hours apart, with a note."""
+    time = to_seconds(col, path, blanks=blanks)
     v = time[np.isfinite(time)]
     if not len(v) or v.max() >= 9.4e8 or v.min() < 0 or np.any(v % 1000):
         return time
@@ -406,7 +407,7 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
     if s_i is None:  # one server's file: named after it
         server = np.full(len(nums), names_.server(server_of_file(path)), np.int32)
     notes = []
-    time = nums[:, 0] * row_interval if row_interval else _relative_ms(to_seconds(nums[:, 0], path), path, notes)
+    time = nums[:, 0] * row_interval if row_interval else _seconds(nums[:, 0], path, notes)
     labels, dup = _column_labels(header)
     cidx = np.array([names_.counter(labels[i]) for i in cols], np.int32)
     return RawCounters(names_.server_list, names_.counter_list, [Piece(server, time, cidx, nums[:, 1:])], str(path),
@@ -469,7 +470,7 @@ def _read_long_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
         if any(col.null_count() for col in labels):  # an empty name: the careful path decides
             return None
         notes = []
-        time = _relative_ms(to_seconds(df.get_column(names_in[t_i]).to_numpy(), path), path, notes)
+        time = _seconds(df.get_column(names_in[t_i]).to_numpy(), path, notes)
         value = df.get_column(names_in[v_i]).to_numpy().astype(np.float64, copy=False)
         cnames, inv = sorted_codes(labels[0])
         if s_i is None:  # one server's file: named after it
