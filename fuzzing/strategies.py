@@ -185,13 +185,15 @@ def rpc_id_rows():
     return [rows[0]] + [[str(i)] + list(map(str, r)) for i, r in enumerate(rows[1:])]
 
 
-def counters_rows(servers: int = 4, samples: int = 24, counters=("cpu", "gc", "queue")):
+def counters_rows(servers: int = 4, samples: int = 24, counters=("cpu", "gc", "queue"), kinds: bool = False):
+    """``kinds``: with a column naming each server's service and one naming its node (Alibaba's
+    msname and nodeid)."""
     t0 = 1_767_225_600
-    rows = [["time", "server", *counters]]
+    rows = [["time", "server", *(["msname", "nodeid"] if kinds else []), *counters]]
     for i in range(samples):
         for s in range(servers):
-            rows.append([str(t0 + 300 * i), f"srv-{s}", *(f"{10 + s + (i * 7 + j) % 11:.2f}"
-                                                             for j in range(len(counters)))])
+            rows.append([str(t0 + 300 * i), f"srv-{s}", *([f"MS_{s % 2}", f"n{s // 2}"] if kinds else []),
+                         *(f"{10 + s + (i * 7 + j) % 11:.2f}" for j in range(len(counters)))])
     return rows
 
 
@@ -342,7 +344,8 @@ def features_csv(draw):
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf"]))
     if fmt == "csv":
-        rows = draw(damaged_rows(counters_rows()))
+        kinds = draw(st.booleans())
+        rows = draw(damaged_rows(counters_rows(servers=6 if kinds else 4, kinds=kinds)))
         name, data = "counters.csv", csv_bytes(rows)
     elif fmt == "sadf":  # real sadf -d exports (tests/data/sadf), damaged as ;-separated rows
         files = {f"web-0{k + 1}.csv": draw(damaged_recording(f"sadf/web-0{k + 1}.csv.gz", ";"))

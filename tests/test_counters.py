@@ -1371,6 +1371,85 @@ def test_alibabas_node_table_is_a_fleet_of_nodes_timed_in_milliseconds(tmp_path)
     assert first.subject == f"{3 * 7919 + 13:064x}", first.title
 
 
+def _containers_of_three_services(long: bool = False, blank: bool = False) -> str:
+    """Alibaba's 2021 MSResource table, shaped: containers named by a hash, their service in msname,
+    their node in nodeid; three services at three levels of CPU and memory; one MS_2 container's CPU
+    at half again its peers' for the last 40 of 120 points. ``long``: (timestamp, msinstanceid,
+    msname, metric, value) rows; ``blank``: one empty memory cell."""
+    rng = np.random.default_rng(5)
+    level = {"MS_1": (0.2, 0.5), "MS_2": (0.6, 0.3), "MS_3": (0.05, 0.8)}
+    lines = ["timestamp,msinstanceid,msname,metric,value\n" if long else
+             "timestamp,msname,msinstanceid,nodeid,cpu_utilization,memory_utilization\n"]
+    for i in range(120):
+        for svc, (cpu, mem) in level.items():
+            for r in range(5):
+                name, node = f"{hash((svc, r)) & (2**64 - 1):016x}{r:048x}", f"{r * 31 + len(svc):016x}"
+                c = cpu + rng.normal(0, 0.01) + 0.3 * (svc == "MS_2" and r == 3 and i >= 80)
+                m = "" if blank and i == 7 and r == 1 else f"{mem + rng.normal(0, 0.01):.4f}"
+                lines += [f"{30_000 * i},{name},{svc},cpu_utilization,{c:.4f}\n",
+                          f"{30_000 * i},{name},{svc},memory_utilization,{m or 'nan'}\n"] if long else \
+                    [f"{30_000 * i},{svc},{name},{node},{c:.4f},{m}\n"]
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("form", ["careful", "numpy", "polars", "long", "long polars"])
+def test_a_column_naming_each_servers_kind_makes_the_peer_groups(tmp_path, monkeypatch, form):
+    """Containers named by a hash say no kind; their service is in a column of its own (Alibaba's
+    msname; service, app, job...). The three services sit at three levels: one fleet by name, they
+    were no peers and nothing was compared (the MS_2 container that left its peers was not said);
+    grouped by that column, each is compared with its own service's containers and that one is
+    named first. The node column is no counter, and neither is the kind column."""
+    from perftriage.analysis.counters import readers
+
+    if "polars" in form:
+        monkeypatch.setattr(readers, "POLARS_FROM_BYTES", 0)
+    p = tmp_path / "MSResource_0.csv"
+    p.write_text(_containers_of_three_services(long="long" in form, blank=form == "careful"))
+    cs = load_counters([p])
+    assert cs.counters == ["cpu_utilization", "memory_utilization"] and len(cs.servers) == 15
+    assert cs.kind_column == "msname" and sorted(set(cs.kinds)) == ["MS_1", "MS_2", "MS_3"]
+    assert not any("not numeric" in n for n in cs.notes), cs.notes
+    ca = analyse_counters(cs)
+    assert ("servers grouped by their msname column into 3 kinds (MS_1: 5, MS_2: 5, MS_3: 5): each compared with its "
+            "own kind only (--all-peers: all with all)") in ca.notes
+    bad = next(s for s in cs.servers if s.endswith(f"{3:048x}") and cs.kinds[cs.servers.index(s)] == "MS_2")
+    first = counter_findings(ca)[0]
+    assert first.subject == bad, first.title
+    assert any("its peers 0.6" in e for e in first.evidence), first.evidence
+    # without the column (the same table less msname) the hashes make one fleet of no peers
+    lines = [ln.split(",") for ln in p.read_text().splitlines()]
+    k = lines[0].index("msname")
+    p.write_text("".join(",".join(c for j, c in enumerate(ln) if j != k) + "\n" for ln in lines))
+    cs = load_counters([p])
+    assert cs.kinds is None
+    ca = analyse_counters(cs)
+    assert any("the 15 servers are not peers" in n for n in ca.notes)
+    assert not counter_findings(ca) or counter_findings(ca)[0].subject != bad
+
+
+def test_a_kind_column_with_one_value_leaves_the_names_to_say_the_kinds(tmp_path):
+    """A scrape job that every server shares says nothing: web and database servers grouped by
+    name, as without the column. A server given two kinds is of the one most of its rows give, with
+    a note."""
+    rng = np.random.default_rng(3)
+    names = [f"web-{k:02d}" for k in range(1, 7)] + [f"db-{k:02d}" for k in range(1, 5)]
+    lines = ["time,host,job,cpu,mem\n"]
+    for i in range(100):
+        for n in names:
+            job = "api" if n == "db-04" and i == 50 else "node"
+            lines.append(f"{1_700_000_000 + 60 * i},{n},{job},{rng.normal(30, 3):.2f},"
+                         f"{rng.normal(16000 if n[0] == 'd' else 2000, 50):.0f}\n")
+    p = tmp_path / "fleet.csv"
+    p.write_text("".join(lines))
+    cs = load_counters([p])
+    assert cs.kind_column == "job" and cs.kinds == ["node"] * 10
+    assert ("1 server of two kinds or more in column 'job' (e.g. db-04: node, api): each taken to be of the kind most "
+            "of its rows give") in cs.notes
+    ca = analyse_counters(cs)
+    assert ("servers grouped by name into 2 kinds (db: 4, web: 6): each compared with its own kind only "
+            "(--all-peers: all with all)") in ca.notes
+
+
 def test_a_servers_departure_over_many_counters_is_one_level_change_dated_by_its_strongest():
     """The bundled fleet: silo-07's stuck placement from point 86 (its actor counts back hours
     before its memory) and silo-18's hot partition from point 115, each one level change from its

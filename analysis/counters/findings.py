@@ -86,7 +86,8 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
     ``correlations`` is off, the correlations of the top counters, then the rules."""
     p = params or CounterParams()
     p.validate()
-    peers = None if p.all_peers or len(cs.servers) < MIN_PEERS else find_peers(cs.servers, cs.values, cs.counters)
+    peers = None if p.all_peers or len(cs.servers) < MIN_PEERS else \
+        find_peers(cs.servers, cs.values, cs.counters, cs.kinds, cs.kind_column)
     cp = within(cs, paper_x=p.paper_x, peers=peers)
     notes = list(peers.notes) if peers is not None else []
     # servers: the pairs over the threshold, grouped by server, in the order of their best X

@@ -73,6 +73,7 @@ class Peers:
     roles: list[str]  # each group's role ('' for the whole fleet when names say nothing)
     compared: np.ndarray  # (G,) bool: the group's servers are compared with one another
     notes: list[str] = field(default_factory=list)
+    column: str = ""  # the input's column that named the kinds ('': the names did)
 
     @property
     def whole_fleet(self) -> bool:
@@ -87,9 +88,13 @@ class Peers:
         servers' ('the other web servers') where names make kinds."""
         if len(self.roles) > 1:  # one kind among others; a kind without a name: the servers named by address
             r = self.roles[self.group[s]]
-            kind = f"{r} servers" if r else f"servers {NO_ROLE}"
+            kind = f"{r} servers" if r else f"servers {self.no_kind}"
             return f"the other {kind}" if others else f"the {kind}"
         return "the other servers" if others else "the fleet"
+
+    @property
+    def no_kind(self) -> str:
+        return _no_kind(self.column)
 
 
 def level_ratio(v: np.ndarray) -> tuple[float, int, int, int]:
@@ -120,16 +125,21 @@ def level_ratio(v: np.ndarray) -> tuple[float, int, int, int]:
     return float(np.median(r)), int((r > MAX_RATIO).sum()), len(r), worst
 
 
-def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | None = None) -> Peers:
+def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | None = None,
+               kinds: list[str] | None = None, column: str = "") -> Peers:
     """Peer groups of the servers (``values``: (S, C, T)), with notes that say what was not
-    compared and why."""
+    compared and why. ``kinds``: each server's kind as a column of the input (``column``) names
+    it ("": not named); when it names two kinds or more, they make the groups, not the names."""
     S = len(servers)
-    roles = [role(s) for s in servers]
-    names = list(dict.fromkeys(roles))
-    if len(names) == S or len(names) == 1:  # names say nothing (all differ) or one kind: one group
+    named = kinds is not None and len({k for k in kinds if k}) >= 2
+    roles = list(kinds) if named else [role(s) for s in servers]
+    column = column if named else ""
+    names = sorted(set(roles), key=lambda k: (not k, k)) if named else list(dict.fromkeys(roles))
+    if not named and (len(names) == S or len(names) == 1):  # names say nothing (all differ) or one kind: one group
         group, names = np.zeros(S, int), [names[0] if len(names) == 1 else ""]
     else:
         group = np.array([names.index(r) for r in roles])
+    no_kind = _no_kind(column)
     G = len(names)
     compared, notes = np.zeros(G, bool), []
     alone = []
@@ -142,7 +152,7 @@ def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | Non
         compared[g] = ratio <= MAX_RATIO
         if not compared[g]:
             kind = f"the {len(idx)} {names[g]} servers" if names[g] else \
-                f"the {len(idx)} servers" + (f" {NO_ROLE}" if G > 1 else "")
+                f"the {len(idx)} servers" + (f" {no_kind}" if G > 1 else "")
             eg = ""
             if counters is not None and worst >= 0:
                 with warnings.catch_warnings():
@@ -154,14 +164,20 @@ def find_peers(servers: list[str], values: np.ndarray, counters: list[str] | Non
                          f"varies over time (on {over} of {n} counters{eg}), so none is compared with the others' "
                          "median (PAD's server view; --all-peers compares them); each series is still judged over time")
     if G > 1:
-        notes.insert(0, f"servers grouped by name into {G} kinds ("
-                     + ", ".join(f"{names[g] or NO_ROLE}: {int((group == g).sum())}" for g in range(G))
+        shown = ", ".join(f"{names[g] or no_kind}: {int((group == g).sum())}" for g in range(min(G, 12)))
+        notes.insert(0, f"servers grouped {f'by their {column} column' if column else 'by name'} into {G} kinds ("
+                     + shown + (", ..." if G > 12 else "")
                      + "): each compared with its own kind only (--all-peers: all with all)")
     if alone and S >= MIN_PEERS:
         notes.append(f"{count_of(len(alone), 'servers')} with fewer than {MIN_PEERS - 1} others of their kind: not "
                      "compared with others ("
                      + ", ".join(alone[:6]) + ("..." if len(alone) > 6 else "") + ")")
-    return Peers(group, names, compared, notes)
+    return Peers(group, names, compared, notes, column)
+
+
+def _no_kind(column: str) -> str:
+    """What the servers without a kind are: named by address, or without a value in the column."""
+    return f"without a {column}" if column else NO_ROLE
 
 
 def _num(v: float) -> str:

@@ -46,6 +46,7 @@ from perftriage.analysis.columnar_csv import frame as _frame
 from perftriage.analysis.errors import InputError, reading
 from perftriage.analysis.inputs import open_data, read_head, read_text, register_file_kind
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
+from perftriage.analysis.units import count_of
 
 from . import sadf
 from .sadf import read_sadf
@@ -57,6 +58,11 @@ SERVER_NAMES = ("server", "instance", "host", "hostname", "node", "machine", "si
                 "serverid", "servername", "instanceid", "hostid", "nodeid", "nodename", "machineid", "containerid",
                 "containername", "msinstanceid", "vm", "vmid")  # msinstanceid, nodeid: Alibaba's 2021 tables
 COUNTER_NAMES = ("counter", "metric", "name", "countername", "metricname", "kpiname", "kpi")
+#: a column naming each server's kind (the service a container runs, a scrape job, a role): servers of
+#: one kind are peers, whatever their names say (Alibaba's tables name containers by a hash, their
+#: service in msname)
+KIND_NAMES = ("msname", "service", "servicename", "app", "application", "appname", "job", "role", "kind",
+              "deployment", "tier", "pool", "servergroup", "hostgroup")
 THREAD_NAMES = ("thread", "tid", "threadid", "lwp")
 ID_NAMES = ("id", "traceid", "spanid", "parentid", "parentspanid", "requestid", "uuid", "guid")
 INDEX_NAMES = ("idx", "index", "row", "rownumber", "sample", "")  # a first column numbering rows
@@ -76,6 +82,11 @@ def _floats(col, path: Path, what: str) -> np.ndarray:
     except ValueError:
         bad = next(x for x in col if not _is_number(x))
         raise InputError(path, f"{what} is not numeric (e.g. {bad[:30]!r})") from None
+
+
+def _codes(col) -> tuple[np.ndarray, np.ndarray]:
+    """A column of labels as its distinct values and each row's index into them."""
+    return np.unique(np.asarray(col, dtype=object), return_inverse=True)
 
 
 def _is_number(x: str) -> bool:
@@ -227,12 +238,15 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
         server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
     else:
         server = names_.servers_of(cols[s_i])
+    k_i = _kind_column(names, t_i, s_i, c_i, v_i)
+    if k_i is not None:
+        names_.set_kinds(server, *_codes(cols[k_i]), header[k_i].strip())
     if c_i is not None and v_i is not None:  # long
         value = _floats(cols[v_i], path, "the value column")
         uniq, inv = np.unique(np.asarray(cols[c_i], dtype=object), return_inverse=True)
         pieces = _by_counter(server, time, value, uniq, inv, names_)
     else:  # wide
-        used = ({t_i, s_i} | _other_times(names, t_i)) - {None}
+        used = _not_counters(names, t_i, s_i)
         labels, dup = _column_labels(header)
         if dup:
             notes.append(f"{path.name}: {dup}")
@@ -258,6 +272,23 @@ def _columns(names: list[str]) -> tuple[int | None, int | None, int | None, int 
     c_i = next((i for i, n in enumerate(names) if n in COUNTER_NAMES and i not in (t_i, s_i)), None)
     v_i = next((i for i, n in enumerate(names) if n == "value"), None)
     return t_i, s_i, c_i, v_i
+
+
+def _kind_column(names: list[str], t_i: int | None, s_i: int | None, c_i: int | None = None,
+                 v_i: int | None = None) -> int | None:
+    """The column naming each server's kind (KIND_NAMES; the first), None without one or without
+    a server column (a file of one server's: a column naming several services would be the servers)."""
+    if s_i is None:
+        return None
+    taken = {t_i, s_i, c_i, v_i} | _other_times(names, t_i)
+    return next((i for i, n in enumerate(names) if n in KIND_NAMES and i not in taken), None)
+
+
+def _not_counters(names: list[str], t_i: int | None, s_i: int | None) -> set[int]:
+    """The columns of a wide CSV that hold no counter: the time and the server, other times,
+    other columns naming a server (Alibaba's nodeid beside msinstanceid) and the kind column."""
+    return ({t_i, s_i, _kind_column(names, t_i, s_i)} | _other_times(names, t_i)
+            | {i for i, n in enumerate(names) if n in SERVER_NAMES}) - {None}
 
 
 def _seconds(col, path: Path, notes: list[str], blanks: bool = False) -> np.ndarray:
@@ -292,8 +323,9 @@ def _some_counter(head: bytes, cols: list[str]) -> bool:
     other times, ids, and the long form's counter names) whose cells in the first rows are numbers.
     A log (time, node, pod, trace id, message) holds none."""
     t_i = next(i for i, c in enumerate(cols) if c in TIME_NAMES)
-    skip = {t_i} | _other_times(cols, t_i) | {i for i, c in enumerate(cols) if c in SERVER_NAMES or c in COUNTER_NAMES
-                                                 or c in ID_NAMES}  # ids (a trace's, a span's) are no counts
+    s_i = next(i for i, c in enumerate(cols) if c in SERVER_NAMES)
+    skip = _not_counters(cols, t_i, s_i) | {i for i, c in enumerate(cols) if c in COUNTER_NAMES
+                                           or c in ID_NAMES}  # ids (a trace's, a span's) are no counts
     rows = _first_rows(head.decode("utf-8", "replace").splitlines())
     if not rows:
         return True  # too few rows to tell: the reader says what it finds
@@ -382,12 +414,14 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
         t_i = 0
     if t_i is None or v_i is not None:
         return None
-    cols = [i for i in range(len(header)) if i not in (t_i, s_i) and i not in _other_times(names, t_i)]
+    skip = _not_counters(names, t_i, s_i)
+    cols = [i for i in range(len(header)) if i not in skip]
     if not cols:
         return None
-    got = _read_polars(path, header, t_i, s_i, cols)
+    k_i = _kind_column(names, t_i, s_i)
+    got = _read_polars(path, header, t_i, s_i, cols, k_i)
     if got is not None:
-        nums, srv_names, srv_codes = got
+        nums, srv_names, srv_codes, kinds = got
         server = np.array([names_.server(n.strip()) for n in srv_names], np.int32)[srv_codes] if len(srv_codes) \
             else np.zeros(0, np.int32)
     else:
@@ -396,16 +430,19 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
                 warnings.simplefilter("error")  # an empty file body: careful path
                 nums = np.loadtxt(path, delimiter=",", skiprows=1, usecols=[t_i] + cols, ndmin=2,
                                   encoding="utf-8-sig", quotechar='"')
-                srv = None if s_i is None else \
-                    np.loadtxt(path, delimiter=",", skiprows=1, usecols=[s_i], dtype=str, ndmin=1,
-                               encoding="utf-8-sig", quotechar='"')
+                srv, kind = (None if i is None else
+                             np.loadtxt(path, delimiter=",", skiprows=1, usecols=[i], dtype=str, ndmin=1,
+                                        encoding="utf-8-sig", quotechar='"') for i in (s_i, k_i))
         except (ValueError, UserWarning):
             return None
         server = names_.servers_of(np.char.strip(srv)) if len(nums) and srv is not None else None
+        kinds = None if kind is None else _codes(kind)
     if len(nums) == 0:
         return None
     if s_i is None:  # one server's file: named after it
         server = np.full(len(nums), names_.server(server_of_file(path)), np.int32)
+    if kinds is not None:
+        names_.set_kinds(server, *kinds, header[k_i].strip())
     notes = []
     time = nums[:, 0] * row_interval if row_interval else _seconds(nums[:, 0], path, notes)
     labels, dup = _column_labels(header)
@@ -423,9 +460,10 @@ def _polars(path: Path):
     return polars_for(path, POLARS_FROM_BYTES)
 
 
-def _read_polars(path: Path, header: list[str], t_i: int, s_i: int, cols: list[int]):
-    """(numbers (rows, 1 + counters) with the time first, server names, per-row server codes) of
-    a plain numeric counter CSV, by polars' multi-threaded columnar reader: measured on a 121 MB
+def _read_polars(path: Path, header: list[str], t_i: int, s_i: int, cols: list[int], k_i: int | None = None):
+    """(numbers (rows, 1 + counters) with the time first, server names, per-row server codes,
+    the kind column's (distinct values, per-row codes) or None without ``k_i``) of a plain numeric
+    counter CSV, by polars' multi-threaded columnar reader: measured on a 121 MB
     long CSV (360,000 rows x 42 columns), 0.57 s against 1.2 s for pyarrow's reader and 3.3 s for
     numpy's loadtxt (two columns passes). None when polars is missing, the file is small, or any
     column is not plain numbers (the careful paths decide then)."""
@@ -438,15 +476,16 @@ def _read_polars(path: Path, header: list[str], t_i: int, s_i: int, cols: list[i
         if any(not df.schema[c].is_numeric() for c in num_cols):
             return None
         nums = df.select([pl.col(c).cast(pl.Float64) for c in num_cols]).to_numpy()
+        kinds = None if k_i is None else sorted_codes(df.get_column(df.columns[k_i]).cast(pl.Utf8).fill_null(""))
         if s_i is None:  # one server's file: the caller names it
-            return nums, [], np.zeros(0, np.int64)
+            return nums, [], np.zeros(0, np.int64), kinds
         servers = df.get_column(df.columns[s_i]).cast(pl.Utf8)
         if servers.null_count():  # a row without its server: the careful path says what it makes of it
             return None
         names, codes = sorted_codes(servers)
     except Exception:  # noqa: BLE001 (anything polars refuses goes to the careful path, which says what is wrong)
         return None
-    return nums, names, codes
+    return nums, names, codes, kinds
 
 
 def _read_long_fast(path: Path, header: list[str], names_: "_Names") -> RawCounters | None:
@@ -478,6 +517,9 @@ def _read_long_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
         else:
             snames, scode = sorted_codes(labels[1])
             server = np.array([names_.server(n.strip()) for n in snames], np.int32)[scode]
+        k_i = _kind_column([_norm(h) for h in header], t_i, s_i, c_i, v_i)
+        if k_i is not None:
+            names_.set_kinds(server, *sorted_codes(df.get_column(names_in[k_i]).fill_null("")), header[k_i].strip())
     except InputError:
         raise
     except Exception:  # noqa: BLE001 (anything polars refuses goes to the careful path, which says what is wrong)
@@ -521,6 +563,8 @@ class _Names:
         self.counter_list: list[str] = []
         self._s: dict[str, int] = {}
         self._c: dict[str, int] = {}
+        self.kind_rows: dict[int, Counter] = {}  # server -> its rows of each kind, from a column naming it
+        self.kind_column = ""  # that column's name as written
 
     def server(self, name: str) -> int:
         i = self._s.get(name)
@@ -535,6 +579,29 @@ class _Names:
             i = self._c[name] = len(self.counter_list)
             self.counter_list.append(name)
         return i
+
+    def set_kinds(self, server: np.ndarray, names, codes: np.ndarray, column: str) -> None:
+        """Count each server's kind from a column naming it: rows of servers ``server``, the
+        column's distinct values ``names`` and each row's index into them (an empty cell: none)."""
+        K = max(len(names), 1)
+        pairs, rows = np.unique(server.astype(np.int64) * K + codes, return_counts=True)
+        for s, k, n in zip(*np.divmod(pairs, K), rows.tolist()):
+            name = "" if names[k] is None else str(names[k]).strip()
+            if name:
+                got = self.kind_rows.setdefault(int(s), Counter())
+                got[name] += n
+        self.kind_column = self.kind_column or column
+
+    def kinds(self) -> tuple[list[str], dict[int, tuple[str, str]]]:
+        """Each server's kind (the one most of its rows give; "" none), and the servers given two
+        kinds or more: (the kind kept, another)."""
+        out, clash = [""] * len(self.server_list), {}
+        for s, got in self.kind_rows.items():
+            ranked = got.most_common()
+            out[s] = ranked[0][0]
+            if len(ranked) > 1:
+                clash[s] = (ranked[0][0], ranked[1][0])
+        return out, clash
 
     def servers_of(self, col) -> np.ndarray:
         arr = np.asarray(col, dtype=object)
@@ -708,7 +775,16 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
     sources = [str(p) for p in paths] + [raw.source for raw in servers]
     source = sources[0] if len(sources) == 1 else \
         f"{paths[0].parent} ({len(paths)} files)" if not servers else f"{', '.join(sources[:3])}"
-    raw = RawCounters(names_.server_list, names_.counter_list, pieces, source, notes, numbered=bool(numbered))
+    kinds = None
+    if names_.kind_rows:
+        kinds, clash = names_.kinds()
+        if clash:
+            s, (kept, other) = next(iter(clash.items()))
+            notes.append(f"{count_of(len(clash), 'servers')} of two kinds or more in column {names_.kind_column!r} "
+                         f"(e.g. {names_.server_list[s]}: {kept}, {other}): each taken to be of the kind most of "
+                         "its rows give")
+    raw = RawCounters(names_.server_list, names_.counter_list, pieces, source, notes, numbered=bool(numbered),
+                      kinds=kinds, kind_column=names_.kind_column)
     with reading(source, "set of counters that can be aligned"):
         return align(raw, interval)
 

@@ -43,6 +43,8 @@ class RawCounters:
     server_from_name: bool = False  # a CSV without a server column: one server, named after the file
     numbered: bool = False  # rows numbered, not timed (--interval apart): the times are relative only
     headerless: str = ""  # a CSV without a header: how its columns were read ("counters m1..m8")
+    kinds: list[str] | None = None  # each server's kind from a column naming it ("": not named), if any
+    kind_column: str = ""  # that column
 
     @property
     def n_samples(self) -> int:
@@ -59,6 +61,8 @@ class CounterSet:
     source: str = ""
     notes: list[str] = field(default_factory=list)
     numbered: bool = False  # read from numbered rows (--interval apart): no clock time, only time since the start
+    kinds: list[str] | None = None  # each server's kind from a column of the input naming it ("": not named)
+    kind_column: str = ""  # that column (msname, service, job...)
 
     @property
     def n_points(self) -> int:
@@ -291,7 +295,8 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     if len(keep) < S:
         cube = cube[keep]
     return CounterSet(servers=[raw.servers[i] for i in keep], counters=list(raw.counters), start=ts, interval=d,
-                      values=cube, source=raw.source, notes=notes, numbered=raw.numbered)
+                      values=cube, source=raw.source, notes=notes, numbered=raw.numbered,
+                      kinds=None if raw.kinds is None else [raw.kinds[i] for i in keep], kind_column=raw.kind_column)
 
 
 def _runs(sel: np.ndarray, cell: np.ndarray) -> list[tuple[int, int]] | None:
