@@ -73,8 +73,8 @@ def _counters(path: Path) -> FileSummary:
     cs = load_counters([path])
     holds = (f"{count_of(len(cs.servers), 'servers')} ({', '.join(cs.servers[:6])}{', ...' if len(cs.servers) > 6 else ''})"
              f" x {count_of(len(cs.counters), 'counters')} x {cs.n_points:,} points every {cs.interval:g} s")
-    begin = None if cs.numbered else float(cs.start)
-    end = None if cs.numbered else float(cs.seconds(cs.n_points - 1))
+    begin = float(cs.start) if cs.dated else None
+    end = float(cs.seconds(cs.n_points - 1)) if cs.dated else None
     return FileSummary(str(path), "counters", form, holds, begin, end, list(cs.notes))
 
 

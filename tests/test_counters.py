@@ -1369,6 +1369,9 @@ def test_alibabas_node_table_is_a_fleet_of_nodes_timed_in_milliseconds(tmp_path)
     assert ca.peers.whole_fleet
     first = counter_findings(ca)[0]
     assert first.subject == f"{3 * 7919 + 13:064x}", first.title
+    # no date: told as times since the start, not as 1970-01-01 00:40:00 UTC
+    assert not cs.dated and cs.when(80) == "+40:00" and "1970" not in " ".join([first.title, *first.evidence])
+    assert "since +40:00" in first.title, first.title
 
 
 def _containers_of_three_services(long: bool = False, blank: bool = False) -> str:

@@ -50,7 +50,7 @@ from perftriage.analysis.units import count_of
 
 from . import sadf
 from .sadf import read_sadf
-from .table import CounterSet, Piece, RawCounters, align
+from .table import DATED_FROM, CounterSet, Piece, RawCounters, align
 
 TIME_NAMES = ("time", "timestamp", "ts", "t", "datetime", "date")
 SERVER_NAMES = ("server", "instance", "host", "hostname", "node", "machine", "silo", "pod", "podname", "container",
@@ -297,7 +297,7 @@ def _seconds(col, path: Path, notes: list[str], blanks: bool = False) -> np.ndar
     start of the trace set), as milliseconds, not seconds 8 hours apart, with a note."""
     time = to_seconds(col, path, blanks=blanks)
     v = time[np.isfinite(time)]
-    if not len(v) or v.max() >= 9.4e8 or v.min() < 0 or np.any(v % 1000):
+    if not len(v) or v.max() >= DATED_FROM or v.min() < 0 or np.any(v % 1000):
         return time
     steps = np.diff(np.unique(v))
     if not len(steps) or np.median(steps) < 1000:
@@ -358,7 +358,7 @@ def _unix_times(v: np.ndarray) -> bool:
     nine steps in ten within 10% of the usual step (a counter that only grows is rarely so even)."""
     if len(v) < 3 or not np.isfinite(v).all() or not (np.diff(v) > 0).all():
         return False
-    if not any(9.4e8 * f <= v[0] and v[-1] <= 4.2e9 * f for f in (1.0, 1e3, 1e6, 1e9)):
+    if not any(DATED_FROM * f <= v[0] and v[-1] <= 4.2e9 * f for f in (1.0, 1e3, 1e6, 1e9)):
         return False
     d = np.diff(v)
     step = np.median(d)

@@ -23,6 +23,9 @@ from perftriage.analysis.values import drop_impossible, impossible_note
 from .stats import each_block
 
 
+DATED_FROM = 9.4e8  # seconds since the epoch (1999-10-15): earlier times are no dates, only times since a start
+
+
 @dataclass
 class Piece:
     server: np.ndarray  # (R,) int32 server index
@@ -93,12 +96,18 @@ class CounterSet:
         except ValueError:
             raise KeyError(f"no server {name!r}") from None
 
+    @property
+    def dated(self) -> bool:
+        """Whether the times are clock times: not numbered rows, nor times before 2000 (times since
+        a trace set's start with no date, as Alibaba's tables count milliseconds from 0)."""
+        return not self.numbered and self.start >= DATED_FROM
+
     def when(self, k: int, date: bool = True) -> str:
         """Grid point k for a reader: its clock time in UTC (with the date, or the time of day) and
-        the time since the start; for numbered rows, which have no clock, the time since the
-        start and the row."""
-        if self.numbered:
-            return f"{self.time_label(k)} (row {k})"
+        the time since the start; for times with no clock, the time since the start (and the row,
+        for numbered rows)."""
+        if not self.dated:
+            return self.time_label(k) + (f" (row {k})" if self.numbered else "")
         import datetime as _dt  # noqa: PLC0415
 
         at = _dt.datetime.fromtimestamp(self.seconds(k), _dt.timezone.utc)
