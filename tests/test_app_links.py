@@ -700,6 +700,37 @@ async def test_plots_grow_with_the_terminal_and_keep_their_legend_in_view():
     assert rows[44] >= rows[30] + 10
 
 
+async def test_a_servers_time_view_draws_the_band_of_its_kind(tmp_path):
+    """Containers named by a hash, their service in msname, three services at three levels of CPU:
+    the time view of the MS_2 container that left its service's level draws the median and band of
+    the MS_2 containers (about 0.6), not the fleet's (0.2, between the three services), and its
+    legend shows the hash's ends, not 64 characters."""
+    rng = np.random.default_rng(4)
+    lines = ["timestamp,msname,msinstanceid,cpu_utilization"]
+    for i in range(120):
+        for svc, cpu in (("MS_1", 0.2), ("MS_2", 0.6), ("MS_3", 0.05)):
+            for r in range(5):
+                c = cpu + rng.normal(0, 0.01) + 0.3 * (svc == "MS_2" and r == 3 and i >= 80)
+                lines.append(f"{30_000 * i},{svc},{svc[-1]}{r:063x},{c:.4f}")
+    p = tmp_path / "MSResource_0.csv"
+    p.write_text("\n".join(lines) + "\n")
+    app = app_on([str(p)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("5")
+        await pilot.pause(0.3)
+        co = app.query_one(CountersPane)
+        s, _ = co.items[co.table.cursor]
+        assert co.ca.cs.servers[s] == f"2{3:063x}" and co.view_name == "time view"
+        text = screen_text(app)
+        shown = re.search(r"•• (\S+)   xx MS_2 servers median", text)
+        assert shown, text
+        name = shown.group(1)  # the hash's ends, not its 64 characters
+        assert len(name) <= 32 and "…" in name and name.startswith("2000") and name.endswith("3"), name
+        ticks = [float(m) for m in re.findall(r"^\s*(\d\.\d+)┤", text, re.M)]
+        assert ticks and min(ticks) > 0.4, ticks  # the band of MS_2's containers, not the fleet's
+
+
 async def test_a_method_finding_opens_the_call_tree_that_calls_it(tmp_path):
     """One method slower on every replica from a time on (what changed, by the method): enter on
     its finding shows the largest request category whose tree calls it, as a call tree; escape

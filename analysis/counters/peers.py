@@ -83,6 +83,14 @@ class Peers:
     def members(self, g: int) -> np.ndarray:
         return np.flatnonzero(self.group == g)
 
+    def kind_of(self, s: int) -> np.ndarray | None:
+        """The servers of server ``s``'s kind when names or a column make kinds and its kind holds
+        MIN_PEERS or more (what it is compared with over time); None: the fleet."""
+        if len(self.roles) < 2:
+            return None
+        m = self.members(int(self.group[s]))
+        return m if len(m) >= MIN_PEERS else None
+
     def of(self, s: int, others: bool = False) -> str:
         """What server ``s`` is compared with: 'the fleet' ('the other servers'), or 'the web
         servers' ('the other web servers') where names make kinds."""

@@ -60,5 +60,6 @@ def server_view(cs: CounterSet, c: int) -> Summary:
     return summarize(cs.values[:, c, :], axis=1)
 
 
-def time_view(cs: CounterSet, c: int) -> Summary:
-    return summarize(cs.values[:, c, :], axis=0)
+def time_view(cs: CounterSet, c: int, servers: np.ndarray | None = None) -> Summary:
+    """Per time point over the servers (``servers``: over those only, a server's kind)."""
+    return summarize(cs.values[:, c, :] if servers is None else cs.values[servers, c, :], axis=0)

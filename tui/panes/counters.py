@@ -328,14 +328,17 @@ class CountersPane(ViewPane):
                                    width, height, f"{name}: min / mean / max per server (1 = {cs.servers[0]})",
                                    xticks=_server_ticks(len(cs.servers), width)))
         elif view == "time view":
-            tv = time_view(cs, c)
+            kind = ca.peers.kind_of(s) if ca.peers is not None and s is not None else None
+            tv = time_view(cs, c, kind)  # the band of the server's kind, where kinds are told apart
             # an interval's row: the time around it (twice its length each side), where its shape
             # shows; 87 points of 15 days were one column of the whole
             k0, k1 = _around(marked, cs.n_points) if row_mark is not None and marked is not None \
                 else (0, cs.n_points - 1)
             x = list(range(k0, k1 + 1))
             part = slice(k0, k1 + 1)
-            series = {"median": tv.median[part].tolist(), "q95": tv.q95[part].tolist(), "q05": tv.q05[part].tolist()}
+            among = "fleet" if kind is None else ca.peers.of(s).removeprefix("the ")
+            series = {"median" if kind is None else f"{among} median": tv.median[part].tolist(),
+                      "q95": tv.q95[part].tolist(), "q05": tv.q05[part].tolist()}
             if s is not None:
                 shown = [s]
                 twin = _other_view(ca, s, c)
@@ -350,7 +353,7 @@ class CountersPane(ViewPane):
             # a title longer than the chart is dropped: with a mark, the mark takes the words
             out.update(line_series(x, series, width, height,
                                    f"{name}: {mark_text}" if mark_text else
-                                   f"{name} over time (points every {cs.interval:g} s): fleet median, q05-q95 band",
+                                   f"{name} over time (points every {cs.interval:g} s): {among} median, q05-q95 band",
                                    xticks=_time_ticks(cs, width, k0, k1)))
         elif view == "detail":
             out.update(_with_mark(_heatmap(cs, c, s, width, height), cs, marked, mark_text,

@@ -9,6 +9,10 @@ import threading
 
 from rich.text import Text
 
+from .row_table import elide_middle
+
+LEGEND_NAME = 32  # a series' name in the legend: at most this wide
+
 
 class _Plotext:
     """plotext, imported at the first chart: not among the imports before the app's first
@@ -59,7 +63,7 @@ def _finish(legend: list[tuple[str, str]] | None = None) -> Text:
                 key.append("   ")
             style = None if os.environ.get("NO_COLOR") else RICH_COLORS[i % len(RICH_COLORS)]
             key.append(f"{marker * 2} ", style=style)
-            key.append(name)
+            key.append(elide_middle(name, LEGEND_NAME))  # a server named by a 64-hex hash: its ends
         text.append_text(key)
     return text
 
