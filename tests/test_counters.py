@@ -1453,6 +1453,46 @@ def test_a_kind_column_with_one_value_leaves_the_names_to_say_the_kinds(tmp_path
             "(--all-peers: all with all)") in ca.notes
 
 
+def test_a_prometheus_label_naming_each_servers_kind_makes_the_peer_groups(tmp_path):
+    """Servers known by their addresses only, scraped by two jobs (web, db): each job's servers
+    are a kind, and the job is no part of the counters' names (node_load1, not node_load1{job="db"}
+    for some servers and node_load1{job="web"} for others, which no server shared); the database
+    whose load is a third above the other databases' is named. A server that two jobs scrape
+    (blackbox probes and node): no kind from the job."""
+    rng = np.random.default_rng(9)
+    result = []
+    for job, n, level in (("web", 6, 1.0), ("db", 4, 6.0)):
+        for k in range(n):
+            bad = job == "db" and k == 2
+            for name, scale in (("node_load1", level * (1.35 if bad else 1)), ("node_memory_Active_bytes", 1e9)):
+                vals = [[1_700_000_000 + 60 * i, f"{rng.normal(scale, 0.03 * scale):.4f}"] for i in range(100)]
+                result.append({"metric": {"__name__": name, "instance": f"10.0.{int(job == 'db')}.{k + 1}:9100",
+                                          "job": job}, "values": vals})
+    p = tmp_path / "q.json"
+    p.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}))
+    cs = load_counters([p])
+    assert cs.counters == ["node_load1", "node_memory_Active_bytes"] and cs.kind_column == "job"
+    assert [cs.kinds[cs.servers.index(f"10.0.1.{k}:9100")] for k in (1, 2)] == ["db", "db"]
+    ca = analyse_counters(cs)
+    assert ("servers grouped by their job column into 2 kinds (db: 4, web: 6): each compared with its own kind only "
+            "(--all-peers: all with all)") in ca.notes
+    first = counter_findings(ca)[0]
+    assert first.subject == "10.0.1.3:9100" and "deviates from the db servers" in first.title, first.title
+    # one instance probed by a second job: the job names no kind; it stays in the names where it differs
+    result.append({"metric": {"__name__": "probe_success", "instance": "10.0.0.1:9100", "job": "blackbox"},
+                   "values": [[1_700_000_000 + 60 * i, "1"] for i in range(100)]})
+    p.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}))
+    cs = load_counters([p])
+    assert cs.kinds is None and 'node_load1{job="db"}' in cs.counters
+    # what a running Prometheus gave (prometheus_api: a RawCounters with the kinds) keeps them
+    t = np.arange(50.0) * 60 + 1_700_000_000
+    raw = RawCounters(["a", "b", "c", "d"], ["load"], [Piece(np.full(50, s, np.int32), t, np.array([0], np.int32),
+                                                             np.ones((50, 1))) for s in range(4)],
+                      "http://prometheus:9090", [], kinds=["web", "web", "db", ""], kind_column="job")
+    cs = load_counters([], servers=[raw])
+    assert cs.kinds == ["web", "web", "db", ""] and cs.kind_column == "job"
+
+
 def test_a_servers_departure_over_many_counters_is_one_level_change_dated_by_its_strongest():
     """The bundled fleet: silo-07's stuck placement from point 86 (its actor counts back hours
     before its memory) and silo-18's hot partition from point 115, each one level change from its

@@ -265,7 +265,9 @@ def fetch_counters(url: str, rng: PromRange, server_label: str = "instance", ref
                     f"{count_of(len(names_.counter_list), 'counters')} on "
                     f"{count_of(len(names_.server_list), 'servers')}, {window}window {_when(start)} to {_when(end)}, "
                     f"{' and '.join(sorted(modes))}, {client.requests} requests")
-    raw = RawCounters(names_.server_list, names_.counter_list, pieces, url, notes)
+    kinds = names_.kinds()[0] if names_.kind_rows else None
+    raw = RawCounters(names_.server_list, names_.counter_list, pieces, url, notes, kinds=kinds,
+                      kind_column=names_.kind_column)
     return Fetched(raw, n_series, client.requests, " and ".join(sorted(modes)))
 
 

@@ -665,6 +665,10 @@ def matrix_pieces(results: list, source, server_label: str, names_: "_Names",
             unlabelled += 1
             continue
         series.append((str(server), str(labels.pop("__name__", "") or "value"), labels, r.get("values") or []))
+    kind = _kind_label(series)
+    if kind is not None:  # each server's kind: the label, left out of the counters' names
+        srv, got = [names_.server(x[0]) for x in series], [x[2].pop(kind, "") for x in series]
+        names_.set_kinds(np.array(srv, np.int64), *_codes(got), kind)
     values_of: dict[str, dict[str, set]] = {}  # name -> label -> its values over the name's series
     having: dict[tuple[str, str], int] = {}  # (name, label) -> how many of the name's series have it
     counts: dict[str, int] = {}
@@ -701,6 +705,23 @@ def matrix_pieces(results: list, source, server_label: str, names_: "_Names",
         notes.append(f"{source}: cumulative counters read as rates per second (rate(NAME)): "
                      + ", ".join(sorted(rated)[:6]) + (", ..." if len(rated) > 6 else ""))
     return pieces, notes
+
+
+def _kind_label(series: list) -> str | None:
+    """The label of (server, name, labels, values) ``series`` that names each server's kind (a
+    KIND_NAMES one: job, service, app, role...): the first with two values or more over the
+    servers and one on each server's series (a server scraped by two jobs: no kind from it)."""
+    present = {k for _, _, labels, _ in series for k in labels}
+    for want in KIND_NAMES:
+        for k in sorted(present):
+            if _norm(k) != want:
+                continue
+            of: dict[str, set] = {}
+            for server, _, labels, _ in series:
+                of.setdefault(server, set()).add(labels.get(k, ""))
+            if all(len(v) == 1 for v in of.values()) and len({next(iter(v)) for v in of.values()} - {""}) >= 2:
+                return k
+    return None
 
 
 def read_prometheus(path, server_label: str = "instance", interner: "_Names | None" = None) -> RawCounters:
@@ -745,6 +766,8 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
         cnt = np.array([names_.counter(n) for n in raw.counters], np.int32)
         for piece in raw.pieces:
             pieces.append(Piece(srv[piece.server], piece.time, cnt[piece.counters], piece.values))
+        if raw.kinds is not None:
+            names_.set_kinds(srv, *_codes(raw.kinds), raw.kind_column)
         notes += raw.notes
     for p in paths:
         head = read_head(p)
