@@ -188,6 +188,31 @@ def test_a_late_leak_in_one_thread_is_found_by_its_long_departure():
     assert [waves.names[k] for k in waves.ranked_items()] == ["W4"]
     r = waves.ranking[0]
     assert r.how == "departure" and f"in its thread {ts.ids[i]}" in r.metrics[0][1]
+    # how long it is held: the leak's windows beyond the bar, of all the run's
+    held = re.search(r"over (\d+) of (\d+) windows of", hit[0].metrics[0][1])
+    assert held and 1 <= int(held[1]) <= 0.15 * int(held[2]), hit[0].metrics[0][1]
+
+
+def test_a_thread_held_apart_from_the_first_sample_to_the_last_is_said_so(tmp_path):
+    """One worker of eight does twice the others' I/O from start to end, varying as much as they
+    do: its covariance is theirs (the dendrogram ranks none), its level is apart in every window,
+    and the finding says throughout, not over the two windows its score needs."""
+    rng = np.random.default_rng(0)
+    lines = ["time,thread,process,cpu,io,wait"]
+    for i in range(300):
+        for t in range(8):
+            lines.append(f"{1767225600 + i * 0.5:.1f},w{t},app,{rng.normal(0.3, 0.05):.3f},"
+                         f"{rng.normal(70 if t == 3 else 40, 5):.1f},{rng.normal(0.1, 0.02):.3f}")
+    (tmp_path / "threads.csv").write_text("\n".join(lines) + "\n")
+    ts = read_csv(tmp_path / "threads.csv")
+    res = analyse_level(ts, "thread", params=ThreadParams(replicates=100))
+    assert [(res.names[r.items[0]], r.how) for r in res.ranking] == [("w3", "departure")]
+    line = res.ranking[0].metrics[0][1]
+    assert "throughout: in all 30 windows of 10 samples (5 s)" in line, line
+    from perftriage.analysis.threads.topdown import level_findings
+
+    f = next(f for f in level_findings(res, ts) if "w3" in f.title)
+    assert any("the dendrogram and the window check ranked none" in e for e in f.evidence), f.evidence
 
 
 def test_healthy_wave_ranks_nothing(pool):

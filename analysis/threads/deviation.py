@@ -374,8 +374,10 @@ def _departure_words(ts: ThreadSeries, res: LevelResult, item: int) -> tuple[str
     u = ts.unit(m)
     return (f"{m} held at {_num(d.level)}{u} against {_num(d.others)}{u} for the others",
             (m, f"{who}held at {_num(d.level)}{u} while the other {plural(level)} were at "
-                f"{_num(d.others)}{u} (median), over {d.windows} windows of "
-                f"{_span(ts, res, item, d.member, res.params.window)}, furthest"
+                f"{_num(d.others)}{u} (median), "
+                + ("throughout: in all " if d.windows == d.of else "over ")
+                + f"{d.windows}" + (f" of {d.of}" if d.of and d.windows < d.of else "")
+                + f" windows of {_span(ts, res, item, d.member, res.params.window)}, furthest"
                 f"{_at(ts, res, item, d.member, d.sample)}; {d.z:.1f}x how much the "
                 f"{plural(level)} usually differ"))
 
@@ -641,8 +643,9 @@ class Departure:
     sample: int  # middle of the window where the departure is largest
     level: float  # the abstraction's window mean there
     others: float  # the other abstractions' median there
-    windows: int  # windows the departure is held over (at least)
+    windows: int  # windows the departure is held over (beyond params.departure when it scores so)
     member: int = -1  # found in this member thread of the abstraction (-1: in the abstraction's mean)
+    of: int = 0  # windows in all
 
 
 def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Departure | None]:
@@ -686,8 +689,10 @@ def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> l
     for i in range(k):
         j = int(np.argmax(srt[i]))
         wi = int(np.nanargmax(np.where(np.isnan(dep[i, :, j]), -1, dep[i, :, j])))
+        # how long: the windows beyond the ranking's bar (an offset held from the first sample to
+        # the last is held in all of them, not in the `held` its score needs)
         out.append(Departure(float(srt[i, j]), j, wi * w + w // 2, float(M[i, wi, j]), float(med[wi, j]),
-                             int((dep[i, :, j] >= srt[i, j]).sum())))
+                             int((dep[i, :, j] >= min(srt[i, j], params.departure)).sum()), of=nw))
     return out
 
 

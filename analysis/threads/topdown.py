@@ -261,12 +261,15 @@ def level_findings(res: LevelResult, ts: ThreadSeries, takers=None) -> list[Find
             ev.append(f"details: ranked {rank + 1} of {len(res.ranking)} by the recursive descent of the Ward "
                       f"dendrogram of {res.k} {plural(res.level)} (Förstner–Moonen distances of covariance matrices)")
         elif r.how == "window":
-            ev.append(f"details: a short deviation found by the moving-window check, after the "
-                      f"{sum(1 for x in res.ranking if x.how == 'dendrogram')} ranked by the dendrogram")
+            before = sum(1 for x in res.ranking if x.how == "dendrogram")
+            ev.append("details: a short deviation found by the moving-window check"
+                      + (f", after the {before} ranked by the dendrogram" if before else
+                         " (the dendrogram ranked none)"))
         else:
-            ev.append(f"details: a long departure from the other {plural(res.level)} (a leak late in the run "
-                      f"hardly moves a covariance), after the {rank} ranked before it by the dendrogram and the "
-                      "window check")
+            ev.append(f"details: a long departure from the other {plural(res.level)}, found by comparing their "
+                      "levels window by window (a level held apart, or a leak late in the run, hardly moves a "
+                      "covariance)" + (f", after the {rank} ranked before it by the dendrogram and the window check"
+                                       if rank else "; the dendrogram and the window check ranked none"))
         if res.boot is not None:
             ev.append(f"details: AU p-values from {res.boot.replicates:,} bootstrap replicates per scale, "
                       f"{len(res.boot.scales)} scales, {res.boot.blocks} time blocks")
