@@ -731,6 +731,33 @@ async def test_a_servers_time_view_draws_the_band_of_its_kind(tmp_path):
         assert ticks and min(ticks) > 0.4, ticks  # the band of MS_2's containers, not the fleet's
 
 
+async def test_a_server_that_stopped_sending_heads_the_counters_and_its_finding_opens_it(tmp_path):
+    """web-05 sent nothing for the last hour: the Counters pane's first row, every counter, with the
+    silence marked on its time view; Enter on its finding comes to the same row."""
+    rng = np.random.default_rng(1)
+    lines = ["time,host,cpu,mem"]
+    for i in range(240):
+        for k in range(1, 9):
+            if not (k == 5 and i >= 180):
+                lines.append(f"{1767225600 + 60 * i},web-{k:02d},{rng.normal(40, 4):.1f},{rng.normal(2000, 30):.0f}")
+    p = tmp_path / "fleet.csv"
+    p.write_text("\n".join(lines) + "\n")
+    app = app_on([str(p)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("5")
+        await pilot.pause(0.3)
+        co = app.query_one(CountersPane)
+        assert co.table.cursor == 0 and co.items[0] == (co.ca.cs.servers.index("web-05"), 0)
+        text = screen_text(app)
+        assert "web-05   (every counter)" in text and "silent to the end (60 points)" in text, text
+        assert co.view_name == "time view" and "cpu: the silence at 03:00:00 UTC (+3:00:00)" in text, text
+        await pilot.press("6")
+        await pilot.pause(0.2)
+        await open_finding(app, pilot, "server")
+        assert tab(app) == "counters" and co.table.cursor == 0
+
+
 async def test_a_method_finding_opens_the_call_tree_that_calls_it(tmp_path):
     """One method slower on every replica from a time on (what changed, by the method): enter on
     its finding shows the largest request category whose tree calls it, as a call tree; escape

@@ -1493,6 +1493,62 @@ def test_a_prometheus_label_naming_each_servers_kind_makes_the_peer_groups(tmp_p
     assert cs.kinds == ["web", "web", "db", ""] and cs.kind_column == "job"
 
 
+def _fleet_csv(path, skip=lambda k, i: False, every=lambda k: 1, T: int = 240) -> None:
+    """Eight web servers, three counters every minute for ``T`` minutes; ``skip(k, i)``: server
+    web-0k sends nothing at minute i; ``every(k)``: it samples every so many minutes."""
+    rng = np.random.default_rng(1)
+    lines = ["time,host,cpu,mem,rps"]
+    for i in range(T):
+        for k in range(1, 9):
+            if skip(k, i) or i % every(k):
+                continue
+            lines.append(f"{1767225600 + 60 * i},web-{k:02d},{rng.normal(40, 4):.1f},{rng.normal(2000, 30):.0f},"
+                         f"{rng.normal(100, 8):.1f}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_server_that_stopped_sending_is_said_and_does_not_cut_the_others_data(tmp_path):
+    """web-05 sends nothing for the last hour of four (a crashed host): PAD's common period (to the
+    earliest end) cut every server's last hour and nothing was said; now the period is the
+    others', web-05's last hour is empty, and it is the first finding. A gap in the middle and a
+    late start are said too (the late start as information)."""
+    p = tmp_path / "fleet.csv"
+    _fleet_csv(p, skip=lambda k, i: k == 5 and i >= 180)
+    cs = load_counters([p])
+    assert cs.n_points == 240 and len(cs.servers) == 8
+    s = cs.servers.index("web-05")
+    assert np.isnan(cs.values[s, :, 180:]).all() and not np.isnan(cs.values[s, :, :180]).any()
+    assert any(n.startswith("1 server sampled over well less than the others' period (web-05: until 179 min in)")
+               for n in cs.notes), cs.notes
+    f = counter_findings(analyse_counters(cs))[0]
+    assert f.title == ("web-05 stopped sending samples at 2026-01-01 03:00:00 UTC (+3:00:00): none in the last 60 min "
+                       "of the data") and f.severity == "warning", f.title
+    assert "while all the other servers sent theirs" in f.evidence[0]
+    assert f.target["server"] == "web-05" and f.target["from_s"] == cs.seconds(180)
+    # a silence in the middle (20 minutes) and a late start (the first half hour) of two others
+    _fleet_csv(p, skip=lambda k, i: (k == 5 and 100 <= i < 120) or (k == 7 and i < 30))
+    cs = load_counters([p])
+    assert cs.n_points == 240  # the late one does not cut the others' first half hour either
+    titles = {f.title: f.severity for f in counter_findings(analyse_counters(cs))}
+    assert titles["web-05 sent no samples for 20 min, from 2026-01-01 01:40:00 UTC (+1:40:00)"] == "warning"
+    assert titles["web-07 began sending samples at 2026-01-01 00:30:00 UTC (+0:30:00), 30 min after the start of "
+                  "the data"] == "info"
+
+
+def test_no_silence_where_a_server_samples_less_often_or_the_whole_fleet_stopped(tmp_path):
+    """A server sampled every five minutes among servers sampled every minute misses four points
+    in five by design; an hour when the collection stopped for everyone is no server's silence;
+    a server with two stray samples in the period is left out, with a note."""
+    p = tmp_path / "fleet.csv"
+    _fleet_csv(p, every=lambda k: 5 if k == 3 else 1, skip=lambda k, i: 60 <= i < 120 and k != 8)
+    ca = analyse_counters(load_counters([p]))
+    assert ca.silences == [], ca.silences
+    _fleet_csv(p, skip=lambda k, i: k == 4 and i not in (7, 200))
+    cs = load_counters([p])
+    assert "web-04" not in cs.servers and cs.n_points == 240
+    assert "1 server with fewer than 3 samples in the common period left out (web-04)" in cs.notes
+
+
 def test_a_servers_departure_over_many_counters_is_one_level_change_dated_by_its_strongest():
     """The bundled fleet: silo-07's stuck placement from point 86 (its actor counts back hours
     before its memory) and silo-18's hot partition from point 115, each one level change from its

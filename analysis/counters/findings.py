@@ -19,6 +19,7 @@ from .onset import Onset
 from .over_time import OverTime, detect_over_time
 from .params import CounterParams
 from .peers import MIN_PEERS, Peers, find_peers
+from .silences import Silence, find_silences
 from .rules import Rule, Violation, evaluate
 from .table import CounterSet
 from .views import STATS, server_view
@@ -61,6 +62,7 @@ class CounterAnalysis:
     asked: list[Correlation] = field(default_factory=list)  # the correlations the user asked for
     over_time: OverTime | None = None  # every series against its history and its peers, as intervals
     peers: Peers | None = None  # which servers are compared with which
+    silences: list[Silence] = field(default_factory=list)  # stretches a server sent nothing, the others did
 
 
 def _consensus(onsets: list[tuple[int, Onset | None]], min_gain: float):
@@ -130,7 +132,8 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
             notes.append(f"--correlate {spec}: {exc.args[0]}")
             continue
         asked.append(correlate(cs, c, s, p.correlation))
-    res = CounterAnalysis(cs, p, cp, servers, fleet, corr, notes=notes, asked=asked, peers=peers)
+    res = CounterAnalysis(cs, p, cp, servers, fleet, corr, notes=notes, asked=asked, peers=peers,
+                          silences=find_silences(cs))
     if p.over_time is not None:
         res.over_time = detect_over_time(cs, p.over_time, peers)  # its notes go with its findings
     if reference is not None:
@@ -166,7 +169,7 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
     cs, p, cp = ca.cs, ca.params, ca.comparative
     params = {k: v for k, v in asdict(p).items() if k not in ("correlation", "over_time")}
     params.update(servers=len(cs.servers), counters=len(cs.counters), points=cs.n_points, interval_s=cs.interval)
-    out = []
+    out = _silence_findings(ca)
     corr_of = {(c.server, c.target): c for c in ca.correlations}
     for rank, sd in enumerate(ca.servers):
         s = sd.server
@@ -280,6 +283,55 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
             evidence=[f"rule from {v.rule.source}; {v.checked:,} values compared"] + v.notes,
             tables=[Table(["server", "time", "value"], rows, "worst first")], parameters={"rule": asdict(v.rule)},
             target={"kind": "rule", "counter": cs.counters[v.counter], "rule": v.rule.describe()}))
+    return out
+
+
+def silence_words(cs: CounterSet, si: Silence) -> str:
+    """'sent no samples from 03:00:00 UTC (+3:00:00) to the end of the data (60 min)'."""
+    dur = _span(cs, si.points)
+    if si.stopped:
+        return f"sent no samples from {cs.when(si.start)} to the end of the data ({dur})"
+    if si.began_late:
+        return f"sent no samples until {cs.when(si.end + 1)} ({dur} from the start of the data)"
+    return f"sent no samples from {cs.when(si.start)} to {cs.when(si.end)} ({dur})"
+
+
+def _silence_title(cs: CounterSet, name: str, si: Silence) -> str:
+    dur = _span(cs, si.points).split(", ")[-1]
+    if si.stopped:
+        return f"{name} stopped sending samples at {cs.when(si.start)}: none in the last {dur} of the data"
+    if si.began_late:
+        return f"{name} began sending samples at {cs.when(si.end + 1)}, {dur} after the start of the data"
+    return f"{name} sent no samples for {dur}, from {cs.when(si.start)}"
+
+
+def _silence_findings(ca: CounterAnalysis) -> list[Finding]:
+    """A finding per silence: a server that stopped (an incident still running at the end of the
+    data, or a server taken out), one that went quiet for a while, one that began late (a server
+    added: information)."""
+    cs, out = ca.cs, []
+    S = len(cs.servers)
+    for si in ca.silences[:20]:
+        name = cs.servers[si.server]
+        others = round(si.others * (S - 1))
+        share = "all the other servers" if others == S - 1 else f"{others} of the {S - 1} other servers"
+        ev = [f"{name} {silence_words(cs, si)}, while {share} sent theirs"]
+        if not si.began_late:
+            ev.append(f"its last sample before: {cs.when(si.last_before)}")
+        if not si.stopped and not si.began_late:
+            ev.append(f"its first sample after: {cs.when(si.first_after)}")
+        ev.append(f"details: {count_of(si.points, 'grid points')} without a sample of any of its "
+                  f"{count_of(len(cs.counters), 'counters')} (a silence: at least 3 points, and 3 times the server's "
+                  "usual step between samples, while half the others or more sent theirs)")
+        what = "stopped sending samples" if si.stopped else "began late" if si.began_late else "went silent"
+        out.append(Finding(
+            analysis="counters", title=_silence_title(cs, name, si),
+            subject=name, score=float((100 if si.stopped else 50) + 100 * si.points / max(cs.n_points, 1)),
+            severity="info" if si.began_late else "warning", evidence=ev,
+            parameters={"min_points": 3, "min_others": 0.5, "servers": S, "points": cs.n_points,
+                        "interval_s": cs.interval, "what": what},
+            target={"kind": "server", "server": name, "counter": cs.counters[0],
+                    "from_s": cs.seconds(si.start), "to_s": cs.seconds(si.end)}))
     return out
 
 

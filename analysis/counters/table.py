@@ -7,7 +7,9 @@ earliest end, d = the sampling interval (detected: the median gap between a seri
 N = floor((tf - ts) / d) intervals, so N + 1 points ts + k d. Each sample goes to its nearest
 grid point (a server sampling at another phase, or with its clock off by less than d/2, lands
 on the right point); a grid point without a sample stays NaN; two samples on one point: the
-nearest wins. What was cut is said in the notes.
+nearest wins. What was cut is said in the notes. Beyond PAD, servers whose samples begin or end
+well inside the others' period do not set it (:func:`_period_setters`): their points without a
+sample stay empty, and silences.py says the silence.
 """
 
 from __future__ import annotations
@@ -151,6 +153,31 @@ def detect_interval(raw: RawCounters) -> float:
     return round(d, 3) if d >= 1 else d
 
 
+def _period_setters(seen: np.ndarray, first: np.ndarray, last: np.ndarray, d: float) -> np.ndarray:
+    """The servers that set the common period (PAD: from the latest start to the earliest end):
+    of three or more, not those whose samples begin or end well inside the others' (more than
+    three intervals, and 5% of the median server's span, after the median start or before the
+    median end: one stray sample, a late start, an agent that stopped), which would cut every
+    server's data to theirs; all of them when fewer than half would be left."""
+    if seen.sum() < 3:
+        return seen
+    mid_first, mid_last = float(np.median(first[seen])), float(np.median(last[seen]))
+    tol = max(3 * d, 0.05 * (mid_last - mid_first))
+    sets = seen & (first <= mid_first + tol) & (last >= mid_last - tol)
+    return sets if 2 * sets.sum() >= seen.sum() and sets.sum() >= 2 else seen
+
+
+def _edge(first: float, last: float, firsts: np.ndarray, lasts: np.ndarray) -> str:
+    """How a server's samples sit in the others' period: 'from +10:00', 'until +3:00', or both."""
+    t0 = float(firsts.max())
+    out = []
+    if first > t0:
+        out.append(f"from {_secs(first - t0)} in")
+    if last < float(lasts.min()):
+        out.append(f"until {_secs(last - t0)} in" if last >= t0 else "before the period")
+    return ", ".join(out) or "within it"
+
+
 def _in_order(server: np.ndarray, time: np.ndarray) -> bool:
     """Rows already ordered by server, then time."""
     ds = server[1:].astype(np.int64) - server[:-1]
@@ -186,18 +213,17 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     seen = np.isfinite(first)
     if not seen.all():
         raw.notes.append(f"{count_of(int((~seen).sum()), 'servers')} without samples left out")
-    span = np.where(seen, last - first, 0.0)
-    if seen.sum() >= 3:
-        # a server sampled over a small part of the others' period (one stray sample, a late
-        # start) would shrink the common period to that part: it does not set the period
-        short = seen & (span < 0.5 * float(np.median(span[seen])))
-        if short.any() and not short.all():
-            names = ", ".join(raw.servers[i] for i in np.flatnonzero(short)[:5])
-            raw.notes.append(f"{count_of(int(short.sum()), 'servers')} sampled over less than half the others' period "
-                             f"({names}) do not set the common period: their samples outside it are dropped")
-            seen = seen & ~short
-    ts, tf = float(first[seen].max()), float(last[seen].min())
-    late, early = int(np.argmax(np.where(seen, first, -np.inf))), int(np.argmin(np.where(seen, last, np.inf)))
+    sets = _period_setters(seen, first, last, d)
+    if (seen & ~sets).any():
+        edges = [f"{raw.servers[i]}: {_edge(first[i], last[i], first[sets], last[sets])}"
+                 for i in np.flatnonzero(seen & ~sets)[:4]]
+        n = int((seen & ~sets).sum())
+        raw.notes.append(f"{count_of(n, 'servers')} sampled over well less than the others' period "
+                         f"({'; '.join(edges)}{'; ...' if n > 4 else ''}): the period is the others', and "
+                         f"{'its' if n == 1 else 'their'} points without a sample are empty (a silence, said in the "
+                         "findings)")
+    ts, tf = float(first[sets].max()), float(last[sets].min())
+    late, early = int(np.argmax(np.where(sets, first, -np.inf))), int(np.argmin(np.where(sets, last, np.inf)))
     if tf < ts:
         raise InputError(raw.source, f"the servers' sampling periods do not overlap: {raw.servers[late]} starts after "
                                      f"{raw.servers[early]} ends")
@@ -275,9 +301,16 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     if cube is None:
         cube = np.full((S, C, T), np.nan)
     dropped, have = _clean(cube)
-    keep = np.flatnonzero(seen)
+    # a server that did not set the period keeps its points in it, but not with fewer than three
+    # samples of any counter there (a stray sample, an agent that stopped before it began)
+    few = seen & ~sets & (have.max(axis=1) < 3)
+    keep = np.flatnonzero(seen & ~few)
     have = have[keep]  # samples of each kept server and counter
     notes = list(raw.notes)
+    if few.any():
+        notes.append(f"{count_of(int(few.sum()), 'servers')} with fewer than 3 samples in the common period left out ("
+                     + ", ".join(raw.servers[i] for i in np.flatnonzero(few)[:6]) + ("..." if few.sum() > 6 else "")
+                     + ")")
     notes.append(f"aligned to {T:,} points every {_secs(d)} from the latest start ({raw.servers[late]}) to the "
                  f"earliest end ({raw.servers[early]})")
     if before or after:

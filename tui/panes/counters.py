@@ -91,6 +91,14 @@ class CountersPane(ViewPane):
         self.rule_rows = {}
         # each counter's own onset: a server's GC time may rise hours after its latency did
         onset_of = {(sd.server, c): o for sd in ca.servers for c, o in sd.counter_onsets.items()}
+        silent = ca.silences[:15]  # servers that sent nothing while the others did: first, they measure nothing
+        for si in silent:
+            rows.append(["", cs.servers[si.server], "(every counter)", "", cs.time_label(si.start),
+                         f"silent {'to the end' if si.stopped else f'to {cs.time_label(si.end)}'} "
+                         f"({si.points:,} points): no sample of any counter, while {si.others:.0%} of the others "
+                         "sent theirs"])
+            styles.append(None if si.began_late else "alert")
+            items.append((si.server, 0))
         for s, c, x in cp.top_servers(40):
             o = onset_of.get((s, c))
             rows.append([str(len(rows) + 1), cs.servers[s], cs.counters[c], _x(x),
@@ -99,7 +107,8 @@ class CountersPane(ViewPane):
                          f"{_n(cp.ref_median[s, c])}"])
             styles.append("alert" if x >= p.server_x else None)
             items.append((s, c))
-        marks: list = [None] * len(rows)
+        marks: list = [(cs.seconds(si.start), cs.seconds(si.end), "the silence") for si in silent]
+        marks += [None] * (len(rows) - len(marks))
         # the unusual intervals over time (each series against its history and its peers: what
         # finds the incidents of a real fleet), after the servers PAD's X names and before the others
         at = sum(1 for st in styles if st == "alert")
