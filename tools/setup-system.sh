@@ -24,6 +24,12 @@ if [ "${1:-}" = "--test" ]; then
   command -v sadf >/dev/null 2>&1 || missing+=(sysstat)  # sar archives are read through sadf
   command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
 fi
+# --test as root: the kernel's tracepoints readable for perf (tracefs is mounted at boot on most
+# hosts, not on a fresh container or VM; without it the perf tests and requests_perf skip)
+if [ "${1:-}" = "--test" ] && [ "$(id -u)" = 0 ] && [ -d /sys/kernel/tracing ] \
+   && [ -z "$(ls -A /sys/kernel/tracing 2>/dev/null)" ]; then
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || echo "setup: tracefs could not be mounted: the perf tests skip" >&2
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "setup: installing ${missing[*]} with apt-get" >&2
