@@ -287,7 +287,7 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
 
 
 def silence_words(cs: CounterSet, si: Silence) -> str:
-    """'sent no samples from 03:00:00 UTC (+3:00:00) to the end of the data (60 min)'."""
+    """'sent no samples from 2026-01-01 03:00:00 UTC (+3:00:00) to the end of the data (60 points, 60 min)'."""
     dur = _span(cs, si.points)
     if si.stopped:
         return f"sent no samples from {cs.when(si.start)} to the end of the data ({dur})"

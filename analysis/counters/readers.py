@@ -667,8 +667,11 @@ def matrix_pieces(results: list, source, server_label: str, names_: "_Names",
         series.append((str(server), str(labels.pop("__name__", "") or "value"), labels, r.get("values") or []))
     kind = _kind_label(series)
     if kind is not None:  # each server's kind: the label, left out of the counters' names
-        srv, got = [names_.server(x[0]) for x in series], [x[2].pop(kind, "") for x in series]
-        names_.set_kinds(np.array(srv, np.int64), *_codes(got), kind)
+        got = [x[2].pop(kind, "") for x in series]
+        have = [i for i, x in enumerate(series) if x[3]]  # a series without samples names no server
+        if have:
+            names_.set_kinds(np.array([names_.server(series[i][0]) for i in have], np.int64),
+                             *_codes([got[i] for i in have]), kind)
     values_of: dict[str, dict[str, set]] = {}  # name -> label -> its values over the name's series
     having: dict[tuple[str, str], int] = {}  # (name, label) -> how many of the name's series have it
     counts: dict[str, int] = {}

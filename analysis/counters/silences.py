@@ -5,9 +5,8 @@ often the incident itself.
 
 A silence is at least ``min_points`` grid points, and at least three times the server's usual
 step from one sample to the next (a server sampled every 5 min on a 1 min grid misses four points
-in five, by design), during
-which at least ``min_others`` of the other servers have samples (when most of the fleet is
-silent, the collection stopped, not the server).
+in five, by design), during which at least ``min_others`` of the other servers have samples (when
+most of the fleet is silent, the collection stopped, not the server).
 """
 
 from __future__ import annotations

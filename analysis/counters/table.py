@@ -168,7 +168,7 @@ def _period_setters(seen: np.ndarray, first: np.ndarray, last: np.ndarray, d: fl
 
 
 def _edge(first: float, last: float, firsts: np.ndarray, lasts: np.ndarray) -> str:
-    """How a server's samples sit in the others' period: 'from +10:00', 'until +3:00', or both."""
+    """How a server's samples sit in the others' period: 'from 10 min in', 'until 179 min in', or both."""
     t0 = float(firsts.max())
     out = []
     if first > t0:

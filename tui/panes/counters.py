@@ -91,13 +91,19 @@ class CountersPane(ViewPane):
         self.rule_rows = {}
         # each counter's own onset: a server's GC time may rise hours after its latency did
         onset_of = {(sd.server, c): o for sd in ca.servers for c, o in sd.counter_onsets.items()}
-        silent = ca.silences[:15]  # servers that sent nothing while the others did: first, they measure nothing
+        # servers that sent nothing while the others did: first, they measure nothing (one that
+        # began late, information, last)
+        silent = [si for si in ca.silences if not si.began_late][:15]
+        late = [si for si in ca.silences if si.began_late][:15]
+
+        def silence_row(si) -> list[str]:
+            return [str(len(rows) + 1), cs.servers[si.server], "(every counter)", "", cs.time_label(si.start),
+                    f"silent {'to the end' if si.stopped else f'to {cs.time_label(si.end)}'} ({si.points:,} points): "
+                    f"no sample of any counter, while {si.others:.0%} of the others sent theirs"]
+
         for si in silent:
-            rows.append(["", cs.servers[si.server], "(every counter)", "", cs.time_label(si.start),
-                         f"silent {'to the end' if si.stopped else f'to {cs.time_label(si.end)}'} "
-                         f"({si.points:,} points): no sample of any counter, while {si.others:.0%} of the others "
-                         "sent theirs"])
-            styles.append(None if si.began_late else "alert")
+            rows.append(silence_row(si))
+            styles.append("alert")
             items.append((si.server, 0))
         for s, c, x in cp.top_servers(40):
             o = onset_of.get((s, c))
@@ -187,6 +193,11 @@ class CountersPane(ViewPane):
             items.append((s if s >= 0 else None, v.counter))
             marks.append(None)
             self.rule_rows.setdefault(cs.counters[v.counter], len(rows) - 1)
+        for si in late:
+            rows.append(silence_row(si))
+            styles.append(None)
+            items.append((si.server, 0))
+            marks.append((cs.seconds(si.start), cs.seconds(si.end), "the silence"))
         cols = [Column("#", "right", 2, 3), Column("where", "left", 8, 13, priority=IDENTITY),
                 Column("counter", "left", 12, 38, priority=IDENTITY),
                 Column("X", "right", 5, 8), Column("since", "right", 8, 10),
