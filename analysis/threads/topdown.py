@@ -266,10 +266,12 @@ def level_findings(res: LevelResult, ts: ThreadSeries, takers=None) -> list[Find
                       + (f", after the {before} ranked by the dendrogram" if before else
                          " (the dendrogram ranked none)"))
         else:
-            ev.append(f"details: a long departure from the other {plural(res.level)}, found by comparing their "
-                      "levels window by window (a level held apart, or a leak late in the run, hardly moves a "
-                      "covariance)" + (f", after the {rank} ranked before it by the dendrogram and the window check"
-                                       if rank else "; the dendrogram and the window check ranked none"))
+            whole = res.departures is not None and res.departures[r.items[0]].whole
+            ev.append(f"details: a long departure from the other {plural(res.level)}, found by comparing "
+                      + ("their means over the whole run" if whole else "their levels window by window")
+                      + " (a level held apart, or a leak late in the run, hardly moves a covariance)"
+                      + (f", after the {rank} ranked before it by the dendrogram and the window check"
+                         if rank else "; the dendrogram and the window check ranked none"))
         if res.boot is not None:
             ev.append(f"details: AU p-values from {res.boot.replicates:,} bootstrap replicates per scale, "
                       f"{len(res.boot.scales)} scales, {res.boot.blocks} time blocks")
