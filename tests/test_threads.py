@@ -247,6 +247,34 @@ def test_a_worker_held_apart_in_a_bursty_pool_is_found_by_its_run_mean(tmp_path,
     assert healthy.ranking == [], [(healthy.names[r.items[0]], r.how, r.metrics) for r in healthy.ranking]
 
 
+def test_a_run_departure_is_told_by_the_share_of_time_that_moved_most():
+    """The worker sleeping 2 ms more per request (a fresh perf recording): its disk wait 0.40%
+    against 0.17% over the run is 23 units away, its sleep 16.9% against 3.9% 6.6 units; both past
+    the bar, the finding leads with the sleep (13 points of its time), not the disk wait (0.23);
+    a metric that is no share of time keeps the furthest in units."""
+    from perftriage.analysis.threads.deviation import Departure, held_departures
+
+    def pool():
+        out = []
+        for i in range(6):
+            d = Departure(1.0, 0, 5, 0.0, 0.0, 2, of=19)
+            far = i == 3
+            zs = np.array([23.0, 6.6]) if far else np.array([1.0, 0.8])
+            level = np.array([0.40, 16.9]) if far else np.array([0.17, 3.9])
+            d.run = Departure(float(zs[0]), 0, 95, float(level[0]), 0.17, 10 if far else 0, of=19, whole=True,
+                              each=(zs, level, np.array([0.17, 3.9]), np.array([10, 0]) if far else np.zeros(2)))
+            out.append(d)
+        return out
+
+    dep = pool()
+    ratio, _ = held_departures(dep, ThreadParams(), shares=[True, True])
+    assert list(np.flatnonzero(ratio > 1)) == [3] and dep[3].whole
+    assert (dep[3].metric, dep[3].level, dep[3].others) == (1, 16.9, 3.9)
+    dep = pool()
+    held_departures(dep, ThreadParams(), shares=[False, True])  # the disk wait counted in calls, say
+    assert dep[3].metric == 0
+
+
 def test_healthy_wave_ranks_nothing(pool):
     out, truth = pool
     ts = read_csv(out / "threads.csv")

@@ -302,7 +302,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
         ranked = set(res.ranked_items())
         extra = [i for i in np.argsort(-wz) if wz[i] > params.window_z and i not in ranked]
         dep = by_member(departure_scores, groups, params)
-        ratio, dz = held_departures(dep, params)  # against the bar, and the score
+        ratio, dz = held_departures(dep, params, [ts.units.get(m) == "%" for m in metric_names])
         res.departures = dep
         # one past both bars goes by the one it passes further (a worker syncing a file per
         # request, found by a 107 ms rise of its preemptions at 1.4x the window's bar, holds its
@@ -633,6 +633,19 @@ def _window_scores(groups: list[list[np.ndarray]], window: int, resolution=None)
     return out
 
 
+def _most_moved(d: Departure, bar: float, shares: list[bool] | None) -> None:
+    """A run's departure told by the share of time (%) that moved most, where its metric is one
+    and another past ``bar`` moved twice as many points (see :func:`held_departures`)."""
+    if d.each is None or not shares or not shares[d.metric]:
+        return
+    zs, level, others, windows = d.each
+    moved = np.abs(level - others)
+    past = [j for j in range(len(zs)) if shares[j] and zs[j] > bar and moved[j] >= 2 * moved[d.metric]]
+    if past:
+        j = max(past, key=lambda j: moved[j])
+        d.metric, d.z, d.level, d.others, d.windows = j, float(zs[j]), float(level[j]), float(others[j]), int(windows[j])
+
+
 def departure_bar(dz: np.ndarray, params: ThreadParams) -> float:
     """The departure an abstraction must hold to be ranked for it (``dz``: every abstraction's):
     ``params.departure`` units, and ``params.habit`` times the median abstraction's, since a
@@ -654,6 +667,7 @@ class Departure:
     of: int = 0  # windows in all
     run: "Departure | None" = None  # the run's mean apart from the others' (``whole``: this is one)
     whole: bool = False  # the whole run's mean against the others' run means, not a window's
+    each: tuple | None = None  # a run's: (z, level, others) of every metric
 
 
 def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Departure | None]:
@@ -720,12 +734,14 @@ def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> l
         d = one(i, srt)
         j = int(np.argmax(zR[i]))
         d.run = Departure(float(zR[i, j]), j, nw * w // 2, float(R[i, j]), float(medR[j]),
-                          int((dep[i, :, j] >= params.departure).sum()), of=nw, whole=True)
+                          int((dep[i, :, j] >= params.departure).sum()), of=nw, whole=True,
+                          each=(zR[i], R[i], medR, (dep[i] >= params.departure).sum(axis=0)))
         out.append(d)
     return out
 
 
-def held_departures(dep: list[Departure | None], params: ThreadParams) -> tuple[np.ndarray, np.ndarray]:
+def held_departures(dep: list[Departure | None], params: ThreadParams,
+                    shares: list[bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each abstraction's departure against its bar (over 1: ranked) and its score, from the two
     ways a departure is held: over ``sustain`` of the windows (a leak late in the run), or by the
     whole run's mean (a level held apart throughout: on a 2 s perf recording of 19 windows of 10
@@ -734,17 +750,23 @@ def held_departures(dep: list[Departure | None], params: ThreadParams) -> tuple[
     its sleep at 16.9% against 3.87% over the run; window by window the other workers' bursts of
     waits for a CPU hold as much over the two windows the first way needs, and the habit bar of
     the median worker hid them). Each against its own bar (:func:`departure_bar`); where the
-    second passes further, it replaces the first in ``dep`` (its words say 'over the run')."""
+    second passes further, it replaces the first in ``dep`` (its words say 'over the run').
+    ``shares``: which metrics are shares of the thread's time (%): of those past the bar, a run's
+    is told by the one that moved most, at least twice the points of the furthest in units (the
+    worker sleeping 2 ms more per request: its sleep 13 points up at 6.6 units, before its disk
+    wait 0.24 points up at 23 units, which its sleeping moved too)."""
     ways = [dep, [d.run if d is not None else None for d in dep]]
     z = np.array([[x.z if x is not None else 0.0 for x in way] for way in ways])  # (2, k)
     if not z.shape[1]:
         return z[0], z[0]
-    ratio = np.stack([z[w] / departure_bar(z[w], params) for w in range(len(ways))])
+    bars = [departure_bar(z[w], params) for w in range(len(ways))]
+    ratio = np.stack([z[w] / bars[w] for w in range(len(ways))])
     best = np.argmax(ratio, axis=0)
     for i, d in enumerate(dep):
         if d is not None and best[i] and ways[best[i]][i] is not None:
             ways[best[i]][i].member = d.member
             dep[i] = ways[best[i]][i]
+            _most_moved(dep[i], bars[best[i]], shares)
     cols = np.arange(z.shape[1])
     return ratio[best, cols], z[best, cols]
 
