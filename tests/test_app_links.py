@@ -700,6 +700,19 @@ async def test_plots_grow_with_the_terminal_and_keep_their_legend_in_view():
     assert rows[44] >= rows[30] + 10
 
 
+def _written(path, lines: list[str]) -> str:
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+async def counters_pane(app, pilot) -> CountersPane:
+    """The Counters pane once the analysis is shown, its first row chosen."""
+    await loaded(app, pilot)
+    await pilot.press("5")
+    await pilot.pause(0.3)
+    return app.query_one(CountersPane)
+
+
 async def test_a_servers_time_view_draws_the_band_of_its_kind(tmp_path):
     """Containers named by a hash, their service in msname, three services at three levels of CPU:
     the time view of the MS_2 container that left its service's level draws the median and band of
@@ -712,14 +725,9 @@ async def test_a_servers_time_view_draws_the_band_of_its_kind(tmp_path):
             for r in range(5):
                 c = cpu + rng.normal(0, 0.01) + 0.3 * (svc == "MS_2" and r == 3 and i >= 80)
                 lines.append(f"{30_000 * i},{svc},{svc[-1]}{r:063x},{c:.4f}")
-    p = tmp_path / "MSResource_0.csv"
-    p.write_text("\n".join(lines) + "\n")
-    app = app_on([str(p)])
+    app = app_on([_written(tmp_path / "MSResource_0.csv", lines)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await loaded(app, pilot)
-        await pilot.press("5")
-        await pilot.pause(0.3)
-        co = app.query_one(CountersPane)
+        co = await counters_pane(app, pilot)
         s, _ = co.items[co.table.cursor]
         assert co.ca.cs.servers[s] == f"2{3:063x}" and co.view_name == "time view"
         text = screen_text(app)
@@ -740,14 +748,9 @@ async def test_a_server_that_stopped_sending_heads_the_counters_and_its_finding_
         for k in range(1, 9):
             if not (k == 5 and i >= 180):
                 lines.append(f"{1767225600 + 60 * i},web-{k:02d},{rng.normal(40, 4):.1f},{rng.normal(2000, 30):.0f}")
-    p = tmp_path / "fleet.csv"
-    p.write_text("\n".join(lines) + "\n")
-    app = app_on([str(p)])
+    app = app_on([_written(tmp_path / "fleet.csv", lines)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await loaded(app, pilot)
-        await pilot.press("5")
-        await pilot.pause(0.3)
-        co = app.query_one(CountersPane)
+        co = await counters_pane(app, pilot)
         assert co.table.cursor == 0 and co.items[0] == (co.ca.cs.servers.index("web-05"), 0)
         text = screen_text(app)
         assert "web-05   (every counter)" in text and "silent to the end (60 points)" in text, text
