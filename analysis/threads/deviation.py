@@ -667,7 +667,7 @@ class Departure:
     of: int = 0  # windows in all
     run: "Departure | None" = None  # the run's mean apart from the others' (``whole``: this is one)
     whole: bool = False  # the whole run's mean against the others' run means, not a window's
-    each: tuple | None = None  # a run's: (z, level, others) of every metric
+    each: tuple | None = None  # a run's: (z, level, others, windows apart) of every metric
 
 
 def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Departure | None]:
@@ -706,17 +706,7 @@ def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> l
     unit = np.maximum.reduce([unit, typical, 0.01 * span, np.full_like(unit, 1e-9)])
     dep = np.abs(M - med) / unit
     held = max(2, int(round(params.sustain * nw)))
-    ordered = np.sort(np.nan_to_num(dep, nan=0.0), axis=1)
-    srt = ordered[:, -held, :]  # (k, p): held over >= `held` windows
-
-    def one(i: int, by: np.ndarray) -> Departure:
-        j = int(np.argmax(by[i]))
-        wi = int(np.nanargmax(np.where(np.isnan(dep[i, :, j]), -1, dep[i, :, j])))
-        # how long: the windows beyond the ranking's bar (an offset held from the first sample to
-        # the last is held in all of them, not in the `held` its score needs)
-        return Departure(float(by[i, j]), j, wi * w + w // 2, float(M[i, wi, j]), float(med[wi, j]),
-                         int((dep[i, :, j] >= min(by[i, j], params.departure)).sum()), of=nw)
-
+    srt = np.sort(np.nan_to_num(dep, nan=0.0), axis=1)[:, -held, :]  # (k, p): held over >= `held` windows
     # the whole run's level: each abstraction's mean over its windows against the others' run
     # means, in units of how far run means lie apart (never under 2% of the level: threads that
     # serve one queue end a run within a percent or two of one another, a worker that syncs a
@@ -731,7 +721,12 @@ def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> l
     zR = np.nan_to_num(np.abs(R - medR) / unitR)
     out = []
     for i in range(k):
-        d = one(i, srt)
+        j = int(np.argmax(srt[i]))
+        wi = int(np.nanargmax(np.where(np.isnan(dep[i, :, j]), -1, dep[i, :, j])))
+        # how long: the windows beyond the ranking's bar (an offset held from the first sample to
+        # the last is held in all of them, not in the `held` its score needs)
+        d = Departure(float(srt[i, j]), j, wi * w + w // 2, float(M[i, wi, j]), float(med[wi, j]),
+                      int((dep[i, :, j] >= min(srt[i, j], params.departure)).sum()), of=nw)
         j = int(np.argmax(zR[i]))
         d.run = Departure(float(zR[i, j]), j, nw * w // 2, float(R[i, j]), float(medR[j]),
                           int((dep[i, :, j] >= params.departure).sum()), of=nw, whole=True,
