@@ -129,10 +129,11 @@ def could_rank(ts: ThreadSeries, level: str, within: dict | None = None, params:
     if np.nanmax(separation(D)) >= params.separation:
         return True
     if params.windows:
-        exc = by_member(window_scores, groups, params)
+        resolution = resolution_step(li.pooled, quantum=True)
+        exc = by_member(window_scores, groups, params, resolution)
         if any(e is not None and e.z > params.window_z for e in exc):
             return True
-        ratio, _ = held_departures(by_member(departure_scores, groups, params), params)
+        ratio, _ = held_departures(by_member(departure_scores, groups, params, resolution), params)
         return bool((ratio > 1).any())
     return False
 
@@ -294,14 +295,16 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                          f"not ranked: {'its' if one else 'their'} distance to the others is under "
                          f"{params.separation:g}x the typical one ("
                          + ", ".join(f"{'+'.join(names[i] for i in it)} {sp:.1f}x" for it, _, sp in dropped[:5]) + ")")
+    # a count's step (open files, mappings), of all the level's samples: the checks and the words
+    step = resolution_step(pooled, quantum=True)
     if params.windows:
-        exc = by_member(window_scores, groups, params)
+        exc = by_member(window_scores, groups, params, step)
         res.excursions = exc
         wz = np.array([e.z if e else 0.0 for e in exc])
         res.window_z = wz
         ranked = set(res.ranked_items())
         extra = [i for i in np.argsort(-wz) if wz[i] > params.window_z and i not in ranked]
-        dep = by_member(departure_scores, groups, params)
+        dep = by_member(departure_scores, groups, params, step)
         ratio, dz = held_departures(dep, params, [ts.units.get(m) == "%" for m in metric_names])
         res.departures = dep
         # one past both bars goes by the one it passes further (a worker syncing a file per
@@ -318,7 +321,6 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                    "ranking": t5 - t4}
     majority = [i for i in range(k) if i not in set(res.ranked_items())]
     step_std = np.sqrt(resolution_floor(pooled, scale).max(axis=0)) * scale if k else None
-    step = resolution_step(pooled, quantum=True) if k else None
     words = {"window": _excursion_words, "departure": _departure_words}
     for r in res.ranking:
         if r.how in ("window", "departure"):
@@ -515,19 +517,20 @@ def mean_series(g: list[np.ndarray]) -> np.ndarray:
     return np.nanmean(np.stack([y[:n] for y in g]), axis=0)
 
 
-def by_member(score_fn, groups: list[list[np.ndarray]], params: ThreadParams) -> list:
+def by_member(score_fn, groups: list[list[np.ndarray]], params: ThreadParams, resolution: np.ndarray) -> list:
     """``score_fn`` on the abstractions (their threads averaged) and, where abstractions pool
     several threads, on every thread against all threads of the level: an abstraction scores
     the larger of its own score and its most deviating thread's (tagged with ``member``). A
     short spike or a leak in one thread of ten is diluted ten times in the abstraction's mean,
-    not among the level's threads."""
-    own = score_fn(groups, params)
+    not among the level's threads. ``resolution``: the counts' steps over all the level's samples
+    (:func:`resolution_step`), the same for both, computed once by the caller."""
+    own = score_fn(groups, params, resolution)
     if all(len(g) <= 1 for g in groups):
         return own
     flat = [[x] for g in groups for x in g]
     owner = [a for a, g in enumerate(groups) for _ in g]
     within = [m for g in groups for m in range(len(g))]
-    for f, sc in enumerate(score_fn(flat, params)):
+    for f, sc in enumerate(score_fn(flat, params, resolution)):
         a = owner[f]
         if sc is not None and (own[a] is None or sc.z > own[a].z):
             sc.member = within[f]
@@ -535,13 +538,15 @@ def by_member(score_fn, groups: list[list[np.ndarray]], params: ThreadParams) ->
     return own
 
 
-def window_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Excursion | None]:
+def window_scores(groups: list[list[np.ndarray]], params: ThreadParams,
+                  resolution: np.ndarray | None = None) -> list[Excursion | None]:
     """The largest short excursion of every abstraction over two window lengths, ``window`` and
     half of it (a 1-minute CPU spike fills half a 10-sample window: its mean then rises half as
     much as the spike); each length is scaled on its own (see :func:`_window_scores`)."""
     # a count's move by one step of its resolution is no excursion (an apache2 worker's open
     # files 'rose to 2 from 1 for 3.13 s'): the step of the samples of all threads
-    resolution = resolution_step([x for g in groups for x in g], quantum=True)
+    if resolution is None:
+        resolution = resolution_step([x for g in groups for x in g], quantum=True)
     best = _window_scores(groups, params.window, resolution)
     half = max(3, params.window // 2)
     if half < params.window:
@@ -670,15 +675,17 @@ class Departure:
     each: tuple | None = None  # a run's: (z, level, others, windows apart) of every metric
 
 
-def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Departure | None]:
+def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams,
+                     resolution: np.ndarray | None = None) -> list[Departure | None]:
     """See _departure_scores; a metric no abstraction reported in a window is NaN there, not told
     (numpy's warnings about empty means would reach the user's terminal)."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _departure_scores(groups, params)
+        return _departure_scores(groups, params, resolution)
 
 
-def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> list[Departure | None]:
+def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams,
+                      resolution: np.ndarray | None = None) -> list[Departure | None]:
     """Long departures (beyond the paper): the mean of every abstraction (its threads averaged
     sample by sample) over consecutive windows of ``params.window`` samples, against the median
     of all abstractions in the same window, in units of how much abstractions usually differ
@@ -715,7 +722,7 @@ def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams) -> l
     # all run, against 0, is not apart)
     R = np.nanmean(M, axis=1)  # (k, p)
     medR = np.nanmedian(R, axis=0)
-    step = resolution_step([x for g in groups for x in g], quantum=True)
+    step = resolution if resolution is not None else resolution_step([x for g in groups for x in g], quantum=True)
     unitR = np.maximum.reduce([1.4826 * np.nanmedian(np.abs(R - medR), axis=0), 0.02 * np.abs(medR),
                                0.01 * span, step, np.full_like(medR, 1e-9)])
     zR = np.nan_to_num(np.abs(R - medR) / unitR)
