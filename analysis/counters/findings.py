@@ -286,7 +286,7 @@ def counter_findings(ca: CounterAnalysis) -> list[Finding]:
     return out
 
 
-def silence_words(cs: CounterSet, si: Silence) -> str:
+def _silence_words(cs: CounterSet, si: Silence) -> str:
     """'sent no samples from 2026-01-01 03:00:00 UTC (+3:00:00) to the end of the data (60 points, 60 min)'."""
     dur = _span(cs, si.points)
     if si.stopped:
@@ -315,7 +315,7 @@ def _silence_findings(ca: CounterAnalysis) -> list[Finding]:
         name = cs.servers[si.server]
         others = round(si.others * (S - 1))
         share = "all the other servers" if others == S - 1 else f"{others} of the {S - 1} other servers"
-        ev = [f"{name} {silence_words(cs, si)}, while {share} sent theirs"]
+        ev = [f"{name} {_silence_words(cs, si)}, while {share} sent theirs"]
         if not si.began_late:
             ev.append(f"its last sample before: {cs.when(si.last_before)}")
         if not si.stopped and not si.began_late:

@@ -243,8 +243,7 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
         names_.set_kinds(server, *_codes(cols[k_i]), header[k_i].strip())
     if c_i is not None and v_i is not None:  # long
         value = _floats(cols[v_i], path, "the value column")
-        uniq, inv = np.unique(np.asarray(cols[c_i], dtype=object), return_inverse=True)
-        pieces = _by_counter(server, time, value, uniq, inv, names_)
+        pieces = _by_counter(server, time, value, *_codes(cols[c_i]), names_)
     else:  # wide
         used = _not_counters(names, t_i, s_i)
         labels, dup = _column_labels(header)
@@ -604,8 +603,7 @@ class _Names:
         return out, clash
 
     def servers_of(self, col) -> np.ndarray:
-        arr = np.asarray(col, dtype=object)
-        uniq, inv = np.unique(arr, return_inverse=True)
+        uniq, inv = _codes(col)
         idx = np.array([self.server(str(u).strip()) for u in uniq], np.int32)
         return idx[inv]
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .over_time import _runs
 from .table import CounterSet
 
 
@@ -49,10 +50,11 @@ def sampled(cs: CounterSet) -> np.ndarray:
     return out
 
 
-def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    """The runs of True in ``mask``, as (first, last) indices."""
-    d = np.diff(np.r_[0, mask.astype(np.int8), 0])
-    return list(zip(np.flatnonzero(d == 1).tolist(), (np.flatnonzero(d == -1) - 1).tolist()))
+def _gaps(have: np.ndarray) -> list[tuple[int, int]]:
+    """The runs of points without a sample, as (first, last) points (over_time's runs, no gap
+    bridged)."""
+    idx, first, last = _runs(~have, 0)
+    return list(zip(idx[first].tolist(), idx[last].tolist())) if len(idx) else []
 
 
 def find_silences(cs: CounterSet, min_points: int = 3, min_others: float = 0.5) -> list[Silence]:
@@ -70,7 +72,7 @@ def find_silences(cs: CounterSet, min_points: int = 3, min_others: float = 0.5) 
             continue
         usual = float(np.median(np.diff(at))) if len(at) >= 2 else 1.0  # points from one sample to the next
         need = max(min_points, int(np.ceil(3 * usual)))
-        for a, b in _runs(~have[s]):
+        for a, b in _gaps(have[s]):
             if b - a + 1 < need or float(others[a:b + 1].mean()) < min_others:
                 continue
             before = np.flatnonzero(have[s, :a])

@@ -167,13 +167,13 @@ def _period_setters(seen: np.ndarray, first: np.ndarray, last: np.ndarray, d: fl
     return sets if 2 * sets.sum() >= seen.sum() and sets.sum() >= 2 else seen
 
 
-def _edge(first: float, last: float, firsts: np.ndarray, lasts: np.ndarray) -> str:
-    """How a server's samples sit in the others' period: 'from 10 min in', 'until 179 min in', or both."""
-    t0 = float(firsts.max())
+def _edge(first: float, last: float, t0: float, t1: float) -> str:
+    """How a server's samples sit in the others' period [t0, t1]: 'from 10 min in', 'until 179 min
+    in', or both."""
     out = []
     if first > t0:
         out.append(f"from {_secs(first - t0)} in")
-    if last < float(lasts.min()):
+    if last < t1:
         out.append(f"until {_secs(last - t0)} in" if last >= t0 else "before the period")
     return ", ".join(out) or "within it"
 
@@ -214,15 +214,15 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     if not seen.all():
         raw.notes.append(f"{count_of(int((~seen).sum()), 'servers')} without samples left out")
     sets = _period_setters(seen, first, last, d)
+    ts, tf = float(first[sets].max()), float(last[sets].min())
     if (seen & ~sets).any():
-        edges = [f"{raw.servers[i]}: {_edge(first[i], last[i], first[sets], last[sets])}"
+        edges = [f"{raw.servers[i]}: {_edge(first[i], last[i], ts, tf)}"
                  for i in np.flatnonzero(seen & ~sets)[:4]]
         n = int((seen & ~sets).sum())
         raw.notes.append(f"{count_of(n, 'servers')} sampled over well less than the others' period "
                          f"({'; '.join(edges)}{'; ...' if n > 4 else ''}): the period is the others', and "
                          f"{'its' if n == 1 else 'their'} points without a sample are empty (a silence, said in the "
                          "findings)")
-    ts, tf = float(first[sets].max()), float(last[sets].min())
     late, early = int(np.argmax(np.where(sets, first, -np.inf))), int(np.argmin(np.where(sets, last, np.inf)))
     if tf < ts:
         raise InputError(raw.source, f"the servers' sampling periods do not overlap: {raw.servers[late]} starts after "
