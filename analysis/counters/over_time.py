@@ -460,12 +460,15 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
             zb = np.where(np.isnan(still), zb, np.nan_to_num(still))
         if p.sustained:  # before the scaling: beyond z over one long stretch is a level change, no tail
             found: list[tuple[int, int, int, int, float]] = []
-            sc = np.argwhere(q[..., 0] > p.z)
-            if len(sc):
-                rows = zb[sc[:, 0], sc[:, 1]]  # (n, T): the series beyond z at more than p.tail of their points
+
+            def long_runs(ix, rows):  # the (server, counter) ``ix`` whose rows of z hold one long stretch
                 k, fa, fb = _stretches(rows, p)
-                found += [(int(sc[k_, 0]), lo + int(sc[k_, 1]), a_, b_, float(np.median(rows[k_, a_:b_ + 1])))
-                          for k_, a_, b_ in zip(k.tolist(), fa.tolist(), fb.tolist())]
+                return [(int(ix[k_, 0]), lo + int(ix[k_, 1]), a_, b_, float(np.median(rows[k_, a_:b_ + 1])))
+                        for k_, a_, b_ in zip(k.tolist(), fa.tolist(), fb.tolist())]
+
+            sc = np.argwhere(q[..., 0] > p.z)
+            if len(sc):  # the series beyond z at more than p.tail of their points
+                found += long_runs(sc, zb[sc[:, 0], sc[:, 1]])
             if zx is not None:  # and away from its peers by their spread over one long stretch, above or below
                 # the few away that long (told on 500 points a series, with room; then on all of theirs)
                 some = np.nan_to_num(np.abs(zx[:, :, ::max(1, T // 500)]), nan=0.0, posinf=1e6)
@@ -476,9 +479,7 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
                     keep = np.quantile(rows, 1 - p.tail, axis=1) > p.z if len(far) else np.zeros(0, bool)
                     sx, rows = far[keep], rows[keep]
                     if len(sx):
-                        k, fa, fb = _stretches(rows, p)
-                        found += [(int(sx[k_, 0]), lo + int(sx[k_, 1]), a_, b_, float(np.median(rows[k_, a_:b_ + 1])))
-                                  for k_, a_, b_ in zip(k.tolist(), fa.tolist(), fb.tolist())]
+                        found += long_runs(sx, rows)
             stretches.extend(_longest(found))
         zb *= np.minimum(1.0, p.z / np.maximum(q, 1e-12)).astype(np.float32)
         z[:, lo:hi, :] = zb
