@@ -58,7 +58,7 @@ from .inputs import Inputs, classify, register_file_kind
 from .options import PARTS, Options, Progress, ProgressFn  # noqa: F401 (their home before)
 from .spans import read_spans
 from .timeparse import user_time_ns
-from .units import fmt_timestamp
+from .units import DATED_FROM, fmt_timestamp, fmt_when
 
 
 @dataclass
@@ -374,9 +374,12 @@ CHANGE_WINDOW_NS = 5 * 60 * 10**9  # --incident-time: the requests this long bef
 
 def _hhmm(t_ns: int, first_day: str) -> str:
     """A time to give --incident-time, which reads HH:MM on the spans' first day: with its date
-    where it falls on another (HH:MM:SS where the minute would cut into the change)."""
+    where it falls on another (HH:MM:SS where the minute would cut into the change), in UTC; times
+    with no date (before 2000) are times since the start, which HH:MM:SS reads as such."""
     stamp = fmt_timestamp(t_ns)
-    return stamp[11:19] if stamp[:10] == first_day else f"{stamp[:10]}T{stamp[11:19]}"
+    if t_ns < DATED_FROM * 1e9:
+        return f"{stamp[11:19]} (since the start)"
+    return f"{stamp[11:19]} UTC" if stamp[:10] == first_day else f"{stamp[:10]}T{stamp[11:19]} UTC"
 
 
 def _when_to_compare(result: TriageResult, options: Options, n: int = 3) -> None:
@@ -403,7 +406,7 @@ def _when_to_compare(result: TriageResult, options: Options, n: int = 3) -> None
                 break
     if times:
         result.report.notes.append("what changed: the counters' strongest unusual intervals where there are spans start at "
-                                   + ", ".join(f"{t} UTC ({who})" for t, who in times.items())
+                                   + ", ".join(f"{t} ({who})" for t, who in times.items())
                                    + ": give one as --incident-time to compare the requests before and after it")
 
 
@@ -460,7 +463,7 @@ def _say_failures(result: TriageResult, reference: SpanTable | None = None) -> N
         result.failures = fl = failures_against(reference, spans, "the spans against the reference spans (--reference)")
     else:
         at = ch.split_ns if options.incident_time is not None and ch is not None else None
-        how = (f"the calls of the requests from {fmt_timestamp(at)[:23]} UTC on (--incident-time) against those "
+        how = (f"the calls of the requests from {fmt_when(at)} on (--incident-time) against those "
                "before" if at is not None else "")
         result.failures = fl = find_failures(spans, at, how)
     fl.after, fl.after_share = early_return_below(spans, fl, result.lost)
@@ -500,7 +503,7 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
         except (ValueError, OverflowError):
             raise InputError(None, f"--incident-time {options.incident_time!r}: not a time (epoch, ISO 8601 or "
                                    "HH:MM[:SS] UTC)") from None
-        how = (f"requests from {fmt_timestamp(at)[:23]} UTC on (--incident-time) against those before, "
+        how = (f"requests from {fmt_when(at)} on (--incident-time) against those before, "
                f"{CHANGE_WINDOW_NS // 60_000_000_000} minutes each side at most")
         window = CHANGE_WINDOW_NS  # the minutes around it: a day of spans holds other incidents
     else:
@@ -523,19 +526,19 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
                 day = fmt_timestamp(int(spans.start.min()))[:10]
                 result.report.notes.append(
                     "what changed: the requests changed clearly within minutes at other times too: "
-                    + ", ".join(f"{_hhmm(t, day)} UTC ({w})" for t, w in sorted(others))
+                    + ", ".join(f"{_hhmm(t, day)} ({w})" for t, w in sorted(others))
                     + "; give one as --incident-time to compare there")
-            how = (f"requests from {fmt_timestamp(at)[:23]} UTC on against those before, "
+            how = (f"requests from {fmt_when(at)} on against those before, "
                    f"{CHANGE_WINDOW_NS // 60_000_000_000} minutes each side: the time where "
                    + (f"{what} changed most (the requests as a whole did not change clearly)"
                       if method is not None else f"their {what} changed most within minutes")
                    + " (--incident-time TIME to choose another, --reference FILE for another baseline)")
         else:
-            how = (f"requests from {fmt_timestamp(at)[:23]} UTC on against those before: the time where their "
+            how = (f"requests from {fmt_when(at)} on against those before: the time where their "
                    f"{why} changed most (--incident-time TIME to choose it, --reference FILE for another baseline)")
     before, after = split_spans(spans, at, window)
     if not len(before) or not len(after):
-        result.report.notes.append(f"what changed: every request is on one side of {fmt_timestamp(at)[:23]} UTC")
+        result.report.notes.append(f"what changed: every request is on one side of {fmt_when(at)}")
         return
     result.change = diagnose_change(spans, spans, how=how, ref_rows=before, cur_rows=after, split_ns=at)
     if method is not None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import datetime as _dt
 
+#: seconds since the epoch (1999-10-15): earlier times are no clock times, only times since a start
+#: (Alibaba's tables count milliseconds from 0, a CTF clock with no origin counts from boot)
+DATED_FROM = 9.4e8
+
 
 def fmt_duration(ns: float) -> str:
     """Nanoseconds -> '1.34 ms', '15.5 s', '820 ns'."""
@@ -31,6 +35,20 @@ def fmt_timestamp(ns: int, utc: bool = True) -> str:
     tz = _dt.timezone.utc if utc else None
     d = _dt.datetime.fromtimestamp(sec, tz)
     return d.strftime("%Y-%m-%d %H:%M:%S") + f".{frac:09d}"
+
+
+def fmt_when(ns: int, date: bool = True, digits: int = 3) -> str:
+    """Epoch ns -> '2018-08-13 19:05:50.157 UTC' (with `digits` of the second; the time of day
+    alone without `date`). A time before 2000 is no clock time but the time since the start of the
+    trace set, told as such: '+0:40:09.738' (Alibaba's tables count milliseconds from 0)."""
+    ns = int(ns)
+    cut = -9 + digits if digits else -10  # the text ends in '.fffffffff': keep `digits` of it
+    if ns >= DATED_FROM * 1e9:
+        text = fmt_timestamp(ns)[:cut] if cut else fmt_timestamp(ns)
+        return (text if date else text[11:]) + " UTC"
+    sec, frac = divmod(abs(ns), 1_000_000_000)
+    text = f"{'-' if ns < 0 else '+'}{sec // 3600}:{sec % 3600 // 60:02d}:{sec % 60:02d}.{frac:09d}"
+    return text[:cut] if cut else text
 
 
 def fmt_clock(ns: int) -> str:

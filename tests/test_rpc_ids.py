@@ -124,3 +124,6 @@ def test_the_report_names_the_slow_container_of_an_alibaba_table(tmp_path):
     first = doc["findings"][0]
     assert first["analysis"] == "calltrees" and "C:getC" in first["title"] and "c-1" in first["subject"], first
     assert any("call-graph table of rpcids" in n for n in doc["notes"])
+    # the table's times have no date: the onset is told as the time since the start, not in 1970
+    assert any(e.startswith("it started at +0:05:") for e in first["evidence"]), first["evidence"]
+    assert "1970" not in r.stdout

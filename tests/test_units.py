@@ -101,6 +101,19 @@ def test_counts_and_ratios_read_as_words():
     assert [fmt_ratio(x) for x in (1.44, 24.4, 2388.9)] == ["1.4x", "24x", "2,389x"]
 
 
+def test_times_before_2000_are_told_as_times_since_the_start():
+    # Alibaba's tables count milliseconds from 0, a CTF clock with no origin counts from boot: not 1970
+    from perftriage.analysis.units import fmt_when
+
+    at = 1_534_187_150_157_218_983  # 2018-08-13 19:05:50.157218983 UTC
+    assert fmt_when(at) == "2018-08-13 19:05:50.157 UTC"
+    assert fmt_when(at, date=False, digits=0) == "19:05:50 UTC"
+    assert fmt_when(at, digits=9) == "2018-08-13 19:05:50.157218983 UTC"
+    assert fmt_when(2_409_738_000_000) == "+0:40:09.738" and fmt_when(0, digits=0) == "+0:00:00"
+    assert fmt_when(93_784_500_000_000, date=False) == "+26:03:04.500"  # a day's uptime: hours go on
+    assert fmt_when(-1_500_000_000) == "-0:00:01.500"
+
+
 def test_counts_said_in_the_notes_agree_with_one():
     # '1 requests: too few to find when they changed', '(1 events read)'
     from perftriage.analysis.calltrees.what_changed import local_changes

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perftriage.analysis.spans.table import SpanTable, ancestors
-from perftriage.analysis.units import fmt_timestamp
+from perftriage.analysis.units import fmt_when
 
 from .what_changed import request_start
 
@@ -66,7 +66,7 @@ class FailingMethod:
             return (f"{self.service} {how}: {self.failed:,} of {self.calls:,} calls to {self.operation} "
                     f"({share(self.rate)}), {share(self.rate_before)} in the reference")
         if self.step:
-            return (f"{self.service} {how} from {fmt_timestamp(self.since_ns)[11:19]} UTC: {self.failed:,} of "
+            return (f"{self.service} {how} from {fmt_when(self.since_ns, False, 0)}: {self.failed:,} of "
                     f"{self.calls:,} calls to {self.operation} ({share(self.rate)}), {share(self.rate_before)} before")
         return f"{self.service} {how}: {self.failed:,} of {self.calls:,} calls to {self.operation} ({share(self.rate)})"
 

@@ -8,7 +8,7 @@ from dataclasses import asdict
 import numpy as np
 from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.spans.table import SpanTable
-from perftriage.analysis.units import count_of, fmt_duration, fmt_ratio, fmt_timestamp
+from perftriage.analysis.units import count_of, fmt_duration, fmt_ratio, fmt_when
 
 from .clouddiag import Diagnosis, RankedPair
 from .compare import Change, Comparison
@@ -74,7 +74,7 @@ def pair_evidence(diag: Diagnosis, p: RankedPair) -> list[str]:
         ev.append("its slow calls became more frequent at one point in time, on this replica as on the others: the "
                   f"method got slow everywhere (p < {diag.params.p_value:g} against before)")
     if p.onset_ns is not None and np.isfinite(p.before_share) and p.before_share < 0.5 * p.after_share:
-        ev.append(f"it started at {fmt_timestamp(p.onset_ns)}: since then {p.after_share:.0%} of its calls there are "
+        ev.append(f"it started at {fmt_when(p.onset_ns)}: since then {p.after_share:.0%} of its calls there are "
                   f"slow, before {p.before_share:.0%}")
     ev.append(f"details: beta {p.min_beta:.3f} (threshold {diag.params.beta:g}), the distance of the method's column "
               f"from the low-rank part of the call-time matrix (Robust PCA, {first.iterations} iterations); a slow "
@@ -112,7 +112,7 @@ def diagnosis_findings(diag: Diagnosis, top: int = 10) -> list[Finding]:
                              f"{_ms(float(np.median(t[~after])))} before ({after.sum():,} and {(~after).sum():,} calls)")
         out.append(Finding(
             analysis="calltrees",
-            title=f"{first.method_name} is slow on every replica" + (f" since {fmt_timestamp(onset)}" if onset else ""),
+            title=f"{first.method_name} is slow on every replica" + (f" since {fmt_when(onset)}" if onset else ""),
             target={"kind": "pair", "method": first.method_name, "replica": None},
             subject=f"method {first.method_name}, all {len(ps)} replicas (rank {diag.ranking.index(first) + 1} "
                     f"of {n_flag})",
@@ -234,7 +234,7 @@ def _method_change_finding(ch: ChangeDiagnosis, params: dict, lead: bool) -> Fin
     (nb, mb), (na, ma) = m.before, m.after
     ev = [f"{m.method}: its own time (its callees' left out) median {_ms_text(mb)} over {nb:,} calls before, "
           f"{_ms_text(ma)} over {na:,} calls from "
-          f"{fmt_timestamp(m.at_ns)[:23]} UTC on ({m.ratio:.2f}x)"]
+          f"{fmt_when(m.at_ns)} on ({m.ratio:.2f}x)"]
     if np.isfinite(m.share):
         ev.append(f"it adds {m.share:.1%} to the time of the requests that call it (median {_ms_text(m.request_ms)} "
                   "from then on)")
@@ -312,7 +312,7 @@ def slow_link_findings(sl) -> list[Finding]:
             return (f"{x.caller} -> {x.callee}: median {_ms_text(x.median_ms)}, 90th percentile {_ms_text(x.p90_ms)} "
                     f"over {x.calls:,} calls ({x.method})")
         return (f"{x.caller} -> {x.callee}: median {_ms_text(x.median_ms)} over the {x.calls_after:,} calls from "
-                f"{fmt_timestamp(x.since_ns)[:23]} UTC on, {_ms_text(x.before_ms)} over the {x.calls - x.calls_after:,} "
+                f"{fmt_when(x.since_ns)} on, {_ms_text(x.before_ms)} over the {x.calls - x.calls_after:,} "
                 f"before ({x.method}; one-sided Mann-Whitney p = {x.p:.2g} with every link counted)")
 
     ev = [link(x) for x in t.slow[:8]]
@@ -353,7 +353,7 @@ def failure_findings(fl) -> list[Finding]:
                     f"{f.p:.2g} with every method counted)")
         if f.step:
             return (f"{f.service}: {f.failed:,} of {f.calls:,} calls to {f.operation} failed ({share(f.rate)}) from "
-                    f"{fmt_timestamp(f.since_ns)[:23]} UTC on, {f.failed_before:,} of {f.calls_before:,} "
+                    f"{fmt_when(f.since_ns)} on, {f.failed_before:,} of {f.calls_before:,} "
                     f"({share(f.rate_before)}) before; {count_of(f.failed_requests, 'requests')} with an error "
                     f"started there (hypergeometric p = {f.p:.2g} with every method counted)")
         return (f"{f.service}: {f.failed:,} of {f.calls:,} calls to {f.operation} fail ({share(f.rate)}), "
@@ -402,7 +402,7 @@ def lost_call_findings(lc) -> list[Finding]:
 
     def line(c) -> str:
         return (f"{c.caller} -> {c.callee}: {c.with_after:,} of its {c.calls_after:,} calls from "
-                f"{fmt_timestamp(c.since_ns)[:23]} UTC on made it ({share(c.rate_after)}), {c.with_before:,} of the "
+                f"{fmt_when(c.since_ns)} on made it ({share(c.rate_after)}), {c.with_before:,} of the "
                 f"{c.calls_before:,} before ({share(c.rate_before)}); hypergeometric p = {c.p:.2g} with every pair "
                 "counted" + (f"; in the same requests as {c.follows}'s, deeper: it follows from them" if c.follows
                              else ""))

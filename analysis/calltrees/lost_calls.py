@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from perftriage.analysis.spans.table import SpanTable
-from perftriage.analysis.units import fmt_timestamp
+from perftriage.analysis.units import fmt_when
 
 from .failures import share
 
@@ -72,7 +72,7 @@ class LostCall:
             if named:
                 callee += f" (to {', '.join(named[:2])}{' and others' if len(named) > 2 else ''})"
         caller = self.caller.split(":", 1)[-1]
-        return (f"{self.service} stops calling {callee} from {fmt_timestamp(self.since_ns)[11:19]} UTC: "
+        return (f"{self.service} stops calling {callee} from {fmt_when(self.since_ns, False, 0)}: "
                 f"{share(self.rate_after)} of its {caller} calls make it, {share(self.rate_before)} before")
 
 

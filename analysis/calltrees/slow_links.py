@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.stats import mann_whitney_p
-from perftriage.analysis.units import fmt_duration, fmt_timestamp
+from perftriage.analysis.units import fmt_duration, fmt_when
 
 from .compare import grouped
 from .what_changed import higher_after, span_parts
@@ -64,7 +64,7 @@ class LinkSuspect:
         what = (f"calls into {self.service} ({worst.callee})" if self.role == "callee" else
                 f"{self.service}'s calls to other services")
         share = f"{len(self.slow)} of its {self.links} links" if self.links > 1 else "its one link"
-        since, before = ((f" from {fmt_timestamp(worst.since_ns)[11:19]} UTC on", f"{_ms(worst.before_ms)} before; ")
+        since, before = ((f" from {fmt_when(worst.since_ns, False, 0)} on", f"{_ms(worst.before_ms)} before; ")
                          if worst.since_ns is not None else ("", ""))
         return (f"{what} take {_ms(worst.median_ms)} between client and server{since} (median, {share}; {before}"
                 f"other links {_ms(usual_ms)})")

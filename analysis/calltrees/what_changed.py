@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from perftriage.analysis.spans.table import SpanTable, follow
 from perftriage.analysis.stats import mann_whitney_p, poisson_cdf
-from perftriage.analysis.units import count_of, fmt_duration, fmt_timestamp
+from perftriage.analysis.units import count_of, fmt_duration, fmt_when
 
 from .added_time import MIN_ADDED, added_share, request_latency
 from .clouddiag import span_self_time
@@ -149,7 +149,7 @@ class MethodChange:
         n = len(self.replicas)
         where = f"on all {n} replicas" if up == n > 1 else f"on {up} of {n} replicas" if n > 1 else \
             f"on {self.replicas[0][0]}" if n else ""
-        return (f"{self.method} took {self.ratio:.2f}x as long from {fmt_timestamp(self.at_ns)[11:23]} UTC on"
+        return (f"{self.method} took {self.ratio:.2f}x as long from {fmt_when(self.at_ns, False)} on"
                 + (f", {where}" if where else ""))
 
 

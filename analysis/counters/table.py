@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import DATED_FROM, count_of
 from perftriage.analysis.values import drop_impossible, impossible_note
 
 from .stats import each_block
 
 
-DATED_FROM = 9.4e8  # seconds since the epoch (1999-10-15): earlier times are no dates, only times since a start
 
 
 @dataclass

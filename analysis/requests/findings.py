@@ -6,7 +6,7 @@ import numpy as np
 
 from perftriage.analysis.ctf.summary import TraceSummary
 from perftriage.analysis.findings import Finding, Table
-from perftriage.analysis.units import count_of, fmt_duration, fmt_ratio, fmt_timestamp, singular
+from perftriage.analysis.units import DATED_FROM, count_of, fmt_duration, fmt_ratio, fmt_when, singular
 
 from .features import FeatureTable
 from .params import unit_noun
@@ -86,7 +86,7 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
     ]
     rows = []
     for i in range(n):
-        row = [t.id[i], t.kind[i], t.host[i], f"{t.pid[i]}/{t.tid[i]}", fmt_timestamp(t.start[i]),
+        row = [t.id[i], t.kind[i], t.host[i], f"{t.pid[i]}/{t.tid[i]}", fmt_when(t.start[i], digits=9).removesuffix(" UTC"),
                fmt_duration(dur[i])]
         if ft is not None:
             row.append(breakdown_text(ft.states, ft.durations[i], float(ft.total[i])))
@@ -109,8 +109,9 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
     title = f"Slowest {what}" if len(table) > 1 else f"One {singular(what)}"
     head = f"{t.kind[0]} #{t.id[0]}"
     subject = head if t.label(0) == head else f"{head} {t.label(0)}"
-    columns = ["id", "kind", "host", "pid/tid", "start (UTC)", "duration"] + (["critical path"] if ft is not None
-                                                                               else []) + fields
+    dated = not n or int(t.start[:n].min()) >= DATED_FROM * 1e9  # (a clock with no origin counts from boot)
+    columns = ["id", "kind", "host", "pid/tid", "start (UTC)" if dated else "start (since the trace's start)",
+               "duration"] + (["critical path"] if ft is not None else []) + fields
     return [
         Finding(
             analysis="requests",

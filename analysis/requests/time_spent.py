@@ -22,7 +22,7 @@ import numpy as np
 from perftriage.analysis.execgraph import tasks
 from perftriage.analysis.execgraph.graph import ExecGraph
 from perftriage.analysis.findings import Finding, Table
-from perftriage.analysis.units import fmt_duration, fmt_timestamp
+from perftriage.analysis.units import fmt_duration, fmt_when
 
 from .critical_path import STATES, finders
 from .states import STATE_WORDS
@@ -142,9 +142,9 @@ def time_spent_finding(pt: ProcessTime, rank: int = 0) -> Finding:
     shares = pt.shares()
     life = fmt_duration(p.end - p.start)
     if p.whole:
-        span = f"its whole life, {life} from {fmt_timestamp(p.start)}"
+        span = f"its whole life, {life} from {fmt_when(p.start, digits=9)}"
     else:
-        span = f"{life} of it, {p.span} ({fmt_timestamp(p.start)} to {fmt_timestamp(p.end)})"
+        span = f"{life} of it, {p.span} ({fmt_when(p.start, digits=9)} to {fmt_when(p.end, digits=9)})"
     evidence = [f"{p.name} (pid {p.pid}, {len(p.tids)} thread{'s' if len(p.tids) != 1 else ''}) on {p.host}: "
                 f"the trace holds {span}"]
     if shares:

@@ -229,4 +229,4 @@ def _spans(pl, df, b: SpanBuilder, path: Path) -> None:
                   service, name, replica, start, start + dur)
     b.notes.append(f"{path.name}: a call-graph table of rpcids (Alibaba's): calls recorded by both sides are a "
                    "client and a server span; times are milliseconds from the start of the trace set, which "
-                   "carries no date (shown from 1970-01-01)")
+                   "carries no date (shown as the time since that start, +h:mm:ss)")

@@ -64,7 +64,7 @@ def _traces(args, paths: list[str], files, notes=(), origin=lambda trace: None) 
 
     from perftriage.analysis.cores import available_cores  # noqa: PLC0415
     from perftriage.analysis.ctf.summary import summarize  # noqa: PLC0415
-    from perftriage.analysis.units import count_of, fmt_duration, fmt_timestamp  # noqa: PLC0415
+    from perftriage.analysis.units import count_of, fmt_duration, fmt_when  # noqa: PLC0415
 
     s = summarize(paths, decoders=args.jobs or available_cores())
     markers, like = _markers(s.event_counts)
@@ -119,7 +119,7 @@ def _traces(args, paths: list[str], files, notes=(), origin=lambda trace: None) 
             for note in t.notes:
                 out.append(f"  note    {note}")
         if s.begin_ns is not None:
-            out.append(f"time    {fmt_timestamp(s.begin_ns)} .. {fmt_timestamp(s.end_ns)} UTC "
+            out.append(f"time    {fmt_when(s.begin_ns, digits=9)} .. {fmt_when(s.end_ns, digits=9)} "
                        f"({fmt_duration(s.end_ns - s.begin_ns)})")
         out.append(f"events  {s.events:,}" + (f"  ({', '.join(f'{h}: {n:,}' for h, n in s.per_host_events.items())})"
                                              if len(s.per_host_events) > 1 else ""))

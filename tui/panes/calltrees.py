@@ -296,7 +296,7 @@ class CallTreesPane(ViewPane):
     def _links_text(self) -> Text:
         """The links between services (calling service -> called pod), slowest first: the time
         between client and server, the slow ones marked (slow_links.py)."""
-        from perftriage.analysis.units import fmt_timestamp  # noqa: PLC0415
+        from perftriage.analysis.units import fmt_when  # noqa: PLC0415
 
         links = getattr(self.result, "links", None)
         if links is None or not np.isfinite(links.usual_ms):  # no spans, or too few links to say what is usual
@@ -309,7 +309,7 @@ class CallTreesPane(ViewPane):
             t.append(f"{(x.caller + ' -> ' + x.callee)[:50]:<50} {x.calls:>6,} {_ms(x.median_ms):>7} "
                      f"{_ms(x.p90_ms):>7}\n", style="red bold" if x.slow else "")
             if x.since_ns is not None:  # slow from a time on: the median is its calls' from then
-                t.append(f"  its {x.calls_after:,} calls from {fmt_timestamp(x.since_ns)[11:19]} UTC on; "
+                t.append(f"  its {x.calls_after:,} calls from {fmt_when(x.since_ns, False, 0)} on; "
                          f"{_ms(x.before_ms)} before\n", style="red")
         return t
 

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from perftriage.analysis.requests.params import unit_noun
-from perftriage.analysis.units import count_of, fmt_clock, fmt_duration
+from perftriage.analysis.units import count_of, fmt_clock, fmt_duration, fmt_when
 from perftriage.tui.lazy import np
 from perftriage.tui.widgets.path_breakdown import PathBreakdown
 from perftriage.tui.widgets.row_table import IDENTITY, OPTIONAL, TEXT, Column, RowTable
@@ -249,7 +249,7 @@ class RequestsPane(Pending, Vertical):
         t = self.table
         detail.update(
             f"#{t.id[i]} {t.kind[i]} on {t.host[i]} pid {t.pid[i]} tid {t.tid[i]}: "
-            f"{fmt_duration(t.duration[i])} from {fmt_clock(t.start[i])} UTC · {t.label(i)}"
+            f"{fmt_duration(t.duration[i])} from {fmt_when(t.start[i], False, 9)} · {t.label(i)}"
         )
         self._load_path(i)
 

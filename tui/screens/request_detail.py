@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from perftriage.analysis.requests.states import STATES
-from perftriage.analysis.units import fmt_duration, fmt_timestamp
+from perftriage.analysis.units import fmt_duration, fmt_when
 from perftriage.tui.widgets.path_breakdown import PathBreakdown, state_key
 from perftriage.tui.widgets.row_table import Column, ListSource, RowTable
 
@@ -35,8 +35,8 @@ def request_lines(table: RequestTable, i: int) -> list[tuple[str, str]]:
         first,
         ("host", str(table.host[i])),
         ("pid / tid", f"{table.pid[i]} / {table.tid[i]}"),
-        ("start", fmt_timestamp(table.start[i]) + " UTC"),
-        ("end", fmt_timestamp(table.end[i]) + " UTC"),
+        ("start", fmt_when(table.start[i], digits=9)),
+        ("end", fmt_when(table.end[i], digits=9)),
         ("duration", f"{fmt_duration(table.duration[i])} ({int(table.duration[i]):,} ns)"),
     ]
     rows += [(name, str(col[i])) for name, col in table.fields.items()]
