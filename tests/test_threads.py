@@ -1212,6 +1212,31 @@ def test_a_counts_move_by_one_step_is_no_short_excursion():
     assert e.z > res.params.window_z and res.metrics[e.metric] == "MicroThreads" and e.level > 2
 
 
+def test_a_share_of_time_rising_by_a_few_points_is_no_short_excursion():
+    # a healthy pool's worker preempted 3 ms in 54 ms by the host's kernel threads (0.1% -> 5.8%)
+    # stood out 10x among still workers; a share of time (%) moves 10 points or it is no excursion
+    from perftriage.analysis.sim.threadpool import pool_series
+
+    def wave(rise: float, units: dict):
+        ts, _ = pool_series(PoolConfig(seed=12, deviations={}))
+        ts.units = units
+        rng = np.random.default_rng(0)
+        rows = [k for k, w in enumerate(ts.groups["wave"]) if w == "W4"]
+        for k in rows:  # CPU steady at 30% in every thread of the wave
+            ts.values[ts.lo[k]:ts.hi[k], 0] = 30 + rng.normal(0, 0.5, ts.hi[k] - ts.lo[k])
+        i = rows[3]
+        start = ts.lo[i] + (ts.hi[i] - ts.lo[i]) // 3
+        ts.values[start:start + 10, 0] += rise
+        res = analyse_level(ts, "thread", {"wave": "W4"}, ThreadParams(replicates=50))
+        e = res.excursions[res.names.index(ts.ids[i])]
+        return (res.metrics[e.metric] if e.z > res.params.window_z else None,
+                [res.names[r.items[0]] == ts.ids[i] for r in res.ranking if r.how == "window"])
+
+    assert wave(6.0, {}) == ("CPU", [True])  # a number of no known unit: the others' stillness decides
+    assert wave(6.0, {"CPU": "%"}) == (None, [])
+    assert wave(15.0, {"CPU": "%"})[0] == "CPU"  # (ranked by the dendrogram already)
+
+
 def test_shares_of_time_apart_are_said_by_how_much_time_moved():
     # a worker napping 2 ms per request: Sleep 20% against 3.6% (+5 sd) is what it does, more
     # than its waits for a CPU at 0.77% against 0.19% (+6 sd, the others steadier there); a rate

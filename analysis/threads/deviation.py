@@ -297,15 +297,18 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                          + ", ".join(f"{'+'.join(names[i] for i in it)} {sp:.1f}x" for it, _, sp in dropped[:5]) + ")")
     # a count's step (open files, mappings), of all the level's samples: the checks and the words
     step = resolution_step(pooled, quantum=True)
+    shares = [ts.units.get(m) == "%" for m in metric_names]
     if params.windows:
-        exc = by_member(window_scores, groups, params, step)
+        # a short rise of a share of time by a few points is no excursion, however still the
+        # others are: a worker preempted 3 ms in 54 ms (0.1% -> 5.8%) by the host's kernel threads
+        exc = by_member(window_scores, groups, params, np.where(shares, np.maximum(step, params.window_share), step))
         res.excursions = exc
         wz = np.array([e.z if e else 0.0 for e in exc])
         res.window_z = wz
         ranked = set(res.ranked_items())
         extra = [i for i in np.argsort(-wz) if wz[i] > params.window_z and i not in ranked]
         dep = by_member(departure_scores, groups, params, step)
-        ratio, dz = held_departures(dep, params, [ts.units.get(m) == "%" for m in metric_names])
+        ratio, dz = held_departures(dep, params, shares)
         res.departures = dep
         # one past both bars goes by the one it passes further (a worker syncing a file per
         # request, found by a 107 ms rise of its preemptions at 1.4x the window's bar, holds its

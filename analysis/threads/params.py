@@ -13,7 +13,8 @@ class ThreadParams:
     au: float = 0.80  # the paper's p < 80 test
     ridge: float = 1e-6
     window: int = 10  # samples per moving window (70 s at 7 s)
-    window_z: float = 2.5  # a short excursion this many times the abstractions' spread flags it
+    window_z: float = 2.5  # a short excursion this many times the abstractions' spread flags it...
+    window_share: float = 10.0  # ...and, for a share of the thread's time (%), moves it this many points
     separation: float = 2.6  # an abstraction's median distance to the others, over the typical one
     windows: bool = True
     departure: float = 6.0  # a level held apart from the others this many times their usual spread...
