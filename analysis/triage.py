@@ -277,8 +277,8 @@ def _run_counters(files, options: Options, result: TriageResult, progress: Progr
             result.report.notes.append(f"threshold rules from {rules_path} (found beside the counters)")
     rules = read_rules(rules_path) if rules_path else None
     if progress is not None:
-        progress(Progress("counters", None, f"{len(cs.servers):,} servers x {len(cs.counters):,} counters x "
-                                             f"{cs.n_points:,} points"))
+        progress(Progress("counters", None, f"{count_of(len(cs.servers), 'servers')} x "
+                                             f"{count_of(len(cs.counters), 'counters')} x {count_of(cs.n_points, 'points')}"))
     ca = analyse_counters(cs, options.counters, ref, rules)
     result.counters = ca
     result.report.notes.extend(ca.notes)
@@ -331,11 +331,11 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
     if len(spans) == 0:
         report.notes.append("the span files hold no span")
         return
-    say("call trees", None, f"{len(spans):,} spans")
+    say("call trees", None, count_of(len(spans), 'spans'))
     trees = build_call_trees(spans)
     result.calltrees = trees
     report.notes.extend(trees.notes)
-    say("robust PCA", 0.0, f"{len(trees.categories)} categories")
+    say("robust PCA", 0.0, count_of(len(trees.categories), 'categories'))
     diag = diagnose(trees, options.calltrees,
                     progress=lambda i, n: say("robust PCA", i / max(1, n), f"category {i}/{n}"))
     result.diagnosis = diag
@@ -366,7 +366,7 @@ def _run_spans(files, options: Options, result: TriageResult, progress: Progress
     if result.change is not None:
         report.findings.extend(change_findings(result.change))
     result.ready("calltrees")
-    say("done", 1.0, f"{len(spans):,} spans, {len(trees.categories)} categories")
+    say("done", 1.0, f"{count_of(len(spans), 'spans')}, {count_of(len(trees.categories), 'categories')}")
 
 
 CHANGE_WINDOW_NS = 5 * 60 * 10**9  # --incident-time: the requests this long before and after it
@@ -689,7 +689,7 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
         elif options.thread_metrics or options.thread_windows is not None:
             report.notes.append("--thread-metrics needs a kernel trace: none among the inputs")
     if progress is not None:
-        progress(Progress("done", 1.0, f"{summary.events:,} events, {len(requests):,} units"))
+        progress(Progress("done", 1.0, f"{count_of(summary.events, 'events')}, {count_of(len(requests), 'units')}"))
 
 
 def _done_with_graphs(graphs: dict[str, ExecGraph], options: Options, result: TriageResult) -> dict[str, ExecGraph]:

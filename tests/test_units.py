@@ -123,3 +123,27 @@ def test_counts_said_in_the_notes_agree_with_one():
     b.add("t1", 1, None, "web", "GET /", "web-1", 0, 1000)
     sp = b.finish()
     assert local_changes(sp, 60 * 10**9) == "1 request: too few to find when they changed"
+
+
+def test_one_category_one_field_one_row_are_said_in_the_singular(tmp_path):
+    # the report's progress said '1 categories', a damaged span row '1 fields', a filter '1 of 1 rows'
+    from perftriage.analysis.options import Options
+    from perftriage.analysis.triage import run_triage
+    from perftriage.tui.widgets.row_table import FilteredSource, ListSource, RowTable
+
+    from span_rows import SpanRows
+
+    rows = SpanRows()
+    for k in range(40):  # one shape of request: one category
+        root = rows.span(f"t{k}", "", "web", "GET /", 10**18 + k * 10**9, 5_000_000 + k * 1000)
+        rows.span(f"t{k}", root, "db", "query", 10**18 + k * 10**9 + 1000, 2_000_000)
+    rows.lines.append("t99\n")  # a row cut after its first field
+    said = []
+    res = run_triage([str(rows.write(tmp_path / "spans.csv"))], Options(), progress=said.append)
+    texts = [p.text for p in said]
+    assert "1 category" in texts and "80 spans, 1 category" in texts, texts
+    assert any("spans.csv:82: 1 field, the header has 8" in d for d in res.spans.problems.details), res.spans.problems
+    table = RowTable()
+    table.base_source = ListSource([["a"]])
+    table.source, table.filter_text = FilteredSource(table.base_source, "a"), "a"
+    assert table.filter_note() == "/a: 1 of 1 row"

@@ -468,7 +468,7 @@ class PerftriageApp(App):
         if r.requests is not None:
             parts.append(f"{len(r.requests):,} {unit_noun(r.units)}")
         if r.spans is not None:
-            parts.append(f"{len(r.spans):,} spans")
+            parts.append(count_of(len(r.spans), 'spans'))
         if r.diagnosis is not None and r.diagnosis.ranking:
             top = r.diagnosis.ranking[0]
             parts.append(f"slowest: {top.method_name} on {top.replica_name}")
@@ -772,7 +772,7 @@ class PerftriageApp(App):
             self.notify(msg, title="export failed", severity="error", timeout=10, markup=False)
             return
         self.last_export = path
-        self.notify(f"{len(self.result.findings)} findings written to {path}", title="exported", markup=False)
+        self.notify(f"{count_of(len(self.result.findings), 'findings')} written to {path}", title="exported", markup=False)
         self.set_status(f"exported to {path} · " + self.status_text())
 
 

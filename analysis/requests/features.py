@@ -402,7 +402,7 @@ def read_features(path: str | os.PathLike) -> FeatureTable:
     width = len(header)
     for k, r in enumerate(body):
         if len(r) != width:
-            raise InputError(path, f"row {k + 2} has {len(r)} columns, the header has {width}")
+            raise InputError(path, f"row {k + 2} has {count_of(len(r), 'columns')}, the header has {width}")
 
     def numbers(ci, what, cast=float):
         out = np.empty(n)
@@ -478,7 +478,7 @@ def read_published(path: Path) -> FeatureTable:
             if not r:
                 continue
             if len(r) != 12:
-                raise InputError(times_p, f"row {k + 1} has {len(r)} columns; the published form has 12 "
+                raise InputError(times_p, f"row {k + 1} has {count_of(len(r), 'columns')}; the published form has 12 "
                                           "(id, 10 state durations, total)")
             try:
                 vals = [float(v) for v in r[1:]]
@@ -495,7 +495,7 @@ def read_published(path: Path) -> FeatureTable:
     if count_p.exists():
         rows = [r for r in csv.reader(open(count_p, newline="")) if r]
         if len(rows) != n:
-            raise InputError(count_p, f"has {len(rows)} rows, {times_p.name} has {n}")
+            raise InputError(count_p, f"has {count_of(len(rows), 'rows')}, {times_p.name} has {n}")
         counts = np.array([[float(v) for v in r[1:-1]] for r in rows], np.int64)
         if counts.shape[1] != 10:
             raise InputError(count_p, f"has {counts.shape[1]} state counts per row, expected 10")
@@ -504,7 +504,7 @@ def read_published(path: Path) -> FeatureTable:
     if sys_p.exists():
         rows = [r for r in csv.reader(open(sys_p, newline="")) if r]
         if len(rows) != n:
-            raise InputError(sys_p, f"has {len(rows)} rows, {times_p.name} has {n}")
+            raise InputError(sys_p, f"has {count_of(len(rows), 'rows')}, {times_p.name} has {n}")
         syscalls = Ragged.from_lists([r[1:-1] for r in rows])
     pid = np.array([int(i.split("_")[0]) if i.split("_")[0].isdigit() else -1 for i in ids], np.int64)
     tid = np.array([int(i.split("_")[1]) if len(i.split("_")) > 2 and i.split("_")[1].isdigit() else -1

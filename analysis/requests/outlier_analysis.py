@@ -62,7 +62,7 @@ def elsewhere_evidence(ft: FeatureTable, rows: np.ndarray) -> list[str]:
     parts = []
     for h in sorted({x for x in hosts[rows].tolist() if x}):
         m = rows[hosts[rows] == h]
-        parts.append(f"{h} {ns[m].sum() / total * 100:.0f}% (in {len(m):,} of {len(rows):,} requests)")
+        parts.append(f"{h} {ns[m].sum() / total * 100:.0f}% (in {len(m):,} of {count_of(len(rows), 'requests')})")
     return ["critical-path time on other traced hosts (followed through packets): " + ", ".join(parts)]
 
 

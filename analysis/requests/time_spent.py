@@ -22,7 +22,7 @@ import numpy as np
 from perftriage.analysis.execgraph import tasks
 from perftriage.analysis.execgraph.graph import ExecGraph
 from perftriage.analysis.findings import Finding, Table
-from perftriage.analysis.units import fmt_duration, fmt_when
+from perftriage.analysis.units import count_of, fmt_duration, fmt_when
 
 from .critical_path import STATES, finders
 from .states import STATE_WORDS
@@ -189,7 +189,7 @@ def processes_table(procs_of: dict[str, list[tasks.Process]], times: dict[tuple[
     rows.sort(key=lambda r: r[:4])
     shown = [r[-1] for r in rows[:top]]
     return Table(["process", "pid", "host", "role", "in the trace", "lifetime", "CPU", "threads", "critical path"],
-                 shown, caption=f"{len(shown)} of {len(rows):,} processes: whole foreground ones first, "
+                 shown, caption=f"{len(shown)} of {count_of(len(rows), 'processes')}: whole foreground ones first, "
                                 "the system's background last")
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.units import count_of
 from perftriage.analysis.inputs import open_data
 from perftriage.analysis.timeparse import to_ns
 
@@ -59,7 +60,7 @@ def read(path: Path, b: SpanBuilder) -> None:
                 continue
             parts = [p.strip() for p in line.split(",")]
             if len(parts) != 7:
-                b.problem("unparsable", f"{path.name}:{lineno}: {len(parts)} fields, expected 7")
+                b.problem("unparsable", f"{path.name}:{lineno}: {count_of(len(parts), 'fields')}, expected 7")
                 continue
             host, ts, req, mid, caller, method, flag = parts
             fl = flag.lower()

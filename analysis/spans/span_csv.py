@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 from perftriage.analysis.columnar_csv import FROM_BYTES, polars_for
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.units import count_of
 from perftriage.analysis.inputs import is_gzip, open_data
 from perftriage.analysis.timeparse import NS_MAX, UNIT_NS, epoch_unit, in_ns_range, to_ns
 
@@ -188,7 +189,7 @@ def read(path: Path, b: SpanBuilder, explicit: dict[str, str] | None = None) -> 
             if not r or (len(r) == 1 and not r[0].strip()):
                 continue
             if len(r) < width:
-                b.problem("unparsable", f"{path.name}:{lineno}: {len(r)} fields, the header has {width}")
+                b.problem("unparsable", f"{path.name}:{lineno}: {count_of(len(r), 'fields')}, the header has {width}")
                 continue
             try:
                 start = to_ns(r[st_i], st_unit)

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.units import count_of
 from perftriage.analysis.inputs import open_data
 from perftriage.analysis.timeparse import DayClock, local_clock_to_epoch
 from perftriage.analysis.values import number
@@ -135,7 +136,7 @@ def read_top(path) -> ThreadSeries:
     ts = build(when, ids, groups, vals, metrics, str(path))
     ts.units = {m: "%" if m.startswith("%") else "KiB" for m in metrics if m.startswith("%") or m in KIB}
     ts.kinds = {"pool": "pool"} if threads else {"process": "program"}
-    ts.notes.append(f"top's output: {ts.n_threads} {'threads' if threads else 'processes'}, {len(metrics)} metrics; "
+    ts.notes.append(f"top's output: {count_of(ts.n_threads, 'threads' if threads else 'processes')}, {count_of(len(metrics), 'metrics')}; "
                     f"top prints the time of day only: dated by the file's last change, read in this machine's time "
                     f"zone ({zone})")
     if cut:

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from perftriage.analysis.units import count_of
 from perftriage.tui.lazy import np
 from perftriage.tui.widgets.row_table import IDENTITY, OPTIONAL, TEXT, Column, ListSource, RowTable
 from perftriage.tui.widgets.sparkline import sparkline
@@ -90,9 +91,9 @@ class CallTreesPane(ViewPane):
         p = d.params
         n_an = sum(r.analysed for r in d.categories)
         self.query_one("#ct-title", Static).update(
-            f"{len(d.trees.spans):,} spans · {sum(c.size for c in d.trees.categories):,} requests, "
-            f"{len(d.categories)} categories, {n_an} analysed (CV > {p.alpha:g}) · {len(d.ranking)} anomalous "
-            f"pairs (beta < {p.beta:g}, {p.times} times) · tab · v")
+            f"{count_of(len(d.trees.spans), 'spans')} · {count_of(sum(c.size for c in d.trees.categories), 'requests')}, "
+            f"{count_of(len(d.categories), 'categories')}, {n_an} analysed (CV > {p.alpha:g}) · "
+            f"{count_of(len(d.ranking), 'pairs', 'anomalous')} (beta < {p.beta:g}, {p.times} times) · tab · v")
         rows = []
         for i, pr in enumerate(d.ranking):
             rows.append([str(i + 1), pr.method_name, pr.replica_name, str(pr.categories), f"{pr.min_beta:.3f}",

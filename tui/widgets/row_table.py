@@ -19,6 +19,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from perftriage.analysis.units import count_of
+
 
 @dataclass
 class Column:
@@ -255,7 +257,7 @@ class RowTable(ScrollView, can_focus=True):
         return True
 
     def filter_note(self) -> str:
-        return (f"/{self.filter_text}: {len(self.source):,} of {len(self.base_source):,} rows"
+        return (f"/{self.filter_text}: {len(self.source):,} of {count_of(len(self.base_source), 'rows')}"
                 if self.filter_text else "")
 
     def action_filter_rows(self) -> None:
