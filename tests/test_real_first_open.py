@@ -127,6 +127,8 @@ def test_report_cli_on_a_trace_without_markers():
     rep = json.loads(r.stdout)
     assert rep["findings"][0]["title"].startswith("wget spent ")
     assert "No findings" not in r.stdout
+    table = next(f for f in rep["findings"] if f["title"] == "Processes in the trace")
+    assert table["evidence"][0].endswith("; where the time of the one above went, along its critical path")
     r = subprocess.run([sys.executable, "-m", "perftriage", "report", str(real_trace("tracevizlab-wget-k-20180802-115406")),
                         "--units", "markers", "--no-thread-metrics", "-q"], capture_output=True, text=True, cwd=ROOT,
                        timeout=300)

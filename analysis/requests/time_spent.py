@@ -224,8 +224,9 @@ def time_spent_findings(graphs: dict[str, ExecGraph], background: bool = False, 
             subject=", ".join(pt.process.name for pt in chosen[:top]),
             score=0.0,
             severity="info",
-            evidence=[f"{fg:,} foreground processes; where the time of the {len(out)} above went, along "
-                      f"their critical paths"],
+            evidence=[f"{count_of(fg, 'foreground processes')}; where the time of "
+                      + ("the one above went, along its critical path" if len(out) == 1 else
+                         f"the {len(out)} above went, along their critical paths")],
             tables=[table],
             parameters={"units": "processes", "background": background},
             target={"kind": "pane", "pane": "requests"},
