@@ -193,6 +193,13 @@ def test_many_threads_every_lifetime_gets_a_path():
     assert complete.sum() > 7000  # ~8,000 short threads forked and exited
     assert (ft.counts[complete].sum(axis=1) >= 1).all()
     assert np.array_equal(ft.durations[complete].sum(axis=1), ft.total[complete])
+    # the findings say where the time went in words a ticket reader follows, not state codes
+    slowest = next(f for f in res.findings if f.title == "Slowest threads")
+    assert slowest.evidence[1].startswith("where the time goes, all threads together, along their critical paths: "
+                                          "running on a CPU "), slowest.evidence
+    assert slowest.evidence[2].startswith("the slowest: running on a CPU ") and " 0%" not in slowest.evidence[1]
+    process = next(f for f in res.findings if f.title.startswith("multithread spent "))
+    assert process.evidence[0].startswith("multithread (pid 2673, 8,001 threads) on wilbrod")
 
 
 @needs_bt2

@@ -11,6 +11,7 @@ from perftriage.analysis.units import DATED_FROM, count_of, fmt_duration, fmt_ra
 from .features import FeatureTable
 from .params import unit_noun
 from .table import RequestTable
+from .states import STATE_WORDS
 
 LABEL_FIELDS = ("method", "uri", "path", "querystring", "status", "comm")
 
@@ -47,9 +48,19 @@ def breakdown_text(states: list[str], durations: np.ndarray, total: float, top: 
     return ", ".join(f"{states[k]} {100 * durations[k] / total:.0f}%" for k in order if durations[k] > 0)
 
 
+def breakdown_words(states: list[str], durations: np.ndarray, total: float, top: int = 3) -> str:
+    """'waiting for the network 96%, running on a CPU 3%': the largest shares in words, those
+    under half a percent left out."""
+    if total <= 0:
+        return ""
+    order = np.argsort(-durations, kind="stable")[:top]
+    return ", ".join(f"{STATE_WORDS.get(states[k], states[k])} {100 * durations[k] / total:.0f}%" for k in order
+                     if durations[k] >= 0.005 * total)
+
+
 def time_shares(ft: FeatureTable) -> str:
     tot = ft.durations.sum(axis=0)
-    return breakdown_text(ft.states, tot, float(tot.sum()), top=len(ft.states))
+    return breakdown_words(ft.states, tot, float(tot.sum()), top=len(ft.states))
 
 
 def request_findings(table: RequestTable | None, top: int = 20, markers=(), features: FeatureTable | None = None,
@@ -99,8 +110,8 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
     if len(table) > 1 and med >= 1000 and dur[0] / med <= 1000:
         evidence.append(f"the slowest took {fmt_ratio(dur[0] / med)} the median")
     if ft is not None:
-        evidence.append(f"where the time goes, all {what} together (critical path): {time_shares(whole)}")
-        evidence.append(f"the slowest: {breakdown_text(ft.states, ft.durations[0], float(ft.total[0]), 3)}")
+        evidence.append(f"where the time goes, all {what} together, along their critical paths: {time_shares(whole)}")
+        evidence.append(f"the slowest: {breakdown_words(ft.states, ft.durations[0], float(ft.total[0]))}")
     if table.unmatched_starts or table.unmatched_ends:
         evidence.append(
             f"{table.unmatched_starts} starts without end (trace stopped first), "

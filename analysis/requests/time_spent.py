@@ -145,7 +145,7 @@ def time_spent_finding(pt: ProcessTime, rank: int = 0) -> Finding:
         span = f"its whole life, {life} from {fmt_when(p.start, digits=9)}"
     else:
         span = f"{life} of it, {p.span} ({fmt_when(p.start, digits=9)} to {fmt_when(p.end, digits=9)})"
-    evidence = [f"{p.name} (pid {p.pid}, {len(p.tids)} thread{'s' if len(p.tids) != 1 else ''}) on {p.host}: "
+    evidence = [f"{p.name} (pid {p.pid}, {count_of(len(p.tids), 'threads')}) on {p.host}: "
                 f"the trace holds {span}"]
     if shares:
         evidence.append("along its critical path: " + ", ".join(_phrase(s, sh, ns) for s, sh, ns in shares[:4]))
