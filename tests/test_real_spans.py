@@ -334,6 +334,8 @@ def test_real_network_delay_is_charged_to_the_callee():
     assert first.service == "currencyservice"
     assert any(e.kind == "into" and e.added_ms > 200 for e in first.evidence)
     assert res.findings[0].title.startswith("currencyservice changed most")
+    # its one caller in the singular ('1 of its 1 edges' before)
+    assert "1 of its 1 edge (calls into or out of it) and 0 of its 4 own methods got slower" in res.findings[0].evidence
 
 
 def test_what_changed_at_another_time_from_the_spans_read():

@@ -268,10 +268,11 @@ def change_findings(ch: ChangeDiagnosis, top: int = 3) -> list[Finding]:
         ev += [e.sentence() for e in s.evidence[:6]]
         if len(s.evidence) > 6:
             ev.append(f"... and {len(s.evidence) - 6} more changes")
-        ev.append(f"{s.slow_edges} of its {s.edges} edges (calls into or out of it) and {s.slow_methods} of its "
-                  f"{s.methods} own methods got slower" + (f"; {s.lost_calls} kinds of calls it makes were lost"
-                                                            if s.lost_calls else ""))
-        ev.append(f"compared: {ch.how}; {ch.requests:,} requests against {ch.ref_requests:,}")
+        ev.append(f"{s.slow_edges} of its {count_of(s.edges, 'edges')} (calls into or out of it) and {s.slow_methods} "
+                  f"of its {count_of(s.methods, 'own methods')} got slower"
+                  + ("; 1 kind of call it makes was lost" if s.lost_calls == 1 else
+                     f"; {s.lost_calls} kinds of calls it makes were lost" if s.lost_calls else ""))
+        ev.append(f"compared: {ch.how}; {count_of(ch.requests, 'requests')} against {ch.ref_requests:,}")
         title = (f"{s.service} changed most (pod {s.pod}): " if rank == 0 else
                  f"{s.service} changed too (pod {s.pod}, {rank + 1} of {n}): ") + s.headline()
         out.append(Finding(analysis="calltrees", title=title, subject=f"service {s.service}, pod {s.pod}",
