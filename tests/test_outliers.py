@@ -233,3 +233,24 @@ def test_outliers_of_one_kind_split_by_what_hardly_weighs_are_one_cluster():
     assert len(set(cl.label[900:960])) == 1 and len(set(cl.label[960:])) == 1 and cl.label[900] != cl.label[960]
     assert "merged" in cl.k_from
     assert cluster_outliers(ft, outlier, ClusterParams(k=4)).k == 4  # a k given is kept
+
+
+def test_one_dense_group_of_outliers_is_said_in_the_singular():
+    # 900 requests running 0.35 ms, 30 alike ones waiting 3 ms for the disk: DBSCAN makes the 30 a
+    # dense group of their own (3% of the requests), outliers all the same
+    from perftriage.analysis.requests.features import FeatureTable
+    from perftriage.analysis.requests.outlier_analysis import analyze_requests, outlier_summary_finding
+
+    rng = np.random.default_rng(4)
+    normal = np.column_stack([rng.normal(0.35, 0.02, 900), np.zeros(900)])
+    disk = np.column_stack([rng.normal(0.3, 0.02, 30), rng.normal(3.0, 0.02, 30)])
+    ms = np.abs(np.vstack([normal, disk]))
+    n = len(ms)
+    e = np.zeros(n, np.int64)
+    ft = FeatureTable(id=np.arange(n), kind=np.full(n, "x", object), host=np.full(n, "", object), pid=e, tid=e,
+                      start=e, end=e, states=["RU", "BD"], durations=ms * 1e6, counts=None,
+                      total=ms.sum(axis=1) * 1e6, syscalls=Ragged.empty(n), state_seq=Ragged.empty(n))
+    ra = analyze_requests(ft)
+    assert ra.outliers.outlier[900:].all() and ra.outliers.params["minor_groups"] == 1
+    said = outlier_summary_finding(ft, ra).evidence
+    assert any(s.startswith("30 outliers come from 1 dense group smaller than 10% of the requests") for s in said), said

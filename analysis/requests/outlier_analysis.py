@@ -166,8 +166,9 @@ def outlier_summary_finding(ft: FeatureTable, ra: RequestAnalysis, what: str = "
     if "eps" in p:
         evidence.append(f"eps {p['eps']:.4g} {p.get('units', '')} ({p.get('eps_from')}), min_samples {p['min_samples']}")
         if p.get("minor_groups"):
-            evidence.append(f"{p['minor_group_requests']} outliers come from {p['minor_groups']} dense groups smaller "
-                            f"than {p['minor_fraction'] * 100:g}% of the requests")
+            evidence.append(f"{count_of(p['minor_group_requests'], 'outliers')} come from "
+                            f"{count_of(p['minor_groups'], 'dense groups')} smaller than {p['minor_fraction'] * 100:g}% "
+                            "of the requests")
     evidence.append(f"clusters: k = {ra.clusters.k} ({ra.clusters.k_from}) on {ra.clusters.params.get('features')}")
     return Finding(
         analysis="clusters",
