@@ -137,12 +137,22 @@ def test_one_category_one_field_one_row_are_said_in_the_singular(tmp_path):
     for k in range(40):  # one shape of request: one category
         root = rows.span(f"t{k}", "", "web", "GET /", 10**18 + k * 10**9, 5_000_000 + k * 1000)
         rows.span(f"t{k}", root, "db", "query", 10**18 + k * 10**9 + 1000, 2_000_000)
+    for _ in range(2):  # a request of two roots: no one call tree
+        rows.span("t98", "", "web", "GET /", 10**18, 1000)
     rows.lines.append("t99\n")  # a row cut after its first field
     said = []
     res = run_triage([str(rows.write(tmp_path / "spans.csv"))], Options(), progress=said.append)
     texts = [p.text for p in said]
-    assert "1 category" in texts and "80 spans, 1 category" in texts, texts
-    assert any("spans.csv:82: 1 field, the header has 8" in d for d in res.spans.problems.details), res.spans.problems
+    assert "1 category" in texts and "82 spans, 1 category" in texts, texts
+    assert any("spans.csv:84: 1 field, the header has 8" in d for d in res.spans.problems.details), res.spans.problems
+    notes = res.report.notes
+    assert "calls between services: 1 link between services with 20 calls or more: too few to say what is usual" \
+        in notes, notes
+    (tmp_path / "clean.csv").write_text("".join(rows.lines[:81]))  # the 40 requests, and the first span again
+    (tmp_path / "again.csv").write_text("".join(rows.lines[:2]))
+    again = run_triage([str(tmp_path / "clean.csv"), str(tmp_path / "again.csv")], Options()).report.notes
+    assert "1 span given twice, identical (overlapping files): counted once" in again, again
+    assert any(n.startswith("1 request does not form one call tree") for n in notes), notes
     table = RowTable()
     table.base_source = ListSource([["a"]])
     table.source, table.filter_text = FilteredSource(table.base_source, "a"), "a"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perftriage.analysis.spans.table import SpanTable, ancestors
-from perftriage.analysis.units import fmt_when
+from perftriage.analysis.units import count_of, fmt_when
 
 from .what_changed import request_start
 
@@ -161,7 +161,7 @@ def _tally(spans: SpanTable, how: str, p: dict) -> tuple[Failures, np.ndarray | 
                    how=how, params=p,
                    inferred=spans.error_inferred)
     if not err.any():
-        out.why = f"none of the {len(spans):,} spans failed"
+        out.why = f"none of the {count_of(len(spans), 'spans')} failed"
         return out, None
     started = started_errors(spans)
     out.started = int(started.sum())
@@ -198,7 +198,7 @@ def failures_against(ref: SpanTable, cur: SpanTable, how: str = "", params: dict
                                              int((~cur.error[rows]).sum())))
     out.methods.sort(key=lambda f: (-f.failed_requests, -f.failed, f.method))
     if not out.methods:
-        out.why = f"{out.started:,} calls where an error started; no method's calls fail more than in the reference"
+        out.why = f"{count_of(out.started, 'calls')} where an error started; no method's calls fail more than in the reference"
     return out
 
 
@@ -216,7 +216,7 @@ def find_failures(spans: SpanTable, split_ns: int | None = None, how: str = "", 
     nm = len(spans.methods)
     methods = np.flatnonzero(np.bincount(spans.method[started], minlength=nm) >= p["failures_min_failed"])
     if not len(methods):
-        out.why = (f"{out.started:,} calls where an error started, no method with {p['failures_min_failed']} or more")
+        out.why = (f"{count_of(out.started, 'calls')} where an error started, no method with {p['failures_min_failed']} or more")
         return out
     when = request_start(spans)
     tested = max(1, len(methods))
@@ -252,7 +252,7 @@ def find_failures(spans: SpanTable, split_ns: int | None = None, how: str = "", 
     found.sort(key=lambda f: (not f.step, -f.failed_requests, -f.failed, f.method))
     out.methods = found
     if not found:
-        out.why = (f"{out.started:,} calls where an error started; no method's calls fail more "
+        out.why = (f"{count_of(out.started, 'calls')} where an error started; no method's calls fail more "
                    + ("after the time compared than before" if split_ns is not None else
                       f"from a time on, nor {p['failures_min_rate']:.0%} of them throughout"))
     return out

@@ -197,7 +197,7 @@ def comparison_findings(cmp: Comparison, top: int = 10) -> list[Finding]:
               f"p95 {_ms(c.p95_ms)} against {_ms(c.ref_p95_ms)} ({fmt_ratio(c.p95_ratio)}); {c.n:,} calls against {c.ref_n:,} "
               f"(p = {c.p:.2g})"]
         if allr:
-            ev.append(f"slower on {len(reps)} of its {len(allr)} replicas" +
+            ev.append(f"slower on {len(reps)} of its {count_of(len(allr), 'replicas')}" +
                       (": " + ", ".join(r.name.split(' @ ')[1] + f" (median {fmt_ratio(r.ratio)})" for r in reps[:6])
                        if reps else ""))
         ev.append("details: p from a two-sided Mann-Whitney U test of the calls' times, incident against reference")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from perftriage.analysis.spans.table import SpanTable
 from perftriage.analysis.stats import mann_whitney_p
-from perftriage.analysis.units import fmt_duration, fmt_when
+from perftriage.analysis.units import count_of, fmt_duration, fmt_when
 
 from .compare import grouped
 from .what_changed import higher_after, span_parts
@@ -104,7 +104,7 @@ def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_adde
     if len(links) < MIN_LINKS:
         for x in links:
             x.rows = x.rows[:0]
-        return SlowLinks(links, float("nan"), [], params, f"{len(links)} links between services with {min_calls} "
+        return SlowLinks(links, float("nan"), [], params, f"{count_of(len(links), 'links')} between services with {min_calls} "
                          "calls or more: too few to say what is usual")
     usual = float(np.median([x.median_ms for x in links]))
 

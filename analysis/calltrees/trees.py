@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perftriage.analysis.spans.table import ROOT, SpanTable
+from perftriage.analysis.units import count_of
 
 
 @dataclass
@@ -147,7 +148,8 @@ def build_call_trees(spans: SpanTable) -> CallTrees:
         categories = _categorise(spans, keep, name_rank, request_category)
     notes = []
     if incomplete:
-        notes.append(f"{incomplete:,} requests do not form one call tree (orphan spans, no or several roots): "
+        notes.append(f"{count_of(incomplete, 'requests')} {'does' if incomplete == 1 else 'do'} not form one call tree "
+                     "(orphan spans, no or several roots): "
                      "left out of the categories")
     return CallTrees(spans, categories, request_root, request_category, incomplete, notes)
 

@@ -316,7 +316,7 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
         notes.append(f"cut {before:,} sample{'' if before == 1 else 's'} before the common start and {after:,} after "
                      "the common end")
     if dup:
-        notes.append(f"{dup:,} samples fell on a grid point that already had one: the nearest in a file was kept, "
+        notes.append(f"{count_of(dup, 'samples')} fell on a grid point that already had one: the nearest in a file was kept, "
                      "the last file read wins between files")
     if dropped:
         notes.append(impossible_note(dropped))

@@ -21,7 +21,7 @@ def trace_findings(summary: TraceSummary) -> list[Finding]:
     for t in summary.traces:
         lost = t.discarded_events + t.discarded_packets + t.discarded_events_unknown
         if lost:
-            ev = [f"{t.discarded_events:,} events discarded by the tracer (ring buffer full)"]
+            ev = [f"{count_of(t.discarded_events, 'events')} discarded by the tracer (ring buffer full)"]
             if t.discarded_events_unknown:
                 ev.append(f"{t.discarded_events_unknown} more discard records without a count")
             if t.discarded_packets:

@@ -19,6 +19,7 @@ import numpy as np
 
 from perftriage.analysis.columns import StringPool
 from perftriage.analysis.timeparse import NS_MAX, NS_MIN
+from perftriage.analysis.units import count_of
 
 ROOT = -1  # parent of a root span
 MISSING_PARENT = -2  # parent id given but not found in the request
@@ -43,10 +44,10 @@ class SpanProblems:
     def lines(self) -> list[str]:
         out = []
         if self.repeated:
-            out.append(f"{self.repeated:,} spans given twice, identical (overlapping files): counted once")
+            out.append(f"{count_of(self.repeated, 'spans')} given twice, identical (overlapping files): counted once")
         if self.rootless:
-            out.append(f"{self.rootless:,} requests without a root marker: their one span whose parent never occurs "
-                       "taken as the root")
+            out.append(f"{count_of(self.rootless, 'requests')} without a root marker: "
+                       f"{'its' if self.rootless == 1 else 'their'} one span whose parent never occurs taken as the root")
         for one, many, n in (("duplicate span id", "duplicate span ids", self.duplicates),
                              ("orphan span (parent not found)", "orphan spans (parent not found)", self.orphans),
                              ("negative duration", "negative durations", self.negative),

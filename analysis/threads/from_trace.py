@@ -206,5 +206,5 @@ def thread_series_from_graphs(graphs: dict[str, ExecGraph], window_s: float | No
     ts.kinds = {"machine": "role", "process": "program", "pool": "pool"}
     wtxt = ", ".join(sorted({f"{w / 1e6:g} ms" for w in widths})) or "-"
     ts.notes = notes + [f"per-thread metrics from the kernel trace ({', '.join(METRICS)}) in windows of {wtxt}; "
-                        f"{ts.n_threads} threads present and active in {min_windows}+ windows"]
+                        f"{count_of(ts.n_threads, 'threads')} present and active in {min_windows}+ windows"]
     return ts

@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from perftriage.analysis.requests.params import unit_noun
-from perftriage.analysis.units import fmt_duration
+from perftriage.analysis.units import count_of, fmt_duration
 from perftriage.tui.lazy import np
 from perftriage.tui.widgets.plots import bars, line, scatter
 from perftriage.tui.widgets.row_table import IDENTITY, TEXT, Column, ListSource, RowTable
@@ -76,9 +76,9 @@ class ClustersPane(ViewPane):
         p = o.params
         how = f"eps {p['eps']:.3g} {p.get('units', '')}, min_samples {p['min_samples']}" if "eps" in p else p["detector"]
         self.query_one("#clusters-title", Static).update(
-            f"{o.n_outliers:,} outliers of {len(ft):,} {self.noun} compared "
+            f"{count_of(o.n_outliers, 'outliers')} of {len(ft):,} {self.noun} compared "
             f"({p['detector']}, {how}) · "
-            f"{cl.k} clusters ({cl.k_from}) · enter lists a group's {self.noun} · v changes the view")
+            f"{count_of(cl.k, 'clusters')} ({cl.k_from}) · enter lists a group's {self.noun} · v changes the view")
         rows = []
         for g_i, g in enumerate(cl.groups):
             c = -1 if g.name == "normal" else int(g.name.split()[-1]) - 1

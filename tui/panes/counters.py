@@ -138,7 +138,7 @@ class CountersPane(ViewPane):
                 rows.insert(at + j, ["", cs.servers[ev.server],
                                      names[0] + (f" +{len(names) - 1}" if len(names) > 1 else ""),
                                      _z(ev.counters[0][1]), cs.time_label(ev.start),
-                                     f"another level to {_until(cs, ev.end)} ({ev.points:,} points): "
+                                     f"another level to {_until(cs, ev.end)} ({count_of(ev.points, 'points')}): "
                                      f"{_n(level)} against {_n(other)} {ev.other_side(cs.n_points)}"
                                      + (f", peers {_n(peer)}" if np.isfinite(peer) else "")
                                      + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
@@ -151,7 +151,7 @@ class CountersPane(ViewPane):
                                      cs.time_label(ev.start),
                                      (f"calls into it ({cs.servers[ev.server]}) " if ev.about else "")
                                      + (f"waiting for {ev.waits_for}? " if ev.waits_for else "")
-                                     + f"unusual to {cs.time_label(ev.end)} ({ev.points:,} points)"
+                                     + f"unusual to {cs.time_label(ev.end)} ({count_of(ev.points, 'points')})"
                                      + (f": {', '.join(names[:6])}" if len(names) > 1 else "")])
                 what = "the interval"
             styles.insert(at + j, "alert")
@@ -172,7 +172,7 @@ class CountersPane(ViewPane):
             k = int(np.nanargmax(np.nan_to_num(cp.time_x[:, c], nan=-1)))
             o = ca.fleet.onset if ca.fleet is not None and ca.fleet.onset_counter == c else None
             rows.append([str(len(rows) + 1), "fleet", cs.counters[c], _x(x), cs.time_label(o.index) if o else "",
-                         f"{n} points with X >= {p.time_x:g}; worst at {cs.time_label(k)}"])
+                         f"{count_of(n, 'points')} with X >= {p.time_x:g}; worst at {cs.time_label(k)}"])
             styles.append("alert" if x >= p.time_x and n >= 3 else None)
             items.append((None, c))
             marks.append(None)
