@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .units import count_of, fmt_timestamp
+from .units import DATED_FROM, count_of, fmt_timestamp, fmt_when
 
 
 @dataclass
@@ -25,9 +25,12 @@ class FileSummary:
 
     def lines(self) -> list[str]:
         out = [f"file    {self.path}", f"  {self.kind}: {self.form}", f"  {self.holds}"]
-        if self.begin_s is not None and self.end_s is not None:
+        if self.begin_s is not None and self.end_s is not None and self.begin_s >= DATED_FROM:
             out.append(f"  time  {fmt_timestamp(int(self.begin_s * 1e9))[:19]} .. "
                        f"{fmt_timestamp(int(self.end_s * 1e9))[:19]} UTC")
+        elif self.begin_s is not None and self.end_s is not None:  # no date: times since the start
+            out.append(f"  time  {fmt_when(int(self.begin_s * 1e9), digits=0)} .. "
+                       f"{fmt_when(int(self.end_s * 1e9), digits=0)} (no date: the time since the start)")
         out += [f"  note  {n}" for n in self.notes]
         return out
 

@@ -127,3 +127,6 @@ def test_the_report_names_the_slow_container_of_an_alibaba_table(tmp_path):
     # the table's times have no date: the onset is told as the time since the start, not in 1970
     assert any(e.startswith("it started at +0:05:") for e in first["evidence"]), first["evidence"]
     assert "1970" not in r.stdout
+    info = subprocess.run([sys.executable, "-m", "perftriage", "info", p], capture_output=True, text=True, cwd=REPO,
+                          timeout=120)
+    assert "  time  +0:00:01 .. +0:10:00 (no date: the time since the start)" in info.stdout, info.stdout
