@@ -8,6 +8,7 @@ import numpy as np
 
 from perftriage.analysis.calltrees.trees import CallTrees, Category, _Shapes
 from perftriage.analysis.spans.table import ROOT, SpanTable
+from perftriage.analysis.units import count_of
 
 
 class _WalkShapes(_Shapes):
@@ -89,8 +90,8 @@ def build_call_trees_by_walk(spans: SpanTable, block: int = 20_000) -> CallTrees
     request_category[ok] = remap[request_category[ok]]
     notes = []
     if incomplete:
-        notes.append(f"{incomplete:,} requests do not form one call tree (orphan spans, no or several roots): "
-                     "left out of the categories")
+        notes.append(f"{count_of(incomplete, 'requests')} {'does' if incomplete == 1 else 'do'} not form one call tree "
+                     "(orphan spans, no or several roots): left out of the categories")
     return CallTrees(spans, categories, request_root, request_category, incomplete, notes)
 
 
