@@ -198,7 +198,8 @@ def failures_against(ref: SpanTable, cur: SpanTable, how: str = "", params: dict
                                              int((~cur.error[rows]).sum())))
     out.methods.sort(key=lambda f: (-f.failed_requests, -f.failed, f.method))
     if not out.methods:
-        out.why = f"{count_of(out.started, 'calls')} where an error started; no method's calls fail more than in the reference"
+        out.why = (f"{count_of(out.started, 'calls')} where an error started; no method's calls fail more than in "
+                   "the reference")
     return out
 
 
@@ -216,7 +217,8 @@ def find_failures(spans: SpanTable, split_ns: int | None = None, how: str = "", 
     nm = len(spans.methods)
     methods = np.flatnonzero(np.bincount(spans.method[started], minlength=nm) >= p["failures_min_failed"])
     if not len(methods):
-        out.why = (f"{count_of(out.started, 'calls')} where an error started, no method with {p['failures_min_failed']} or more")
+        out.why = (f"{count_of(out.started, 'calls')} where an error started, no method with "
+                   f"{p['failures_min_failed']} or more")
         return out
     when = request_start(spans)
     tested = max(1, len(methods))

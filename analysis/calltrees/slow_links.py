@@ -104,8 +104,8 @@ def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_adde
     if len(links) < MIN_LINKS:
         for x in links:
             x.rows = x.rows[:0]
-        return SlowLinks(links, float("nan"), [], params, f"{count_of(len(links), 'links')} between services with {min_calls} "
-                         "calls or more: too few to say what is usual")
+        return SlowLinks(links, float("nan"), [], params, f"{count_of(len(links), 'links')} between services with "
+                         f"{min_calls} calls or more: too few to say what is usual")
     usual = float(np.median([x.median_ms for x in links]))
 
     def is_slow(ms: float) -> bool:

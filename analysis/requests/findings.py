@@ -97,8 +97,8 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
     ]
     rows = []
     for i in range(n):
-        row = [t.id[i], t.kind[i], t.host[i], f"{t.pid[i]}/{t.tid[i]}", fmt_when(t.start[i], digits=9).removesuffix(" UTC"),
-               fmt_duration(dur[i])]
+        row = [t.id[i], t.kind[i], t.host[i], f"{t.pid[i]}/{t.tid[i]}",
+               fmt_when(t.start[i], digits=9).removesuffix(" UTC"), fmt_duration(dur[i])]
         if ft is not None:
             row.append(breakdown_text(ft.states, ft.durations[i], float(ft.total[i])))
         rows.append(row + [t.fields[f][i] for f in fields])
@@ -120,7 +120,7 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
     title = f"Slowest {what}" if len(table) > 1 else f"One {singular(what)}"
     head = f"{t.kind[0]} #{t.id[0]}"
     subject = head if t.label(0) == head else f"{head} {t.label(0)}"
-    dated = not n or int(t.start[:n].min()) >= DATED_FROM * 1e9  # (a clock with no origin counts from boot)
+    dated = not n or int(t.start.min()) >= DATED_FROM * 1e9  # (a clock with no origin counts from boot)
     columns = ["id", "kind", "host", "pid/tid", "start (UTC)" if dated else "start (since the trace's start)",
                "duration"] + (["critical path"] if ft is not None else []) + fields
     return [

@@ -136,7 +136,8 @@ def read_top(path) -> ThreadSeries:
     ts = build(when, ids, groups, vals, metrics, str(path))
     ts.units = {m: "%" if m.startswith("%") else "KiB" for m in metrics if m.startswith("%") or m in KIB}
     ts.kinds = {"pool": "pool"} if threads else {"process": "program"}
-    ts.notes.append(f"top's output: {count_of(ts.n_threads, 'threads' if threads else 'processes')}, {count_of(len(metrics), 'metrics')}; "
+    ts.notes.append(f"top's output: {count_of(ts.n_threads, 'threads' if threads else 'processes')}, "
+                    f"{count_of(len(metrics), 'metrics')}; "
                     f"top prints the time of day only: dated by the file's last change, read in this machine's time "
                     f"zone ({zone})")
     if cut:

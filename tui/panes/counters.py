@@ -205,7 +205,8 @@ class CountersPane(ViewPane):
         self.items, self.row_marks = items, marks
         self.table.set_rows(cols, ListSource(rows, styles))
         self.query_one("#co-title", Static).update(
-            f"{count_of(len(cs.servers), 'servers')} x {count_of(len(cs.counters), 'counters')} x {count_of(cs.n_points, 'points')} every {cs.interval:g} s"
+            f"{count_of(len(cs.servers), 'servers')} x {count_of(len(cs.counters), 'counters')} x "
+            f"{count_of(cs.n_points, 'points')} every {cs.interval:g} s"
             + (" · servers not compared by level (not peers: see the notes)"
                if ca.peers is not None and not ca.peers.compared.any() else
                f" · {count_of(len(ca.servers), 'deviating servers')} · "
