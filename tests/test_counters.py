@@ -1560,3 +1560,57 @@ def test_a_servers_departure_over_many_counters_is_one_level_change_dated_by_its
     assert len(own) == 2 and set(by) == {"silo-07", "silo-18"}, [(cs.servers[lc.server], lc.start) for lc in own]
     assert abs(by["silo-07"].start - 86) <= 2 and abs(by["silo-18"].start - 115) <= 2
     assert all(lc.end == cs.n_points - 1 and len(lc.counters) >= 3 for lc in own)
+
+
+def _totals_csv(path, seed=1):
+    """8 servers' bytes received since boot (uptimes apart by hundreds of GB; web-02 restarts at
+    point 100), an error total that moves now and then, a CPU gauge, a constant memory_total and a
+    buffer pool leaking on every server; web-05 receives three times as much from point 160 of 240."""
+    rng = np.random.default_rng(seed)
+    lines = ["time,host,bytes_recv_total,net_errors_total,cpu_usage_idle,mem_total,buffers_in_use"]
+    for s in range(8):
+        total, err = rng.uniform(1e9, 5e11), int(rng.integers(0, 50))
+        for k in range(240):
+            rate = 2e6 * (1 + 0.1 * rng.standard_normal()) * (3 if s == 5 and k >= 160 else 1)
+            total = rate * 60 if s == 2 and k == 100 else total + rate * 60
+            err += int(rng.random() < 0.03)
+            lines.append(f"{1767225600 + 60 * k},web-{s:02d},{total:.0f},{err},{rng.uniform(60, 80):.1f},16000000000,"
+                         f"{1000 + 5 * k + s}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_totals_that_only_grow_are_compared_by_their_rate(tmp_path):
+    """Totals since each server's boot compare uptimes: read as the fleet's levels, the 8 servers
+    were 'not peers' (bytes received medians 15 GB .. 428 GB) and web-05 receiving three times as
+    much was not said. Read as rates per second (named as totals, they rise and fall only at a
+    restart), web-05 is found from the point it changed; the gauges stay levels, a leak too (it
+    grows as a total does, but is not named one)."""
+    cs = load_counters([_totals_csv(tmp_path / "net.csv")])
+    assert cs.counters == ["rate(bytes_recv_total)", "rate(net_errors_total)", "cpu_usage_idle", "mem_total",
+                           "buffers_in_use"]
+    assert any(n.startswith("2 counters named and growing as totals") for n in cs.notes), cs.notes
+    r = cs.values[:, 0, :]
+    assert np.isnan(r[:, 0]).all() and np.nanmedian(r[:5]) == pytest.approx(2e6, rel=0.05)
+    assert r[2, 100] == pytest.approx(2e6, rel=0.5)  # the restart: its value since zero, not a negative rise
+    assert np.nanmedian(r[5, 160:]) == pytest.approx(6e6, rel=0.05)
+    first = counter_findings(analyse_counters(cs))[0]
+    assert first.title.startswith("web-05: rate(bytes_recv_total) at another level since 2026-01-01 02:40:00 UTC"), \
+        first.title
+
+
+def test_a_level_that_falls_or_never_moves_is_no_total():
+    from perftriage.analysis.counters.cumulative import grows, per_second
+
+    rng = np.random.default_rng(0)
+    walk = np.cumsum(rng.normal(0, 1, (4, 100)), axis=1) + 1000  # a queue, memory in use: falls often
+    assert not grows(walk, "queue_len") and not grows(walk, "queue_total")
+    assert not grows(np.full((4, 100), 16e9), "mem_total")  # never moves: a level, whatever its name
+    rare = np.cumsum(rng.random((4, 100)) < 0.03, axis=1).astype(float)  # errors: a rise now and then
+    assert grows(rare, "errors_total") and not grows(rare, "errors")
+    slipping = np.cumsum(np.abs(rng.normal(5, 1, (4, 100))), axis=1)
+    assert grows(slipping, "bytes_total") and not grows(slipping, "bytes")  # (a leak grows so too)
+    slipping[1, 50] = slipping[1, 49] * 0.9  # a small fall: a level slipping back, no restart
+    assert not grows(slipping, "bytes_total")
+    x = np.array([[10.0, 20.0, np.nan, 50.0, 5.0, 15.0]])
+    assert np.allclose(per_second(x, 10.0), [[np.nan, 1.0, np.nan, 1.5, 0.5, 1.0]], equal_nan=True)

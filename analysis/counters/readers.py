@@ -50,6 +50,7 @@ from perftriage.analysis.units import count_of
 
 from . import sadf
 from .sadf import read_sadf
+from .cumulative import CUMULATIVE_ENDINGS, rate_cumulative
 from .table import DATED_FROM, CounterSet, Piece, RawCounters, align
 
 TIME_NAMES = ("time", "timestamp", "ts", "t", "datetime", "date")
@@ -620,11 +621,6 @@ def sniff_prometheus(path: Path, head: bytes) -> bool:
     return h[:1] in (b"{", b"[") and b'"resultType"' in head and b'"matrix"' in head
 
 
-#: metric-name endings of cumulative series (OpenMetrics counters, histogram and summary parts):
-#: their samples only grow (until a restart), so they are turned into rates per second
-CUMULATIVE_ENDINGS = ("_total", "_count", "_sum", "_bucket")
-
-
 def is_cumulative(name: str, types: dict | None = None) -> bool:
     """Whether metric ``name`` is a cumulative counter: its type in ``types`` (the server's
     metadata) when known, else its name's ending."""
@@ -810,7 +806,9 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
     raw = RawCounters(names_.server_list, names_.counter_list, pieces, source, notes, numbered=bool(numbered),
                       kinds=kinds, kind_column=names_.kind_column)
     with reading(source, "set of counters that can be aligned"):
-        return align(raw, interval)
+        cs = align(raw, interval)
+    rate_cumulative(cs)  # totals that only grow, from files that do not say so (Prometheus's are rated above)
+    return cs
 
 
 register_file_kind("counters", lambda p, h: sniff_csv(p, h) or sniff_prometheus(p, h) or sadf.sniff(p, h))

@@ -1,0 +1,99 @@
+"""Counters named as totals (``*_total``, ``*_count``, ``*_sum``, ``*_bucket``: OpenMetrics
+counters and histogram parts) whose samples only grow, read as rates per second.
+
+A total since a server's boot compares uptimes, not load: a server up for a month holds thirty
+times the requests a day-old one does at the same traffic, and PAD's views would rank it for that.
+Prometheus's counters are rated as they are read (their type or name says what they are,
+readers.py); a CSV export (a Grafana panel without rate(), a script's dump) says nothing of type
+and a name ending in ``_total`` is no proof (``memory_total`` is a level), so a counter so named is
+rated when its samples, over all its servers, show it:
+
+- it rises between consecutive samples in at least ``NAMED_GROWS`` of the steps (an error counter
+  moves now and then; a ``memory_total`` that never moves stays a level);
+- it never falls except to below half its value (a restart counting from zero again), in at most
+  ``RESTARTS`` of the steps: a level that wanders falls in a third of its steps or more.
+
+The shape alone does not decide: a buffer pool leaking on every server from the start rises in
+every step and never falls, as a total does, and its rate would hide the leak.
+
+A rate is the rise since the counter's previous sample over the time between them (a missing
+point bridged), per second; at a restart the value itself (counted from zero, as Prometheus's
+rate() takes it); the first sample has none. Counters already rates (``rate(...)``) are left.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perftriage.analysis.units import count_of
+
+from .table import CounterSet
+
+RESTARTS = 0.02  # at most this share of its steps are restarts (a fall to below half)
+NAMED_GROWS = 0.01  # a total rises in at least this share of its steps
+MIN_STEPS = 10  # steps (pairs of consecutive samples) of a counter before its shape says anything
+CUMULATIVE_ENDINGS = ("_total", "_count", "_sum", "_bucket")
+
+
+def _previous(valid: np.ndarray) -> np.ndarray:
+    """(servers, points): the index of each point's previous sample of the same server (-1: none)."""
+    idx = np.where(valid, np.arange(valid.shape[1]), -1)
+    last = np.maximum.accumulate(idx, axis=1)  # the latest sample up to and including each point
+    prev = np.full(valid.shape, -1, np.int64)
+    prev[:, 1:] = last[:, :-1]
+    return prev
+
+
+def _steps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For one counter's (servers, points) samples: which points have a previous sample, that
+    sample's index, and its value (NaN where none)."""
+    valid = ~np.isnan(x)
+    prev = _previous(valid)
+    has = valid & (prev >= 0)
+    before = np.take_along_axis(x, np.maximum(prev, 0), axis=1)
+    return has, prev, np.where(has, before, np.nan)
+
+
+def grows(x: np.ndarray, name: str) -> bool:
+    """Whether counter ``name``'s (servers, points) samples are a total that only grows (see the
+    module's notes)."""
+    if not name.lower().endswith(CUMULATIVE_ENDINGS):
+        return False
+    has, _, before = _steps(x)
+    n = int(has.sum())
+    if n < MIN_STEPS:
+        return False
+    after = np.where(has, x, np.nan)
+    with np.errstate(invalid="ignore"):
+        up = int((after > before).sum())
+        down = after < before
+        restart = down & (after < 0.5 * before)
+    if int(down.sum()) != int(restart.sum()) or int(restart.sum()) > RESTARTS * n:
+        return False  # falls as a level does, or restarts too often to be a total
+    return up >= max(1, NAMED_GROWS * n)
+
+
+def per_second(x: np.ndarray, interval: float) -> np.ndarray:
+    """One counter's (servers, points) totals as rates per second since each previous sample."""
+    has, prev, before = _steps(x)
+    gap = (np.arange(x.shape[1])[None, :] - prev) * interval
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rise = np.where(x >= before, x - before, x)  # a fall is a restart: counted from zero
+        return np.where(has & (gap > 0), rise / np.where(gap > 0, gap, 1.0), np.nan)
+
+
+def rate_cumulative(cs: CounterSet) -> list[str]:
+    """Turn ``cs``'s counters that only grow into rates per second, in place (renamed
+    ``rate(NAME)``); their former names, with a note in ``cs.notes``."""
+    rated = []
+    for c, name in enumerate(cs.counters):
+        if name.startswith("rate(") or not grows(cs.values[:, c, :], name):
+            continue
+        cs.values[:, c, :] = per_second(cs.values[:, c, :], cs.interval)
+        cs.counters[c] = f"rate({name})"
+        rated.append(name)
+    if rated:
+        cs.notes.append(f"{count_of(len(rated), 'counters')} named and growing as totals (since each server's "
+                        "start: compared by their rate, not their level) read as rates per second (rate(NAME)): "
+                        f"{', '.join(rated[:6])}{', ...' if len(rated) > 6 else ''}")
+    return rated
