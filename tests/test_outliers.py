@@ -254,3 +254,34 @@ def test_one_dense_group_of_outliers_is_said_in_the_singular():
     assert ra.outliers.outlier[900:].all() and ra.outliers.params["minor_groups"] == 1
     said = outlier_summary_finding(ft, ra).evidence
     assert any(s.startswith("30 outliers come from 1 dense group smaller than 10% of the requests") for s in said), said
+
+
+def test_clusters_set_apart_by_the_same_calls_and_as_long_are_one():
+    # 40 requests syncing a file (2 ms on the disk), 40 syncing and waiting 1 ms for a CPU besides
+    # (k-means keeps them apart: their time went elsewhere), 40 syncing 6 ms: the first two are one
+    # cause, set apart by the same calls and as long; the third is as set apart but 3x as long
+    from perftriage.analysis.requests.features import FeatureTable
+    from perftriage.analysis.requests.outlier_analysis import analyze_requests
+
+    rng = np.random.default_rng(7)
+
+    def ms(n, ru, bd, bp):
+        return np.column_stack([rng.normal(ru, 0.01, n), rng.normal(bd, 0.02, n) if bd else np.zeros(n),
+                                rng.normal(bp, 0.02, n) if bp else np.zeros(n)])
+
+    parts = [(ms(900, 0.35, 0, 0), ["read", "write"]), (ms(40, 0.35, 2.0, 0), ["read", "fdatasync", "write"]),
+             (ms(40, 0.35, 1.3, 1.0), ["read", "fdatasync", "write"]), (ms(40, 0.35, 6.0, 0), ["read", "fdatasync", "write"])]
+    d = np.abs(np.vstack([p for p, _ in parts]))
+    calls = [c for p, c in parts for _ in range(len(p))]
+    n = len(d)
+    e = np.zeros(n, np.int64)
+    ft = FeatureTable(id=np.arange(n), kind=np.full(n, "x", object), host=np.full(n, "", object), pid=e, tid=e,
+                      start=e, end=e, states=["RU", "BD", "BP"], durations=d * 1e6, counts=(d > 0).astype(np.int64),
+                      total=d.sum(axis=1) * 1e6, syscalls=Ragged.from_lists(calls), state_seq=Ragged.empty(n))
+    ra = analyze_requests(ft)
+    lab = ra.clusters.label
+    assert ra.outliers.outlier[900:].all() and not ra.outliers.outlier[:900].any()
+    six = np.bincount(lab[980:]).argmax()  # (k-means puts one of them with the 2 ms syncs)
+    assert len(set(lab[900:980])) == 1 and (lab[980:] == six).sum() >= 38 and lab[900] != six, ra.clusters.k_from
+    assert ra.clusters.k == 2 and "set apart by the same system calls" in ra.clusters.k_from
+    assert analyze_requests(ft, cluster_params=ClusterParams(k=3)).clusters.k == 3  # a k given is kept

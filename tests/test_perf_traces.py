@@ -121,6 +121,12 @@ def test_requests_of_a_perf_trace_find_the_sleeps_and_the_syncs():
     # each cluster holds one cause, nearly all of its requests (one sleep also waited for a CPU)
     both = out & y
     assert purity(cause[both], ra.clusters.label[both]) >= 0.95
+    # and each cause is one cluster: the syncs, split three ways by how they waited around the
+    # sync (ran on, waited for a CPU, for a task not followed), are set apart by the same calls
+    for c in ("sync", "sleep"):
+        held = np.bincount(ra.clusters.label[both & (cause == c)], minlength=ra.clusters.k)
+        assert held.max() >= 0.95 * held.sum(), (c, held)
+    assert ra.clusters.k == 2 and "set apart by the same system calls" in ra.clusters.k_from, ra.clusters.k_from
     titles = [f.title for f in res.report.findings if f.analysis == "clusters"]
     assert any("mostly sleeping (timers)" in t for t in titles), titles
 

@@ -113,26 +113,33 @@ def _cluster(ft, F, idx, label, params: ClusterParams, used: dict) -> ClusterRes
         label[idx] = labels[k]
         res = ClusterResult(label, k, ks, inertia, "knee of the inertia curve (Kneedle)" if knee is not None
                             else "smallest k (no knee)", params=used)
-    if params.k is None and res.k > 1:
-        merged = _alike(ft, idx, label[idx], res.k)
-        if merged.max() + 1 < res.k:
-            label[idx] = merged[label[idx]]
-            res.k_from += (f", then {res.k - int(merged.max()) - 1} merged with a cluster alike in where their "
-                           "time went and how long they took")
-            res.k = int(merged.max()) + 1
-    # clusters numbered by size, largest first; of equal size, the slower (median duration) first:
-    # the numbers do not depend on the order k-means happened to label them in
+    res.label = label
+    res.state_values = "segment counts" if ft.counts is not None else "durations (ms)"
+    into = _alike(ft, idx, label[idx], res.k) if params.k is None and res.k > 1 else np.arange(res.k)
+    merge(ft, res, into, "alike in where their time went and how long they took")
+    return res
+
+
+def merge(ft: FeatureTable, res: ClusterResult, into: np.ndarray, why: str) -> None:
+    """Merge ``res``'s clusters as ``into`` says (cluster -> its new label, 0..), saying ``why``
+    in ``k_from``, then number them by size, largest first; of equal size, the slower (median
+    duration) first: the numbers do not depend on the order k-means happened to label them in.
+    The groups' statistics follow."""
+    label = res.label
+    idx = np.flatnonzero(label >= 0)
+    k = int(into.max()) + 1 if len(into) else 0
+    if k < res.k:
+        label[idx] = into[label[idx]]
+        res.k_from += f", then {res.k - k} merged with a cluster {why}"
+        res.k = k
     sizes = np.bincount(label[idx], minlength=res.k)
     medians = np.array([np.median(ft.total[idx[label[idx] == c]]) if sizes[c] else 0.0 for c in range(res.k)])
     rank = np.lexsort((-medians, -sizes))
     remap = np.empty(res.k, np.int64)
     remap[rank] = np.arange(res.k)
     label[idx] = remap[label[idx]]
-    res.label = label
     res.groups = group_stats(ft, label, res.k)
-    res.state_values = "segment counts" if ft.counts is not None else "durations (ms)"
     res.params.update({"k": res.k, "k_from": res.k_from})
-    return res
 
 
 ALIKE_SHARES = 0.1  # time shares this close (total variation) ...

@@ -11,7 +11,7 @@ import numpy as np
 from perftriage.analysis.findings import Finding, Table
 from perftriage.analysis.units import fmt_duration, fmt_ratio
 
-from .clusters import ClusterParams, ClusterResult, cluster_outliers
+from .clusters import ClusterParams, ClusterResult, cluster_outliers, merge
 from .features import FeatureTable
 from .findings import count_of, unit_noun
 from .ngrams import NgramRow, distinctive_ngrams
@@ -38,8 +38,45 @@ def analyze_requests(ft: FeatureTable, outlier_params: OutlierParams | None = No
     cl = cluster_outliers(ft, out.outlier, cluster_params)
     t2 = time.perf_counter()
     ng = distinctive_ngrams(ft.syscalls, cl.label, cl.k)
+    if (cluster_params is None or cluster_params.k is None) and cl.k > 1:  # (a k given is kept)
+        into = same_calls(ft, cl, ng)
+        if into.max() + 1 < cl.k:
+            merge(ft, cl, into, "set apart by the same system calls, as long")
+            ng = distinctive_ngrams(ft.syscalls, cl.label, cl.k)
     t3 = time.perf_counter()
     return RequestAnalysis(out, cl, ng, {"outliers": t1 - t0, "clustering": t2 - t1, "ngrams": t3 - t2})
+
+
+#: clusters merge when the n-gram that sets each apart is the same, this far from the normal
+#: requests (effect: made once more per request than they do) ...
+SAME_CALLS_EFFECT = 0.8
+SAME_CALLS_DURATION = 1.5  # ... and their median durations are within this factor
+
+
+def same_calls(ft: FeatureTable, cl: ClusterResult, ngrams: dict[int, list[NgramRow]]) -> np.ndarray:
+    """Clusters of one cause split by how their requests waited around it: a request syncing a
+    file per call, 50 of them in three clusters by whether the sync ran on, waited for a CPU or
+    for a task not followed, each set apart by `read close fdatasync` (a perf recording of a
+    thread pool). Clusters whose headline n-gram (the findings' 'system calls that set them
+    apart') is the same, made at least ``SAME_CALLS_EFFECT`` more per request than the normal
+    requests, and whose median durations are within ``SAME_CALLS_DURATION``, are one (cluster ->
+    new label)."""
+    k = cl.k
+    head = []
+    for c in range(k):
+        g = ngrams.get(c) or []
+        best = _pick_gram(g) if g else None
+        head.append(best.ngram if best is not None and best.effect >= SAME_CALLS_EFFECT else None)
+    median = np.array([np.median(ft.total[cl.label == c]) if (cl.label == c).any() else 0.0 for c in range(k)])
+    parent = list(range(k))
+    for a in range(k):
+        for b in range(a + 1, k):
+            lo, hi = sorted((median[a], median[b]))
+            if head[a] is not None and head[a] == head[b] and lo > 0 and hi <= SAME_CALLS_DURATION * lo:
+                ra, rb = parent[a], parent[b]
+                parent = [ra if p == rb else p for p in parent]
+    _, into = np.unique(parent, return_inverse=True)
+    return into
 
 
 def dominant_states(ft: FeatureTable, rows: np.ndarray, top: int = 2) -> list[tuple[str, float]]:
