@@ -1132,6 +1132,9 @@ def test_a_stretch_in_a_file_with_unbounded_times_is_said_without_a_warning():
             assert _at(T(t), R(), 0, -1, 1).startswith(" around ")
         assert _length(T([0.0, 1.0, 2.0]), R(), 0, -1, 10) == "10 s"
         assert _at(T([1e300]), R(), 0, -1, 0) == " around t = 1e+300 s"
+        # a time since a start (a perf trace on its boot clock): as the requests' times read, not t = 62654.6 s
+        assert _at(T([62654.594, 62654.6]), R(), 0, -1, 1) == " around +17:24:14.600"
+        assert _at(T([1_534_187_150.157]), R(), 0, -1, 0) == " around 19:05:50.157 UTC"
 
 
 def test_a_thread_past_both_stretch_bars_goes_by_the_one_it_passes_further():

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from perftriage.analysis.stats import median_above
-from perftriage.analysis.units import count_of, fmt_clock, fmt_duration, fmt_ratio
+from perftriage.analysis.units import count_of, fmt_clock, fmt_duration, fmt_ratio, fmt_when
 
 from .covariance import Covariances, covariances, fm_matrix, resolution_floor, resolution_step, scale_of
 from .params import ThreadParams
@@ -423,6 +423,8 @@ def _at(ts: ThreadSeries, res: LevelResult, item: int, member: int, sample: int)
     x = float(t[min(max(sample, 0), len(t) - 1)])
     if 1e8 < x < 2.5e11:  # epoch seconds (before the year 9999)
         return f" around {fmt_clock(int(x * 1e9))[:12]} UTC"
+    if 0 <= x <= 1e8:  # seconds since a start (a perf trace on its boot clock, a CSV's own count)
+        return f" around {fmt_when(int(x * 1e9))}"
     return f" around t = {x:.6g} s"
 
 
