@@ -285,3 +285,15 @@ def test_clusters_set_apart_by_the_same_calls_and_as_long_are_one():
     assert len(set(lab[900:980])) == 1 and (lab[980:] == six).sum() >= 38 and lab[900] != six, ra.clusters.k_from
     assert ra.clusters.k == 2 and "set apart by the same system calls" in ra.clusters.k_from
     assert analyze_requests(ft, cluster_params=ClusterParams(k=3)).clusters.k == 3  # a k given is kept
+
+
+def test_where_a_clusters_time_went_says_mostly_only_past_half():
+    # 'mostly running on a CPU' was said of syncs that ran 39% of their time and waited 38% on the disk
+    from perftriage.analysis.requests.outlier_analysis import _where_time_went
+
+    assert _where_time_went([("BS", 0.89), ("RU", 0.10)], short=True) == "mostly sleeping (timers)"
+    assert _where_time_went([("BS", 0.89), ("RU", 0.10)]) == "most of their time sleeping (timers) (89%)"
+    two = [("RU", 0.39), ("BD", 0.38)]
+    assert _where_time_went(two, short=True) == "running on a CPU and waiting for the disk"
+    assert _where_time_went(two) == "their time running on a CPU (39%) and waiting for the disk (38%)"
+    assert _where_time_went([("BN", 0.4)], short=True) == "mostly waiting for the network"

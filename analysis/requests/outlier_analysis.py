@@ -103,6 +103,18 @@ def elsewhere_evidence(ft: FeatureTable, rows: np.ndarray) -> list[str]:
     return ["critical-path time on other traced hosts (followed through packets): " + ", ".join(parts)]
 
 
+def _where_time_went(dom: list[tuple[str, float]], short: bool = False) -> str:
+    """'most of their time sleeping (timers) (93%)', or where no state holds half of it, the two
+    that hold most: 'their time running on a CPU (39%) and waiting for the disk (38%)'; ``short``
+    (a title): 'mostly sleeping (timers)', 'running on a CPU and waiting for the disk'."""
+    words = [STATE_WORDS.get(s, s) for s, _ in dom]
+    if dom[0][1] >= 0.5 or len(dom) < 2:
+        return f"mostly {words[0]}" if short else f"most of their time {words[0]} ({dom[0][1] * 100:.0f}%)"
+    if short:
+        return f"{words[0]} and {words[1]}"
+    return f"their time {words[0]} ({dom[0][1] * 100:.0f}%) and {words[1]} ({dom[1][1] * 100:.0f}%)"
+
+
 def compare_durations(med: float, base: float, how: str = "") -> str:
     """'45 ms at the median, against 3.1 ms for the others (14x)': the ratio only where the
     baseline is large enough for it to mean something (at least 1 us, and the ratio at most 1000)."""
@@ -133,7 +145,7 @@ def cluster_findings(ft: FeatureTable, ra: RequestAnalysis, top_requests: int = 
         grams = ra.ngrams.get(c, [])
         head = f"{count_of(len(rows), noun)} took {compare_durations(med, med_normal, ' at the median')}"
         if dom:
-            head += f"; most of their time {STATE_WORDS.get(dom[0][0], dom[0][0])} ({dom[0][1] * 100:.0f}%)"
+            head += "; " + _where_time_went(dom)
         evidence = [head]
         if grams:
             g = _pick_gram(grams)
@@ -141,7 +153,7 @@ def cluster_findings(ft: FeatureTable, ra: RequestAnalysis, top_requests: int = 
                             f"{g.mean_normal:.1f} in the others")
         evidence.append(f"{len(rows) / len(ft) * 100:.2f}% of the {len(ft):,} {noun} compared")
         if dom:
-            evidence.append("critical-path states: " + ", ".join(f"{s} {v * 100:.0f}%" for s, v in dom))
+            evidence.append("details: critical-path states: " + ", ".join(f"{s} {v * 100:.0f}%" for s, v in dom))
         evidence += elsewhere_evidence(ft, rows)
         if mixed:
             evidence.append(f"{noun} of different programs are compared here: these ones took longer or spent "
@@ -168,7 +180,7 @@ def cluster_findings(ft: FeatureTable, ra: RequestAnalysis, top_requests: int = 
             analysis="clusters",
             title=f"Cluster {c + 1}: {count_of(len(rows), noun, 'outlying')} took {fmt_duration(med)} "
                   f"(others {fmt_duration(med_normal)})"
-                  + (f", mostly {STATE_WORDS.get(dom[0][0], dom[0][0])}" if dom else ""),
+                  + (f", {_where_time_went(dom, short=True)}" if dom else ""),
             subject=f"cluster {c + 1}" + (f" (`{_pick_gram(grams).ngram}`)" if grams else ""),
             score=float(len(rows) * ratio),
             severity="info" if mixed else "critical" if ratio > 10 and med - med_normal > 1e6 else "warning",
