@@ -1240,6 +1240,29 @@ def test_a_share_of_time_rising_by_a_few_points_is_no_short_excursion():
     assert wave(15.0, {"CPU": "%"})[0] == "CPU"  # (ranked by the dendrogram already)
 
 
+def test_a_run_held_apart_by_under_a_point_of_its_time_is_not_ranked():
+    # a healthy pool's worker preempted 0.76% of its time over the run against 0.35% for the others,
+    # who lie that close together: far apart in their units, under a point of its time
+    from perftriage.analysis.sim.threadpool import pool_series
+
+    def wave(level: float, units: dict):
+        ts, _ = pool_series(PoolConfig(seed=12, deviations={}))
+        ts.units = units
+        rng = np.random.default_rng(0)
+        rows = [k for k, w in enumerate(ts.groups["wave"]) if w == "W4"]
+        for k in rows:
+            ts.values[ts.lo[k]:ts.hi[k], 0] = np.abs(0.35 + rng.normal(0, 0.02, ts.hi[k] - ts.lo[k]))
+        i = rows[3]
+        ts.values[ts.lo[i]:ts.hi[i], 0] += level - 0.35
+        res = analyse_level(ts, "thread", {"wave": "W4"}, ThreadParams(replicates=50))
+        return [(res.names[r.items[0]] == ts.ids[i], res.metrics[res.departures[r.items[0]].metric])
+                for r in res.ranking if r.how == "departure"]
+
+    assert wave(0.76, {}) == [(True, "CPU")]  # a number of no known unit: the others' closeness decides
+    assert wave(0.76, {"CPU": "%"}) == []
+    assert wave(3.35, {"CPU": "%"}) == [(True, "CPU")]
+
+
 def test_shares_of_time_apart_are_said_by_how_much_time_moved():
     # a worker napping 2 ms per request: Sleep 20% against 3.6% (+5 sd) is what it does, more
     # than its waits for a CPU at 0.77% against 0.19% (+6 sd, the others steadier there); a rate

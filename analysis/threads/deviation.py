@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import asdict, dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -307,7 +308,10 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
         res.window_z = wz
         ranked = set(res.ranked_items())
         extra = [i for i in np.argsort(-wz) if wz[i] > params.window_z and i not in ranked]
-        dep = by_member(departure_scores, groups, params, step)
+        # nor is a share of time held apart by under a point: a healthy pool's worker preempted
+        # 0.76% of its time against 0.35%, the others lying that close together
+        dep = by_member(partial(departure_scores, floor=np.where(shares, params.run_share, 0.0)), groups, params,
+                        step)
         ratio, dz = held_departures(dep, params, shares)
         res.departures = dep
         # one past both bars goes by the one it passes further (a worker syncing a file per
@@ -681,16 +685,16 @@ class Departure:
 
 
 def departure_scores(groups: list[list[np.ndarray]], params: ThreadParams,
-                     resolution: np.ndarray | None = None) -> list[Departure | None]:
+                     resolution: np.ndarray | None = None, floor: np.ndarray | None = None) -> list[Departure | None]:
     """See _departure_scores; a metric no abstraction reported in a window is NaN there, not told
     (numpy's warnings about empty means would reach the user's terminal)."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _departure_scores(groups, params, resolution)
+        return _departure_scores(groups, params, resolution, floor)
 
 
 def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams,
-                      resolution: np.ndarray | None = None) -> list[Departure | None]:
+                      resolution: np.ndarray | None = None, floor: np.ndarray | None = None) -> list[Departure | None]:
     """Long departures (beyond the paper): the mean of every abstraction (its threads averaged
     sample by sample) over consecutive windows of ``params.window`` samples, against the median
     of all abstractions in the same window, in units of how much abstractions usually differ
@@ -698,7 +702,8 @@ def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams,
     in speed or memory layout, set it). The score of a metric is the departure an abstraction
     holds in at least ``sustain`` of the windows (the so-many-th largest): a leak ramping to the
     end of the run holds one, a short spike or a step of noise does not. An abstraction's score
-    is that of its most departing metric."""
+    is that of its most departing metric. ``floor`` (p,): a departure by less than it, in the
+    metric's own units, is none (a share of a thread's time apart by under a point)."""
     k = len(groups)
     xs = [mean_series(g) for g in groups]
     n = min((len(x) for x in xs), default=0)
@@ -717,6 +722,8 @@ def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams,
     span = np.nan_to_num(np.nanmax(M, axis=(0, 1)) - np.nanmin(M, axis=(0, 1)))
     unit = np.maximum.reduce([unit, typical, 0.01 * span, np.full_like(unit, 1e-9)])
     dep = np.abs(M - med) / unit
+    if floor is not None:
+        dep = np.where(np.abs(M - med) < floor, 0.0, dep)
     held = max(2, int(round(params.sustain * nw)))
     srt = np.sort(np.nan_to_num(dep, nan=0.0), axis=1)[:, -held, :]  # (k, p): held over >= `held` windows
     # the whole run's level: each abstraction's mean over its windows against the others' run
@@ -731,6 +738,8 @@ def _departure_scores(groups: list[list[np.ndarray]], params: ThreadParams,
     unitR = np.maximum.reduce([1.4826 * np.nanmedian(np.abs(R - medR), axis=0), 0.02 * np.abs(medR),
                                0.01 * span, step, np.full_like(medR, 1e-9)])
     zR = np.nan_to_num(np.abs(R - medR) / unitR)
+    if floor is not None:
+        zR = np.where(np.abs(R - medR) < floor, 0.0, zR)
     out = []
     for i in range(k):
         j = int(np.argmax(srt[i]))

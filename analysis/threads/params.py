@@ -19,6 +19,7 @@ class ThreadParams:
     windows: bool = True
     departure: float = 6.0  # a level held apart from the others this many times their usual spread...
     sustain: float = 0.05  # ...over at least this share of the run's windows...
+    run_share: float = 1.0  # a departure in a share of time (%) holds it apart by this many points
     # ...and this many times the departure the median abstraction holds: where every one departs
     # now and then (prefork workers each serving requests in turn) departing is the habit
     habit: float = 3.0
