@@ -1215,25 +1215,34 @@ def test_a_counts_move_by_one_step_is_no_short_excursion():
     assert e.z > res.params.window_z and res.metrics[e.metric] == "MicroThreads" and e.level > 2
 
 
+def _steady_wave(units: dict, level: float, sd: float, odd):
+    """The simulator's wave W4, its threads' CPU steady at ``level`` (+- ``sd``), in ``units``;
+    ``odd(ts, i)`` changes its fourth thread's (row i). The analysis of the wave's threads, and
+    that thread's name."""
+    from perftriage.analysis.sim.threadpool import pool_series
+
+    ts, _ = pool_series(PoolConfig(seed=12, deviations={}))
+    ts.units = units
+    rng = np.random.default_rng(0)
+    rows = [k for k, w in enumerate(ts.groups["wave"]) if w == "W4"]
+    for k in rows:
+        ts.values[ts.lo[k]:ts.hi[k], 0] = np.abs(level + rng.normal(0, sd, ts.hi[k] - ts.lo[k]))
+    odd(ts, rows[3])
+    return analyse_level(ts, "thread", {"wave": "W4"}, ThreadParams(replicates=50)), ts.ids[rows[3]]
+
+
 def test_a_share_of_time_rising_by_a_few_points_is_no_short_excursion():
     # a healthy pool's worker preempted 3 ms in 54 ms by the host's kernel threads (0.1% -> 5.8%)
     # stood out 10x among still workers; a share of time (%) moves 10 points or it is no excursion
-    from perftriage.analysis.sim.threadpool import pool_series
-
     def wave(rise: float, units: dict):
-        ts, _ = pool_series(PoolConfig(seed=12, deviations={}))
-        ts.units = units
-        rng = np.random.default_rng(0)
-        rows = [k for k, w in enumerate(ts.groups["wave"]) if w == "W4"]
-        for k in rows:  # CPU steady at 30% in every thread of the wave
-            ts.values[ts.lo[k]:ts.hi[k], 0] = 30 + rng.normal(0, 0.5, ts.hi[k] - ts.lo[k])
-        i = rows[3]
-        start = ts.lo[i] + (ts.hi[i] - ts.lo[i]) // 3
-        ts.values[start:start + 10, 0] += rise
-        res = analyse_level(ts, "thread", {"wave": "W4"}, ThreadParams(replicates=50))
-        e = res.excursions[res.names.index(ts.ids[i])]
+        def spike(ts, i):
+            start = ts.lo[i] + (ts.hi[i] - ts.lo[i]) // 3
+            ts.values[start:start + 10, 0] += rise
+
+        res, odd = _steady_wave(units, 30.0, 0.5, spike)  # CPU steady at 30% in every thread of the wave
+        e = res.excursions[res.names.index(odd)]
         return (res.metrics[e.metric] if e.z > res.params.window_z else None,
-                [res.names[r.items[0]] == ts.ids[i] for r in res.ranking if r.how == "window"])
+                [res.names[r.items[0]] == odd for r in res.ranking if r.how == "window"])
 
     assert wave(6.0, {}) == ("CPU", [True])  # a number of no known unit: the others' stillness decides
     assert wave(6.0, {"CPU": "%"}) == (None, [])
@@ -1243,19 +1252,12 @@ def test_a_share_of_time_rising_by_a_few_points_is_no_short_excursion():
 def test_a_run_held_apart_by_under_a_point_of_its_time_is_not_ranked():
     # a healthy pool's worker preempted 0.76% of its time over the run against 0.35% for the others,
     # who lie that close together: far apart in their units, under a point of its time
-    from perftriage.analysis.sim.threadpool import pool_series
-
     def wave(level: float, units: dict):
-        ts, _ = pool_series(PoolConfig(seed=12, deviations={}))
-        ts.units = units
-        rng = np.random.default_rng(0)
-        rows = [k for k, w in enumerate(ts.groups["wave"]) if w == "W4"]
-        for k in rows:
-            ts.values[ts.lo[k]:ts.hi[k], 0] = np.abs(0.35 + rng.normal(0, 0.02, ts.hi[k] - ts.lo[k]))
-        i = rows[3]
-        ts.values[ts.lo[i]:ts.hi[i], 0] += level - 0.35
-        res = analyse_level(ts, "thread", {"wave": "W4"}, ThreadParams(replicates=50))
-        return [(res.names[r.items[0]] == ts.ids[i], res.metrics[res.departures[r.items[0]].metric])
+        def apart(ts, i):
+            ts.values[ts.lo[i]:ts.hi[i], 0] += level - 0.35
+
+        res, odd = _steady_wave(units, 0.35, 0.02, apart)
+        return [(res.names[r.items[0]] == odd, res.metrics[res.departures[r.items[0]].metric])
                 for r in res.ranking if r.how == "departure"]
 
     assert wave(0.76, {}) == [(True, "CPU")]  # a number of no known unit: the others' closeness decides
