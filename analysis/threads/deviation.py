@@ -130,13 +130,27 @@ def could_rank(ts: ThreadSeries, level: str, within: dict | None = None, params:
     if np.nanmax(separation(D)) >= params.separation:
         return True
     if params.windows:
-        resolution = resolution_step(li.pooled, quantum=True)
-        exc = by_member(window_scores, groups, params, resolution)
+        step, shares, rises, apart = _floors(ts, li, params)
+        exc = by_member(window_scores, groups, params, rises)
         if any(e is not None and e.z > params.window_z for e in exc):
             return True
-        ratio, _ = held_departures(by_member(departure_scores, groups, params, resolution), params)
+        ratio, _ = held_departures(by_member(partial(departure_scores, floor=apart), groups, params, step), params)
         return bool((ratio > 1).any())
     return False
+
+
+def _floors(ts: ThreadSeries, li: "_LevelInputs", params: ThreadParams):
+    """What a stretch of a level's metrics must move to count, for the screen and the analysis
+    alike: a count's step (open files, mappings) over all the level's samples; which metrics are
+    shares of the thread's time (%); the least move of a short rise (the step, and for a share
+    ``window_share`` points: a worker preempted 3 ms in 54 ms, 0.1% -> 5.8%, by the host's kernel
+    threads is no excursion, however still the others are); the least departure (a share held
+    apart by under ``run_share`` points is none: a healthy pool's worker preempted 0.76% of its
+    time against 0.35%, the others lying that close together)."""
+    step = resolution_step(li.pooled, quantum=True)
+    shares = [ts.units.get(m) == "%" for m in li.metrics]
+    return (step, shares, np.where(shares, np.maximum(step, params.window_share), step),
+            np.where(shares, params.run_share, 0.0))
 
 
 @dataclass
@@ -297,21 +311,15 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                          f"{params.separation:g}x the typical one ("
                          + ", ".join(f"{'+'.join(names[i] for i in it)} {sp:.1f}x" for it, _, sp in dropped[:5]) + ")")
     # a count's step (open files, mappings), of all the level's samples: the checks and the words
-    step = resolution_step(pooled, quantum=True)
-    shares = [ts.units.get(m) == "%" for m in metric_names]
+    step, shares, rises, apart = _floors(ts, li, params)
     if params.windows:
-        # a short rise of a share of time by a few points is no excursion, however still the
-        # others are: a worker preempted 3 ms in 54 ms (0.1% -> 5.8%) by the host's kernel threads
-        exc = by_member(window_scores, groups, params, np.where(shares, np.maximum(step, params.window_share), step))
+        exc = by_member(window_scores, groups, params, rises)
         res.excursions = exc
         wz = np.array([e.z if e else 0.0 for e in exc])
         res.window_z = wz
         ranked = set(res.ranked_items())
         extra = [i for i in np.argsort(-wz) if wz[i] > params.window_z and i not in ranked]
-        # nor is a share of time held apart by under a point: a healthy pool's worker preempted
-        # 0.76% of its time against 0.35%, the others lying that close together
-        dep = by_member(partial(departure_scores, floor=np.where(shares, params.run_share, 0.0)), groups, params,
-                        step)
+        dep = by_member(partial(departure_scores, floor=apart), groups, params, step)
         ratio, dz = held_departures(dep, params, shares)
         res.departures = dep
         # one past both bars goes by the one it passes further (a worker syncing a file per
