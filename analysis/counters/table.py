@@ -25,8 +25,6 @@ from perftriage.analysis.values import drop_impossible, impossible_note
 from .stats import each_block
 
 
-
-
 @dataclass
 class Piece:
     server: np.ndarray  # (R,) int32 server index

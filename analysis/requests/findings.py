@@ -40,27 +40,20 @@ def trace_findings(summary: TraceSummary) -> list[Finding]:
     return out
 
 
-def breakdown_text(states: list[str], durations: np.ndarray, total: float, top: int = 2) -> str:
-    """'BN 96%, RU 3%': the largest shares of a request's (or group's) time."""
+def breakdown_text(states: list[str], durations: np.ndarray, total: float, top: int = 2, words: bool = False) -> str:
+    """'BN 96%, RU 3%': the largest shares of a request's (or group's) time; in ``words``,
+    'waiting for the network 96%, running on a CPU 3%', those under half a percent left out."""
     if total <= 0:
         return ""
     order = np.argsort(-durations, kind="stable")[:top]
-    return ", ".join(f"{states[k]} {100 * durations[k] / total:.0f}%" for k in order if durations[k] > 0)
-
-
-def breakdown_words(states: list[str], durations: np.ndarray, total: float, top: int = 3) -> str:
-    """'waiting for the network 96%, running on a CPU 3%': the largest shares in words, those
-    under half a percent left out."""
-    if total <= 0:
-        return ""
-    order = np.argsort(-durations, kind="stable")[:top]
-    return ", ".join(f"{STATE_WORDS.get(states[k], states[k])} {100 * durations[k] / total:.0f}%" for k in order
-                     if durations[k] >= 0.005 * total)
+    least = 0.005 * total if words else 0.0
+    return ", ".join(f"{STATE_WORDS.get(states[k], states[k]) if words else states[k]} {100 * durations[k] / total:.0f}%"
+                     for k in order if durations[k] > 0 and durations[k] >= least)
 
 
 def time_shares(ft: FeatureTable) -> str:
     tot = ft.durations.sum(axis=0)
-    return breakdown_words(ft.states, tot, float(tot.sum()), top=len(ft.states))
+    return breakdown_text(ft.states, tot, float(tot.sum()), top=len(ft.states), words=True)
 
 
 def request_findings(table: RequestTable | None, top: int = 20, markers=(), features: FeatureTable | None = None,
@@ -111,7 +104,7 @@ def request_findings(table: RequestTable | None, top: int = 20, markers=(), feat
         evidence.append(f"the slowest took {fmt_ratio(dur[0] / med)} the median")
     if ft is not None:
         evidence.append(f"where the time goes, all {what} together, along their critical paths: {time_shares(whole)}")
-        evidence.append(f"the slowest: {breakdown_words(ft.states, ft.durations[0], float(ft.total[0]))}")
+        evidence.append(f"the slowest: {breakdown_text(ft.states, ft.durations[0], float(ft.total[0]), 3, words=True)}")
     if table.unmatched_starts or table.unmatched_ends:
         evidence.append(
             f"{table.unmatched_starts} starts without end (trace stopped first), "
