@@ -194,10 +194,12 @@ def span_parts(sp: SpanTable, rows: np.ndarray | None = None) -> _Parts:
     child_sum = np.bincount(par[has], weights=dur[has], minlength=n).astype(np.int64)
     cross = has & (sp.service != sp.service[par])
     # a client span: its one child is the server span in another service (a span that calls
-    # several, or calls and works, does work of its own: spans calling the callee's directly)
+    # several, or calls and works, does work of its own: spans calling the callee's directly),
+    # and it is not itself entered from another service (a server span calling one service with
+    # no client span between, as in Alibaba's tables, works for the time its child does not take)
     client = np.zeros(n, bool)
     client[par[cross]] = True
-    client &= np.bincount(par[has], minlength=n) == 1
+    client &= (np.bincount(par[has], minlength=n) == 1) & ~cross
     callee = np.full(n, -1, np.int64)
     callee[par[cross & client[par]]] = sp.replica[cross & client[par]]
     own = np.where(client, -1, np.maximum(dur - child_sum, 0))
