@@ -9,6 +9,8 @@ import re
 
 import numpy as np
 
+from .units import DATED_FROM
+
 UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
@@ -102,14 +104,29 @@ def column_to_seconds(col, path, blanks: bool = False) -> np.ndarray:
     return v * (UNIT_NS[epoch_unit(float(np.nanmax(np.abs(v))))] / 1e9)
 
 
+_CLOCK = re.compile(r"(\+)?\s*(\d{1,4}):(\d\d)(?::(\d\d)(?:\.(\d{1,9}))?)?")
+
+
 def user_time_ns(text: str, day_of_ns: int | None = None) -> int:
     """A time a user types: epoch (s, ms, µs, ns by magnitude), ISO 8601 (UTC unless it says
-    otherwise), or a time of day ``HH:MM[:SS[.fff]]`` (UTC) on the day of ``day_of_ns``."""
+    otherwise), or, given ``day_of_ns`` (the data's start), a time of day ``HH:MM[:SS[.fff]]``
+    (UTC) on its day, or ``+H:MM[:SS[.fff]]`` that long after it. Data with no date (times before
+    2000, told as the time since the start: ``+0:05:12.008``) takes either form as that time."""
     t = text.strip()
-    if day_of_ns is not None and t.count(":") in (1, 2) and "-" not in t and "T" not in t:
-        day = _dt.datetime.fromtimestamp(day_of_ns // 1_000_000_000, _dt.timezone.utc).date()
-        return parse_iso_ns(f"{day.isoformat()}T{t if t.count(':') == 2 else t + ':00'}")
-    return to_ns(t, None)
+    m = _CLOCK.fullmatch(t) if day_of_ns is not None else None
+    if m is None:
+        return to_ns(t, None)
+    plus, h, mi, sec, frac = m.groups()
+    h, mi = int(h), int(mi)
+    if mi > 59 or int(sec or 0) > 59 or (not plus and h > 23):
+        raise ValueError(f"not a time of day: {text!r}")
+    ns = ((h * 60 + mi) * 60 + int(sec or 0)) * 1_000_000_000 + int((frac or "0").ljust(9, "0"))
+    if day_of_ns < DATED_FROM * 1e9:  # no date: times since the start are the times themselves
+        return ns
+    if plus:
+        return day_of_ns + ns
+    day = _dt.datetime.fromtimestamp(day_of_ns // 1_000_000_000, _dt.timezone.utc).date()
+    return parse_iso_ns(f"{day.isoformat()}T00:00:00") + ns
 
 
 class DayClock:

@@ -375,10 +375,10 @@ CHANGE_WINDOW_NS = 5 * 60 * 10**9  # --incident-time: the requests this long bef
 def _hhmm(t_ns: int, first_day: str) -> str:
     """A time to give --incident-time, which reads HH:MM on the spans' first day: with its date
     where it falls on another (HH:MM:SS where the minute would cut into the change), in UTC; times
-    with no date (before 2000) are times since the start, which HH:MM:SS reads as such."""
+    with no date (before 2000) are times since the start, told and read back as +H:MM:SS."""
     stamp = fmt_timestamp(t_ns)
     if t_ns < DATED_FROM * 1e9:
-        return f"{stamp[11:19]} (since the start)"
+        return fmt_when(t_ns, digits=0)
     return f"{stamp[11:19]} UTC" if stamp[:10] == first_day else f"{stamp[:10]}T{stamp[11:19]} UTC"
 
 
@@ -501,8 +501,8 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
         try:
             at = user_time_ns(options.incident_time, int(spans.start.min()))
         except (ValueError, OverflowError):
-            raise InputError(None, f"--incident-time {options.incident_time!r}: not a time (epoch, ISO 8601 or "
-                                   "HH:MM[:SS] UTC)") from None
+            raise InputError(None, f"--incident-time {options.incident_time!r}: not a time (epoch, ISO 8601, "
+                                   "HH:MM[:SS] UTC or +H:MM[:SS] after the spans' start)") from None
         how = (f"requests from {fmt_when(at)} on (--incident-time) against those before, "
                f"{CHANGE_WINDOW_NS // 60_000_000_000} minutes each side at most")
         window = CHANGE_WINDOW_NS  # the minutes around it: a day of spans holds other incidents

@@ -114,6 +114,25 @@ def test_times_before_2000_are_told_as_times_since_the_start():
     assert fmt_when(-1_500_000_000) == "-0:00:01.500"
 
 
+def test_a_time_as_told_reads_back_as_a_time_to_compare_at():
+    # what the report tells (an onset, a split) is what --incident-time takes back
+    from perftriage.analysis.timeparse import user_time_ns
+    from perftriage.analysis.units import fmt_when
+
+    undated = 5 * 10**9  # an Alibaba table's first span, 5 s from its 0
+    for at in (312_008_000_000, 93_784_500_000_000):
+        assert user_time_ns(fmt_when(at), undated) == at
+    assert user_time_ns("0:05:12", undated) == user_time_ns("00:05:12", undated) == 312 * 10**9
+    dated = 1_661_140_150 * 10**9  # 2022-08-22 03:49:10 UTC
+    assert user_time_ns("03:49:10", dated) == user_time_ns("3:49:10", dated) == dated
+    assert user_time_ns("2022-08-22T03:49:10", dated) == dated == user_time_ns(fmt_when(dated, digits=0)[:19])
+    assert user_time_ns("+1:00", dated) == dated + 3600 * 10**9  # after the data's start
+    assert user_time_ns("+0:00:01.25", dated) == dated + 1_250_000_000
+    for bad in ("24:00", "3:61", "3:49:60", "+1:2"):
+        with pytest.raises(ValueError):
+            user_time_ns(bad, dated)
+
+
 def test_counts_said_in_the_notes_agree_with_one():
     # '1 requests: too few to find when they changed', '(1 events read)'
     from perftriage.analysis.calltrees.what_changed import local_changes

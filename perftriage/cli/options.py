@@ -139,7 +139,8 @@ def add_span_options(p: argparse.ArgumentParser) -> None:
                    help="reference (baseline) span files or folders: which categories and methods got slower")
     g.add_argument("--incident-time", metavar="TIME",
                    help="what changed from this time on, against the requests before it in the same spans (the "
-                        "five minutes each side; epoch, ISO 8601, or HH:MM[:SS] UTC on the spans' day); default: "
+                        "five minutes each side; epoch, ISO 8601, HH:MM[:SS] UTC on the spans' day, or +H:MM[:SS] after "
+                        "their start; spans with no date take their times as told, +0:05:12); default: "
                         "where the requests changed most")
     g.add_argument("--alpha", type=number(0, 1e6), default=0.0, metavar="CV",
                    help="analyse only categories whose latency CV is above this (default 0: all of them)")
