@@ -519,7 +519,8 @@ def _split_change(spans: SpanTable, options: Options, result: TriageResult) -> N
                     result.report.notes.append(f"what changed: not compared ({reasons}); give "
                                                "--incident-time TIME or --reference FILE")
                     return
-                changes = [(method.at_ns, f"calls to {method.method}")]
+                on = f" on {method.replica}" if method.replica else ""
+                changes = [(method.at_ns, f"calls to {method.method}{on}")]
             (at, what), others = changes[0], changes[1:]
             window = CHANGE_WINDOW_NS
             if others:

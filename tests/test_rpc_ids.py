@@ -125,6 +125,8 @@ def test_the_report_names_the_slow_container_of_an_alibaba_table(tmp_path):
     assert first["analysis"] == "calltrees" and "getC" in first["title"] and "c-1" in first["subject"], first
     # C's server span calls the cache with no client span between: its own work, not the link to the cache
     assert not any("mc_1" in f["title"] for f in doc["findings"]), [f["title"] for f in doc["findings"]]
+    assert any(f["title"].startswith("C:getC took ") and " as long on c-1 from +0:0" in f["title"]
+               for f in doc["findings"]), [f["title"] for f in doc["findings"]]
     assert any("call-graph table of rpcids" in n for n in doc["notes"])
     # the table's times have no date: the onset is told as the time since the start, not in 1970
     pair = next(f for f in doc["findings"] if f["title"] == "C:getC is slow on c-1")

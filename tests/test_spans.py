@@ -683,6 +683,44 @@ def test_a_method_step_is_named_only_where_it_matters_to_its_requests(request_ms
     assert abs(got.at_ns - (10**12 + n // 2 * 100_000_000)) < 10**9 and got.params["method_min_added"] == 0.005
 
 
+def test_a_method_slower_on_one_replica_from_a_time_gives_the_time():
+    """GetCart twice as long on cart-3 of three from the middle on, its median over all replicas
+    barely moved (two calls in three are as before): the split of cart-3's calls gives the time,
+    named with the replica and what its other replicas did; the same calls with no step give none."""
+    from perftriage.analysis.calltrees.findings import _method_change_finding
+    from perftriage.analysis.calltrees.what_changed import ChangeDiagnosis, ChangeParams, method_split
+    from perftriage.analysis.spans.table import SpanBuilder
+
+    def spans(step: float):
+        rng = np.random.default_rng(5)
+        b = SpanBuilder()
+        n = 1500
+        for r in range(n):
+            t0 = 10**12 + r * 100_000_000
+            replica = f"cart-{r % 3 + 1}"
+            slow = step if replica == "cart-3" and r >= n // 2 else 1.0
+            own_ms = 1.1 * slow * float(np.exp(rng.normal(0, 0.05)))
+            total = int(8e6 * float(np.exp(rng.normal(0, 0.05))))
+            b.add(f"t{r}", 2 * r + 1, None, "frontend", "Recv", "frontend-1", t0, t0 + total)
+            b.add(f"t{r}", 2 * r + 2, 2 * r + 1, "cart", "GetCart", replica, t0 + 1000,
+                  t0 + 1000 + int(own_ms * 1e6))
+        return b.finish()
+
+    got = method_split(spans(2.0))
+    assert not isinstance(got, str), got
+    assert got.method == "cart:GetCart" and got.replica == "cart-3" and 1.8 < got.ratio < 2.2
+    assert abs(got.at_ns - (10**12 + 750 * 100_000_000)) < 10**9
+    assert [r[0] for r in got.replicas][0] == "cart-3" and len(got.replicas) == 3
+    assert got.methods == 2 and got.tested == 5  # Recv and GetCart, and GetCart's three replicas
+    assert got.headline().startswith("cart:GetCart took 2.0") and " as long on cart-3 from " in got.headline()
+    assert got.headline().endswith("(1.00x at the median of its 2 other replicas)")
+    diagnosis = ChangeDiagnosis(ChangeParams(), "", got.at_ns, 0, 0, [], [], method=got)
+    finding = _method_change_finding(diagnosis, {}, lead=True)
+    assert finding.evidence[0].startswith("cart:GetCart on cart-3: its own time (its callees' left out) median 1.1")
+    assert "the calls of cart:GetCart on cart-3" in finding.evidence[-1]
+    assert isinstance(method_split(spans(1.0)), str)
+
+
 @pytest.mark.parametrize("request_ms, named", [(170.0, False), (8.0, True)])
 def test_a_slower_replica_is_named_only_where_it_matters_to_its_requests(request_ms, named):
     """cart-3 1.35x slower than cart-1 and cart-2 at a 1.1 ms method: in requests of 170 ms it

@@ -232,7 +232,8 @@ def _method_change_finding(ch: ChangeDiagnosis, params: dict, lead: bool) -> Fin
     that gave the time, with each replica's calls before and after; ``lead``: the report's first."""
     m = ch.method
     (nb, mb), (na, ma) = m.before, m.after
-    ev = [f"{m.method}: its own time (its callees' left out) median {_ms_text(mb)} over {nb:,} calls before, "
+    ev = [m.method + (f" on {m.replica}" if m.replica else "")
+          + f": its own time (its callees' left out) median {_ms_text(mb)} over {nb:,} calls before, "
           f"{_ms_text(ma)} over {na:,} calls from "
           f"{fmt_when(m.at_ns)} on ({m.ratio:.2f}x)"]
     if np.isfinite(m.share):
@@ -240,11 +241,15 @@ def _method_change_finding(ch: ChangeDiagnosis, params: dict, lead: bool) -> Fin
                   "from then on)")
     ev += [f"{r}: {_ms_text(b)} -> {_ms_text(a)} ({a / max(b, 1e-9):.2f}x; {n_b:,} and {n_a:,} calls)"
            for r, n_b, b, n_a, a in m.replicas[:8]]
-    ev.append(f"details: of the {m.tested} methods called {m.params.get('method_min_calls', 100)} times or more, the "
-              f"one whose own time changed "
-              f"most clearly over time (the requests as a whole did not): Mann-Whitney p = {m.p:.2g} with the "
-              f"{m.tested} tests counted; the requests are compared at that time (what changed, per service)")
-    return Finding(analysis="calltrees", title=m.headline(), subject=f"method {m.method}",
+    n = m.params.get('method_min_calls', 100)
+    ev.append(f"details: of the {m.methods or m.tested} methods called {n} times or more"
+              + (f" and the replicas of those called {2 * n} times or more" if m.tested > m.methods else "")
+              + (f", the one (the calls of {m.method} on {m.replica}) whose" if m.replica else ", the one whose")
+              + " own time changed most clearly over time (the requests as a whole did not): Mann-Whitney p = "
+              f"{m.p:.2g} with the {m.tested} tests counted; the requests are compared at that time (what changed, "
+              "per service)")
+    return Finding(analysis="calltrees", title=m.headline(),
+                   subject=f"method {m.method}" + (f", replica {m.replica}" if m.replica else ""),
                    score=2e9 if lead else 1e9 - 10, severity="critical" if lead else "warning", evidence=ev,
                    parameters={**params, **m.params}, target={"kind": "method", "method": m.method})
 
@@ -268,8 +273,9 @@ def change_findings(ch: ChangeDiagnosis, top: int = 3) -> list[Finding]:
         ev += [e.sentence() for e in s.evidence[:6]]
         if len(s.evidence) > 6:
             ev.append(f"... and {len(s.evidence) - 6} more changes")
-        ev.append(f"{s.slow_edges} of its {count_of(s.edges, 'edges')} (calls into or out of it) and {s.slow_methods} "
-                  f"of its {count_of(s.methods, 'own methods')} got slower"
+        ev.append(f"{s.slow_edges} of its {count_of(s.edges, 'edges')} (calls into or out of it)"
+                  + (f" and {s.slow_methods} of its {count_of(s.methods, 'own methods')}" if s.methods else "")
+                  + (" got slower" if s.methods or s.edges else " changed")
                   + ("; 1 kind of call it makes was lost" if s.lost_calls == 1 else
                      f"; {s.lost_calls} kinds of calls it makes were lost" if s.lost_calls else ""))
         ev.append(f"compared: {ch.how}; {count_of(ch.requests, 'requests')} against {ch.ref_requests:,}")

@@ -134,17 +134,30 @@ class MethodChange:
     method: str
     at_ns: int
     ratio: float  # median own time after / before
-    p: float  # Mann-Whitney, times the number of methods tested
+    p: float  # Mann-Whitney, times the number of tests (methods and replicas)
     before: tuple[int, float]  # (calls, median own time in ms)
     after: tuple[int, float]
     replicas: list[tuple[str, int, float, int, float]]  # (replica, calls and median ms before, after)
-    tested: int  # methods tested
+    tested: int  # tests: the methods, and the replicas of those called often
     params: dict = field(default_factory=dict)  # method_split's parameters, for the finding
     share: float = float("nan")  # the time it adds per request, a fraction of its requests' median latency
     request_ms: float = float("nan")  # the median latency of the requests that call it, after
+    replica: str = ""  # the one replica whose calls changed, where the method's calls as a whole did not
+    methods: int = 0  # methods tested
 
     def headline(self) -> str:
-        """'catalog:search took 1.46x as long from 00:00:09.738 UTC on, on all 4 replicas'."""
+        """'catalog:search took 1.46x as long from 00:00:09.738 UTC on, on all 4 replicas'; 'C:getC
+        took 2.88x as long on c-1 from +0:05:12.008 on (1.01x on its 2 other replicas)'."""
+        if self.replica:
+            others = [r for r in self.replicas if r[0] != self.replica]
+            rest = ""
+            if others:
+                b = float(np.median([r[2] for r in others]))
+                a = float(np.median([r[4] for r in others]))
+                rest = (f" ({a / max(b, 1e-9):.2f}x on its other replica)" if len(others) == 1 else
+                        f" ({a / max(b, 1e-9):.2f}x at the median of its {len(others)} other replicas)")
+            return (f"{self.method} took {self.ratio:.2f}x as long on {self.replica} from "
+                    f"{fmt_when(self.at_ns, False)} on{rest}")
         up = sum(1 for r in self.replicas if r[4] > r[2])
         n = len(self.replicas)
         where = f"on all {n} replicas" if up == n > 1 else f"on {up} of {n} replicas" if n > 1 else \
@@ -301,9 +314,11 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
                  alpha: float = 1e-6, min_added: float = MIN_ADDED) -> MethodChange | str:
     """Where one method's calls changed most, for when the requests as a whole show no clear
     change (a method 1.5x slower that is a small part of each request): for each method called
-    ``min_calls`` times or more, the split of its calls by start that best separates their log
-    duration; the clearest of them when clear: slower after (Mann-Whitney p below ``alpha`` once
-    multiplied by the number of methods tested), the median moved by ``min_shift`` or more, a
+    ``min_calls`` times or more, and for each of its replicas called so often where it has
+    several and twice as many calls (one replica of three slowed moves the method's median
+    little), the split of its calls by start that best separates their log duration; the
+    clearest of them when clear: slower after (Mann-Whitney p below ``alpha`` once multiplied by
+    the number of tests: methods and replicas), the median moved by ``min_shift`` or more, a
     step, not its usual swings (``_steadiness``), and adding ``min_added`` or more of the time of
     the requests that call it (a busy service's method stepping 1.1 to 1.5 ms from one minute to
     the next in requests of 170 ms: 0.2%, a habit, no incident). Why not, when not."""
@@ -311,8 +326,15 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
     d = np.log(np.maximum(dur, 1.0))
     latency = request_latency(sp)
     by_start = np.argsort(sp.start, kind="stable")
-    found = []  # (p, shift, steadiness, (added share, latency ms), method, its rows by start, split position)
+    found = []  # (p, shift, steadiness, (added share, latency ms), (method, replica or -1), its rows by start, split)
+    groups = []  # ((method, replica or -1 for all of them), its rows by start)
     for m, rows in grouped(sp.method[by_start], by_start).items():
+        groups.append(((m, -1), rows))
+        if len(rows) >= 2 * min_calls:
+            by_replica = grouped(sp.replica[rows], rows)
+            if len(by_replica) > 1:
+                groups += [((m, r), rr) for r, rr in by_replica.items()]
+    for m, rows in groups:
         n = len(rows)
         x = d[rows]
         if n < min_calls or float(np.std(x)) < 1e-9:
@@ -326,16 +348,17 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
                       added_share(sp, latency, dur, rows[:i], rows[i:]), m, rows, i))
     if not found:
         return f"nor one method's own time (none called {min_calls} times or more)"
+    tested = sum(1 for f in found if f[4][1] == -1)  # methods, for the words (the tests count the replicas too)
 
     def eligible(f) -> bool:  # a step that matters to its requests (where their latency is known)
         return f[2] >= STEADY and not f[3][0] < min_added
 
     # the most certain of the steps that matter; when none does, the most certain, to say why not
-    p, shift, steady, (added, request_ms), m, rows, i = min([f for f in found if eligible(f)] or found,
-                                                            key=lambda f: (f[0], -f[1]))
-    method = sp.methods[m]
+    p, shift, steady, (added, request_ms), (m, on), rows, i = min([f for f in found if eligible(f)] or found,
+                                                                  key=lambda f: (f[0], -f[1]))
+    method = sp.methods[m] + (f" on {sp.replicas[on]}" if on >= 0 else "")
     p = min(p * len(found), 1.0)
-    why = (f"p = {p:.2g} with the {len(found)} methods counted" if p >= alpha else
+    why = (f"p = {p:.2g} with the {len(found)} tests counted" if p >= alpha else
            f"under {min_shift:g}x" if shift < np.log(min_shift) else
            "no more than it swings on either side: not a step" if steady < STEADY else
            f"adds {added:.1%} to its requests' time" if added < min_added else None)
@@ -346,17 +369,21 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
     def side(sel) -> tuple[int, float]:
         return len(sel), float(np.median(dur[sel])) / 1e6
 
+    at = int(sp.start[rows[i]])
     replicas = []
-    for r in np.unique(sp.replica[rows]).tolist():
-        rb, ra = rows_before[sp.replica[rows_before] == r], rows_after[sp.replica[rows_after] == r]
+    every = by_start[sp.method[by_start] == m]  # the method's calls on every replica, split at the same time
+    every_before, every_after = every[sp.start[every] < at], every[sp.start[every] >= at]
+    for r in np.unique(sp.replica[every]).tolist():
+        rb, ra = every_before[sp.replica[every_before] == r], every_after[sp.replica[every_after] == r]
         if len(rb) and len(ra):
             replicas.append((sp.replicas[r], *side(rb), *side(ra)))
     replicas.sort(key=lambda x: -x[4] / max(x[2], 1e-9))
     before, after = side(rows_before), side(rows_after)
-    return MethodChange(method, int(sp.start[rows[i]]), after[1] / max(before[1], 1e-9), p, before, after, replicas,
+    return MethodChange(sp.methods[m], at, after[1] / max(before[1], 1e-9), p, before, after, replicas,
                         len(found), {"method_min_calls": min_calls, "method_min_share": min_share,
                                      "method_min_shift": min_shift, "method_alpha": alpha, "method_steady": STEADY,
-                                     "method_min_added": min_added}, added, request_ms)
+                                     "method_min_added": min_added}, added, request_ms,
+                        sp.replicas[on] if on >= 0 else "", tested)
 
 
 def local_changes(sp: SpanTable, window_ns: int, n: int = 4, min_requests: int = 100,
