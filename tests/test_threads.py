@@ -1372,3 +1372,36 @@ def test_a_thread_ranked_for_its_waits_for_a_cpu_is_told_what_ran_then():
     res = analyse_level(ts, "thread", {"wave": "W4"}, ThreadParams(replicates=50))
     level_findings(res, ts, takers)
     assert not asked
+
+
+@pytest.mark.parametrize("busy_preempted, ranked", [(0.3, False), (3.0, True)])
+def test_a_cluster_set_apart_by_under_a_point_of_its_time_is_not_ranked(busy_preempted, ranked):
+    """Three idle threads of nine, never preempted, where the six busy ones are preempted 0.5% of
+    their time (std 0.3): the dendrogram sets them apart by how their metrics move, but what it
+    says of them (Preempted 0.01% against 0.51%) is under a point of the thread's time and nothing
+    to act on: not ranked, and the note says why (the webserver sample's five idle mysqld
+    threads, 'Preempted steadier: std 0.006% against 0.6%', were ranked). Preempted 2.5% of the
+    busy ones' time against 0.01% is a point and more: ranked."""
+    from perftriage.analysis.threads.series import build
+
+    rng = np.random.default_rng(3)
+    n, k = 400, 9
+    times, keys, vals = [], [], []
+    for i in range(k):
+        pre = np.abs(rng.normal(0.5, busy_preempted, n)) if i < 6 else np.abs(rng.normal(0.01, 0.005, n))
+        times.append(np.arange(n, dtype=float))
+        keys += [f"t{i}"] * n
+        vals.append(np.column_stack([30 + rng.normal(0, 3, n), pre, rng.normal(100, 10, n)]))
+    ts = build(np.concatenate(times), keys, {"pool": ["w"] * (n * k)}, np.vstack(vals),
+               ["CPU", "Preempted", "Syscalls"], "test")
+    ts.units.update({"CPU": "%", "Preempted": "%", "Syscalls": "calls/s"})
+    res = analyse_level(ts, "thread", params=ThreadParams(replicates=50))
+    got = [sorted(r.items) for r in res.ranking]
+    left_out = [n for n in res.notes if "left out: what sets it apart moves under 1 point" in n]
+    if ranked:
+        assert got == [[6, 7, 8]] and re.match(r"Preempted mean 0\.01\d*% against 2\.\d+%", res.ranking[0].headline) \
+            and not left_out, (got, res.notes)
+    else:
+        assert got == [] and len(left_out) == 1, res.notes
+        said = re.search(r"\((t\d\+t\d\+t\d): Preempted mean 0\.01\d*% against 0\.5\d+% for the others", left_out[0])
+        assert said and sorted(said.group(1).split("+")) == ["t6", "t7", "t8"], left_out

@@ -337,6 +337,7 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
     majority = [i for i in range(k) if i not in set(res.ranked_items())]
     step_std = np.sqrt(resolution_floor(pooled, scale).max(axis=0)) * scale if k else None
     words = {"window": _excursion_words, "departure": _departure_words}
+    immaterial = []
     for r in res.ranking:
         if r.how in ("window", "departure"):
             i = r.items[0]
@@ -353,6 +354,9 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
             r.metrics = [(m, "; ".join(parts)) for m, parts in why]
             if why:
                 r.headline = f"{why[0][0]} {why[0][1][0]}"
+                if not _material(r.items, majority, means, stds, [metric_names.index(m) for m, _ in why], shares,
+                                 params.run_share):
+                    immaterial.append(r)
         if r.how in ("window", "departure"):
             # found by a stretch of one metric; a level it holds well apart over the whole time is
             # said too (a worker spinning 4x as long per request, found by a rise of its
@@ -364,6 +368,16 @@ def analyse_level(ts: ThreadSeries, level: str, within: dict | None = None, para
                 level = [p for p in parts if p.startswith("mean ")]
                 if m not in said and level:
                     r.metrics.append((m, level[0]))
+    if immaterial:
+        # the descent ranks clusters by how their metrics move together; one whose only words are
+        # shares of time apart by under a point (a healthy pool's worker whose preemptions vary
+        # more: std 0.435% against 0.176%) is no deviation a user could act on
+        res.ranking = [r for r in res.ranking if r not in immaterial]
+        res.notes.append(f"{count_of(len(immaterial), 'clusters')} the paper's descent ranked "
+                         + ("was" if len(immaterial) == 1 else "were") + " left out: what sets "
+                         + ("it" if len(immaterial) == 1 else "each") + f" apart moves under {params.run_share:g} "
+                         "point of the thread's time (" + "; ".join(
+                             f"{'+'.join(names[i] for i in r.items)}: {r.headline}" for r in immaterial[:3]) + ")")
     return res
 
 
@@ -873,6 +887,21 @@ def explain(items: list[int], majority: list[int], means, stds, metrics, units: 
         if parts:
             out.append((metrics[j], parts))
     return out
+
+
+def _material(items: list[int], majority: list[int], means: np.ndarray, stds: np.ndarray, named: list[int],
+              shares: list[bool], floor: float) -> bool:
+    """Whether what sets ``items`` apart (the ``named`` metrics) moves enough: a metric that is no
+    share of the thread's time, or a share whose mean or std differs from the majority's by
+    ``floor`` points or more."""
+    if not majority:
+        return True
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        dmean = np.abs(np.nanmean(means[items], axis=0) - np.nanmean(means[majority], axis=0))
+        dstd = np.abs(np.nanmean(stds[items], axis=0) - np.nanmean(stds[majority], axis=0))
+    return any(not shares[j] or not (np.nan_to_num(dmean[j]) < floor and np.nan_to_num(dstd[j]) < floor)
+               for j in named)
 
 
 def _num(v: float) -> str:
