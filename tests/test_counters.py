@@ -1562,12 +1562,12 @@ def test_a_servers_departure_over_many_counters_is_one_level_change_dated_by_its
     assert all(lc.end == cs.n_points - 1 and len(lc.counters) >= 3 for lc in own)
 
 
-def _totals_csv(path, seed=1):
+def _totals_csv(path, seed=1, names=("bytes_recv_total", "net_errors_total")):
     """8 servers' bytes received since boot (uptimes apart by hundreds of GB; web-02 restarts at
     point 100), an error total that moves now and then, a CPU gauge, a constant memory_total and a
     buffer pool leaking on every server; web-05 receives three times as much from point 160 of 240."""
     rng = np.random.default_rng(seed)
-    lines = ["time,host,bytes_recv_total,net_errors_total,cpu_usage_idle,mem_total,buffers_in_use"]
+    lines = [f"time,host,{names[0]},{names[1]},cpu_usage_idle,mem_total,buffers_in_use"]
     for s in range(8):
         total, err = rng.uniform(1e9, 5e11), int(rng.integers(0, 50))
         for k in range(240):
@@ -1580,14 +1580,16 @@ def _totals_csv(path, seed=1):
     return path
 
 
-def test_totals_that_only_grow_are_compared_by_their_rate(tmp_path):
+@pytest.mark.parametrize("names", [("bytes_recv_total", "net_errors_total"), ("net_bytes_recv", "net.err_in")])
+def test_totals_that_only_grow_are_compared_by_their_rate(tmp_path, names):
     """Totals since each server's boot compare uptimes: read as the fleet's levels, the 8 servers
     were 'not peers' (bytes received medians 15 GB .. 428 GB) and web-05 receiving three times as
     much was not said. Read as rates per second (named as totals, they rise and fall only at a
     restart), web-05 is found from the point it changed; the gauges stay levels, a leak too (it
-    grows as a total does, but is not named one)."""
-    cs = load_counters([_totals_csv(tmp_path / "net.csv")])
-    assert cs.counters == ["rate(bytes_recv_total)", "rate(net_errors_total)", "cpu_usage_idle", "mem_total",
+    grows as a total does, but is not named one). Telegraf's fields (net_bytes_recv, err_in) are
+    named as totals as much as OpenMetrics' _total."""
+    cs = load_counters([_totals_csv(tmp_path / "net.csv", names=names)])
+    assert cs.counters == [f"rate({names[0]})", f"rate({names[1]})", "cpu_usage_idle", "mem_total",
                            "buffers_in_use"]
     assert any(n.startswith("2 counters named and growing as totals") for n in cs.notes), cs.notes
     r = cs.values[:, 0, :]
@@ -1595,7 +1597,7 @@ def test_totals_that_only_grow_are_compared_by_their_rate(tmp_path):
     assert r[2, 100] == pytest.approx(2e6, rel=0.5)  # the restart: its value since zero, not a negative rise
     assert np.nanmedian(r[5, 160:]) == pytest.approx(6e6, rel=0.05)
     first = counter_findings(analyse_counters(cs))[0]
-    assert first.title.startswith("web-05: rate(bytes_recv_total) at another level since 2026-01-01 02:40:00 UTC"), \
+    assert first.title.startswith(f"web-05: rate({names[0]}) at another level since 2026-01-01 02:40:00 UTC"), \
         first.title
 
 
@@ -1610,6 +1612,8 @@ def test_a_level_that_falls_or_never_moves_is_no_total():
     assert grows(rare, "errors_total") and not grows(rare, "errors")
     slipping = np.cumsum(np.abs(rng.normal(5, 1, (4, 100))), axis=1)
     assert grows(slipping, "bytes_total") and not grows(slipping, "bytes")  # (a leak grows so too)
+    assert grows(slipping, "net_bytes_recv") and grows(slipping, "diskio.read_bytes{name=sda}")  # Telegraf's totals
+    assert not grows(slipping, "buffers_in_use") and not grows(walk, "bytes_recv")  # a level, whatever its name
     slipping[1, 50] = slipping[1, 49] * 0.9  # a small fall: a level slipping back, no restart
     assert not grows(slipping, "bytes_total")
     x = np.array([[10.0, 20.0, np.nan, 50.0, 5.0, 15.0]])

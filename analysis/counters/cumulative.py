@@ -1,5 +1,7 @@
 """Counters named as totals (``*_total``, ``*_count``, ``*_sum``, ``*_bucket``: OpenMetrics
-counters and histogram parts) whose samples only grow, read as rates per second.
+counters and histogram parts; and the fields collecting agents keep as totals since boot:
+Telegraf's ``bytes_recv``, ``read_bytes``, ``io_time``, ``context_switches``..., Docker's
+``rx_bytes``) whose samples only grow, read as rates per second.
 
 A total since a server's boot compares uptimes, not load: a server up for a month holds thirty
 times the requests a day-old one does at the same traffic, and PAD's views would rank it for that.
@@ -23,6 +25,8 @@ rate() takes it); the first sample has none. Counters already rates (``rate(...)
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from perftriage.analysis.units import count_of
@@ -33,6 +37,22 @@ RESTARTS = 0.02  # at most this share of its steps are restarts (a fall to below
 NAMED_GROWS = 0.01  # a total rises in at least this share of its steps
 MIN_STEPS = 10  # steps (pairs of consecutive samples) of a counter before its shape says anything
 CUMULATIVE_ENDINGS = ("_total", "_count", "_sum", "_bucket")
+#: fields agents export as totals since boot without a total's ending, as the name's last part
+#: (after a measurement's prefix: net_bytes_recv, diskio.read_bytes, eth0/rx_bytes; labels left
+#: off): Telegraf's net, diskio, kernel and cpu (collect_cpu_time) plugins, Docker's and cAdvisor's
+#: network and block I/O statistics
+AGENT_TOTALS = re.compile(
+    r"(?:^|[._/:\- ])(?:bytes_(?:sent|recv)|packets_(?:sent|recv)|(?:err|drop)_(?:in|out)|(?:read|write)_bytes"
+    r"|(?:read|write|io|weighted_io)_time|merged_(?:reads|writes)|reads|writes|context_switches|interrupts"
+    r"|processes_forked|time_(?:user|system|idle|nice|iowait|irq|softirq|steal|guest|guest_nice)"
+    r"|(?:rx|tx)_(?:bytes|packets|errors|dropped)|io_service_bytes_recursive_(?:read|write))$")
+
+
+def named_total(name: str) -> bool:
+    """Whether counter ``name`` is named as a total: a total's ending, or a field agents keep as
+    one (``AGENT_TOTALS``); its labels (``{...}``) left off."""
+    base = name.split("{", 1)[0].strip().lower()
+    return base.endswith(CUMULATIVE_ENDINGS) or AGENT_TOTALS.search(base) is not None
 
 
 def _previous(valid: np.ndarray) -> np.ndarray:
@@ -57,7 +77,7 @@ def _steps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def grows(x: np.ndarray, name: str) -> bool:
     """Whether counter ``name``'s (servers, points) samples are a total that only grows (see the
     module's notes)."""
-    if not name.lower().endswith(CUMULATIVE_ENDINGS):
+    if not named_total(name):
         return False
     has, _, before = _steps(x)
     n = int(has.sum())
