@@ -432,11 +432,11 @@ def test_zipkin_structs_read_what_json_reads(tmp_path, name):
                                             "a span that is not an object": 1}.get(name, 0)
 
 
-def _linked_spans(gaps_ms: dict, tail: dict | None = None, from_request: int = 0):
+def _linked_spans(gaps_ms: dict, tail: dict | None = None, from_request: int = 0, every: dict | None = None):
     """Requests of a frontend calling five services and a checkout calling three: each call a client
     span in the caller and a server span in the callee, its time between them ``gaps_ms[(caller,
     callee)]`` (2 ms unless said) from request ``from_request`` on; ``tail``: a link whose calls take
-    120 ms more one time in five."""
+    120 ms more one time in five; ``every``: a link called in one request in so many only."""
     from perftriage.analysis.spans.table import SpanBuilder
 
     rng = np.random.default_rng(3)
@@ -452,6 +452,8 @@ def _linked_spans(gaps_ms: dict, tail: dict | None = None, from_request: int = 0
         served = {"frontend": root}  # each service's server span in this request: its calls' parent
         for caller, callee in links:
             gap = (gaps_ms.get((caller, callee), 2.0) if r >= from_request else 2.0) * float(np.exp(rng.normal(0, 0.1)))
+            if every and r % every.get((caller, callee), 1):
+                continue
             if tail and (caller, callee) in tail and r % 5 == 0:
                 gap += 120
             server_ms = 3.0
@@ -497,6 +499,24 @@ def test_slow_links_name_the_pod_behind_them_or_the_caller_short_of_cpu():
     title = slow_link_findings(late)[0].title
     assert " from +0:16:54 on (median, its one link; " in title and " ms before; other links " in title
     assert not slow_links(_linked_spans({("frontend", "cart"): 150.0}, from_request=297)).suspects  # 3 calls after
+
+
+def test_a_link_of_few_calls_slow_from_a_time_is_named():
+    """A payment service called in one request in ten (30 calls), 150 ms between client and server
+    from request 230 on (7 calls): the exact p of its step is 1 / C(30, 7) at best, which 1e-6
+    with 8 links counted refuses whatever the delay; the bar for a link of few calls names it; the
+    same link healthy, or slow in its last 3 calls only, names nothing."""
+    from perftriage.analysis.calltrees.slow_links import slow_links
+
+    few = {("checkout", "payment"): 10}
+    late = slow_links(_linked_spans({("checkout", "payment"): 150.0}, from_request=230, every=few))
+    link = next(x for x in late.links if x.callee_service == "payment")
+    assert link.calls == 30 and link.slow and link.calls_after == 7 and link.before_ms < 3 and link.median_ms > 100
+    assert late.suspects[0].service == "payment" and late.params["links_few_alpha"] == 1e-4
+    strict = slow_links(_linked_spans({("checkout", "payment"): 150.0}, from_request=230, every=few), few_alpha=1e-6)
+    assert not strict.suspects
+    assert not slow_links(_linked_spans({}, every=few)).suspects
+    assert not slow_links(_linked_spans({("checkout", "payment"): 150.0}, from_request=270, every=few)).suspects
 
 
 def test_slow_links_are_said_where_the_comparison_over_time_names_nothing():

@@ -11,9 +11,12 @@ more: the median, not a tail, which a busy link has of its own (the frontend's m
 calls to the currency service: 90 ms at the 90th percentile in every minute, 6 ms at the median).
 A link is also slow from a time on where its calls after that time are (a fault that starts
 within the minutes given): the split of its calls by start that best separates their log time,
-the calls after it ``min_after`` or more, slower (one-sided Mann-Whitney, exact for a link of 200
-calls or fewer, p below ``alpha`` with every link counted), their median slow as above and
-``ratio`` times the median before. Each service is scored by the share of its links in one role
+the calls after it ``min_after`` or more, slower (one-sided Mann-Whitney, p below ``alpha`` with
+every link counted; for a link of 200 calls or fewer, exact and below ``few_alpha``: the exact p
+of 7 calls after 23 cannot go below 1 / C(30, 7) = 5e-7, so 1e-6 with 20 links counted would
+refuse any step of such a link, however slow; a payment service's 30 calls in two minutes, 7 ms
+then 584 ms), their median slow as above and ``ratio`` times the median before (the effect,
+10x, not the p, keeps a busy link's bursts out). Each service is scored by the share of its links in one role
 (called, or calling) that are slow, then by how many."""
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ class SlowLinks:
 
 
 def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_added_ms: float = 50.0,
-               min_after: int = 5, alpha: float = 1e-6) -> SlowLinks:
+               min_after: int = 5, alpha: float = 1e-6, few_alpha: float = 1e-4) -> SlowLinks:
     """The links between services and how slow each is, slowest first, and the services the slow
     ones point at; where none is, why (too few links with calls enough to say what is usual: the
     usual NaN)."""
@@ -100,7 +103,7 @@ def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_adde
                           float(np.median(g)), float(np.quantile(g, 0.9)),
                           sp.methods[int(np.bincount(P.method[rows]).argmax())], rows=rows))
     params = {"links_min_calls": min_calls, "links_ratio": ratio, "links_min_added_ms": min_added_ms,
-              "links_min_after": min_after, "links_alpha": alpha}
+              "links_min_after": min_after, "links_alpha": alpha, "links_few_alpha": few_alpha}
     if len(links) < MIN_LINKS:
         for x in links:
             x.rows = x.rows[:0]
@@ -114,7 +117,7 @@ def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_adde
     for x in links:
         x.slow = is_slow(x.median_ms)
         if not x.slow:
-            _step(sp, P.gap, x, len(links), is_slow, ratio, min_after, alpha)
+            _step(sp, P.gap, x, len(links), is_slow, ratio, min_after, alpha, few_alpha)
         x.rows = x.rows[:0]  # what the result keeps of a link is its figures
     by_median = sorted(links, key=lambda x: -x.median_ms)
     if not any(x.slow for x in links):
@@ -141,7 +144,7 @@ def slow_links(sp: SpanTable, min_calls: int = 20, ratio: float = 10.0, min_adde
 
 
 def _step(sp: SpanTable, gap: np.ndarray, x: Link, tested: int, is_slow, ratio: float, min_after: int,
-          alpha: float) -> None:
+          alpha: float, few_alpha: float) -> None:
     """Mark ``x`` slow from the time its calls became so, where they did clearly."""
     n = len(x.rows)
     v = np.log(np.maximum(gap[x.rows].astype(np.float64), 1.0))
@@ -156,6 +159,7 @@ def _step(sp: SpanTable, gap: np.ndarray, x: Link, tested: int, is_slow, ratio: 
         from scipy.stats import mannwhitneyu  # noqa: PLC0415
 
         p = float(mannwhitneyu(v[i:], v[:i], alternative="greater", method="exact").pvalue)
+        alpha = few_alpha
     else:
         p = mann_whitney_p(v[i:], v[:i], "greater")
     if p * tested < alpha:
