@@ -66,13 +66,14 @@ def _threads(path: Path) -> FileSummary:
 
 
 def _counters(path: Path) -> FileSummary:
-    from .counters import sadf  # noqa: PLC0415
+    from .counters import influx, sadf  # noqa: PLC0415
     from .counters.readers import load_counters, sniff_prometheus  # noqa: PLC0415
     from .inputs import read_head  # noqa: PLC0415
 
     head = read_head(path)
     form = "sysstat archive" if sadf.is_archive(head) else "sadf -d export" if sadf.sniff(path, head) else \
-        "Prometheus range-query JSON" if sniff_prometheus(path, head) else "counter CSV"
+        "Prometheus range-query JSON" if sniff_prometheus(path, head) else \
+        "InfluxDB CSV (a Flux result)" if influx.sniff(path, head) else "counter CSV"
     cs = load_counters([path])
     holds = (f"{count_of(len(cs.servers), 'servers')} ({', '.join(cs.servers[:6])}{', ...' if len(cs.servers) > 6 else ''})"
              f" x {count_of(len(cs.counters), 'counters')} x {cs.n_points:,} points every {cs.interval:g} s")

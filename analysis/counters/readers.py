@@ -48,7 +48,7 @@ from perftriage.analysis.inputs import open_data, read_head, read_text, register
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
-from . import sadf
+from . import influx, sadf
 from .sadf import read_sadf
 from .cumulative import CUMULATIVE_ENDINGS, rate_cumulative
 from .table import DATED_FROM, CounterSet, Piece, RawCounters, align
@@ -770,8 +770,11 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
         head = read_head(p)
         prom = sniff_prometheus(p, head)
         sar = not prom and sadf.sniff(p, head)
-        with reading(p, "Prometheus JSON file" if prom else "sadf -d export" if sar else "counter CSV"):
+        flux = not prom and not sar and influx.sniff(p, head)
+        with reading(p, "Prometheus JSON file" if prom else "sadf -d export" if sar else
+                     "InfluxDB CSV" if flux else "counter CSV"):
             raw = read_prometheus(p, server_label, names_) if prom else read_sadf(p, names_) if sar else \
+                influx.read_influx(p, names_, SERVER_NAMES, KIND_NAMES, _norm) if flux else \
                 read_csv(p, names_, row_interval)
         pieces += raw.pieces
         notes += raw.notes
@@ -811,4 +814,5 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
     return cs
 
 
-register_file_kind("counters", lambda p, h: sniff_csv(p, h) or sniff_prometheus(p, h) or sadf.sniff(p, h))
+register_file_kind("counters", lambda p, h: sniff_csv(p, h) or sniff_prometheus(p, h) or sadf.sniff(p, h)
+                   or influx.sniff(p, h))

@@ -1,0 +1,154 @@
+"""InfluxDB's CSV: what a Flux query returns (the UI's download, ``influx query --raw``, the HTTP
+API's ``text/csv``), with its annotation rows (``#group``, ``#datatype``, ``#default``) or without.
+Telegraf's metrics stored in InfluxDB come out so.
+
+One value a row: ``_time``, ``_value``, ``_field``, ``_measurement`` and the series' tags
+(``host``, ``cpu``, ``interface``...), tables one after another, each under its own header (their
+tags may differ), results apart by a blank line. A pivoted query (``pivot(columnKey:
+["_field"])``) has a column per field instead of ``_field`` and ``_value``: each numeric one is a
+counter.
+
+The server is the first tag naming one (``host``, ``instance``, ``pod``... as a counter CSV's
+columns), else the file's name; a tag naming a server's kind (``service``, ``job``, ``role``...)
+makes the kinds of peers; a counter is ``MEASUREMENT.FIELD`` with the other tags that tell its
+series apart (``cpu.usage_user{cpu=cpu-total}``, ``net.bytes_recv{interface=eth0}``); a tag with
+one value over the file is left off. Rows whose value is no number (a string or boolean field)
+are left out, with a note.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import open_data
+from perftriage.analysis.timeparse import column_to_seconds
+from perftriage.analysis.units import count_of
+
+from .table import Piece, RawCounters
+
+ANNOTATIONS = ("#group,", "#datatype,", "#default,")
+#: the columns of a Flux table that are no tag
+FIXED = {"", "result", "table", "_start", "_stop", "_time", "_value", "_field", "_measurement"}
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A Flux result as CSV: its annotation rows, or a header with ``_time`` and ``_value`` (or
+    ``_time`` and ``table``, pivoted)."""
+    text = head.decode("utf-8", "replace").lstrip("\ufeff")
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if first.startswith(ANNOTATIONS):
+        return True
+    cells = {c.strip() for c in first.split(",")}
+    return "_time" in cells and ("_value" in cells or {"result", "table"} <= cells)
+
+
+def _is_header(row: list[str]) -> bool:
+    return "_time" in row and ("_value" in row or "table" in row)
+
+
+def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[str, ...], norm) -> RawCounters:
+    """``names_``: the dataset's server and counter names (readers._Names); ``server_names`` and
+    ``kind_names``: the normalised tag names that name a server and a server's kind; ``norm``:
+    how a name is normalised."""
+    path = Path(path)
+    try:
+        f = open_data(path, newline="", encoding="utf-8-sig")
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    times, values, series, servers, kinds = [], [], [], [], []
+    tag_values: dict[str, set] = {}
+    short = strings = 0
+    header = None
+    kind_tag = ""
+    with f:
+        for row in csv.reader(f):
+            if not row or not any(c.strip() for c in row):
+                header = None  # a result ends: the next has its own annotations and header
+                continue
+            if row[0].startswith("#"):
+                continue
+            if header is None or _is_header(row):
+                if not _is_header(row):
+                    raise InputError(path, f"a row before any header with _time and _value: {','.join(row)[:60]!r}")
+                header = row
+                col = {name: i for i, name in enumerate(header)}
+                t_i, v_i = col["_time"], col.get("_value")
+                f_i, m_i = col.get("_field"), col.get("_measurement")
+                tags = [(name, i) for name, i in col.items() if name not in FIXED]
+                s_i = next((i for name, i in tags if norm(name) in server_names), None)
+                k_i = next((i for name, i in tags if norm(name) in kind_names and i != s_i), None)
+                if k_i is not None:
+                    kind_tag = header[k_i]
+                tags = [(name, i) for name, i in tags if i not in (s_i, k_i)]
+                fields = None  # pivoted: the numeric columns, from the table's first row
+                continue
+            if len(row) != len(header):
+                short += 1
+                continue
+            if v_i is None and fields is None:  # pivoted: a column per field; the others are tags
+                fields = [(name, i) for name, i in tags if _number(row[i]) is not None]
+                tags = [(name, i) for name, i in tags if (name, i) not in fields]
+            own = tuple((name, row[i]) for name, i in tags if row[i] != "")
+            for name, value in own:
+                tag_values.setdefault(name, set()).add(value)
+            meas = row[m_i] if m_i is not None else ""
+            for field, i in ([(row[f_i] if f_i is not None else "value", v_i)] if v_i is not None else fields):
+                v = _number(row[i])
+                if v is None:
+                    strings += row[i] != ""
+                    continue
+                times.append(row[t_i])
+                values.append(v)
+                series.append((f"{meas}.{field}" if meas else field, own))
+                servers.append(row[s_i] if s_i is not None else "")
+                kinds.append(row[k_i] if k_i is not None else "")
+    if not times:
+        raise InputError(path, "no numeric value under an InfluxDB header (_time, _value, _field)")
+    notes = []
+    if short:
+        notes.append(f"{path.name}: {short:,} row{'s' if short != 1 else ''} with another number of fields than "
+                     "their table's header skipped")
+    if strings:
+        notes.append(f"{path.name}: {count_of(strings, 'values')} that {'is' if strings == 1 else 'are'} no number "
+                     "(string or boolean fields) left out")
+    varying = {name for name, vals in tag_values.items() if len(vals) > 1}
+    label: dict[tuple, str] = {}
+    counter = np.empty(len(series), np.int32)
+    for n, key in enumerate(series):
+        c = label.get(key)
+        if c is None:
+            base, own = key
+            parts = sorted(f"{name}={value}" for name, value in own if name in varying)
+            c = label[key] = names_.counter(base + ("{" + ",".join(parts) + "}" if parts else ""))
+        counter[n] = c
+    from_name = not any(servers)
+    if from_name:
+        from .readers import server_of_file  # noqa: PLC0415 (readers imports this module)
+
+        server = np.full(len(times), names_.server(server_of_file(path)), np.int32)
+    else:
+        server = names_.servers_of(servers)
+    if any(kinds):
+        uniq, inv = np.unique(np.asarray(kinds, dtype=object), return_inverse=True)
+        names_.set_kinds(server, uniq, inv, kind_tag)
+    time = column_to_seconds(times, path)
+    value = np.asarray(values, np.float64)
+    o = np.argsort(counter, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, counter[o][1:] != counter[o][:-1], True])
+    pieces = [Piece(server[o[a:b]], time[o[a:b]], counter[o[a:a + 1]], value[o[a:b]][:, None])
+              for a, b in zip(bounds[:-1], bounds[1:])]
+    notes.append(f"{path.name}: InfluxDB's CSV (a Flux result): {count_of(len(set(label.values())), 'counters')} "
+                 "named MEASUREMENT.FIELD{the tags that tell its series apart}")
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, from_name)
+
+
+def _number(text: str) -> float | None:
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if np.isfinite(v) else None
