@@ -197,6 +197,25 @@ def counters_rows(servers: int = 4, samples: int = 24, counters=("cpu", "gc", "q
     return rows
 
 
+def flux_rows(servers: int = 4, samples: int = 24, annotated: bool = True):
+    """A Flux result as InfluxDB's UI downloads it: annotation rows, a header, one table per
+    series (cpu.usage_user, net.bytes_recv per interface), a blank row ending the result."""
+    rows = [["#group", "false", "false", "true", "true", "false", "false", "true", "true", "true", "true"],
+            ["#datatype", "string", "long", "dateTime:RFC3339", "dateTime:RFC3339", "dateTime:RFC3339", "double",
+             "string", "string", "string", "string"],
+            ["#default", "_result", "", "", "", "", "", "", "", "", ""]] if annotated else []
+    rows.append(["", "result", "table", "_start", "_stop", "_time", "_value", "_field", "_measurement", "host", "tag"])
+    table = 0
+    for field, measurement, tags in (("usage_user", "cpu", ["cpu-total"]), ("bytes_recv", "net", ["eth0", "eth1"])):
+        for s in range(servers):
+            for tag in tags:
+                rows += [["", "", str(table), "2026-01-01T00:00:00Z", "2026-01-01T02:00:00Z",
+                          f"2026-01-01T{i // 12:02d}:{i % 12 * 5:02d}:00Z", f"{10 + s + (i * 7) % 11 + i * 1e3:.2f}",
+                          field, measurement, f"srv-{s}", tag] for i in range(samples)]
+                table += 1
+    return rows + [[]]
+
+
 def thread_rows(threads: int = 4, samples: int = 30):
     t0 = 1_767_225_600
     rows = [["time", "thread", "process", "cpu", "io", "wait"]]
@@ -342,8 +361,11 @@ def features_csv(draw):
 
 @st.composite
 def counters(draw):
-    fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf"]))
-    if fmt == "csv":
+    fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx"]))
+    if fmt == "influx":  # a Flux result (InfluxDB's CSV), its annotations and tables damaged as rows
+        rows = draw(damaged_rows(flux_rows(annotated=draw(st.booleans()))))
+        name, data = "telegraf.csv", csv_bytes(rows)
+    elif fmt == "csv":
         kinds = draw(st.booleans())
         rows = draw(damaged_rows(counters_rows(servers=6 if kinds else 4, kinds=kinds)))
         name, data = "counters.csv", csv_bytes(rows)
