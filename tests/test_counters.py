@@ -23,6 +23,7 @@ from perftriage.analysis.counters.rules import evaluate, read_rules
 from perftriage.analysis.counters.stats import nanmedian
 from perftriage.analysis.counters.table import Piece, RawCounters, align, from_cube
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import classify
 from perftriage.analysis.sim.fleet import AFFECTED, FleetConfig, fleet_counters
 
 from conftest import ROOT, SHARED
@@ -1618,3 +1619,36 @@ def test_a_level_that_falls_or_never_moves_is_no_total():
     assert not grows(slipping, "bytes_total")
     x = np.array([[10.0, 20.0, np.nan, 50.0, 5.0, 15.0]])
     assert np.allclose(per_second(x, 10.0), [[np.nan, 1.0, np.nan, 1.5, 0.5, 1.0]], equal_nan=True)
+
+
+def test_rows_of_a_server_id_a_time_and_numbers_without_a_header(tmp_path):
+    """Alibaba's cluster-trace-v2018 machine_usage.csv as published: no header, a row per sample
+    (machine_id, time_stamp in seconds from the trace's start, 7 counters, mem_gps and mkpi
+    empty), each machine about every 10 s; its columns get their names, empty columns none, and
+    a busy machine is found. Another width: the counters numbered m1.. after the id and the time;
+    a row cut short is skipped, said."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for m in range(1, 9):
+        for k in range(240):
+            cpu = rng.normal(40, 4) + (45 if m == 4 and k >= 160 else 0)
+            rows.append(f"m_{m},{386640 + 10 * k + int(rng.integers(0, 3))},{cpu:.0f},{rng.normal(80, 2):.0f},,,"
+                        f"{rng.normal(30, 3):.2f},{rng.normal(30, 3):.2f},{int(rng.integers(1, 6))}")
+    rng.shuffle(rows)  # the published file is sorted by machine, then time: any order reads alike
+    p = tmp_path / "machine_usage.csv"
+    p.write_text("\n".join(rows) + "\n")
+    assert classify([str(p)]).files["counters"] == [p]
+    cs = load_counters([p])
+    assert cs.servers == sorted(cs.servers) and len(cs.servers) == 8 and cs.interval == 10
+    assert cs.counters == ["cpu_util_percent", "mem_util_percent", "net_in", "net_out", "disk_io_percent"]
+    assert any("read as Alibaba's cluster-trace-v2018 machine_usage (machine_id, time_stamp" in n for n in cs.notes)
+    first = counter_findings(analyse_counters(cs))[0]
+    assert first.title.startswith("m_4: cpu_util_percent at another level since +"), first.title
+    other = tmp_path / "fleet.csv"
+    other.write_text("".join(f"web-{s:02d},{1767225600 + 60 * k},{rng.normal(10, 1):.2f},{rng.normal(50, 5):.1f}\n"
+                             for k in range(60) for s in range(4)) + "web-01,1767229260,3\n")
+    cs = load_counters([other])
+    assert cs.servers == ["web-00", "web-01", "web-02", "web-03"] and cs.counters == ["m1", "m2"] and cs.dated
+    assert any("1 row with another number of fields than most skipped" in n for n in cs.notes), cs.notes
+    assert any("the first column read as the server, the second as the time, the others as counters m1..m2" in n
+               for n in cs.notes)

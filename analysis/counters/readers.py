@@ -117,6 +117,8 @@ def sniff_csv(path: Path, head: bytes) -> bool:
         return False
     if _numbers_row(_raw_header(head)):
         return _headerless(head)
+    if _id_row(_raw_header(head)):
+        return _id_rows(head)
     if not any(c in TIME_NAMES for c in cols):
         return _numbered_rows(head, cols)
     if any(c in SERVER_NAMES for c in cols):
@@ -162,6 +164,33 @@ def _headerless(head: bytes) -> bool:
     return len(rows) >= 2 and len({len(r) for r in rows}) == 1 and _mostly_numbers(rows, len(rows[0]), set())
 
 
+#: a server's id in a file's first column (m_1932, web-01, 10.0.0.7, i-0ab12): a letter or digit
+#: first, no spaces, not a number
+_ID = re.compile(r"[A-Za-z0-9][\w.:\-/]{0,79}")
+#: published fleets whose files have no header, by their width and their ids: their columns' names
+KNOWN_ID_ROWS = {
+    # Alibaba's cluster-trace-v2018 machine_usage.csv (4,034 machines, 8 days, about every 10 s)
+    (9, "m_"): ("Alibaba's cluster-trace-v2018 machine_usage", ("machine_id", "time_stamp"),
+                ("cpu_util_percent", "mem_util_percent", "mem_gps", "mkpi", "net_in", "net_out", "disk_io_percent")),
+}
+
+
+def _id_row(cells: list[str]) -> bool:
+    """A first line that is no header but a sample: a server's id, then a time and counters
+    (numbers, or empty where a sample is missing)."""
+    return (len(cells) >= 3 and _ID.fullmatch(cells[0].strip()) is not None and not _is_number(cells[0])
+            and bool(cells[1].strip()) and _is_number(cells[1])
+            and all(_is_number(c) for c in cells[2:]) and any(c.strip() for c in cells[2:]))
+
+
+def _id_rows(head: bytes) -> bool:
+    """Counters without a header, each row a server's id, a time and numbers (Alibaba's
+    machine_usage): the same width in the first lines, each such a row."""
+    lines = [ln for ln in head.decode("utf-8", "replace").splitlines() if ln.strip()]
+    rows = list(csv.reader(lines[:6]))[:-1] if len(head) >= 65536 else list(csv.reader(lines[:5]))
+    return len(rows) >= 2 and len({len(r) for r in rows}) == 1 and all(_id_row(r) for r in rows)
+
+
 def _first_rows(lines: list[str]) -> list[list[str]]:
     """The cells of a file's first data rows (up to four) in its head, less the last line read
     (the head may end within it), blank lines left out."""
@@ -203,8 +232,10 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
         header = next(rd, None)
         if not header or not any(h.strip() for h in header):
             raise InputError(path, "file is empty")
-        if _numbers_row(header):
+        if _numbers_row(header) or _id_row(header):
             rows = [header] + [r for r in rd if r and any(x.strip() for x in r)]
+            if _id_row(header):
+                return _read_id_rows(path, rows, names_)
             return _read_headerless(path, rows, names_, row_interval)
         names = [_norm(h) for h in header]
         numbered = not any(n in TIME_NAMES for n in names) and bool(names) and names[0] in INDEX_NAMES
@@ -401,6 +432,39 @@ def _read_headerless(path: Path, rows: list[list[str]], names_: "_Names",
     return RawCounters(names_.server_list, names_.counter_list,
                        [Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals))], str(path), notes,
                        True, not timed, how)
+
+
+def _read_id_rows(path: Path, rows: list[list[str]], names_: "_Names") -> RawCounters:
+    """Counters without a header, a row per sample: the server's id, the time, the counters (m1,
+    m2... or a published fleet's names, KNOWN_ID_ROWS); an empty cell is a missing sample."""
+    width = Counter(len(r) for r in rows).most_common(1)[0][0]
+    notes = []
+    short = sum(1 for r in rows if len(r) != width)
+    if short:
+        rows = [r for r in rows if len(r) == width]
+        notes.append(f"{path.name}: {count_of(short, 'rows')} with another number of fields than most skipped")
+    ids = {r[0][:2] for r in rows[:50]}
+    known = KNOWN_ID_ROWS.get((width, ids.pop())) if len(ids) == 1 else None
+    names = known[2] if known else tuple(f"m{j + 1}" for j in range(width - 2))
+    cols = list(zip(*rows))
+    del rows
+    server = names_.servers_of(cols[0])
+    time = _seconds(cols[1], path, notes)
+    vals, cidx = [], []
+    for j, col in enumerate(cols[2:]):
+        if not any(x.strip() for x in col):  # never sampled (Alibaba's mem_gps and mkpi, at times)
+            continue
+        v = _counter_column(col, path, names[j], notes)
+        if v is not None:
+            vals.append(v)
+            cidx.append(names_.counter(names[j]))
+    if not vals:
+        raise InputError(path, "no numeric counter column after the server's id and the time")
+    how = (f"read as {known[0]} ({', '.join(known[1] + known[2])})" if known else
+           f"the first column read as the server, the second as the time, the others as counters m1..m{width - 2}")
+    notes.append(f"{path.name}: no header: {how}")
+    return RawCounters(names_.server_list, names_.counter_list,
+                       [Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals))], str(path), notes)
 
 
 def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
