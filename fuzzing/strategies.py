@@ -361,8 +361,12 @@ def features_csv(draw):
 
 @st.composite
 def counters(draw):
-    fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx"]))
-    if fmt == "influx":  # a Flux result (InfluxDB's CSV), its annotations and tables damaged as rows
+    fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows"]))
+    if fmt == "id_rows":  # no header, a row per sample: a server's id, a time, numbers (Alibaba's machine_usage)
+        rows = [[f"m_{s}", str(386640 + 10 * i), f"{40 + (i * 7 + s) % 11}", "", "", f"{30 + s:.2f}"]
+                for i in range(24) for s in range(4)]
+        name, data = "machine_usage.csv", csv_bytes(draw(damaged_rows(rows)))
+    elif fmt == "influx":  # a Flux result (InfluxDB's CSV), its annotations and tables damaged as rows
         rows = draw(damaged_rows(flux_rows(annotated=draw(st.booleans()))))
         name, data = "telegraf.csv", csv_bytes(rows)
     elif fmt == "csv":
