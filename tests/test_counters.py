@@ -1652,3 +1652,50 @@ def test_rows_of_a_server_id_a_time_and_numbers_without_a_header(tmp_path):
     assert any("1 row with another number of fields than most skipped" in n for n in cs.notes), cs.notes
     assert any("the first column read as the server, the second as the time, the others as counters m1..m2" in n
                for n in cs.notes)
+
+
+@pytest.mark.parametrize("form", ["series joined by time", "series as rows"])
+def test_grafanas_csv_of_a_panel_reads_each_series_as_its_servers(tmp_path, form):
+    """A Grafana panel's CSV (Inspect > Data > Download CSV) of a Prometheus query: its series
+    named by label sets, as columns beside Time or as rows (Series, Time, Value). Each series is
+    its instance's (the file was one server whose counters were the label sets; the columns'
+    'instance="10.0.0.1:9100"' took it for thread metrics); a label with one value over the series
+    (job) is left off, one that tells them apart within a server (mode) kept; 10.0.0.3's load 3
+    higher from a time is the first finding."""
+    import csv as _csv
+    import datetime as dt
+
+    rng = np.random.default_rng(6)
+    hosts = [f"10.0.0.{i}:9100" for i in range(1, 7)]
+    series = [(h, m) for h in hosts for m in ("idle", "user")]
+    names = [f'node_load1{{instance="{h}", job="node", mode="{m}"}}' for h, m in series]
+    t0 = dt.datetime(2026, 11, 1)
+    cells = {(s, k): rng.normal(1.0, 0.1) + (3 if series[s] == ("10.0.0.3:9100", "user") and k >= 150 else 0)
+             for s in range(len(series)) for k in range(200)}
+    p = tmp_path / "node_load1-data-2026-11-01 01_40_00.csv"
+    with p.open("w", newline="") as f:
+        w = _csv.writer(f, quoting=_csv.QUOTE_ALL)
+        when = [(t0 + dt.timedelta(seconds=30 * k)).strftime("%Y-%m-%d %H:%M:%S") for k in range(200)]
+        if form == "series as rows":
+            w.writerow(["Series", "Time", "Value"])
+            w.writerows([names[s], when[k], f"{cells[s, k]:.3f}"] for s in range(len(series)) for k in range(200))
+        else:
+            w.writerow(["Time", *names])
+            w.writerows([when[k], *(f"{cells[s, k]:.3f}" for s in range(len(series)))] for k in range(200))
+    assert classify([str(p)]).files.get("counters") == [p]
+    cs = load_counters([p])
+    assert cs.servers == hosts and sorted(cs.counters) == ['node_load1{mode="idle"}', 'node_load1{mode="user"}']
+    assert cs.n_points == 200 and cs.interval == 30
+    assert any("series named by label sets (Grafana's CSV of a panel): each one's server from its label 'instance', "
+               "6 servers" in n for n in cs.notes), cs.notes
+    first = counter_findings(analyse_counters(cs))[0]
+    assert first.title.startswith('10.0.0.3:9100: node_load1{mode="user"} at another level since 2026-11-01 01:15'), \
+        first.title
+
+
+def test_label_sets_are_parsed_as_written():
+    from perftriage.analysis.labelsets import label_set
+
+    assert label_set('up{instance="a:1", job="n"}') == ("up", {"instance": "a:1", "job": "n"})
+    assert label_set('{pod="x", q="say \\"hi\\", then, go"}') == ("", {"pod": "x", "q": 'say "hi", then, go'})
+    assert label_set("web-01") is None and label_set("cpu{x}") is None and label_set('a{b="c" d="e"}') is None

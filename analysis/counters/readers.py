@@ -45,6 +45,7 @@ from perftriage.analysis.columnar_csv import FROM_BYTES, polars_for, sorted_code
 from perftriage.analysis.columnar_csv import frame as _frame
 from perftriage.analysis.errors import InputError, reading
 from perftriage.analysis.inputs import open_data, read_head, read_text, register_file_kind
+from perftriage.analysis.labelsets import label_set, servers_of_series
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
@@ -58,7 +59,8 @@ SERVER_NAMES = ("server", "instance", "host", "hostname", "node", "machine", "si
                 "cmdbid", "hostip",  # cmdb_id: the pod or host of the AIOps challenges' metric exports
                 "serverid", "servername", "instanceid", "hostid", "nodeid", "nodename", "machineid", "containerid",
                 "containername", "msinstanceid", "vm", "vmid")  # msinstanceid, nodeid: Alibaba's 2021 tables
-COUNTER_NAMES = ("counter", "metric", "name", "countername", "metricname", "kpiname", "kpi")
+COUNTER_NAMES = ("counter", "metric", "name", "countername", "metricname", "kpiname", "kpi",
+                 "series")  # series: Grafana's CSV of a panel, series as rows (Series, Time, Value)
 #: a column naming each server's kind (the service a container runs, a scrape job, a role): servers of
 #: one kind are peers, whatever their names say (Alibaba's tables name containers by a hash, their
 #: service in msname)
@@ -143,7 +145,7 @@ def _one_server_file(head: bytes, cols: list[str]) -> bool:
     time, numbers only in its first rows (the long form's counter names aside), and not thread
     metrics (columns named ``thread:tid`` or ``thread@host``, which the thread reader takes)."""
     lines = head.decode("utf-8", "replace").splitlines()
-    if len(cols) < 2 or sum(1 for c in _raw_header(head) if ":" in c or "@" in c) >= 2:
+    if len(cols) < 2 or sum(1 for c in _raw_header(head) if (":" in c or "@" in c) and label_set(c) is None) >= 2:
         return False
     t_i = next(i for i, c in enumerate(cols) if c in TIME_NAMES)
     text_ok = {i for i, c in enumerate(cols) if c in COUNTER_NAMES} if "value" in cols else set()
@@ -266,16 +268,40 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
     del rows
     time = _floats(cols[t_i], path, f"the row numbers ({header[0]!r})") * row_interval if numbered \
         else _seconds(cols[t_i], path, notes, blanks=True)
-    if s_i is None:  # one server's file: named after it
+    long = c_i is not None and v_i is not None
+    split = None  # series named by label sets (Grafana's CSV): each series' server from its labels
+    if s_i is None:
+        if long:
+            c_uniq, c_inv = _codes(cols[c_i])
+            split = _series_split([str(u) for u in c_uniq])
+        else:
+            split = _series_split([header[i].strip() for i in range(width) if i not in _not_counters(names, t_i, s_i)])
+    if split:
+        notes.append(f"{path.name}: series named by label sets (Grafana's CSV of a panel): each one's server from its "
+                     f"label {split[2]!r}, {count_of(len(set(split[0])), 'servers')}")
+    if s_i is None and not split:  # one server's file: named after it
         server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
-    else:
+    elif s_i is not None:
         server = names_.servers_of(cols[s_i])
     k_i = _kind_column(names, t_i, s_i, c_i, v_i)
     if k_i is not None:
         names_.set_kinds(server, *_codes(cols[k_i]), header[k_i].strip())
-    if c_i is not None and v_i is not None:  # long
+    if long and split:
+        value = _floats(cols[v_i], path, "the value column")
+        server = np.array([names_.server(x) for x in split[0]], np.int32)[c_inv]
+        pieces = _by_counter(server, time, value, np.array(split[1], dtype=object), c_inv, names_)
+    elif long:
         value = _floats(cols[v_i], path, "the value column")
         pieces = _by_counter(server, time, value, *_codes(cols[c_i]), names_)
+    elif split:  # wide, a column per series: a piece per column, its server's
+        pieces = []
+        for i, srv, name in zip([i for i in range(width) if i not in _not_counters(names, t_i, s_i)], *split[:2]):
+            v = _counter_column(cols[i], path, header[i], notes)
+            if v is not None:
+                pieces.append(Piece(np.full(len(time), names_.server(srv), np.int32), time,
+                                    np.array([names_.counter(name)], np.int32), v[:, None]))
+        if not pieces:
+            raise InputError(path, "no numeric counter column besides time")
     else:  # wide
         used = _not_counters(names, t_i, s_i)
         labels, dup = _column_labels(header)
@@ -292,7 +318,14 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
         if not vals:
             raise InputError(path, "no numeric counter column besides time and server (nor counter and value columns)")
         pieces = [Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals))]
-    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, s_i is None, numbered)
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, s_i is None and not split,
+                       numbered)
+
+
+def _series_split(names: list[str]) -> tuple[list[str], list[str], str] | None:
+    """Series named by label sets with a label naming a server, two or more (labelsets.py): each
+    one's server and counter, and the label; None otherwise."""
+    return servers_of_series(names, SERVER_NAMES, _norm)
 
 
 def _columns(names: list[str]) -> tuple[int | None, int | None, int | None, int | None]:
@@ -480,8 +513,8 @@ def _read_wide_fast(path: Path, header: list[str], names_: "_Names",
         return None
     skip = _not_counters(names, t_i, s_i)
     cols = [i for i in range(len(header)) if i not in skip]
-    if not cols:
-        return None
+    if not cols or (s_i is None and _series_split([header[i].strip() for i in cols])):
+        return None  # no counter, or series named by label sets: the careful path
     k_i = _kind_column(names, t_i, s_i)
     got = _read_polars(path, header, t_i, s_i, cols, k_i)
     if got is not None:
@@ -576,6 +609,8 @@ def _read_long_fast(path: Path, header: list[str], names_: "_Names") -> RawCount
         time = _seconds(df.get_column(names_in[t_i]).to_numpy(), path, notes)
         value = df.get_column(names_in[v_i]).to_numpy().astype(np.float64, copy=False)
         cnames, inv = sorted_codes(labels[0])
+        if s_i is None and _series_split([str(c) for c in cnames]):
+            return None  # series named by label sets: the careful path
         if s_i is None:  # one server's file: named after it
             server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
         else:

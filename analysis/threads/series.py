@@ -29,6 +29,7 @@ from perftriage.analysis.columnar_csv import FROM_BYTES, frame, polars_for, sort
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
 from perftriage.analysis.inputs import read_head, register_file_kind
+from perftriage.analysis.labelsets import label_set
 from perftriage.analysis.timeparse import column_to_seconds
 from perftriage.analysis.values import drop_impossible, impossible_note
 
@@ -213,13 +214,16 @@ def sniff(path: Path, head: bytes) -> bool:
     first = head.decode("utf-8", "replace").split("\n", 1)[0]
     if "," not in first:
         return False
-    cols = [_norm(c) for c in next(csv.reader([first]))]
+    raw = next(csv.reader([first]))
+    cols = [_norm(c) for c in raw]
     has_time = any(c in TIME_NAMES for c in cols)
     if not has_time:
         return False
     if any(c in THREAD_NAMES for c in cols):
         return True
-    return sum(1 for c in cols if ":" in c or "@" in c) >= 2
+    # columns thread:metric or metric@thread; a Prometheus label set (instance="10.0.0.1:9100") is
+    # a counter's series, not a thread's
+    return sum(1 for c, r in zip(cols, raw) if (":" in c or "@" in c) and label_set(r) is None) >= 2
 
 
 def read_csv(path) -> ThreadSeries:
