@@ -361,8 +361,16 @@ def features_csv(draw):
 
 @st.composite
 def counters(draw):
-    fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows"]))
-    if fmt == "id_rows":  # no header, a row per sample: a server's id, a time, numbers (Alibaba's machine_usage)
+    fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana"]))
+    if fmt == "grafana":  # a Grafana panel's CSV: series named by label sets, as columns or as rows
+        names = [f'node_load1{{instance="10.0.0.{s}:9100", job="node"}}' for s in range(4)]
+        when = [f"2026-01-01 00:{i:02d}:00" for i in range(24)]
+        rows = ([["Series", "Time", "Value"]] + [[n, w, f"{1 + (i * 7 + s) % 11 / 10:.2f}"] for s, n in enumerate(names)
+                                                 for i, w in enumerate(when)] if draw(st.booleans()) else
+                [["Time", *names]] + [[w, *(f"{1 + (i * 7 + s) % 11 / 10:.2f}" for s in range(4))]
+                                      for i, w in enumerate(when)])
+        name, data = "grafana.csv", csv_bytes(draw(damaged_rows(rows)))
+    elif fmt == "id_rows":  # no header, a row per sample: a server's id, a time, numbers (Alibaba's machine_usage)
         rows = [[f"m_{s}", str(386640 + 10 * i), f"{40 + (i * 7 + s) % 11}", "", "", f"{30 + s:.2f}"]
                 for i in range(24) for s in range(4)]
         name, data = "machine_usage.csv", csv_bytes(draw(damaged_rows(rows)))
