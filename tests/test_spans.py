@@ -399,6 +399,46 @@ def test_jaeger_structs_read_what_json_reads(tmp_path, name):
     assert len(built[0]) >= 6 and (name != "fields missing or null" or built[0].problems.unparsable == 3)
 
 
+@pytest.mark.parametrize("form", ["one a line", "a search's hits", "an array", "elasticdump, a line cut"])
+def test_jaeger_span_documents_read_as_the_uis_export(tmp_path, form):
+    """Jaeger's spans as its Elasticsearch / OpenSearch storage gives them back, one document per
+    span with its process inline (were 'unrecognised input'): the same table as the UI's export of
+    the same traces, span for span; a line cut short is counted as a problem."""
+    from fuzzing.strategies import jaeger_doc
+
+    ui = jaeger_doc()
+    spans = ui["data"][0]["spans"]
+    spans[1]["tags"] = [{"key": "error", "type": "bool", "value": True}]
+    docs = []
+    for tr in ui["data"]:
+        for sp in tr["spans"]:
+            d = {k: v for k, v in sp.items() if k != "processID"}
+            d["process"] = tr["processes"][sp["processID"]]
+            d["startTimeMillis"] = sp["startTime"] // 1000
+            docs.append(d)
+    (tmp_path / "ui.json").write_text(json.dumps(ui))
+    p = tmp_path / "jaeger-span-2026-01-01.json"
+    if form == "one a line":
+        p.write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    elif form == "a search's hits":
+        p.write_text(json.dumps({"took": 3, "hits": {"total": {"value": len(docs)},
+                                                    "hits": [{"_index": "jaeger-span-2026-01-01", "_source": d}
+                                                             for d in docs]}}))
+    elif form == "an array":
+        p.write_text(json.dumps(docs))
+    else:
+        lines = [json.dumps({"_index": "jaeger-span-2026-01-01", "_id": str(i), "_source": d})
+                 for i, d in enumerate(docs)]
+        p.write_text("\n".join(lines) + "\n" + lines[0][:40] + "\n")
+    assert sniff_format(p, p.read_bytes()[:65536]) == "jaeger-docs"
+    got, want = read_spans([p]), read_spans([tmp_path / "ui.json"])
+    if form == "elasticdump, a line cut":
+        assert got.problems.unparsable == 1 and "a line cut or damaged" in got.problems.details[0]
+        got.problems.unparsable, got.problems.details = want.problems.unparsable, want.problems.details
+    _same_table(got, want)
+    assert int(got.error.sum()) == 1 and {"fe-1", "cart-0", "redis-0"} <= set(got.replicas)
+
+
 def _zipkin_variants():
     from fuzzing.strategies import zipkin_doc
 

@@ -1,5 +1,6 @@
-"""Request tracing spans: readers for OTLP JSON, Jaeger JSON, Zipkin v2 JSON, span CSV, call-graph
-tables of rpcids (Alibaba's) and the CloudDiag log format, into one columnar :class:`SpanTable`."""
+"""Request tracing spans: readers for OTLP JSON, Jaeger JSON (the UI's export, or the span
+documents its storage holds), Zipkin v2 JSON, span CSV, call-graph tables of rpcids (Alibaba's)
+and the CloudDiag log format, into one columnar :class:`SpanTable`."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from pathlib import Path
 
 from perftriage.analysis.inputs import read_head, register_file_kind
 
-from . import clouddiag_log, jaeger, otlp, rpc_ids, span_csv, zipkin
+from . import clouddiag_log, jaeger, jaeger_docs, otlp, rpc_ids, span_csv, zipkin
 from .table import SpanBuilder, SpanTable
 
 FORMATS = {
     "otlp": otlp,
     "jaeger": jaeger,
+    "jaeger-docs": jaeger_docs,
     "zipkin": zipkin,
     "clouddiag-log": clouddiag_log,
     "rpc-ids": rpc_ids,  # before span-csv: its header is a CSV's, without span ids
@@ -20,7 +22,8 @@ FORMATS = {
 }
 
 
-FORMAT_NAMES = {"otlp": "OTLP JSON file", "jaeger": "Jaeger JSON file", "zipkin": "Zipkin JSON file",
+FORMAT_NAMES = {"otlp": "OTLP JSON file", "jaeger": "Jaeger JSON file",
+                "jaeger-docs": "Jaeger span documents (Elasticsearch / OpenSearch)", "zipkin": "Zipkin JSON file",
                 "clouddiag-log": "CloudDiag log", "rpc-ids": "call-graph table of rpcids",
                 "span-csv": "span CSV"}
 
