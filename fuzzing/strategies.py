@@ -298,8 +298,17 @@ REPORT = ["report", "-q", "-o", "{out}"]
 
 @st.composite
 def spans_json(draw):
-    fmt = draw(st.sampled_from(["otlp", "otlp_lines", "jaeger", "zipkin", "deep", "raw", "tempo"]))
-    if fmt == "tempo":  # Grafana Tempo's forms of OTLP: "batches" (API v1), {"trace": {...}} (API v2)
+    fmt = draw(st.sampled_from(["otlp", "otlp_lines", "jaeger", "jaeger_docs", "zipkin", "deep", "raw", "tempo"]))
+    if fmt == "jaeger_docs":  # Jaeger's span documents as Elasticsearch gives them back: one a line, or hits
+        ui = jaeger_doc()
+        docs = [{**{k: v for k, v in sp.items() if k != "processID"}, "process": tr["processes"][sp["processID"]]}
+                for tr in ui["data"] for sp in tr["spans"]]
+        if draw(st.booleans()):
+            data = b"\n".join(dumps(draw(mutated(d, rounds=2)) if draw(st.booleans()) else d) for d in docs)
+        else:
+            data = dumps(draw(mutated({"hits": {"hits": [{"_source": d} for d in docs]}}, rounds=4)))
+        name = "jaeger-span.json"
+    elif fmt == "tempo":  # Grafana Tempo's forms of OTLP: "batches" (API v1), {"trace": {...}} (API v2)
         doc = otlp_doc()
         groups = doc.pop("resourceSpans")
         doc = {"batches": groups} if draw(st.booleans()) else {"trace": {"resourceSpans": groups}}
