@@ -459,6 +459,48 @@ def _zipkin_variants():
     }
 
 
+def test_zipkin_v1_spans_read_as_zipkins_conversion_reads_them(tmp_path):
+    """Zipkin v1 JSON (endpoints in annotations; were read with no service at all): a span both
+    sides recorded is the caller's client span and the callee's server span under it, the server
+    half keeping the id so that the callee's own calls stay its children; a local span is its
+    component's; times from the annotations where the span has none; an error binary annotation
+    fails the server half; the structs and json's whole document agree."""
+    from perftriage.analysis.spans import zipkin
+
+    def ep(service, ip):
+        return {"serviceName": service, "ipv4": ip, "port": 80}
+
+    fe, cart, redis = ep("frontend", "10.0.0.1"), ep("cart", "10.0.0.2"), ep("redis", "10.0.0.3")
+    t = 1767225600000000
+    doc = [
+        {"traceId": "a1", "id": "a1", "name": "get /", "timestamp": t, "duration": 9000,
+         "annotations": [{"timestamp": t, "value": "sr", "endpoint": fe}, {"timestamp": t + 9000, "value": "ss",
+                                                                          "endpoint": fe}]},
+        {"traceId": "a1", "id": "b2", "parentId": "a1", "name": "getcart",  # shared, no span timestamp
+         "annotations": [{"timestamp": t + 1000, "value": "cs", "endpoint": fe},
+                         {"timestamp": t + 1300, "value": "sr", "endpoint": cart},
+                         {"timestamp": t + 6700, "value": "ss", "endpoint": cart},
+                         {"timestamp": t + 7000, "value": "cr", "endpoint": fe}],
+         "binaryAnnotations": [{"key": "error", "value": "timeout", "endpoint": cart}]},
+        {"traceId": "a1", "id": "c3", "parentId": "b2", "name": "hget", "timestamp": t + 2000, "duration": 1000,
+         "annotations": [{"timestamp": t + 2000, "value": "cs", "endpoint": cart},
+                         {"timestamp": t + 3000, "value": "cr", "endpoint": cart}]},
+        {"traceId": "a1", "id": "d4", "parentId": "b2", "name": "render", "timestamp": t + 4000, "duration": 500,
+         "binaryAnnotations": [{"key": "lc", "value": "template", "endpoint": cart}]},
+    ]
+    sp = _structs_and_json(zipkin, tmp_path / "v1.json", doc)[0]
+    rows = {(sp.services[sp.service[i]], sp.methods[sp.method[i]].split(":", 1)[1]): i for i in range(len(sp))}
+    assert sorted(rows) == [("cart", "getcart"), ("cart", "hget"), ("cart", "render"), ("frontend", "get /"),
+                            ("frontend", "getcart")]
+    client, server = rows["frontend", "getcart"], rows["cart", "getcart"]
+    assert sp.parent[server] == client and sp.parent[client] == rows["frontend", "get /"]
+    assert sp.parent[rows["cart", "hget"]] == server and sp.parent[rows["cart", "render"]] == server
+    assert (sp.start[client], sp.end[client]) == ((t + 1000) * 1000, (t + 7000) * 1000)
+    assert (sp.start[server], sp.end[server]) == ((t + 1300) * 1000, (t + 6700) * 1000)
+    assert sp.error.tolist() == [i == server for i in range(len(sp))]
+    assert sp.replicas[sp.replica[server]] == "10.0.0.2:80" and sp.problems.unparsable == 0
+
+
 @pytest.mark.parametrize("name", list(_zipkin_variants()))
 def test_zipkin_structs_read_what_json_reads(tmp_path, name):
     """Zipkin v2 JSON is decoded into structs that skip annotations and remote endpoints; the
