@@ -298,8 +298,19 @@ REPORT = ["report", "-q", "-o", "{out}"]
 
 @st.composite
 def spans_json(draw):
-    fmt = draw(st.sampled_from(["otlp", "otlp_lines", "jaeger", "jaeger_docs", "zipkin", "deep", "raw", "tempo"]))
-    if fmt == "jaeger_docs":  # Jaeger's span documents as Elasticsearch gives them back: one a line, or hits
+    fmt = draw(st.sampled_from(["otlp", "otlp_lines", "jaeger", "jaeger_docs", "zipkin", "zipkin_v1", "deep", "raw",
+                                "tempo"]))
+    if fmt == "zipkin_v1":  # endpoints in annotations, as Zipkin v1 has them
+        doc = []
+        for sp in zipkin_doc():
+            ep = sp.pop("localEndpoint", None) or {}
+            t, d = sp.get("timestamp", 0), sp.get("duration", 0)
+            sp["annotations"] = [{"timestamp": t, "value": "sr", "endpoint": ep},
+                                 {"timestamp": t + d, "value": "ss", "endpoint": ep}]
+            sp["binaryAnnotations"] = [{"key": k, "value": str(v), "endpoint": ep} for k, v in sp.pop("tags", {}).items()]
+            doc.append(sp)
+        data, name = dumps(draw(mutated(doc, rounds=4))), "zipkin-v1.json"
+    elif fmt == "jaeger_docs":  # Jaeger's span documents as Elasticsearch gives them back: one a line, or hits
         ui = jaeger_doc()
         docs = [{**{k: v for k, v in sp.items() if k != "processID"}, "process": tr["processes"][sp["processID"]]}
                 for tr in ui["data"] for sp in tr["spans"]]
