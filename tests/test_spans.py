@@ -470,7 +470,7 @@ def test_zipkin_v1_spans_read_as_zipkins_conversion_reads_them(tmp_path):
     def ep(service, ip):
         return {"serviceName": service, "ipv4": ip, "port": 80}
 
-    fe, cart, redis = ep("frontend", "10.0.0.1"), ep("cart", "10.0.0.2"), ep("redis", "10.0.0.3")
+    fe, cart = ep("frontend", "10.0.0.1"), ep("cart", "10.0.0.2")
     t = 1767225600000000
     doc = [
         {"traceId": "a1", "id": "a1", "name": "get /", "timestamp": t, "duration": 9000,
