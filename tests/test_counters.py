@@ -1699,3 +1699,16 @@ def test_label_sets_are_parsed_as_written():
     assert label_set('up{instance="a:1", job="n"}') == ("up", {"instance": "a:1", "job": "n"})
     assert label_set('{pod="x", q="say \\"hi\\", then, go"}') == ("", {"pod": "x", "q": 'say "hi", then, go'})
     assert label_set("web-01") is None and label_set("cpu{x}") is None and label_set('a{b="c" d="e"}') is None
+
+
+@pytest.mark.parametrize("gaps, interval", [((14.962, 14.985), 15.0), ((15.002, 15.004), 15.0), ((7.5, 7.5), 7.5),
+                                            ((59.99995, 59.99995), 60.0), ((0.25, 0.25), 0.25),
+                                            ((14.6, 14.6), 14.6)])
+def test_the_interval_leaves_a_collectors_jitter_out(gaps, interval):
+    """typeperf's 15 s come as 14.97 s or 15.003 s, the milliseconds of its times drifting: 15 s,
+    where the grid was 14.972 s and told so; an interval that is no whole second stays."""
+    from perftriage.analysis.counters.table import detect_interval
+
+    t = np.cumsum(np.resize(np.array(gaps), 100))
+    raw = RawCounters(["a"], ["x"], [Piece(np.zeros(100, np.int32), t, np.array([0], np.int32), np.ones((100, 1)))])
+    assert detect_interval(raw) == interval
