@@ -49,12 +49,12 @@ def summarize_file(kind: str, path: Path) -> FileSummary:
 
 def _threads(path: Path) -> FileSummary:
     from .inputs import read_head  # noqa: PLC0415
-    from .threads import pidstat, top  # noqa: PLC0415
+    from .threads import perfmon, pidstat, top  # noqa: PLC0415
     from .threads.series import read_thread_metrics  # noqa: PLC0415
 
     head = read_head(path)
     form = "pidstat report" if pidstat.sniff(path, head) else "top batch output" if top.sniff(path, head) else \
-        "thread metrics CSV"
+        "Windows performance counter log (PDH-CSV)" if perfmon.sniff(path, head) else "thread metrics CSV"
     ts = read_thread_metrics(path)
     levels = " -> ".join(ts.levels())
     holds = (f"{count_of(ts.n_threads, 'threads')} x {count_of(len(ts.metrics), 'metrics')} "
@@ -66,6 +66,7 @@ def _threads(path: Path) -> FileSummary:
 
 
 def _counters(path: Path) -> FileSummary:
+    from . import perfmon  # noqa: PLC0415
     from .counters import influx, sadf  # noqa: PLC0415
     from .counters.readers import load_counters, sniff_prometheus  # noqa: PLC0415
     from .inputs import read_head  # noqa: PLC0415
@@ -73,7 +74,8 @@ def _counters(path: Path) -> FileSummary:
     head = read_head(path)
     form = "sysstat archive" if sadf.is_archive(head) else "sadf -d export" if sadf.sniff(path, head) else \
         "Prometheus range-query JSON" if sniff_prometheus(path, head) else \
-        "InfluxDB CSV (a Flux result)" if influx.sniff(path, head) else "counter CSV"
+        "InfluxDB CSV (a Flux result)" if influx.sniff(path, head) else \
+        "Windows performance counter log (PDH-CSV)" if perfmon.sniff(head) else "counter CSV"
     cs = load_counters([path])
     holds = (f"{count_of(len(cs.servers), 'servers')} ({', '.join(cs.servers[:6])}{', ...' if len(cs.servers) > 6 else ''})"
              f" x {count_of(len(cs.counters), 'counters')} x {cs.n_points:,} points every {cs.interval:g} s")

@@ -19,7 +19,7 @@ FOLDERS = {"analysis": "perftriage.analysis", "tui": "perftriage.tui", "perftria
 # one package per method of the four papers: they meet only in triage.py and in the findings model
 METHODS = ("requests", "calltrees", "threads", "counters")
 READERS = ("ctf", "spans")
-CORE = ("atomic", "columnar_csv", "columns", "cores", "errors", "findings", "frames", "inputs", "labelsets", "stats", "timeparse", "units", "values")
+CORE = ("atomic", "columnar_csv", "columns", "cores", "errors", "findings", "frames", "inputs", "labelsets", "perfmon", "stats", "timeparse", "units", "values")
 
 
 def _module_name(path: Path) -> str:

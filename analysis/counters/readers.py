@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perftriage.analysis import perfmon
 from perftriage.analysis.columnar_csv import FROM_BYTES, polars_for, sorted_codes
 from perftriage.analysis.columnar_csv import frame as _frame
 from perftriage.analysis.errors import InputError, reading
@@ -870,11 +871,12 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
         prom = sniff_prometheus(p, head)
         sar = not prom and sadf.sniff(p, head)
         flux = not prom and not sar and influx.sniff(p, head)
+        pdh = not prom and not sar and not flux and perfmon.sniff(head)
         with reading(p, "Prometheus JSON file" if prom else "sadf -d export" if sar else
-                     "InfluxDB CSV" if flux else "counter CSV"):
+                     "InfluxDB CSV" if flux else "performance counter log" if pdh else "counter CSV"):
             raw = read_prometheus(p, server_label, names_) if prom else read_sadf(p, names_) if sar else \
                 influx.read_influx(p, names_, SERVER_NAMES, KIND_NAMES, _norm) if flux else \
-                read_csv(p, names_, row_interval)
+                read_perfmon(p, names_) if pdh else read_csv(p, names_, row_interval)
         pieces += raw.pieces
         notes += raw.notes
         if raw.server_from_name:
@@ -913,5 +915,30 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
     return cs
 
 
+def read_perfmon(path: Path, names_: "_Names") -> RawCounters:
+    """A Windows performance counter log (PDH-CSV, ../perfmon.py) of one server or several: each
+    counter path's machine its server (the file's name where the log names none), its counter the
+    rest of the path ('Processor(_Total)\\% Processor Time')."""
+    log = perfmon.read_log(path)
+    by_machine: dict[str, list[int]] = {}
+    for j, p in enumerate(log.paths):
+        by_machine.setdefault(p.machine, []).append(j)
+    pieces = []
+    for machine, cols in by_machine.items():
+        server = names_.server(machine or server_of_file(path))
+        pieces.append(Piece(np.full(len(log.time), server, np.int32), log.time,
+                            np.array([names_.counter(log.paths[j].name) for j in cols], np.int32), log.values[:, cols]))
+    notes = log.notes + [f"{path.name}: a Windows performance counter log (PDH-CSV) of "
+                         f"{count_of(len(by_machine), 'machines')}; its times written on {log.zone!r} read as UTC by "
+                         "the log's bias"]
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, "" in by_machine)
+
+
+def _sniff_perfmon(head: bytes) -> bool:
+    """A performance counter log of a fleet's counters (one of a process's threads is the thread
+    analysis's)."""
+    return perfmon.sniff(head) and perfmon.threads_in(head) < 2
+
+
 register_file_kind("counters", lambda p, h: sniff_csv(p, h) or sniff_prometheus(p, h) or sadf.sniff(p, h)
-                   or influx.sniff(p, h))
+                   or influx.sniff(p, h) or _sniff_perfmon(h))

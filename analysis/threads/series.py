@@ -386,15 +386,17 @@ def _read_wide(path, header, names, cols, time, t_i) -> ThreadSeries:
 
 def sniff_any(path: Path, head: bytes) -> bool:
     """A thread metrics file: a CSV of one of the forms above, or pidstat's report."""
+    from .perfmon import sniff as sniff_perfmon  # noqa: PLC0415
     from .pidstat import sniff as sniff_pidstat  # noqa: PLC0415 (pidstat.py builds on this module)
     from .top import sniff as sniff_top  # noqa: PLC0415
 
-    return sniff(path, head) or sniff_pidstat(path, head) or sniff_top(path, head)
+    return sniff(path, head) or sniff_pidstat(path, head) or sniff_top(path, head) or sniff_perfmon(path, head)
 
 
 def read_thread_metrics(path) -> ThreadSeries:
     """A thread metrics file, whichever its form: pidstat's report (pidstat.py), top's batch
-    output (top.py), else a CSV."""
+    output (top.py), a Windows performance counter log (perfmon.py), else a CSV."""
+    from .perfmon import read_perfmon_threads, sniff as sniff_perfmon  # noqa: PLC0415
     from .pidstat import read_pidstat, sniff as sniff_pidstat  # noqa: PLC0415
     from .top import read_top, sniff as sniff_top  # noqa: PLC0415
 
@@ -403,6 +405,8 @@ def read_thread_metrics(path) -> ThreadSeries:
         return read_pidstat(path)
     if sniff_top(Path(path), head):
         return read_top(path)
+    if sniff_perfmon(Path(path), head):
+        return read_perfmon_threads(path)
     return read_csv(path)
 
 
