@@ -216,6 +216,25 @@ def flux_rows(servers: int = 4, samples: int = 24, annotated: bool = True):
     return rows + [[]]
 
 
+def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24):
+    """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
+    (the Thread object, with their ids)."""
+    if threads:
+        cols = [f"\\\\WEB01\\Thread(w3wp/{i})\\{c}" for i in range(machines)
+                for c in ("% Processor Time", "Context Switches/sec", "ID Thread", "ID Process")]
+    else:
+        cols = [f"\\\\WEB0{m}\\{c}" for m in range(machines)
+                for c in ("Processor(_Total)\\% Processor Time", "Memory\\Available MBytes")]
+    rows = [["(PDH-CSV 4.0) (Pacific Standard Time)(480)", *cols]]
+    for i in range(samples):
+        row = [f"11/27/2026 08:{i // 4:02d}:{i % 4 * 15:02d}.{(i * 37) % 1000:03d}"]
+        for m in range(machines):
+            row += ([f"{10 + (i * 7 + m) % 11:.3f}", f"{200 + m}", str(4000 + 4 * m), "4242"] if threads else
+                    [f"{30 + (i * 7 + m) % 11:.6f}", " " if i == 3 else f"{4000 + m}"])
+        rows.append(row)
+    return rows
+
+
 def thread_rows(threads: int = 4, samples: int = 30):
     t0 = 1_767_225_600
     rows = [["time", "thread", "process", "cpu", "io", "wait"]]
@@ -381,8 +400,10 @@ def features_csv(draw):
 
 @st.composite
 def counters(draw):
-    fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana"]))
-    if fmt == "grafana":  # a Grafana panel's CSV: series named by label sets, as columns or as rows
+    fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon"]))
+    if fmt == "perfmon":  # a Windows fleet's performance counter log
+        name, data = "perfmon.csv", csv_bytes(draw(damaged_rows(pdh_rows())))
+    elif fmt == "grafana":  # a Grafana panel's CSV: series named by label sets, as columns or as rows
         names = [f'node_load1{{instance="10.0.0.{s}:9100", job="node"}}' for s in range(4)]
         when = [f"2026-01-01 00:{i:02d}:00" for i in range(24)]
         rows = ([["Series", "Time", "Value"]] + [[n, w, f"{1 + (i * 7 + s) % 11 / 10:.2f}"] for s, n in enumerate(names)
@@ -489,9 +510,13 @@ def pidstat_report(draw):
 
 @st.composite
 def thread_csv(draw):
-    fmt = draw(st.sampled_from(["long", "wide", "pidstat"]))
+    fmt = draw(st.sampled_from(["long", "wide", "pidstat", "perfmon"]))
     if fmt == "pidstat":
         return draw(pidstat_report())
+    if fmt == "perfmon":  # a Windows performance counter log of a process's threads
+        rows = draw(damaged_rows(pdh_rows(threads=True)))
+        name, data = maybe_gzip(draw, csv_bytes(rows), "threads.csv")
+        return Case("thread_csv", {name: data}, [*REPORT, "{in}/" + name, "--replicates", "10"], f"{fmt} {name}")
     rows = thread_rows()
     if fmt == "wide":
         by_time: dict[str, dict[str, str]] = {}
