@@ -147,7 +147,7 @@ class MethodChange:
 
     def headline(self) -> str:
         """'catalog:search took 1.46x as long from 00:00:09.738 UTC on, on all 4 replicas'; 'C:getC
-        took 2.88x as long on c-1 from +0:05:12.008 on (1.01x on its 2 other replicas)'."""
+        took 6.00x as long on c-1 from +0:05:01.509 on (1.00x at the median of its 2 other replicas)'."""
         if self.replica:
             others = [r for r in self.replicas if r[0] != self.replica]
             rest = ""
@@ -348,7 +348,7 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
                       added_share(sp, latency, dur, rows[:i], rows[i:]), m, rows, i))
     if not found:
         return f"nor one method's own time (none called {min_calls} times or more)"
-    tested = sum(1 for f in found if f[4][1] == -1)  # methods, for the words (the tests count the replicas too)
+    methods = sum(1 for f in found if f[4][1] == -1)  # for the words: the tests count the replicas too
 
     def eligible(f) -> bool:  # a step that matters to its requests (where their latency is known)
         return f[2] >= STEADY and not f[3][0] < min_added
@@ -383,7 +383,7 @@ def method_split(sp: SpanTable, min_calls: int = 100, min_share: float = 0.15, m
                         len(found), {"method_min_calls": min_calls, "method_min_share": min_share,
                                      "method_min_shift": min_shift, "method_alpha": alpha, "method_steady": STEADY,
                                      "method_min_added": min_added}, added, request_ms,
-                        sp.replicas[on] if on >= 0 else "", tested)
+                        sp.replicas[on] if on >= 0 else "", methods)
 
 
 def local_changes(sp: SpanTable, window_ns: int, n: int = 4, min_requests: int = 100,
