@@ -78,12 +78,13 @@ def test_a_flux_result_reads_as_counters_across_servers(tmp_path, annotated):
 
 
 def test_a_pivoted_flux_result_has_a_counter_per_field_column(tmp_path):
-    """pivot(rowKey: ["_time"], columnKey: ["_field"]): the fields as columns, gzip'd."""
+    """pivot(rowKey: ["_time"], columnKey: ["_field"]): the fields as columns, gzip'd; a tag of
+    digits (port) is a tag by its datatype, not a field."""
     rng = np.random.default_rng(2)
-    rows = ["#datatype,string,long,dateTime:RFC3339,string,string,double,double",
-            ",result,table,_time,_measurement,host,usage_user,usage_system"]
+    rows = ["#datatype,string,long,dateTime:RFC3339,string,string,string,double,double",
+            ",result,table,_time,_measurement,host,port,usage_user,usage_system"]
     for t, host in enumerate(HOSTS):
-        rows += [f",,{t},{_stamp(T0 + 60 * k)},cpu,{host},{20 + rng.normal(0, 1):.2f},{5 + rng.normal(0, 1):.2f}"
+        rows += [f",,{t},{_stamp(T0 + 60 * k)},cpu,{host},9100,{20 + rng.normal(0, 1):.2f},{5 + rng.normal(0, 1):.2f}"
                  for k in range(100)]
     p = tmp_path / "pivoted.csv.gz"
     p.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))

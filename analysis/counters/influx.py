@@ -33,6 +33,7 @@ from .table import Piece, RawCounters
 ANNOTATIONS = ("#group,", "#datatype,", "#default,")
 #: the columns of a Flux table that are no tag
 FIXED = {"", "result", "table", "_start", "_stop", "_time", "_value", "_field", "_measurement"}
+NUMERIC_TYPES = {"double", "long", "unsignedLong"}  # a column's #datatype where it holds a field's values
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -64,12 +65,16 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
     short = strings = 0
     header = None
     kind_tag = ""
+    datatypes: list[str] = []  # the #datatype annotation of the table that follows, where there is one
     with f:
         for row in csv.reader(f):
             if not row or not any(c.strip() for c in row):
                 header = None  # a result ends: the next has its own annotations and header
+                datatypes = []
                 continue
             if row[0].startswith("#"):
+                if row[0].strip() == "#datatype":
+                    datatypes = row
                 continue
             if header is None or _is_header(row):
                 if not _is_header(row):
@@ -84,7 +89,10 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
                 if k_i is not None:
                     kind_tag = header[k_i]
                 tags = [(name, i) for name, i in tags if i not in (s_i, k_i)]
-                fields = None  # pivoted: the numeric columns, from the table's first row
+                fields = None  # pivoted: the numeric columns, by their datatype, else from the table's first row
+                if v_i is None and len(datatypes) == len(header):
+                    fields = [(name, i) for name, i in tags if datatypes[i].strip() in NUMERIC_TYPES]
+                    tags = [(name, i) for name, i in tags if (name, i) not in fields]
                 continue
             if len(row) != len(header):
                 short += 1
@@ -125,13 +133,13 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
             parts = sorted(f"{name}={value}" for name, value in own if name in varying)
             c = label[key] = names_.counter(base + ("{" + ",".join(parts) + "}" if parts else ""))
         counter[n] = c
+    from .readers import server_of_file  # noqa: PLC0415 (readers imports this module)
+
     from_name = not any(servers)
     if from_name:
-        from .readers import server_of_file  # noqa: PLC0415 (readers imports this module)
-
         server = np.full(len(times), names_.server(server_of_file(path)), np.int32)
-    else:
-        server = names_.servers_of(servers)
+    else:  # a row whose table has no server tag, or an empty one: the file's
+        server = names_.servers_of([x or server_of_file(path) for x in servers])
     if any(kinds):
         uniq, inv = np.unique(np.asarray(kinds, dtype=object), return_inverse=True)
         names_.set_kinds(server, uniq, inv, kind_tag)
