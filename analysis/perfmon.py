@@ -113,7 +113,8 @@ def read_log(path) -> Log:
                 short += 1
                 continue
             m = _TIME.fullmatch(r[0].strip())
-            if m is None:
+            if m is None or not (1 <= int(m.group(1)) <= 12 and 1 <= int(m.group(2)) <= 31
+                                 and int(m.group(4)) <= 23 and int(m.group(5)) <= 59 and int(m.group(6)) <= 60):
                 bad_time += 1
                 continue
             stamps.append(m.groups())
@@ -122,8 +123,6 @@ def read_log(path) -> Log:
         raise InputError(path, "no sample rows under the header")
     g = np.array([[int(x or 0) for x in s[:6]] + [int((s[6] or "0").ljust(9, "0")[:9])] for s in stamps], np.int64)
     mo, d, y, h, mi, sec, ns = g.T
-    if (mo < 1).any() or (mo > 12).any() or (d < 1).any() or (d > 31).any():
-        raise InputError(path, "a time that is no MM/DD/YYYY date")
     days = (np.array([f"{a:04d}-{b:02d}-01" for a, b in zip(y, mo)], "datetime64[D]") - np.datetime64("1970-01-01", "D")
             ).astype(np.int64) + d - 1
     bias = int(form.group("bias"))

@@ -102,9 +102,10 @@ def test_damaged_counter_logs_are_read_as_far_as_they_go_or_named_in_one_line(tm
     p = _fleet(tmp_path / "cut.csv", n=60)
     lines = p.read_text().splitlines()
     lines[10] = lines[10].replace("11/27/2026", "27.11.2026")  # a time in another form
+    lines[20] = lines[20].replace("11/27/2026", "27/11/2026")  # a day for a month
     p.write_text("\n".join(lines)[:-40])  # the last row cut
     cs = load_counters([p])
-    assert any("1 row of another width, 1 row whose time is no MM/DD/YYYY HH:MM:SS skipped" in n for n in cs.notes)
+    assert any("1 row of another width, 2 rows whose time is no MM/DD/YYYY HH:MM:SS skipped" in n for n in cs.notes)
     empty = _log(tmp_path / "empty.csv", "(PDH-CSV 4.0) (Coordinated Universal Time)(0)", ["\\\\A\\Memory\\Pages/sec"],
                  [])
     with pytest.raises(InputError) as err:
