@@ -62,7 +62,7 @@ def read_perfmon_threads(path) -> ThreadSeries:
             t_ok = tid is not None and np.isfinite(tid[n])
             p_ok = pid is not None and np.isfinite(pid[n])
             proc = f"{name}[{int(pid[n])}]" if p_ok else name
-            keys.append(f"{machine}/{proc}/{int(tid[n])}" if t_ok else f"{machine}/{instance}")
+            keys.append(str(int(tid[n])) if t_ok else instance)  # its machine and process scope it (series.SCOPES)
             procs.append(proc)
         times.append(log.time[rows])
         machines += [machine] * len(rows)
