@@ -1405,3 +1405,23 @@ def test_a_cluster_set_apart_by_under_a_point_of_its_time_is_not_ranked(busy_pre
         assert got == [] and len(left_out) == 1, res.notes
         said = re.search(r"\((t\d\+t\d\+t\d): Preempted mean 0\.01\d*% against 0\.5\d+% for the others", left_out[0])
         assert said and sorted(said.group(1).split("+")) == ["t6", "t7", "t8"], left_out
+
+
+def test_a_share_of_time_that_moved_under_a_point_is_said_after_one_that_moved_more():
+    """A sleeping worker's disk wait, 0.63% against 0.02%, its waits for a CPU and for an
+    interrupt, each apart by many sd (the others hardly differ) and under a point of its time,
+    filled the three metrics said, and its sleep, 17% against 3% (+5 sd: the others' sleep
+    varies), was not said at all; with the floor of a point (ThreadParams.run_share) the sleep is
+    said first and the three after it."""
+    from perftriage.analysis.threads.deviation import explain
+
+    tiny = [[0.63, 0.02], [0.45, 0.01], [0.30, 0.02]]  # (the worker's mean, the others')
+    means = np.array([[t[0] for t in tiny] + [17.0]] + [[t[1] + 0.005 * k for t in tiny] + [s]
+                                                        for k, s in enumerate([1.0, 6.0, 2.5, 4.0, 0.5])])
+    stds = np.array([[0.2, 0.2, 0.2, 5.0]] + [[0.01, 0.01, 0.01, 2.0]] * 5)
+    metrics = ["Disk wait", "Preempted", "IRQ wait", "Sleep"]
+    units = dict.fromkeys(metrics, "%")
+    before = explain([0], [1, 2, 3, 4, 5], means, stds, metrics, units)
+    after = explain([0], [1, 2, 3, 4, 5], means, stds, metrics, units, floor=1.0)
+    assert "Sleep" not in [m for m, _ in before]
+    assert [m for m, _ in after][0] == "Sleep" and after[0][1][0].startswith("mean 17% against 2.8")
