@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import os
 import stat
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,6 +128,18 @@ def is_encoded(path) -> bool:
     """Whether a file must be decoded before a reader sees its text (gzip, UTF-16): read it by
     :func:`open_data`, not by its path."""
     return _first_bytes(path) in (GZIP_MAGIC, *UTF16_BOMS)
+
+
+@contextmanager
+def csv_rows(path, encoding: str = "utf-8"):
+    """A data file's rows as csv reads them, the file opened as ``open_data`` opens it; an error
+    opening it is one line naming the file."""
+    try:
+        f = open_data(path, newline="", encoding=encoding)
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    with f:
+        yield csv.reader(f)
 
 
 def open_data(path, newline: str | None = None, encoding: str = "utf-8", binary: bool = False):

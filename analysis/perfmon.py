@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
-from .inputs import open_data
+from .inputs import csv_rows
 
 _FORM = re.compile(r"\(PDH-CSV [\d.]+\)\s*\((?P<zone>[^)]*)\)\s*\((?P<bias>-?\d+)\)")
 _TIME = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4}) (\d{1,2}):(\d\d):(\d\d)(?:\.(\d{1,9}))?")
@@ -88,12 +88,7 @@ def read_log(path) -> Log:
     """A PDH-CSV log as its times, counter paths and values; rows cut short or whose time does not
     read are skipped (said)."""
     path = Path(path)
-    try:
-        f = open_data(path, newline="", encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
-    with f:
-        rd = csv.reader(f)
+    with csv_rows(path, encoding="utf-8-sig") as rd:
         header = next(rd, None)
         if not header:
             raise InputError(path, "file is empty")

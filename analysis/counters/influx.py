@@ -18,13 +18,12 @@ are left out, with a note.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import open_data
+from perftriage.analysis.inputs import csv_rows
 from perftriage.analysis.timeparse import column_to_seconds
 from perftriage.analysis.units import count_of
 
@@ -56,18 +55,14 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
     ``kind_names``: the normalised tag names that name a server and a server's kind; ``norm``:
     how a name is normalised."""
     path = Path(path)
-    try:
-        f = open_data(path, newline="", encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
     times, values, series, servers, kinds = [], [], [], [], []
     tag_values: dict[str, set] = {}
     short = strings = 0
     header = None
     kind_tag = ""
     datatypes: list[str] = []  # the #datatype annotation of the table that follows, where there is one
-    with f:
-        for row in csv.reader(f):
+    with csv_rows(path, encoding="utf-8-sig") as rd:
+        for row in rd:
             if not row or not any(c.strip() for c in row):
                 header = None  # a result ends: the next has its own annotations and header
                 datatypes = []

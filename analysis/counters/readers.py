@@ -45,7 +45,7 @@ from perftriage.analysis import perfmon
 from perftriage.analysis.columnar_csv import FROM_BYTES, polars_for, sorted_codes
 from perftriage.analysis.columnar_csv import frame as _frame
 from perftriage.analysis.errors import InputError, reading
-from perftriage.analysis.inputs import open_data, read_head, read_text, register_file_kind
+from perftriage.analysis.inputs import csv_rows, read_head, read_text, register_file_kind
 from perftriage.analysis.labelsets import label_set, servers_of_series
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
@@ -226,12 +226,7 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
     """``row_interval``: seconds between two rows of a file whose rows are numbered, not timed."""
     path = Path(path)
     names_ = interner or _Names()
-    try:
-        f = open_data(path, newline="", encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
-    with f:
-        rd = csv.reader(f)
+    with csv_rows(path, encoding="utf-8-sig") as rd:
         header = next(rd, None)
         if not header or not any(h.strip() for h in header):
             raise InputError(path, "file is empty")

@@ -27,7 +27,7 @@ import numpy as np
 
 from perftriage.analysis.columnar_csv import FROM_BYTES, frame, polars_for, sorted_codes
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import open_data
+from perftriage.analysis.inputs import csv_rows
 from perftriage.analysis.inputs import read_head, register_file_kind
 from perftriage.analysis.labelsets import label_set
 from perftriage.analysis.timeparse import column_to_seconds
@@ -228,12 +228,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read_csv(path) -> ThreadSeries:
     path = Path(path)
-    try:
-        f = open_data(path, newline="")
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
-    with f:
-        rd = csv.reader(f)
+    with csv_rows(path) as rd:
         header = next(rd, None)
         if not header:
             raise InputError(path, "file is empty")
