@@ -36,7 +36,7 @@ def _write(path, text):
     return path
 
 
-def test_long_wide_and_prometheus_give_the_same_aligned_cube(tmp_path):
+def test_long_wide_prometheus_and_an_export_give_the_same_aligned_cube(tmp_path):
     rng = np.random.default_rng(1)
     t0, d = 1_700_000_000, 60
     servers, counters = ["a", "b", "c"], ["cpu", "mem"]
@@ -62,9 +62,15 @@ def test_long_wide_and_prometheus_give_the_same_aligned_cube(tmp_path):
     cl = load_counters([_write(tmp_path / "long.csv", "\n".join(long_) + "\n")])
     doc = {"status": "success", "data": {"resultType": "matrix", "result": prom}}
     cp = load_counters([_write(tmp_path / "prom.json", json.dumps(doc))])
+    # VictoriaMetrics' export: a series a line, its values and their times in ms apart; its last
+    # line cut (a download stopped), a series lost and said
+    export = [json.dumps({"metric": x["metric"], "values": [float(v) for _, v in x["values"]],
+                          "timestamps": [t * 1000 for t, _ in x["values"]]}) for x in prom]
+    cv = load_counters([_write(tmp_path / "export.jsonl", "\n".join(export + [export[0][:50]]) + "\n")])
+    assert any("1 line that is no JSON (cut or damaged): its series left out" in n for n in cv.notes), cv.notes
     # the common period starts with c (one interval late): 9 points
     assert cw.n_points == 9 and cw.start == t0 + d and cw.interval == d
-    for cs in (cl, cp):
+    for cs in (cl, cp, cv):
         assert sorted(cs.servers) == servers and sorted(cs.counters) == counters and cs.n_points == 9
         for s in servers:
             for c in counters:

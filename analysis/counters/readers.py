@@ -712,8 +712,16 @@ def _secs_text(s: float) -> str:
 # -- Prometheus ----------------------------------------------------------------------------------
 
 def sniff_prometheus(path: Path, head: bytes) -> bool:
+    """A Prometheus range query's answer, or VictoriaMetrics' export (``/api/v1/export``: a
+    series a line, ``{"metric": {...}, "values": [...], "timestamps": [ms...]}``)."""
     h = head.lstrip()[:4096]
-    return h[:1] in (b"{", b"[") and b'"resultType"' in head and b'"matrix"' in head
+    return h[:1] in (b"{", b"[") and ((b'"resultType"' in head and b'"matrix"' in head) or is_series_export(h))
+
+
+def is_series_export(head: bytes) -> bool:
+    """VictoriaMetrics' export: JSON lines ``{"metric": ..., "values": ..., "timestamps": ...}``."""
+    h = head.lstrip()
+    return h.startswith(b'{"metric"') and b'"timestamps"' in h[:4096]
 
 
 def is_cumulative(name: str, types: dict | None = None) -> bool:
@@ -820,15 +828,28 @@ def read_prometheus(path, server_label: str = "instance", interner: "_Names | No
     path = Path(path)
     names_ = interner or _Names()
     text = read_text(path)
+    cut = 0
     try:
         docs = [json.loads(text)]
     except json.JSONDecodeError as exc:
         try:  # JSON lines
             docs = [json.loads(line) for line in text.splitlines() if line.strip()]
         except json.JSONDecodeError:
-            raise InputError(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+            if not is_series_export(text.encode()[:4096]):
+                raise InputError(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+            docs = []  # an export of a series a line: a line cut or damaged is that series lost, said
+            for line in text.splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    docs.append(json.loads(line))
+                except json.JSONDecodeError:
+                    cut += 1
     results = []
     for d in docs:
+        if isinstance(d, dict) and "timestamps" in d and "metric" in d:  # VictoriaMetrics' export: a series
+            results.append(_exported_series(d))
+            continue
         for item in (d if isinstance(d, list) else [d]):
             data = item.get("data", item) if isinstance(item, dict) else None
             if not isinstance(data, dict) or data.get("resultType") != "matrix":
@@ -837,7 +858,21 @@ def read_prometheus(path, server_label: str = "instance", interner: "_Names | No
     pieces, notes = matrix_pieces(results, path.name, server_label, names_)
     if not pieces:
         raise InputError(path, f"no series with samples and a {server_label!r} label")
+    if cut:
+        notes.append(f"{path.name}: {count_of(cut, 'lines')} that {'is' if cut == 1 else 'are'} no JSON (cut or "
+                     f"damaged): {'its series' if cut == 1 else 'their series'} left out")
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes)
+
+
+def _exported_series(d: dict) -> dict:
+    """A series of VictoriaMetrics' export (its values, their times in ms) as a range query's
+    result gives it (``values``: [time in s, value] pairs); what does not fit stays for
+    matrix_pieces to count."""
+    t, v = d.get("timestamps"), d.get("values")
+    if not isinstance(t, list) or not isinstance(v, list):
+        return {"metric": d.get("metric"), "values": None}
+    return {"metric": d.get("metric"), "values": [[ms / 1000 if isinstance(ms, (int, float)) else ms, x]
+                                                   for ms, x in zip(t, v)]}
 
 
 # -- several files -------------------------------------------------------------------------------
