@@ -400,8 +400,16 @@ def features_csv(draw):
 
 @st.composite
 def counters(draw):
-    fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon"]))
-    if fmt == "perfmon":  # a Windows fleet's performance counter log
+    fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
+                                "export"]))
+    if fmt == "export":  # VictoriaMetrics' export: a series a line, some lines damaged as documents
+        lines = [{"metric": x["metric"], "values": [float(v) for _, v in x["values"]],
+                  "timestamps": [t * 1000 for t, _ in x["values"]]} for x in prometheus_doc()["data"]["result"]]
+        data = b"\n".join(dumps(draw(mutated(x, rounds=2))) if draw(st.booleans()) else dumps(x) for x in lines)
+        if draw(st.booleans()):
+            data = data[: draw(st.integers(1, len(data)))]  # a download stopped mid-line
+        name = "export.jsonl"
+    elif fmt == "perfmon":  # a Windows fleet's performance counter log
         name, data = "perfmon.csv", csv_bytes(draw(damaged_rows(pdh_rows())))
     elif fmt == "grafana":  # a Grafana panel's CSV: series named by label sets, as columns or as rows
         names = [f'node_load1{{instance="10.0.0.{s}:9100", job="node"}}' for s in range(4)]
