@@ -1694,6 +1694,7 @@ def test_grafanas_csv_of_a_panel_reads_each_series_as_its_servers(tmp_path, form
     assert cs.n_points == 200 and cs.interval == 30
     assert any("series named by label sets (Grafana's CSV of a panel): each one's server from its label 'instance', "
                "6 servers" in n for n in cs.notes), cs.notes
+    assert any("its times carry no zone (Grafana writes them in the browser's): read as UTC" in n for n in cs.notes)
     first = counter_findings(analyse_counters(cs))[0]
     assert first.title.startswith('10.0.0.3:9100: node_load1{mode="user"} at another level since 2026-11-01 01:15'), \
         first.title

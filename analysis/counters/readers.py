@@ -275,6 +275,8 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
     if split:
         notes.append(f"{path.name}: series named by label sets (Grafana's CSV of a panel): each one's server from its "
                      f"label {split[2]!r}, {count_of(len(set(split[0])), 'servers')}")
+        if re.fullmatch(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d(\.\d+)?)?", str(cols[t_i][0]).strip()):
+            notes.append(f"{path.name}: its times carry no zone (Grafana writes them in the browser's): read as UTC")
     if s_i is None and not split:  # one server's file: named after it
         server = np.full(len(time), names_.server(server_of_file(path)), np.int32)
     elif s_i is not None:
