@@ -77,13 +77,9 @@ def read(path: Path, b: SpanBuilder) -> None:
 def _add(b: SpanBuilder, trace, sid, parent, name, timestamp, duration, ep, tags) -> None:
     """One span, or a problem counted (a field _MISSING or of a type that does not fit)."""
     try:
-        ep = ep or {}
         tags = tags or {}
-        service = ep.get("serviceName", "")
-        replica = next((str(tags[k]) for k in REPLICA_TAGS if k in tags), None)
-        if replica is None:
-            addr = ep.get("ipv4") or ep.get("ipv6") or service or "?"
-            replica = f"{addr}:{ep['port']}" if "port" in ep else addr
+        service, where = _where(ep or {})
+        replica = next((str(tags[k]) for k in REPLICA_TAGS if k in tags), where)
         if _MISSING in (trace, sid, timestamp):
             raise KeyError("traceId/id/timestamp")
         start = int(timestamp) * 1000
@@ -119,22 +115,23 @@ def _add_v1(b: SpanBuilder, trace, sid, parent, name, timestamp, duration, annot
             c0, c1 = at.get("cs", (start, None))[0], at.get("cr", (end, None))[0]
             s0, s1 = at.get("sr", (c0, None))[0], at.get("ss", (c1, None))[0]
             half = me ^ _CLIENT_HALF
-            (caller, caller_at), (callee, callee_at) = _v1_where(client[1]), _v1_where(server[1])
+            (caller, caller_at), (callee, callee_at) = _where(client[1]), _where(server[1])
             b.add(trace, half, up, caller, name, caller_at, c0 * 1000, c1 * 1000, False)
             b.add(trace, me, half, callee, name, callee_at, s0 * 1000, s1 * 1000, failed)
             return
         ep = (server or client or (None, next((x.get("endpoint") for x in binary if x.get("endpoint")), None)))[1]
-        service, replica = _v1_where(ep or {})
+        service, replica = _where(ep or {})
         b.add(trace, me, up, service, name, replica, start * 1000, end * 1000, failed)
     except (KeyError, TypeError, ValueError, AttributeError):
         b.problem("unparsable", "a Zipkin v1 span without traceId/id or times")
 
 
-def _v1_where(ep: dict) -> tuple[str, str]:
-    """(service, replica) of a v1 endpoint: its address and port, else its service."""
-    service = str(ep.get("serviceName", ""))
+def _where(ep: dict) -> tuple:
+    """(service, replica) of an endpoint (v2's localEndpoint, a v1 annotation's): its address and
+    port, else its service."""
+    service = ep.get("serviceName", "")
     addr = ep.get("ipv4") or ep.get("ipv6") or service or "?"
-    return service, (f"{addr}:{ep['port']}" if ep.get("port") else str(addr))
+    return service, (f"{addr}:{ep['port']}" if "port" in ep else addr)
 
 
 def _read_any(path: Path, b: SpanBuilder) -> None:
