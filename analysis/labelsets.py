@@ -41,14 +41,26 @@ def servers_of_series(names: list[str], server_labels, norm) -> tuple[list[str],
     servers = [labels[key] for _, labels in parsed]
     if len(set(servers)) < 2:
         return None
-    seen: dict[str, dict[str, set]] = {}
-    for name, labels in parsed:
-        for k, v in labels.items():
-            if k != key:
-                seen.setdefault(name, {}).setdefault(k, set()).add(v)
-    counters = []
-    for name, labels in parsed:
-        apart = sorted(k for k in labels if k != key and len(seen[name][k]) > 1)
-        inner = ",".join(f'{k}="{labels[k]}"' for k in apart)
-        counters.append((name or "value") + ("{" + inner + "}" if inner else ""))
+    counters = counter_names([(name or "value", {k: v for k, v in labels.items() if k != key})
+                              for name, labels in parsed])
     return servers, counters, key
+
+
+def counter_names(series: list[tuple[str, dict[str, str]]]) -> list[str]:
+    """Each series' counter: its name with the labels that tell apart the series of that name,
+    sorted, as Prometheus writes them (``node_cpu_seconds_total{cpu="0",mode="idle"}``): a label
+    with one value over them all (a scrape's ``job``) is left off, one some of them lack is kept."""
+    values_of: dict[str, dict[str, set]] = {}  # name -> label -> its values over the name's series
+    having: dict[tuple[str, str], int] = {}  # (name, label) -> how many of the name's series have it
+    counts: dict[str, int] = {}
+    for name, labels in series:
+        counts[name] = counts.get(name, 0) + 1
+        seen = values_of.setdefault(name, {})
+        for k, v in labels.items():
+            seen.setdefault(k, set()).add(v)
+            having[name, k] = having.get((name, k), 0) + 1
+    out = []
+    for name, labels in series:
+        keep = {k: v for k, v in labels.items() if len(values_of[name][k]) > 1 or having[name, k] < counts[name]}
+        out.append(name + ("{" + ",".join(f'{k}="{v}"' for k, v in sorted(keep.items())) + "}" if keep else ""))
+    return out

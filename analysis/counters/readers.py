@@ -46,7 +46,7 @@ from perftriage.analysis.columnar_csv import FROM_BYTES, polars_for, sorted_code
 from perftriage.analysis.columnar_csv import frame as _frame
 from perftriage.analysis.errors import InputError, reading
 from perftriage.analysis.inputs import csv_rows, read_head, read_text, register_file_kind
-from perftriage.analysis.labelsets import label_set, servers_of_series
+from perftriage.analysis.labelsets import counter_names, label_set, servers_of_series
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
@@ -771,21 +771,11 @@ def matrix_pieces(results: list, source, server_label: str, names_: "_Names",
         if have:
             names_.set_kinds(np.array([names_.server(series[i][0]) for i in have], np.int64),
                              *_codes([got[i] for i in have]), kind)
-    values_of: dict[str, dict[str, set]] = {}  # name -> label -> its values over the name's series
-    having: dict[tuple[str, str], int] = {}  # (name, label) -> how many of the name's series have it
-    counts: dict[str, int] = {}
-    for _, name, labels, _ in series:
-        counts[name] = counts.get(name, 0) + 1
-        seen = values_of.setdefault(name, {})
-        for k, v in labels.items():
-            seen.setdefault(k, set()).add(v)
-            having[name, k] = having.get((name, k), 0) + 1
+    labels_of = counter_names([(name, labels) for _, name, labels, _ in series])
     pieces, rated = [], set()
-    for server, name, labels, vals in series:
+    for (server, name, labels, vals), label in zip(series, labels_of):
         if not vals:
             continue
-        keep = {k: v for k, v in labels.items() if len(values_of[name][k]) > 1 or having[name, k] < counts[name]}
-        label = name + ("{" + ",".join(f'{k}="{v}"' for k, v in sorted(keep.items())) + "}" if keep else "")
         try:
             arr = np.array([(float(t), float(v)) for t, v in vals], np.float64)
         except (TypeError, ValueError):
