@@ -427,16 +427,21 @@ def _unix_times(v: np.ndarray) -> bool:
     return float(np.mean(np.abs(d - step) <= 0.1 * step)) >= 0.9
 
 
+def _usual_width(path: Path, rows: list[list[str]]) -> tuple[list[list[str]], int, list[str]]:
+    """The rows of a file without a header that have its usual number of fields (a damaged first
+    line is no rule), that number, and a note on the rows skipped."""
+    width = Counter(len(r) for r in rows).most_common(1)[0][0]
+    short = sum(1 for r in rows if len(r) != width)
+    if not short:
+        return rows, width, []
+    return ([r for r in rows if len(r) == width], width,
+            [f"{path.name}: {count_of(short, 'rows')} with another number of fields than most skipped"])
+
+
 def _read_headerless(path: Path, rows: list[list[str]], names_: "_Names",
                      row_interval: float | None) -> RawCounters:
     """One server's counters without a header (see the module's doc): m1, m2, ... by column."""
-    width = Counter(len(r) for r in rows).most_common(1)[0][0]  # a damaged first line is no rule
-    notes = []
-    short = sum(1 for r in rows if len(r) != width)
-    if short:
-        rows = [r for r in rows if len(r) == width]
-        notes.append(f"{path.name}: {short:,} row{'s' if short != 1 else ''} with another number of fields than "
-                     "most skipped")
+    rows, _, notes = _usual_width(path, rows)
     cols = list(zip(*rows))
     del rows
     first = _floats(cols[0], path, "the first column") if all(_is_number(x) for x in cols[0]) else None
@@ -468,12 +473,7 @@ def _read_headerless(path: Path, rows: list[list[str]], names_: "_Names",
 def _read_id_rows(path: Path, rows: list[list[str]], names_: "_Names") -> RawCounters:
     """Counters without a header, a row per sample: the server's id, the time, the counters (m1,
     m2... or a published fleet's names, KNOWN_ID_ROWS); an empty cell is a missing sample."""
-    width = Counter(len(r) for r in rows).most_common(1)[0][0]
-    notes = []
-    short = sum(1 for r in rows if len(r) != width)
-    if short:
-        rows = [r for r in rows if len(r) == width]
-        notes.append(f"{path.name}: {count_of(short, 'rows')} with another number of fields than most skipped")
+    rows, width, notes = _usual_width(path, rows)
     ids = {r[0][:2] for r in rows[:50]}
     known = KNOWN_ID_ROWS.get((width, ids.pop())) if len(ids) == 1 else None
     names = known[2] if known else tuple(f"m{j + 1}" for j in range(width - 2))
