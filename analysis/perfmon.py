@@ -21,6 +21,7 @@ import numpy as np
 
 from .errors import InputError
 from .inputs import csv_rows
+from .values import number
 
 _FORM = re.compile(r"\(PDH-CSV [\d.]+\)\s*\((?P<zone>[^)]*)\)\s*\((?P<bias>-?\d+)\)")
 _TIME = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4}) (\d{1,2}):(\d\d):(\d\d)(?:\.(\d{1,9}))?")
@@ -128,8 +129,8 @@ def read_log(path) -> Log:
         col = cells[:, j]
         try:
             values[:, j] = np.array([x if x.strip() else "nan" for x in col], np.float64)
-        except ValueError:  # a damaged cell: missing, as a blank is
-            values[:, j] = [float(x) if _number(x) else np.nan for x in col]
+        except ValueError:  # a decimal comma (a German or French Windows writes 12,5), else missing
+            values[:, j] = [number(x) for x in col]
     values[~np.isfinite(values)] = np.nan
     notes = []
     if short or bad_time:
@@ -138,11 +139,3 @@ def read_log(path) -> Log:
                         f"{bad_time:,} row{'s' if bad_time != 1 else ''} whose time is no MM/DD/YYYY HH:MM:SS"
                         if bad_time else "") if x) + " skipped")
     return Log(time, [paths[j] for j in keep], values, form.group("zone"), notes)
-
-
-def _number(x: str) -> bool:
-    try:
-        float(x)
-        return True
-    except ValueError:
-        return False

@@ -112,6 +112,21 @@ def test_damaged_counter_logs_are_read_as_far_as_they_go_or_named_in_one_line(tm
     assert str(err.value).startswith(str(empty)) and "no sample rows" in str(err.value)
 
 
+def test_a_log_written_with_decimal_commas_reads_its_numbers(tmp_path):
+    """A German or French Windows writes 12,5 in its logs' quoted cells: read as 12.5, a damaged
+    cell as missing."""
+    from perftriage.analysis.perfmon import read_log
+
+    p = _log(tmp_path / "de.csv", "(PDH-CSV 4.0) (W. Europe Standard Time)(-60)",
+             ["\\\\WEB01\\Memory\\Pages/sec", "\\\\WEB01\\Memory\\Available MBytes"],
+             [["11/27/2026 08:00:00.000", "12,5", "4000"], ["11/27/2026 08:00:15.000", "x", "4001"]])
+    log = read_log(p)
+    assert [(c.machine, c.name) for c in log.paths] == [("WEB01", "Memory\\Pages/sec"),
+                                                         ("WEB01", "Memory\\Available MBytes")]
+    assert np.allclose(log.values, [[12.5, 4000], [np.nan, 4001]], equal_nan=True)
+    assert log.time[0] == dt.datetime(2026, 11, 27, 7, tzinfo=dt.timezone.utc).timestamp()  # bias -60: UTC 07:00
+
+
 def test_counter_paths_are_parsed_as_windows_writes_them():
     p = parse_path("\\\\WEB01\\Network Interface(Intel[R] 82574L (Copper))\\Bytes Total/sec")
     assert (p.machine, p.object, p.instance, p.counter) == ("WEB01", "Network Interface", "Intel[R] 82574L (Copper)",
