@@ -852,9 +852,8 @@ def explain(items: list[int], majority: list[int], means, stds, metrics, units: 
         # a share of the thread's time whose mean and std lie within ``floor`` points of the others'
         # is said after those that moved more (a sleeping worker's disk wait, 0.63% against 0.02% at
         # +9 sd, led its words before its sleep, 17% against 3%)
-        tiny = {j for j in range(len(metrics)) if units.get(metrics[j]) == "%"
-                and abs(float(np.nan_to_num(mine_mean[j] - m_mean[j]))) < floor
-                and abs(float(np.nan_to_num(mine_std[j] - m_std[j]))) < floor}
+        shares = [units.get(m) == "%" for m in metrics]
+        tiny = {j for j in range(len(metrics)) if not _material(items, majority, means, stds, [j], shares, floor)}
         order = np.array([j for j in order if j not in tiny] + [j for j in order if j in tiny], np.int64)
     # shares of the thread's time are said by how much of its time moved: a thread napping 20% of
     # its time against 3.6% (+5.2 sd) is more about its sleeps than its waits for a CPU at 0.77%
