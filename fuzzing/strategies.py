@@ -145,6 +145,20 @@ def zipkin_doc():
              "tags": {"hostname": host}} for tid, sid, parent, service, name, start, end, host in _seed_traces()]
 
 
+def jaeger_span_documents(ui: dict) -> list[dict]:
+    """The spans of a Jaeger UI export as its Elasticsearch storage holds them: one document per
+    span, its process inline, its start in ms beside (startTimeMillis)."""
+    return [{**{k: v for k, v in sp.items() if k != "processID"}, "process": tr["processes"][sp["processID"]],
+             "startTimeMillis": sp["startTime"] // 1000}
+            for tr in ui["data"] for sp in tr["spans"]]
+
+
+def series_export(result: list[dict]) -> list[dict]:
+    """A range query's series as VictoriaMetrics exports them: values and their times in ms apart."""
+    return [{"metric": x["metric"], "values": [float(v) for _, v in x["values"]],
+             "timestamps": [t * 1000 for t, _ in x["values"]]} for x in result]
+
+
 def prometheus_doc():
     t0 = 1_767_225_600
     result = []
@@ -330,9 +344,7 @@ def spans_json(draw):
             doc.append(sp)
         data, name = dumps(draw(mutated(doc, rounds=4))), "zipkin-v1.json"
     elif fmt == "jaeger_docs":  # Jaeger's span documents as Elasticsearch gives them back: one a line, or hits
-        ui = jaeger_doc()
-        docs = [{**{k: v for k, v in sp.items() if k != "processID"}, "process": tr["processes"][sp["processID"]]}
-                for tr in ui["data"] for sp in tr["spans"]]
+        docs = jaeger_span_documents(jaeger_doc())
         if draw(st.booleans()):
             data = b"\n".join(dumps(draw(mutated(d, rounds=2)) if draw(st.booleans()) else d) for d in docs)
         else:
@@ -403,8 +415,7 @@ def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
                                 "export"]))
     if fmt == "export":  # VictoriaMetrics' export: a series a line, some lines damaged as documents
-        lines = [{"metric": x["metric"], "values": [float(v) for _, v in x["values"]],
-                  "timestamps": [t * 1000 for t, _ in x["values"]]} for x in prometheus_doc()["data"]["result"]]
+        lines = series_export(prometheus_doc()["data"]["result"])
         data = b"\n".join(dumps(draw(mutated(x, rounds=2))) if draw(st.booleans()) else dumps(x) for x in lines)
         if draw(st.booleans()):
             data = data[: draw(st.integers(1, len(data)))]  # a download stopped mid-line

@@ -64,8 +64,9 @@ def test_long_wide_prometheus_and_an_export_give_the_same_aligned_cube(tmp_path)
     cp = load_counters([_write(tmp_path / "prom.json", json.dumps(doc))])
     # VictoriaMetrics' export: a series a line, its values and their times in ms apart; its last
     # line cut (a download stopped), a series lost and said
-    export = [json.dumps({"metric": x["metric"], "values": [float(v) for _, v in x["values"]],
-                          "timestamps": [t * 1000 for t, _ in x["values"]]}) for x in prom]
+    from fuzzing.strategies import series_export
+
+    export = [json.dumps(x) for x in series_export(prom)]
     cv = load_counters([_write(tmp_path / "export.jsonl", "\n".join(export + [export[0][:50]]) + "\n")])
     assert any("1 line that is no JSON (cut or damaged): its series left out" in n for n in cv.notes), cv.notes
     # the common period starts with c (one interval late): 9 points

@@ -404,18 +404,12 @@ def test_jaeger_span_documents_read_as_the_uis_export(tmp_path, form):
     """Jaeger's spans as its Elasticsearch / OpenSearch storage gives them back, one document per
     span with its process inline (were 'unrecognised input'): the same table as the UI's export of
     the same traces, span for span; a line cut short is counted as a problem."""
-    from fuzzing.strategies import jaeger_doc
+    from fuzzing.strategies import jaeger_doc, jaeger_span_documents
 
     ui = jaeger_doc()
     spans = ui["data"][0]["spans"]
     spans[1]["tags"] = [{"key": "error", "type": "bool", "value": True}]
-    docs = []
-    for tr in ui["data"]:
-        for sp in tr["spans"]:
-            d = {k: v for k, v in sp.items() if k != "processID"}
-            d["process"] = tr["processes"][sp["processID"]]
-            d["startTimeMillis"] = sp["startTime"] // 1000
-            docs.append(d)
+    docs = jaeger_span_documents(ui)
     (tmp_path / "ui.json").write_text(json.dumps(ui))
     p = tmp_path / "jaeger-span-2026-01-01.json"
     if form == "one a line":
