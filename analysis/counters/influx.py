@@ -55,8 +55,8 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
     ``kind_names``: the normalised tag names that name a server and a server's kind; ``norm``:
     how a name is normalised."""
     path = Path(path)
-    times, values, series, servers, kinds = [], [], [], [], []
-    tag_values: dict[str, set] = {}
+    times, values, sid = [], [], []
+    series: dict[tuple, int] = {}  # (MEASUREMENT.FIELD, its tags, server, kind) -> its index
     short = strings = 0
     header = None
     kind_tag = ""
@@ -96,19 +96,17 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
                 fields = [(name, i) for name, i in tags if _number(row[i]) is not None]
                 tags = [(name, i) for name, i in tags if (name, i) not in fields]
             own = tuple((name, row[i]) for name, i in tags if row[i] != "")
-            for name, value in own:
-                tag_values.setdefault(name, set()).add(value)
             meas = row[m_i] if m_i is not None else ""
+            server, kind = row[s_i] if s_i is not None else "", row[k_i] if k_i is not None else ""
             for field, i in ([(row[f_i] if f_i is not None else "value", v_i)] if v_i is not None else fields):
                 v = _number(row[i])
                 if v is None:
                     strings += row[i] != ""
                     continue
+                key = (f"{meas}.{field}" if meas else field, own, server, kind)
                 times.append(row[t_i])
                 values.append(v)
-                series.append((f"{meas}.{field}" if meas else field, own))
-                servers.append(row[s_i] if s_i is not None else "")
-                kinds.append(row[k_i] if k_i is not None else "")
+                sid.append(series.setdefault(key, len(series)))
     if not times:
         raise InputError(path, "no numeric value under an InfluxDB header (_time, _value, _field)")
     notes = []
@@ -118,33 +116,41 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
     if strings:
         notes.append(f"{path.name}: {count_of(strings, 'values')} that {'is' if strings == 1 else 'are'} no number "
                      "(string or boolean fields) left out")
+    time = column_to_seconds(times, path)
+    return series_counters(path, names_, list(series), np.asarray(sid, np.int64), time,
+                           np.asarray(values, np.float64), kind_tag, notes, "InfluxDB's CSV (a Flux result)")
+
+
+def series_counters(path: Path, names_, series: list[tuple], sid: np.ndarray, time: np.ndarray, value: np.ndarray,
+                    kind_tag: str, notes: list[str], form: str) -> RawCounters:
+    """InfluxDB's values as counters, whichever form they came in: ``series`` each series'
+    (MEASUREMENT.FIELD, its tags as (name, value) pairs, its server tag, its kind tag; "" none),
+    ``sid``, ``time`` (unix seconds) and ``value`` each value's series, time and number. A tag
+    with one value over the file is left off the counters' names; a series with no server tag is
+    the file's."""
+    tag_values: dict[str, set] = {}
+    for _, own, _, _ in series:
+        for name, v in own:
+            tag_values.setdefault(name, set()).add(v)
     varying = {name for name, vals in tag_values.items() if len(vals) > 1}
-    label: dict[tuple, str] = {}
-    counter = np.empty(len(series), np.int32)
-    for n, key in enumerate(series):
-        c = label.get(key)
-        if c is None:
-            base, own = key
-            parts = sorted(f"{name}={value}" for name, value in own if name in varying)
-            c = label[key] = names_.counter(base + ("{" + ",".join(parts) + "}" if parts else ""))
-        counter[n] = c
+    label = np.empty(len(series), np.int32)
+    for n, (base, own, _, _) in enumerate(series):
+        parts = sorted(f"{name}={v}" for name, v in own if name in varying)
+        label[n] = names_.counter(base + ("{" + ",".join(parts) + "}" if parts else ""))
     from .readers import server_of_file  # noqa: PLC0415 (readers imports this module)
 
-    from_name = not any(servers)
-    if from_name:
-        server = np.full(len(times), names_.server(server_of_file(path)), np.int32)
-    else:  # a row whose table has no server tag, or an empty one: the file's
-        server = names_.servers_of([x or server_of_file(path) for x in servers])
-    if any(kinds):
-        uniq, inv = np.unique(np.asarray(kinds, dtype=object), return_inverse=True)
-        names_.set_kinds(server, uniq, inv, kind_tag)
-    time = column_to_seconds(times, path)
-    value = np.asarray(values, np.float64)
+    from_name = not any(s[2] for s in series)
+    # a series whose table or line has no server tag, or an empty one: the file's
+    srv = np.array([names_.server(s[2] or server_of_file(path)) for s in series], np.int32)
+    counter, server = label[sid], srv[sid]
+    if any(s[3] for s in series):
+        uniq, inv = np.unique(np.asarray([s[3] for s in series], dtype=object), return_inverse=True)
+        names_.set_kinds(server, uniq, inv.ravel()[sid], kind_tag)
     o = np.argsort(counter, kind="stable")
     bounds = np.flatnonzero(np.r_[True, counter[o][1:] != counter[o][:-1], True])
     pieces = [Piece(server[o[a:b]], time[o[a:b]], counter[o[a:a + 1]], value[o[a:b]][:, None])
               for a, b in zip(bounds[:-1], bounds[1:])]
-    notes.append(f"{path.name}: InfluxDB's CSV (a Flux result): {count_of(len(set(label.values())), 'counters')} "
+    notes.append(f"{path.name}: {form}: {count_of(len(set(label.tolist())), 'counters')} "
                  "named MEASUREMENT.FIELD{the tags that tell its series apart}")
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, from_name)
 
