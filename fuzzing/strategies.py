@@ -230,6 +230,25 @@ def flux_rows(servers: int = 4, samples: int = 24, annotated: bool = True):
     return rows + [[]]
 
 
+def line_protocol_lines(servers: int = 4, samples: int = 24, t0: int = 1_767_225_600, step: int = 10,
+                        unit: int = 10**9, shift: int | None = None) -> list[str]:
+    """Telegraf's metrics as its file output writes them (InfluxDB line protocol): cpu with a
+    cpu tag, net per interface (bytes_recv a total since boot, integers), system with a string
+    field; ``unit`` timestamps per second; server ``srv-1``'s CPU 40 points higher from sample
+    ``shift`` on."""
+    lines = []
+    for i in range(samples):
+        t = (t0 + step * i) * unit
+        for s in range(servers):
+            host = f"srv-{s}"
+            user = 20 + (i * 7 + s) % 5 / 2 + (40 if shift is not None and s == 1 and i >= shift else 0)
+            lines += [f"cpu,cpu=cpu-total,host={host} usage_user={user:.2f},usage_idle={75 - user / 2:.2f} {t}",
+                      *(f"net,host={host},interface={ifc} bytes_recv={(i * 2_000_000 + s * 10**9 + k * (i * 7 % 3)):d}i,"
+                        f"err_in=0i {t}" for k, ifc in enumerate(("eth0", "eth1"))),
+                      f'system,host={host} load1={1 + (i + s) % 7 / 10:.2f},uptime_format="{i:2d} min" {t}']
+    return lines
+
+
 def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
     (the Thread object, with their ids)."""
@@ -413,8 +432,12 @@ def features_csv(draw):
 @st.composite
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
-                                "export"]))
-    if fmt == "export":  # VictoriaMetrics' export: a series a line, some lines damaged as documents
+                                "export", "line_protocol"]))
+    if fmt == "line_protocol":  # Telegraf's file output, its lines damaged as rows of head, fields, timestamp
+        rows = draw(damaged_rows([[line.split(" ", 1)[0], *line.split(" ", 1)[1].rsplit(" ", 1)]
+                                  for line in line_protocol_lines()]))
+        name, data = "metrics.out", "\n".join(" ".join(r) for r in rows).encode("utf-8", "surrogatepass")
+    elif fmt == "export":  # VictoriaMetrics' export: a series a line, some lines damaged as documents
         lines = series_export(prometheus_doc()["data"]["result"])
         data = b"\n".join(dumps(draw(mutated(x, rounds=2))) if draw(st.booleans()) else dumps(x) for x in lines)
         if draw(st.booleans()):
