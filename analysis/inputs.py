@@ -45,11 +45,18 @@ class Inputs:
 
 # Each data-file kind registers a sniffer: (path, first bytes) -> bool. Later analyses add theirs.
 _SNIFFERS: list[tuple[str, callable]] = []
+#: the order the kinds' sniffers are asked in, the most particular first: a span CSV has columns a
+#: counter CSV's sniffer would take for counters (an AIOps export's duration, status_code), a
+#: thread metrics CSV is asked after the counters' sniffer (which leaves thread columns alone).
+#: Not the order the modules happen to be imported in: a file was read as another kind when a
+#: caller imported the counter readers first.
+KIND_ORDER = ("spans", "counters", "threads", "features")
 
 
 def register_file_kind(kind: str, sniffer) -> None:
     if all(k != kind for k, _ in _SNIFFERS):
         _SNIFFERS.append((kind, sniffer))
+        _SNIFFERS.sort(key=lambda ks: KIND_ORDER.index(ks[0]) if ks[0] in KIND_ORDER else len(KIND_ORDER))
 
 
 GZIP_MAGIC = b"\x1f\x8b"

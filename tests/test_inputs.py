@@ -207,3 +207,23 @@ def test_a_log_of_a_dataset_is_no_counters_and_its_folder_is_said_left_out(tmp_p
     counters.write_text("Timestamp,TimeUnixNano,Node,cpu\n" + "".join(
         f"{1674986580 + 60 * i},{1674986580 + 60 * i}000000000,n{k},{0.1 * k}\n" for i in range(5) for k in range(3)))
     assert load_counters([counters]).counters == ["cpu"]
+
+
+@pytest.mark.parametrize("first", ["perftriage.analysis.counters.readers", "perftriage.analysis.threads.series",
+                                   "perftriage.analysis.spans"])
+def test_a_files_kind_does_not_depend_on_which_reader_was_imported_first(tmp_path, first):
+    """An AIOps span export (duration, status_code: columns a counter CSV could have) is spans,
+    a counter CSV counters, whichever analysis a caller imported first; the counters' sniffer
+    had been asked first when its module was, and took the spans for counters."""
+    import subprocess
+    import sys
+
+    from test_spans import _aiops_csv
+
+    spans = _aiops_csv(tmp_path / "trace_jaeger-span.csv")
+    counters = tmp_path / "fleet.csv"
+    counters.write_text("time,server,cpu\n" + "".join(f"{t},s{k},{t % 7 + k}\n" for t in range(20) for k in range(3)))
+    code = (f"import {first}\nimport perftriage.analysis.triage\nfrom perftriage.analysis.inputs import sniff_file\n"
+            f"from pathlib import Path\nprint(sniff_file(Path({str(spans)!r})), sniff_file(Path({str(counters)!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.stdout.split() == ["spans", "counters"], out.stdout + out.stderr
