@@ -18,6 +18,8 @@ are left out, with a note.
 
 from __future__ import annotations
 
+from math import inf
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +65,7 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
     datatypes: list[str] = []  # the #datatype annotation of the table that follows, where there is one
     with csv_rows(path, encoding="utf-8-sig") as rd:
         for row in rd:
-            if not row or not any(c.strip() for c in row):
+            if not row or not "".join(row).strip():
                 header = None  # a result ends: the next has its own annotations and header
                 datatypes = []
                 continue
@@ -88,6 +90,8 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
                 if v_i is None and len(datatypes) == len(header):
                     fields = [(name, i) for name, i in tags if datatypes[i].strip() in NUMERIC_TYPES]
                     tags = [(name, i) for name, i in tags if (name, i) not in fields]
+                sid_of = {}  # the cells that tell a row's series (tags, measurement, server, kind, field) -> its
+                key_of = None  # values' columns and series, under this header
                 continue
             if len(row) != len(header):
                 short += 1
@@ -95,18 +99,29 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
             if v_i is None and fields is None:  # pivoted: a column per field; the others are tags
                 fields = [(name, i) for name, i in tags if _number(row[i]) is not None]
                 tags = [(name, i) for name, i in tags if (name, i) not in fields]
-            own = tuple((name, row[i]) for name, i in tags if row[i] != "")
-            meas = row[m_i] if m_i is not None else ""
-            server, kind = row[s_i] if s_i is not None else "", row[k_i] if k_i is not None else ""
-            for field, i in ([(row[f_i] if f_i is not None else "value", v_i)] if v_i is not None else fields):
-                v = _number(row[i])
-                if v is None:
+            if key_of is None:
+                cells = [i for _, i in tags] + [i for i in (m_i, s_i, k_i, f_i) if i is not None]
+                key_of = itemgetter(*cells) if cells else (lambda _row: ())
+            ident = key_of(row)
+            got = sid_of.get(ident)
+            if got is None:  # a series not met under this header yet: its columns of values and their series
+                own = tuple((name, row[i]) for name, i in tags if row[i] != "")
+                meas = row[m_i] if m_i is not None else ""
+                server, kind = row[s_i] if s_i is not None else "", row[k_i] if k_i is not None else ""
+                got = sid_of[ident] = [
+                    (i, series.setdefault((f"{meas}.{field}" if meas else field, own, server, kind), len(series)))
+                    for field, i in ([(row[f_i] if f_i is not None else "value", v_i)] if v_i is not None else fields)]
+            for i, s in got:
+                try:
+                    v = float(row[i])
+                except ValueError:
+                    v = inf
+                if v - v != 0:  # no number, or none finite (a string or boolean field, inf, NaN)
                     strings += row[i] != ""
                     continue
-                key = (f"{meas}.{field}" if meas else field, own, server, kind)
                 times.append(row[t_i])
                 values.append(v)
-                sid.append(series.setdefault(key, len(series)))
+                sid.append(s)
     if not times:
         raise InputError(path, "no numeric value under an InfluxDB header (_time, _value, _field)")
     notes = []
