@@ -249,6 +249,39 @@ def line_protocol_lines(servers: int = 4, samples: int = 24, t0: int = 1_767_225
     return lines
 
 
+def dstat_rows(host: str = "web-01", samples: int = 24, tool: str = "dstat", clock: str = "time",
+               start: str = "28 Nov 2026 10:00:00 UTC", delay: int = 5, high_from: int | None = None) -> list[list[str]]:
+    """A dstat (or dool) CSV as ``dstat -tcdny --output FILE 5`` writes it: the preamble, the
+    groups' and the columns' header rows, a first row of averages since boot (usr 90), then a
+    row every ``delay`` s from ``start`` (the Date row); ``clock``: "time" (dstat's 28-11
+    10:00:05, dool's Nov-28 10:00:05), "epoch" (-T) or "" (no time column); usr 40 points higher
+    from row ``high_from`` on."""
+    import datetime as dt
+
+    t0 = dt.datetime.strptime(" ".join(start.split()[:4]), "%d %b %Y %H:%M:%S")
+    zone = start.split()[4] if len(start.split()) > 4 else ""
+    offset = {"UTC": 0, "GMT": 0, "CET": 3600, "": 0}.get(zone, 0)
+    banner = "Dstat 0.7.4 CSV output" if tool == "dstat" else "dool 1.3.0 CSV output"
+    rows = [[banner], ["Author:", "Dag Wieers <dag@wieers.com>", "", "", "", "URL:", "http://dag.wieers.com/"],
+            ["Host:", host, "", "", "", "User:", "root"],
+            ["Cmdline:", f"{tool} -{'t' if clock == 'time' else 'T' if clock == 'epoch' else ''}cdny --output "
+                         f"/tmp/{host}.csv {delay}", "", "", "", "Date:", start], []]
+    groups = ({"time": ["system"], "epoch": ["epoch"]}.get(clock, []) +
+              ["total cpu usage", "", "", "", "", "", "dsk/total", "", "net/total", "", "system", ""])
+    cols = ({"time": ["time"], "epoch": ["epoch"]}.get(clock, []) +
+            ["usr", "sys", "idl", "wai", "hiq", "siq", "read", "writ", "recv", "send", "int", "csw"])
+    rows += [groups, cols]
+    fmt = "%d-%m %H:%M:%S" if tool == "dstat" else "%b-%d %H:%M:%S"
+    for i in range(samples + 1):
+        t = t0 + dt.timedelta(seconds=delay * i)
+        stamp = {"time": [t.strftime(fmt)], "epoch": [f"{t.replace(tzinfo=dt.timezone.utc).timestamp() - offset:.3f}"]
+                 }.get(clock, [])
+        usr = 90.0 if i == 0 else 10 + (i * 7) % 5 / 2 + (40 if high_from is not None and i >= high_from else 0)
+        rows.append(stamp + [f"{usr:.3f}", f"{2 + i % 3 / 4:.3f}", f"{85 - usr:.3f}", "0.1", "0", "0.2", "0",
+                             str(12288 + (i * 37) % 4000), str(1234 + i % 9), "567", "345", str(678 + (i * 13) % 50)])
+    return rows
+
+
 def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
     (the Thread object, with their ids)."""
@@ -432,8 +465,11 @@ def features_csv(draw):
 @st.composite
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
-                                "export", "line_protocol"]))
-    if fmt == "line_protocol":  # Telegraf's file output, its lines damaged as rows of head, fields, timestamp
+                                "export", "line_protocol", "dstat"]))
+    if fmt == "dstat":  # a dstat or dool CSV, its preamble, headers and rows damaged as rows
+        tool, clock = draw(st.sampled_from(["dstat", "dool"])), draw(st.sampled_from(["time", "epoch", ""]))
+        name, data = "web-01.csv", csv_bytes(draw(damaged_rows(dstat_rows(tool=tool, clock=clock))))
+    elif fmt == "line_protocol":  # Telegraf's file output, its lines damaged as rows of head, fields, timestamp
         rows = draw(damaged_rows([[line.split(" ", 1)[0], *line.split(" ", 1)[1].rsplit(" ", 1)]
                                   for line in line_protocol_lines()]))
         name, data = "metrics.out", "\n".join(" ".join(r) for r in rows).encode("utf-8", "surrogatepass")

@@ -50,7 +50,7 @@ from perftriage.analysis.labelsets import counter_names, label_set, servers_of_s
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
-from . import influx, line_protocol, sadf
+from . import dstat, influx, line_protocol, sadf
 from .sadf import read_sadf
 from .cumulative import CUMULATIVE_ENDINGS, rate_cumulative
 from .table import DATED_FROM, CounterSet, Piece, RawCounters, align
@@ -895,14 +895,15 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
         flux = not prom and not sar and influx.sniff(p, head)
         pdh = not prom and not sar and not flux and perfmon.sniff(head)
         lp = not prom and not sar and not flux and not pdh and line_protocol.sniff(head)
+        ds = not prom and not sar and not flux and not pdh and not lp and dstat.sniff(head)
         with reading(p, "Prometheus JSON file" if prom else "sadf -d export" if sar else
                      "InfluxDB CSV" if flux else "performance counter log" if pdh else
-                     "line protocol file" if lp else "counter CSV"):
+                     "line protocol file" if lp else "dstat CSV" if ds else "counter CSV"):
             raw = read_prometheus(p, server_label, names_) if prom else read_sadf(p, names_) if sar else \
                 influx.read_influx(p, names_, SERVER_NAMES, KIND_NAMES, _norm) if flux else \
                 read_perfmon(p, names_) if pdh else \
                 line_protocol.read_line_protocol(p, names_, SERVER_NAMES, KIND_NAMES, _norm) if lp else \
-                read_csv(p, names_, row_interval)
+                dstat.read_dstat(p, names_) if ds else read_csv(p, names_, row_interval)
         pieces += raw.pieces
         notes += raw.notes
         if raw.server_from_name:
@@ -967,4 +968,4 @@ def _sniff_perfmon(head: bytes) -> bool:
 
 
 register_file_kind("counters", lambda p, h: sniff_csv(p, h) or sniff_prometheus(p, h) or sadf.sniff(p, h)
-                   or influx.sniff(p, h) or _sniff_perfmon(h) or line_protocol.sniff(h))
+                   or influx.sniff(p, h) or _sniff_perfmon(h) or line_protocol.sniff(h) or dstat.sniff(h))
