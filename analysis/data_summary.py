@@ -67,12 +67,13 @@ def _threads(path: Path) -> FileSummary:
 
 def _counters(path: Path) -> FileSummary:
     from . import perfmon  # noqa: PLC0415
-    from .counters import dstat, influx, line_protocol, sadf  # noqa: PLC0415
+    from .counters import dstat, influx, line_protocol, sadf, sar_text  # noqa: PLC0415
     from .counters.readers import is_series_export, load_counters, sniff_prometheus  # noqa: PLC0415
     from .inputs import read_head  # noqa: PLC0415
 
     head = read_head(path)
-    form = "sysstat archive" if sadf.is_archive(head) else "sadf -d export" if sadf.sniff(path, head) else \
+    form = "sysstat archive" if sadf.is_archive(head) else "sar text report" if sar_text.sniff(head) else \
+        "sadf -d export" if sadf.sniff(path, head) else \
         "VictoriaMetrics export (JSON lines)" if is_series_export(head) else \
         "Prometheus range-query JSON" if sniff_prometheus(path, head) else \
         "InfluxDB CSV (a Flux result)" if influx.sniff(path, head) else \

@@ -465,8 +465,10 @@ def features_csv(draw):
 @st.composite
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
-                                "export", "line_protocol", "dstat"]))
-    if fmt == "dstat":  # a dstat or dool CSV, its preamble, headers and rows damaged as rows
+                                "export", "line_protocol", "dstat", "sar_text"]))
+    if fmt == "sar_text":  # sar -A's real text report, its lines damaged as words
+        name, data = "web-01.txt", draw(damaged_recording("sar/sa-busy.txt.gz", " ", keep_first=True))
+    elif fmt == "dstat":  # a dstat or dool CSV, its preamble, headers and rows damaged as rows
         tool, clock = draw(st.sampled_from(["dstat", "dool"])), draw(st.sampled_from(["time", "epoch", ""]))
         name, data = "web-01.csv", csv_bytes(draw(damaged_rows(dstat_rows(tool=tool, clock=clock))))
     elif fmt == "line_protocol":  # Telegraf's file output, its lines damaged as rows of head, fields, timestamp

@@ -29,6 +29,7 @@ from perftriage.analysis.inputs import is_gzip, open_data
 from perftriage.analysis.timeparse import column_to_seconds
 from perftriage.analysis.values import number as _number
 
+from . import sar_text
 from .table import Piece, RawCounters
 
 HEAD = "# hostname;interval;timestamp;"
@@ -38,7 +39,7 @@ KEYS = {"CPU", "IFACE", "DEV", "DEVICE", "FILESYSTEM", "MOUNTPOINT", "TTY", "INT
 
 def sniff(path: Path, head: bytes) -> bool:
     """sadf -d's output, or a sysstat archive it is made from."""
-    if is_archive(head):
+    if is_archive(head) or sar_text.sniff(head):
         return True
     text = head.decode("utf-8", "replace").lstrip()
     return text.startswith(HEAD)
@@ -105,14 +106,15 @@ def export_archive(path: Path) -> tuple[str, list[str]]:
 
 def read_sadf(path, names_) -> RawCounters:
     """``names_``: the dataset's server and counter names (readers._Names); ``path`` an export,
-    or a sysstat archive (exported by sadf first)."""
+    a sysstat archive (exported by sadf first), or sar's text report (sar_text.py)."""
     path = Path(path)
     notes_in: list[str] = []
     try:
         with open_data(path, binary=True) as raw:
-            archive = is_archive(raw.read(64))
-        if archive:
-            text, notes_in = export_archive(path)
+            head = raw.read(4096)
+        archive, text_report = is_archive(head), sar_text.sniff(head)
+        if archive or text_report:
+            text, notes_in = export_archive(path) if archive else sar_text.as_sadf(path)
             f = io.StringIO(text)
         else:
             f = open_data(path)
@@ -159,9 +161,16 @@ def read_sadf(path, names_) -> RawCounters:
         raise InputError(path, f"no rows under a header ('{HEAD}...'): sadf -d wrote nothing for these activities")
     pieces, local = [], False
     when: dict[str, float] = {}  # each distinct stamp parsed once
+    owner: dict[tuple, tuple] = {}  # a metric (and its instance column) -> the first section naming it
+    for hdr, key in groups:
+        for m in hdr[4 if key is not None else 3:]:
+            owner.setdefault((m, hdr[3] if key is not None else None), hdr)
     for (hdr, key), g in groups.items():
         first = 4 if key is not None else 3
-        metrics = list(hdr[first:])
+        # a metric two sections name (retrans/s: TCP's errors' and the NFS client's) is the later
+        # section's with a word of its own
+        metrics = [m if owner[(m, hdr[3] if key is not None else None)] == hdr else
+                   f"{m} (beside {next((x for x in hdr[first:] if x != m), '')})" for m in hdr[first:]]
         inst = _key_name(hdr[3], key) if key is not None else None
         new = [st for st in dict.fromkeys(g.stamps) if st not in when]
         if new:
@@ -173,7 +182,7 @@ def read_sadf(path, names_) -> RawCounters:
         idx = np.array([names_.counter(m if inst is None else f"{m}[{inst}]") for m in metrics], np.int32)
         pieces.append(Piece(np.frombuffer(g.hosts, np.int32).copy(), time, idx, vals.copy()))
     notes = list(notes_in)
-    if local:
+    if local and not text_report:  # sar's text says so itself
         notes.append(f"{path.name}: sadf's times without 'UTC' (sadf -t: each host's local time), read as UTC")
     if short:
         notes.append(f"{path.name}: {short:,} row{'s' if short != 1 else ''} with another number of fields than "

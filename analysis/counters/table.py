@@ -232,8 +232,8 @@ def align(raw: RawCounters, interval: float | None = None) -> CounterSet:
     T = n + 1
     cells = S * C * T
     if cells > 500_000_000:
-        raise InputError(raw.source, f"{S} servers x {C} counters x {T:,} points is too large to hold at once "
-                                     f"({cells * 8 / 2**30:.1f} GiB)")
+        raise InputError(raw.source, f"{count_of(S, 'servers')} x {count_of(C, 'counters')} x {count_of(T, 'points')} "
+                                     f"is too large to hold at once ({cells * 8 / 2**30:.1f} GiB)")
     have = raw.n_samples
     if cells > max(50 * have, 5_000_000):
         # estimated before allocating: a few samples with a tiny interval over a long span
