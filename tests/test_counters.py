@@ -1157,6 +1157,40 @@ def test_series_without_peers_or_days_are_judged_against_the_hour_before(servers
     assert detect_over_time(_short(servers, own, spike=False)).intervals == []
 
 
+def _incident_window(step: bool, seed: int = 5):
+    """15 minutes at one point a second of one host's table of ten services' metrics (RCAEval's
+    form: SERVICE_METRIC columns), 8% noise; with ``step``, emailservice's CPU 0.9 higher and its
+    latencies three times as long from +10:00."""
+    rng = np.random.default_rng(seed)
+    svcs = ["ad", "cart", "checkout", "currency", "email", "frontend", "payment", "catalog", "reco", "shipping"]
+    mets = ["cpu", "mem", "latency-50", "latency-90", "diskio"]
+    base = rng.uniform(0.05, 1.0, (len(svcs), len(mets))) * np.array([0.3, 3e8, 0.05, 0.1, 1e4])
+    v = base[..., None] * (1 + 0.08 * rng.standard_normal((len(svcs), len(mets), 900)))
+    if step:
+        v[4, 0, 600:] += 0.9
+        v[4, 2:4, 600:] *= 3
+    return from_cube(v.reshape(1, -1, 900), ["data"], [f"{s}service_{m}" for s in svcs for m in mets],
+                     start=1_692_569_000, interval=1)
+
+
+def test_one_hosts_incident_window_of_minutes_is_judged_against_its_quarter_before():
+    """Under four hours of data (an incident's window) and no peers: each point against the level
+    of the quarter of the data before it, where four hours were needed and nothing was found; the
+    host's own noise is no 'fleet median' (one server's median is its value)."""
+    cs = _incident_window(step=True)
+    findings = counter_findings(analyse_counters(cs))
+    assert findings[0].title.startswith("data: emailservice_cpu, ") and "(+10:00)" in findings[0].title, \
+        [f.title for f in findings]
+    assert {"emailservice_latency-50", "emailservice_latency-90"} <= set(re.findall(r"[\w-]+service_[\w-]+",
+                                                                                    findings[0].title))
+    assert not any("fleet's median" in f.title for f in findings), [f.title for f in findings]
+    quiet = counter_findings(analyse_counters(_incident_window(step=False)))
+    assert quiet == [], [f.title for f in quiet]
+    from perftriage.analysis.counters.over_time import detect_over_time
+
+    assert any("against their level in the 3.8 min before" in n for n in detect_over_time(cs).notes)
+
+
 def test_a_tiny_move_of_a_still_counter_is_no_incident():
     """A node's memory at 11.3% for the first minutes, 11.44% after, on a server whose difference
     to its peers otherwise sits still to the thousandth: robust z in the hundreds, a move of 1%

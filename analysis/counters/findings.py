@@ -16,7 +16,7 @@ from perftriage.analysis.units import count_of
 from .comparative import Between, Comparative, between, fleet_onset, server_onset, within
 from .correlation import MIN_SAMPLES, Correlation, correlate
 from .onset import Onset
-from .over_time import OverTime, detect_over_time
+from .over_time import OverTime, before, detect_over_time
 from .params import CounterParams
 from .peers import MIN_PEERS, Peers, find_peers
 from .silences import Silence, find_silences
@@ -104,7 +104,10 @@ def analyse_counters(cs: CounterSet, params: CounterParams | None = None, refere
         o, oc = _consensus(onsets, p.min_gain)
         servers.append(ServerDeviation(s, cx, o, oc, dict(onsets)))
     # the fleet over time: counters whose median at some time points moves far from the usual
-    by_time = [(c, x, n) for c, x, n in cp.counters_by_time(p.time_x) if x >= p.time_x and n >= 3]
+    # (not for one or two servers: their median at a time is a server's own value, its noise
+    # beyond 2.5 std at a point in a hundred; the analysis over time judges them)
+    by_time = [(c, x, n) for c, x, n in cp.counters_by_time(p.time_x) if x >= p.time_x and n >= 3] \
+        if len(cs.servers) >= MIN_PEERS else []
     fleet = None
     if by_time:
         top = by_time[: p.top]
@@ -434,7 +437,7 @@ def over_time_findings(ot: OverTime, cs: CounterSet) -> list[Finding]:
         for c, z, how, level, usual in iv.counters:
             against = ("against the other servers' movement at the same time" if alone else
                        "against its peers at the same time") if how == "peers" else \
-                "against its level in the hour before" if ot.recent else "against its own history"
+                f"against its level in {before(ot.recent, cs.interval)}" if ot.recent else "against its own history"
             if twin is not None and how == "peers" and c in ot.edges.ends:
                 against = f"against {cs.servers[twin]} at the same time"
             other = ""

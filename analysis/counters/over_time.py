@@ -315,6 +315,15 @@ def held(over: np.ndarray, run: int) -> np.ndarray:
     return out
 
 
+def before(points: int, interval: float) -> str:
+    """The stretch a series without peers is judged against, in words: 'the hour before', 'the
+    3.8 min before'."""
+    sec = points * interval
+    if abs(sec - 3600) < interval:
+        return "the hour before"
+    return f"the {sec / 60:.2g} min before" if sec >= 60 else f"the {sec:.2g} s before"
+
+
 def recent_level(v: np.ndarray, w: int) -> np.ndarray:
     """(..., T): for each point, the median of the block of ``w`` points before its own block
     (blocks of ``w`` from the first point; the first block: its own median)."""
@@ -437,7 +446,9 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
     daily = np.zeros(C, bool)
     usual_all = np.empty((S, C))  # each series' median
     hour = int(round(3600 / cs.interval)) if cs.interval > 0 else 0
-    recent = hour if not days and hour >= 6 and T >= 4 * hour else 0
+    # series without peers, under three days: each point against the level of the hour before,
+    # or, in data of under four hours (an incident's window), of the quarter of the data before
+    recent = 0 if days else hour if hour >= 6 and T >= 4 * hour else T // 4 if T // 4 >= 6 else 0
     n_recent = np.zeros(C, int)  # per block (its first counter): series judged against the hour before
 
     stretches: list[tuple[int, int, int, int, float]] = []  # (server, counter, first, last, median z there)
@@ -498,10 +509,10 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
         notes.append(f"{T} points over {T * cs.interval / 86400:.1f} days: fewer than 3 days, so each series is "
                      "judged against its peers only (its own history would flag its daily cycle)"
                      + (f"; {count_of(alone_series, 'series')} without peers (fewer than 3 servers, or a counter no other "
-                        "server has) against their level in the hour before (a sudden change shows, a daily swing "
-                        "hardly does)" if alone_series else
-                        "" if S >= 3 else f"; too few points to judge {count_of(S, 'servers')} without peers against the hour "
-                        "before (4 hours needed)"))
+                        f"server has) against their level in {before(recent, cs.interval)} (a sudden change shows, "
+                        "a daily swing hardly does)" if alone_series else
+                        "" if S >= 3 else f"; too few points to judge {count_of(S, 'servers')} without peers against "
+                        "their recent level (24 needed)"))
     if S < 3 and days:
         notes.append(f"{count_of(S, 'servers')}: each judged against its own history only (3 are needed for peers)")
     over = z > p.z
