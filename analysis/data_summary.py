@@ -66,20 +66,13 @@ def _threads(path: Path) -> FileSummary:
 
 
 def _counters(path: Path) -> FileSummary:
-    from . import perfmon  # noqa: PLC0415
-    from .counters import dstat, influx, line_protocol, sadf, sar_text  # noqa: PLC0415
-    from .counters.readers import is_series_export, load_counters, sniff_prometheus  # noqa: PLC0415
+    from .counters import sadf, sar_text  # noqa: PLC0415
+    from .counters.readers import counter_form, is_series_export, load_counters  # noqa: PLC0415
     from .inputs import read_head  # noqa: PLC0415
 
     head = read_head(path)
     form = "sysstat archive" if sadf.is_archive(head) else "sar text report" if sar_text.sniff(head) else \
-        "sadf -d export" if sadf.sniff(path, head) else \
-        "VictoriaMetrics export (JSON lines)" if is_series_export(head) else \
-        "Prometheus range-query JSON" if sniff_prometheus(path, head) else \
-        "InfluxDB CSV (a Flux result)" if influx.sniff(path, head) else \
-        "Windows performance counter log (PDH-CSV)" if perfmon.sniff(head) else \
-        "InfluxDB line protocol" if line_protocol.sniff(head) else "dstat / dool CSV" if dstat.sniff(head) else \
-        "counter CSV"
+        "VictoriaMetrics export (JSON lines)" if is_series_export(head) else counter_form(path, head)[0]
     cs = load_counters([path])
     holds = (f"{count_of(len(cs.servers), 'servers')} ({', '.join(cs.servers[:6])}{', ...' if len(cs.servers) > 6 else ''})"
              f" x {count_of(len(cs.counters), 'counters')} x {cs.n_points:,} points every {cs.interval:g} s")

@@ -282,6 +282,37 @@ def dstat_rows(host: str = "web-01", samples: int = 24, tool: str = "dstat", clo
     return rows
 
 
+def nmon_lines(host: str = "web01", samples: int = 24, start: str = "10:00:00,28-NOV-2026", step: int = 60,
+               high_from: int | None = None) -> list[str]:
+    """An nmon recording as ``nmon -f -s 60`` writes it: AAA and BBB lines, the sections' headers
+    (CPU_ALL, MEM, NET with its trailing empty column, DISKBUSY), then a ZZZZ line and a line per
+    section at each snapshot, a TOP line per process; User% 40 points higher from snapshot
+    ``high_from`` on."""
+    import datetime as dt
+
+    t0 = dt.datetime.strptime(start, "%H:%M:%S,%d-%b-%Y")
+    lines = ["AAA,progname,nmon", f"AAA,command,nmon -f -s {step} -c {samples}", "AAA,version,16n",
+             f"AAA,host,{host}", f"AAA,interval,{step}", f"AAA,snapshots,{samples}", "AAA,cpus,4,4",
+             f"AAA,time,{start.split(',')[0]}", f"AAA,date,{start.split(',')[1]}", "BBBP,000,/etc/release",
+             'BBBP,001,/etc/release,"PRETTY_NAME=Debian GNU/Linux 12"',
+             f"CPU_ALL,CPU Total {host},User%,Sys%,Wait%,Idle%,Steal%,Busy,CPUs",
+             f"MEM,Memory MB {host},memtotal,hightotal,lowtotal,swaptotal,memfree,cached",
+             f"NET,Network I/O {host},lo-read-KB/s,eth0-read-KB/s,lo-write-KB/s,eth0-write-KB/s,",
+             f"DISKBUSY,Disk %Busy {host},sda,sda1",
+             "TOP,%CPU Utilisation", "TOP,+PID,Time,%CPU,%Usr,%Sys,Size,ResSet,Command"]
+    for i in range(samples):
+        tag = f"T{i + 1:04d}"
+        t = t0 + dt.timedelta(seconds=step * i)
+        user = 10 + (i * 7) % 5 / 2 + (40 if high_from is not None and i >= high_from else 0)
+        lines += [f"ZZZZ,{tag},{t:%H:%M:%S},{t:%d}-{t:%b}-{t:%Y}".upper(),
+                  f"CPU_ALL,{tag},{user:.1f},{2 + i % 3 / 4:.1f},0.1,{88 - user:.1f},0.0,,4",
+                  f"MEM,{tag},7977.4,0.0,7977.4,2048.0,{3000 + (i * 37) % 400:.1f},{2500 + i % 9:.1f}",
+                  f"NET,{tag},0.1,{120 + (i * 13) % 50:.1f},0.1,{80 + i % 7:.1f},",
+                  f"DISKBUSY,{tag},{(i * 3) % 10:.1f},{(i * 3) % 10:.1f}",
+                  f"TOP,0012345,{tag},{user:.2f},{user - 1:.2f},1.00,123456,65432,java"]
+    return lines
+
+
 def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
     (the Thread object, with their ids)."""
@@ -465,8 +496,10 @@ def features_csv(draw):
 @st.composite
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
-                                "export", "line_protocol", "dstat", "sar_text"]))
-    if fmt == "sar_text":  # sar -A's real text report, its lines damaged as words
+                                "export", "line_protocol", "dstat", "sar_text", "nmon"]))
+    if fmt == "nmon":  # an nmon recording, its lines damaged as rows
+        name, data = "web01_261128_1000.nmon", csv_bytes(draw(damaged_rows([ln.split(",") for ln in nmon_lines()])))
+    elif fmt == "sar_text":  # sar -A's real text report, its lines damaged as words
         name, data = "web-01.txt", draw(damaged_recording("sar/sa-busy.txt.gz", " ", keep_first=True))
     elif fmt == "dstat":  # a dstat or dool CSV, its preamble, headers and rows damaged as rows
         tool, clock = draw(st.sampled_from(["dstat", "dool"])), draw(st.sampled_from(["time", "epoch", ""]))

@@ -50,7 +50,7 @@ from perftriage.analysis.labelsets import counter_names, label_set, servers_of_s
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
-from . import dstat, influx, line_protocol, sadf
+from . import dstat, influx, line_protocol, nmon, sadf
 from .sadf import read_sadf
 from .cumulative import CUMULATIVE_ENDINGS, rate_cumulative
 from .table import DATED_FROM, CounterSet, Piece, RawCounters, align
@@ -869,6 +869,29 @@ def _exported_series(d: dict) -> dict:
 
 # -- several files -------------------------------------------------------------------------------
 
+#: the forms of counter files other than a CSV of counters: the words perftriage info says, the
+#: test on a file's path and first bytes, the reader (path, names, server label, row interval);
+#: asked in this order, a counter CSV where none says yes
+_FORMS = (
+    ("Prometheus range-query JSON", sniff_prometheus, lambda p, n, label, _: read_prometheus(p, label, n)),
+    ("sadf -d export", sadf.sniff, lambda p, n, *_: read_sadf(p, n)),
+    ("InfluxDB CSV (a Flux result)", influx.sniff,
+     lambda p, n, *_: influx.read_influx(p, n, SERVER_NAMES, KIND_NAMES, _norm)),
+    ("Windows performance counter log (PDH-CSV)", lambda p, h: _sniff_perfmon(h), lambda p, n, *_: read_perfmon(p, n)),
+    ("InfluxDB line protocol", lambda p, h: line_protocol.sniff(h),
+     lambda p, n, *_: line_protocol.read_line_protocol(p, n, SERVER_NAMES, KIND_NAMES, _norm)),
+    ("dstat / dool CSV", lambda p, h: dstat.sniff(h), lambda p, n, *_: dstat.read_dstat(p, n)),
+    ("nmon recording", lambda p, h: nmon.sniff(h), lambda p, n, *_: nmon.read_nmon(p, n)),
+)
+
+
+def counter_form(path: Path, head: bytes):
+    """The form of counter file ``path`` in words, and its reader (path, names, server label, row
+    interval) -> RawCounters."""
+    return next(((form, read) for form, sniff, read in _FORMS if sniff(path, head)),
+                ("counter CSV", lambda p, n, _label, interval: read_csv(p, n, interval)))
+
+
 def load_counters(paths, server_label: str = "instance", interval: float | None = None,
                   servers: list[RawCounters] = (), row_interval: float | None = None) -> CounterSet:
     """Read the files of one dataset (CSV and Prometheus JSON mixed) and align them, with the
@@ -889,21 +912,9 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
             names_.set_kinds(srv, *_codes(raw.kinds), raw.kind_column)
         notes += raw.notes
     for p in paths:
-        head = read_head(p)
-        prom = sniff_prometheus(p, head)
-        sar = not prom and sadf.sniff(p, head)
-        flux = not prom and not sar and influx.sniff(p, head)
-        pdh = not prom and not sar and not flux and perfmon.sniff(head)
-        lp = not prom and not sar and not flux and not pdh and line_protocol.sniff(head)
-        ds = not prom and not sar and not flux and not pdh and not lp and dstat.sniff(head)
-        with reading(p, "Prometheus JSON file" if prom else "sadf -d export" if sar else
-                     "InfluxDB CSV" if flux else "performance counter log" if pdh else
-                     "line protocol file" if lp else "dstat CSV" if ds else "counter CSV"):
-            raw = read_prometheus(p, server_label, names_) if prom else read_sadf(p, names_) if sar else \
-                influx.read_influx(p, names_, SERVER_NAMES, KIND_NAMES, _norm) if flux else \
-                read_perfmon(p, names_) if pdh else \
-                line_protocol.read_line_protocol(p, names_, SERVER_NAMES, KIND_NAMES, _norm) if lp else \
-                dstat.read_dstat(p, names_) if ds else read_csv(p, names_, row_interval)
+        form, read = counter_form(p, read_head(p))
+        with reading(p, form):
+            raw = read(p, names_, server_label, row_interval)
         pieces += raw.pieces
         notes += raw.notes
         if raw.server_from_name:
@@ -967,5 +978,4 @@ def _sniff_perfmon(head: bytes) -> bool:
     return perfmon.sniff(head) and perfmon.threads_in(head) < 2
 
 
-register_file_kind("counters", lambda p, h: sniff_csv(p, h) or sniff_prometheus(p, h) or sadf.sniff(p, h)
-                   or influx.sniff(p, h) or _sniff_perfmon(h) or line_protocol.sniff(h) or dstat.sniff(h))
+register_file_kind("counters", lambda p, h: sniff_csv(p, h) or any(sniff(p, h) for _, sniff, _ in _FORMS))
