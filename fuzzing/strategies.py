@@ -313,6 +313,33 @@ def nmon_lines(host: str = "web01", samples: int = 24, start: str = "10:00:00,28
     return lines
 
 
+def vmstat_lines(samples: int = 24, t0: str = "2026-11-28 10:00:00", zone: str | None = "UTC", step: int = 5,
+                 busy_from: int | None = None, every: int = 20) -> list[str]:
+    """vmstat's report as procps-ng 4.0 prints ``vmstat -t 5`` (``zone`` None: without -t): its
+    two header lines again every ``every`` rows, a first row of averages since boot (us 90), then a
+    row every ``step`` s; us 40 points higher from row ``busy_from`` on."""
+    import datetime as dt
+
+    start = dt.datetime.strptime(t0, "%Y-%m-%d %H:%M:%S")
+    groups = "procs -----------memory---------- ---swap-- -----io---- -system-- ------cpu-----"
+    cols = " r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st"
+    if zone is not None:
+        groups += " -----timestamp-----"
+        cols += f" {zone:>20}"
+    lines = []
+    for i in range(samples + 1):
+        if i % every == 0:
+            lines += [groups, cols]
+        us = 90 if i == 0 else 10 + (i * 7) % 5 + (40 if busy_from is not None and i >= busy_from else 0)
+        row = (f"{1 + i % 3:2d} {0:2d} {0:6d} {21494788 - (i * 37) % 4000:8d} {21460:6d} {1852772 + i % 9:7d} "
+               f"{0:4d} {0:4d} {(i * 13) % 50:5d} {72 + i % 11:5d} {966 + i % 7:4d} {912 + (i * 17) % 40:4d} "
+               f"{us:2d} {5:2d} {95 - us:2d} {0:2d} {0:2d}")
+        if zone is not None:
+            row += f" {start + dt.timedelta(seconds=step * i):%Y-%m-%d %H:%M:%S}"
+        lines.append(row)
+    return lines
+
+
 def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
     (the Thread object, with their ids)."""
@@ -496,8 +523,11 @@ def features_csv(draw):
 @st.composite
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
-                                "export", "line_protocol", "dstat", "sar_text", "nmon"]))
-    if fmt == "nmon":  # an nmon recording, its lines damaged as rows
+                                "export", "line_protocol", "dstat", "sar_text", "nmon", "vmstat"]))
+    if fmt == "vmstat":  # vmstat's report, its rows damaged as words
+        rows = draw(damaged_rows([ln.split() for ln in vmstat_lines(zone=draw(st.sampled_from(["UTC", "CET", None])))]))
+        name, data = "web-01.txt", "\n".join(" ".join(r) for r in rows).encode("utf-8", "surrogatepass")
+    elif fmt == "nmon":  # an nmon recording, its lines damaged as rows
         name, data = "web01_261128_1000.nmon", csv_bytes(draw(damaged_rows([ln.split(",") for ln in nmon_lines()])))
     elif fmt == "sar_text":  # sar -A's real text report, its lines damaged as words
         name, data = "web-01.txt", draw(damaged_recording("sar/sa-busy.txt.gz", " ", keep_first=True))

@@ -50,7 +50,7 @@ from perftriage.analysis.labelsets import counter_names, label_set, servers_of_s
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
-from . import dstat, influx, line_protocol, nmon, sadf
+from . import dstat, influx, line_protocol, nmon, sadf, vmstat
 from .sadf import read_sadf
 from .cumulative import CUMULATIVE_ENDINGS, rate_cumulative
 from .table import DATED_FROM, CounterSet, Piece, RawCounters, align
@@ -882,6 +882,7 @@ _FORMS = (
      lambda p, n, *_: line_protocol.read_line_protocol(p, n, SERVER_NAMES, KIND_NAMES, _norm)),
     ("dstat / dool CSV", lambda p, h: dstat.sniff(h), lambda p, n, *_: dstat.read_dstat(p, n)),
     ("nmon recording", lambda p, h: nmon.sniff(h), lambda p, n, *_: nmon.read_nmon(p, n)),
+    ("vmstat report", lambda p, h: vmstat.sniff(h), lambda p, n, _label, interval: vmstat.read_vmstat(p, n, interval)),
 )
 
 
