@@ -66,12 +66,13 @@ def _threads(path: Path) -> FileSummary:
 
 
 def _counters(path: Path) -> FileSummary:
-    from .counters import sadf, sar_text  # noqa: PLC0415
+    from .counters import iostat, sadf, sar_text  # noqa: PLC0415
     from .counters.readers import counter_form, is_series_export, load_counters  # noqa: PLC0415
     from .inputs import read_head  # noqa: PLC0415
 
     head = read_head(path)
     form = "sysstat archive" if sadf.is_archive(head) else "sar text report" if sar_text.sniff(head) else \
+        "iostat report" if iostat.sniff(head) else \
         "VictoriaMetrics export (JSON lines)" if is_series_export(head) else counter_form(path, head)[0]
     cs = load_counters([path])
     holds = (f"{count_of(len(cs.servers), 'servers')} ({', '.join(cs.servers[:6])}{', ...' if len(cs.servers) > 6 else ''})"

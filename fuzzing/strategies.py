@@ -523,8 +523,10 @@ def features_csv(draw):
 @st.composite
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
-                                "export", "line_protocol", "dstat", "sar_text", "nmon", "vmstat"]))
-    if fmt == "vmstat":  # vmstat's report, its rows damaged as words
+                                "export", "line_protocol", "dstat", "sar_text", "nmon", "vmstat", "iostat"]))
+    if fmt == "iostat":  # iostat's real report, its lines damaged as words
+        name, data = "web-01.txt", draw(damaged_recording("iostat/iostat-xt.txt.gz", " ", keep_first=True))
+    elif fmt == "vmstat":  # vmstat's report, its rows damaged as words
         rows = draw(damaged_rows([ln.split() for ln in vmstat_lines(zone=draw(st.sampled_from(["UTC", "CET", None])))]))
         name, data = "web-01.txt", "\n".join(" ".join(r) for r in rows).encode("utf-8", "surrogatepass")
     elif fmt == "nmon":  # an nmon recording, its lines damaged as rows

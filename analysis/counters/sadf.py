@@ -29,7 +29,7 @@ from perftriage.analysis.inputs import is_gzip, open_data
 from perftriage.analysis.timeparse import column_to_seconds
 from perftriage.analysis.values import number as _number
 
-from . import sar_text
+from . import iostat, sar_text
 from .table import Piece, RawCounters
 
 HEAD = "# hostname;interval;timestamp;"
@@ -39,7 +39,7 @@ KEYS = {"CPU", "IFACE", "DEV", "DEVICE", "FILESYSTEM", "MOUNTPOINT", "TTY", "INT
 
 def sniff(path: Path, head: bytes) -> bool:
     """sadf -d's output, or a sysstat archive it is made from."""
-    if is_archive(head) or sar_text.sniff(head):
+    if is_archive(head) or sar_text.sniff(head) or iostat.sniff(head):
         return True
     text = head.decode("utf-8", "replace").lstrip()
     return text.startswith(HEAD)
@@ -106,15 +106,17 @@ def export_archive(path: Path) -> tuple[str, list[str]]:
 
 def read_sadf(path, names_) -> RawCounters:
     """``names_``: the dataset's server and counter names (readers._Names); ``path`` an export,
-    a sysstat archive (exported by sadf first), or sar's text report (sar_text.py)."""
+    a sysstat archive (exported by sadf first), sar's text report (sar_text.py) or iostat's
+    (iostat.py)."""
     path = Path(path)
     notes_in: list[str] = []
     try:
         with open_data(path, binary=True) as raw:
             head = raw.read(4096)
-        archive, text_report = is_archive(head), sar_text.sniff(head)
+        archive, text_report = is_archive(head), sar_text.sniff(head) or iostat.sniff(head)
         if archive or text_report:
-            text, notes_in = export_archive(path) if archive else sar_text.as_sadf(path)
+            text, notes_in = export_archive(path) if archive else sar_text.as_sadf(path) if sar_text.sniff(head) \
+                else iostat.as_sadf(path)
             f = io.StringIO(text)
         else:
             f = open_data(path)
