@@ -58,6 +58,14 @@ def test_dools_times_across_a_new_year_in_a_local_zone_and_an_epoch_column(tmp_p
     assert not any("read as UTC" in n for n in ce.notes), ce.notes
 
 
+def test_a_leap_day_without_a_year_is_the_date_rows_years(tmp_path):
+    """dstat's 29-02 (no year) is a day of 2028, the Date row's year; read as 1900's it was no day."""
+    p = _write(tmp_path / "leap.csv", dstat_rows("h", samples=6, start="28 Feb 2028 23:59:40 UTC"))
+    cs = load_counters([p])
+    assert cs.n_points == 6 and cs.start == 1_835_395_185  # 2028-02-28 23:59:45
+    assert float(cs.seconds(5)) == 1_835_395_210 and np.isfinite(cs.values[0, 0]).all()  # 2028-02-29 00:00:10
+
+
 def test_rows_without_a_time_column_count_from_the_date_by_the_delay(tmp_path):
     p = _write(tmp_path / "w.csv", dstat_rows("w", samples=10, clock="", delay=15))
     cs = load_counters([p])

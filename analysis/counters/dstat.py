@@ -132,25 +132,23 @@ def _clock_times(cells: list[str], start: _dt.datetime | None, path: Path) -> np
     shift = 0  # years (month-day times) or days (times of day) turned since the first row
     for i, cell in enumerate(cells):
         whole, _, ms = cell.partition(".")  # dool --debug adds milliseconds
-        try:
-            t = _dt.datetime.strptime(whole, fmt)
+        try:  # the year given with the text, where it lacks one: 29-02 is a day of a leap year only
+            t = _dt.datetime.strptime(whole, fmt) if "%Y" in fmt else \
+                _dt.datetime.strptime(f"{base.year + shift} {whole}", "%Y " + fmt) if "%d" in fmt else \
+                _dt.datetime.combine(base.date() + _dt.timedelta(days=shift), _dt.datetime.strptime(whole, fmt).time())
         except ValueError:
             continue
-        if "%Y" not in fmt:
-            t = t.replace(year=base.year) if "%d" in fmt else \
-                _dt.datetime.combine(base.date(), t.time())
         if prev is not None and t < prev - _dt.timedelta(hours=12) and "%Y" not in fmt:
-            shift += 1
+            shift += 1  # a new year, or past midnight
+            t = t.replace(year=t.year + 1) if "%d" in fmt else t + _dt.timedelta(days=1)
         prev = t
-        if shift:
-            t = t.replace(year=t.year + shift) if "%d" in fmt else t + _dt.timedelta(days=shift)
         out[i] = t.replace(tzinfo=_dt.timezone.utc).timestamp() + (int(ms) / 1000 if ms.isdigit() else 0)
     return out
 
 
 def _parses(text: str, fmt: str) -> bool:
     try:
-        _dt.datetime.strptime(text, fmt)
+        _dt.datetime.strptime(text, fmt) if "%Y" in fmt else _dt.datetime.strptime(f"2000 {text}", "%Y " + fmt)
     except ValueError:
         return False
     return True
