@@ -124,6 +124,7 @@ def run(quick: bool = False) -> None:
     row(f"reading a long CSV ({n_srv} servers x {n_c} counters, a row a sample, {mb:.0f} MB)", f"{dt:.2f} s",
         f"{mb / dt:.0f} MB/s")
     sadf_read(quick)
+    influx_read(quick)
     long_csv_report(quick)
 
 
@@ -163,6 +164,38 @@ def sadf_read(quick: bool = False) -> None:
                                        f"cs = load_counters([{path!r}])\nprint(*cs.values.shape)")
     row(f"reading a sadf -d export ({seconds:,} s at one second, {n:,} rows, {mb:.0f} MB)", f"{dt:.2f} s",
         f"cube {out.strip()} (servers counters points); peak {peak / 2**20:.0f} MiB in its own interpreter")
+
+
+def influx_read(quick: bool = False) -> None:
+    """Telegraf's metrics of a day of 40 hosts every 10 s as InfluxDB gives them: line protocol
+    (Telegraf's file output, an export: cpu, net per interface, system with a string field; 4
+    lines a host a sample) and a Flux query's CSV (a row a value, annotated), each read in its own
+    interpreter: time, peak memory, lines or rows a second."""
+    from fuzzing.strategies import csv_bytes, flux_rows, line_protocol_lines  # noqa: PLC0415
+
+    from .common import child_peak_rss  # noqa: PLC0415
+
+    servers, samples = 40, 864 if quick else 8_640
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "telegraf.out")
+        lines = line_protocol_lines(servers=servers, samples=samples)
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        mb = os.path.getsize(path) / 1e6
+        out, dt, peak = child_peak_rss("from perftriage.analysis.counters.readers import load_counters\n"
+                                       f"cs = load_counters([{path!r}])\nprint(*cs.values.shape)")
+        row(f"reading line protocol ({servers} hosts x {samples:,} samples, {len(lines):,} lines, {mb:.0f} MB)",
+            f"{dt:.2f} s", f"{len(lines) / dt:,.0f} lines/s; cube {out.strip()}; peak {peak / 2**20:,.0f} MiB")
+        del lines
+        path = os.path.join(d, "flux.csv")
+        rows = flux_rows(servers=servers, samples=samples)
+        with open(path, "wb") as f:
+            f.write(csv_bytes(rows))
+        mb = os.path.getsize(path) / 1e6
+        out, dt, peak = child_peak_rss("from perftriage.analysis.counters.readers import load_counters\n"
+                                       f"cs = load_counters([{path!r}])\nprint(*cs.values.shape)")
+        row(f"reading a Flux result's CSV ({len(rows):,} rows, {mb:.0f} MB)", f"{dt:.2f} s",
+            f"{len(rows) / dt:,.0f} rows/s; cube {out.strip()}; peak {peak / 2**20:,.0f} MiB")
 
 
 def long_csv_report(quick: bool = False) -> None:

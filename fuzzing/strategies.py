@@ -15,6 +15,7 @@ import io
 import json
 import os
 import struct
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -219,12 +220,14 @@ def flux_rows(servers: int = 4, samples: int = 24, annotated: bool = True):
              "string", "string", "string", "string"],
             ["#default", "_result", "", "", "", "", "", "", "", "", ""]] if annotated else []
     rows.append(["", "result", "table", "_start", "_stop", "_time", "_value", "_field", "_measurement", "host", "tag"])
+    t0 = 1_767_225_600  # 2026-01-01, a sample every 5 minutes
+    stamps = [time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0 + 300 * i)) for i in range(samples)]
     table = 0
     for field, measurement, tags in (("usage_user", "cpu", ["cpu-total"]), ("bytes_recv", "net", ["eth0", "eth1"])):
         for s in range(servers):
             for tag in tags:
                 rows += [["", "", str(table), "2026-01-01T00:00:00Z", "2026-01-01T02:00:00Z",
-                          f"2026-01-01T{i // 12:02d}:{i % 12 * 5:02d}:00Z", f"{10 + s + (i * 7) % 11 + i * 1e3:.2f}",
+                          stamps[i], f"{10 + s + (i * 7) % 11 + i * 1e3:.2f}",
                           field, measurement, f"srv-{s}", tag] for i in range(samples)]
                 table += 1
     return rows + [[]]
