@@ -28,6 +28,20 @@ def real_trace(name: str) -> Path:
     return p
 
 
+def first_finding_row(*paths) -> str:
+    """``perftriage report PATH...`` run as a user runs it: its summary's first row (the finding
+    a ticket reader meets first); the run must succeed."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    out = subprocess.run([sys.executable, "-m", "perftriage", "report", *map(str, paths)], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = [ln for ln in out.stdout.splitlines() if ln.startswith("| 1 |")]
+    assert rows, out.stdout[:3000]
+    return rows[0]
+
+
 def has_bt2() -> bool:
     from perftriage.analysis.ctf.bt2_support import bt2_available
 
