@@ -93,11 +93,12 @@ def test_damaged_lines_are_counted_and_a_file_without_a_point_is_one_line(tmp_pa
     damaged[23] = damaged[23].replace("load1=", "load1=abc", 1)  # no number, no string
     damaged[30] = damaged[30].rsplit(" ", 1)[0]  # no timestamp
     damaged[40] = damaged[40] + "999999999999"  # a timestamp no int64 holds
+    damaged[41] = damaged[41].rsplit(" ", 1)[0] + " 9300000000000000000"  # 19 digits, still beyond int64
     p = tmp_path / "damaged.out"
     p.write_text("\n".join(damaged) + "\n")
     cs = load_counters([p])
     assert cs.servers == SERVERS[:4] and cs.n_points == 60
-    assert any(n.startswith("damaged.out: 3 lines that are no point of line protocol skipped (the first: ")
+    assert any(n.startswith("damaged.out: 4 lines that are no point of line protocol skipped (the first: ")
                for n in cs.notes), cs.notes
     assert any(n.startswith("damaged.out: 1 point without a timestamp left out") for n in cs.notes), cs.notes
     untimed = tmp_path / "untimed.out"
