@@ -18,6 +18,7 @@ are left out, with a note.
 
 from __future__ import annotations
 
+from array import array
 from math import inf
 from operator import itemgetter
 from pathlib import Path
@@ -57,7 +58,7 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
     ``kind_names``: the normalised tag names that name a server and a server's kind; ``norm``:
     how a name is normalised."""
     path = Path(path)
-    times, values, sid = [], [], []
+    times, values, sid = [], array("d"), array("q")  # each value's time (as written), number and series
     series: dict[tuple, int] = {}  # (MEASUREMENT.FIELD, its tags, server, kind) -> its index
     short = strings = 0
     header = None
@@ -132,8 +133,8 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
         notes.append(f"{path.name}: {count_of(strings, 'values')} that {'is' if strings == 1 else 'are'} no number "
                      "(string or boolean fields) left out")
     time = column_to_seconds(times, path)
-    return series_counters(path, names_, list(series), np.asarray(sid, np.int64), time,
-                           np.asarray(values, np.float64), kind_tag, notes, "InfluxDB's CSV (a Flux result)")
+    return series_counters(path, names_, list(series), np.frombuffer(sid, np.int64), time,
+                           np.frombuffer(values, np.float64), kind_tag, notes, "InfluxDB's CSV (a Flux result)")
 
 
 def series_counters(path: Path, names_, series: list[tuple], sid: np.ndarray, time: np.ndarray, value: np.ndarray,
