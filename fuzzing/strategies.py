@@ -146,6 +146,43 @@ def zipkin_doc():
              "tags": {"hostname": host}} for tid, sid, parent, service, name, start, end, host in _seed_traces()]
 
 
+def xray_segments(traces: int = 40, slow_from: int | None = None, t0: float = 1_795_860_000.0) -> list[dict]:
+    """AWS X-Ray segment documents of a frontend (two EC2 instances) calling a cart service (two
+    instances) that reads DynamoDB, as batch-get-traces gives them back per trace: the frontend's
+    segment with its remote call as a subsegment, the cart's segment under that call with its
+    DynamoDB call, and the segment X-Ray infers for DynamoDB; the cart's second instance 40 ms
+    slower from trace ``slow_from`` on; every 10th trace's DynamoDB call throttled (a fault)."""
+    out = []
+    for k in range(traces):
+        tid = f"1-{int(t0) + k:08x}-{k:024x}"
+        start = t0 + k * 0.5
+        cart_at = f"i-0cart{k % 2}"
+        extra = 0.04 if slow_from is not None and k >= slow_from and k % 2 == 1 else 0.0
+        ids = [f"{(k * 8 + j):016x}" for j in range(5)]
+        db = {"id": ids[4], "name": "DynamoDB", "start_time": start + 0.012, "end_time": start + 0.016,
+              "namespace": "aws", "aws": {"operation": "GetItem", "table_name": "carts"},
+              "fault": k % 10 == 9, "throttle": k % 10 == 9}
+        cart = {"id": ids[2], "trace_id": tid, "parent_id": ids[1], "name": "cart", "start_time": start + 0.010,
+                "end_time": start + 0.020 + extra, "aws": {"ec2": {"instance_id": cart_at}},
+                "http": {"request": {"method": "GET", "url": f"http://cart.internal/items/{1000 + k}"},
+                         "response": {"status": 200}},
+                "subsegments": [{**db, "id": ids[3]}]}
+        front = {"id": ids[0], "trace_id": tid, "name": "frontend", "start_time": start, "end_time": start + 0.030 + extra,
+                 "aws": {"ec2": {"instance_id": f"i-0front{k % 2}"}},
+                 "http": {"request": {"method": "GET", "url": f"https://shop.example.com/cart/{1000 + k}?x=1"},
+                          "response": {"status": 200}},
+                 "subsegments": [{"id": ids[1], "name": "cart.internal", "namespace": "remote",
+                                  "start_time": start + 0.008, "end_time": start + 0.022 + extra,
+                                  "http": {"request": {"method": "GET",
+                                                       "url": f"http://cart.internal/items/{1000 + k}"}}}]}
+        inferred = {"id": ids[4], "trace_id": tid, "parent_id": ids[3], "name": "DynamoDB", "inferred": True,
+                    "start_time": start + 0.012, "end_time": start + 0.016, "origin": "AWS::DynamoDB::Table",
+                    "aws": {"operation": "GetItem"}, "fault": k % 10 == 9}
+        out.append({"Id": tid, "Duration": 0.03 + extra, "LimitExceeded": False,
+                    "Segments": [{"Id": d["id"], "Document": json.dumps(d)} for d in (front, cart, inferred)]})
+    return out
+
+
 def jaeger_span_documents(ui: dict) -> list[dict]:
     """The spans of a Jaeger UI export as its Elasticsearch storage holds them: one document per
     span, its process inline, its start in ms beside (startTimeMillis)."""
@@ -445,8 +482,16 @@ REPORT = ["report", "-q", "-o", "{out}"]
 @st.composite
 def spans_json(draw):
     fmt = draw(st.sampled_from(["otlp", "otlp_lines", "jaeger", "jaeger_docs", "zipkin", "zipkin_v1", "deep", "raw",
-                                "tempo"]))
-    if fmt == "zipkin_v1":  # endpoints in annotations, as Zipkin v1 has them
+                                "tempo", "xray"]))
+    if fmt == "xray":  # batch-get-traces output, its documents (JSON in JSON) damaged as values or as text
+        traces = xray_segments(traces=6)
+        for t in traces:
+            for seg in t["Segments"]:
+                if draw(st.integers(0, 3)) == 0:
+                    doc = draw(mutated(json.loads(seg["Document"]), rounds=2))
+                    seg["Document"] = json.dumps(doc) if draw(st.booleans()) else json.dumps(doc)[: draw(st.integers(0, 80))]
+        data, name = dumps(draw(mutated({"Traces": traces, "UnprocessedTraceIds": []}, rounds=2))), "xray.json"
+    elif fmt == "zipkin_v1":  # endpoints in annotations, as Zipkin v1 has them
         doc = []
         for sp in zipkin_doc():
             ep = sp.pop("localEndpoint", None) or {}
