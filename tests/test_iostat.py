@@ -85,7 +85,12 @@ def test_damaged_and_untimed_reports(tmp_path):
                                if not re.match(r"\d\d/\d\d/\d\d \d", ln)) + "\n")
     with pytest.raises(InputError) as err:
         load_counters([plain])
-    assert str(err.value) == f"{plain}: iostat's report without times (iostat -t prints them)"
+    assert str(err.value) == f"{plain}: iostat's report without times (iostat -t prints them): give the delay it " \
+                             "was run with, e.g. --interval 5"
+    numbered, timed = load_counters([plain], row_interval=1), load_counters([DATA / "iostat-xt.txt.gz"])
+    assert numbered.numbered and numbered.start == 1 and numbered.n_points == 11 and numbered.counters == timed.counters
+    np.testing.assert_array_equal(numbered.values, timed.values)
+    assert not any("read as UTC" in n for n in numbered.notes), numbered.notes
     first = tmp_path / "first.txt"  # one report only: the averages since boot
     first.write_text("\n".join(_text("iostat-xt.txt.gz").splitlines()[:9]) + "\n")
     with pytest.raises(InputError) as err:

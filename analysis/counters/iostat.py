@@ -7,7 +7,8 @@ host), then a report per interval: its time (with ``-t``: ``11/28/2026 10:00:01 
 10:00:01``, or ISO ``2026-11-28T10:00:01+0000`` with S_TIME_FORMAT=ISO), ``avg-cpu:`` and its
 columns, a line of numbers, then ``Device`` and its columns, a line per device. The first report
 holds averages since the host's boot: it is left out. Without ``-t`` the reports carry no time:
-one line says so. Local times (no offset) are read as UTC, said.
+they are numbered, ``--interval`` apart (asked for in one line when missing). Local times (no
+offset) are read as UTC, said.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ def _when(match: re.Match) -> tuple[_dt.datetime, bool]:
     return t, False
 
 
-def as_sadf(path: Path) -> tuple[str, list[str]]:
-    """The report as sadf -d's lines (times in UTC where it gave an offset), and notes."""
+def as_sadf(path: Path, row_interval: float | None = None) -> tuple[str, list[str], bool]:
+    """The report as sadf -d's lines (times in UTC where it gave an offset), notes, and whether
+    its reports are numbered, not timed (without -t: ``row_interval`` apart, --interval)."""
     out: list[str] = []
     host, stamp, reports, local, odd = "", "", 0, False, 0
+    timed, first_header = False, ""  # a time line seen; the header a report opens with (untimed)
     section: list[str] | None = None  # the columns of the lines that follow: avg-cpu's, or Device's
     keyed = False
     current = ""  # the sadf header of the lines written last
@@ -76,15 +79,18 @@ def as_sadf(path: Path) -> tuple[str, list[str]]:
                 except ValueError:
                     raise InputError(path, f"a report's time {line.strip()!r} is no time") from None
                 local |= was_local
-                stamp, reports, section = t.strftime("%Y-%m-%d %H:%M:%S"), reports + 1, None
+                stamp, reports, section, timed = t.strftime("%Y-%m-%d %H:%M:%S"), reports + 1, None, True
                 continue
-            if words[0] == "avg-cpu:":
-                section, keyed = words[1:], False
-                if not stamp:
-                    raise InputError(path, "iostat's report without times (iostat -t prints them)")
-                continue
-            if words[0] in ("Device", "Device:"):
-                section, keyed = words[1:], True
+            if words[0] in ("avg-cpu:", "Device", "Device:"):
+                section, keyed = words[1:], words[0] != "avg-cpu:"
+                first_header = first_header or words[0]
+                if not timed and words[0] == first_header:  # without -t: a report opens with its first header
+                    if not row_interval:
+                        raise InputError(path, "iostat's report without times (iostat -t prints them): give the "
+                                               "delay it was run with, e.g. --interval 5")
+                    reports += 1
+                    secs = round((reports - 1) * row_interval)
+                    stamp = f"1970-01-{1 + secs // 86400:02d} {secs // 3600 % 24:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
                 continue
             if section is None:
                 odd += 1
@@ -104,12 +110,12 @@ def as_sadf(path: Path) -> tuple[str, list[str]]:
             if not keyed:
                 section = None  # avg-cpu has one line of numbers
     if reports == 0:
-        raise InputError(path, "iostat's report without times (iostat -t prints them)")
+        raise InputError(path, "no iostat report (avg-cpu: or Device and their columns)")
     if not any(not ln.startswith("#") for ln in out):
         raise InputError(path, f"no report after iostat's first (averages since boot): {count_of(reports, 'reports')}")
     notes = [f"{path.name}: iostat's report; its first report (averages since the host's boot) left out"]
-    if local:
+    if local and timed:
         notes.append(f"{path.name}: iostat's times (the host's local ones) read as UTC")
     if odd:
         notes.append(f"{path.name}: {count_of(odd, 'lines')} out of place or of another number of columns skipped")
-    return "\n".join(out) + "\n", notes
+    return "\n".join(out) + "\n", notes, not timed

@@ -874,7 +874,7 @@ def _exported_series(d: dict) -> dict:
 #: asked in this order, a counter CSV where none says yes
 _FORMS = (
     ("Prometheus range-query JSON", sniff_prometheus, lambda p, n, label, _: read_prometheus(p, label, n)),
-    ("sadf -d export", sadf.sniff, lambda p, n, *_: read_sadf(p, n)),
+    ("sadf -d export", sadf.sniff, lambda p, n, _label, interval: read_sadf(p, n, interval)),
     ("InfluxDB CSV (a Flux result)", influx.sniff,
      lambda p, n, *_: influx.read_influx(p, n, SERVER_NAMES, KIND_NAMES, _norm)),
     ("Windows performance counter log (PDH-CSV)", lambda p, h: _sniff_perfmon(h), lambda p, n, *_: read_perfmon(p, n)),

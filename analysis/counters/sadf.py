@@ -104,19 +104,22 @@ def export_archive(path: Path) -> tuple[str, list[str]]:
     return out.stdout, notes
 
 
-def read_sadf(path, names_) -> RawCounters:
+def read_sadf(path, names_, row_interval: float | None = None) -> RawCounters:
     """``names_``: the dataset's server and counter names (readers._Names); ``path`` an export,
     a sysstat archive (exported by sadf first), sar's text report (sar_text.py) or iostat's
-    (iostat.py)."""
+    (iostat.py; ``row_interval``: the seconds between its reports when they carry no time)."""
     path = Path(path)
     notes_in: list[str] = []
     try:
         with open_data(path, binary=True) as raw:
             head = raw.read(4096)
         archive, text_report = is_archive(head), sar_text.sniff(head) or iostat.sniff(head)
+        numbered = False
         if archive or text_report:
-            text, notes_in = export_archive(path) if archive else sar_text.as_sadf(path) if sar_text.sniff(head) \
-                else iostat.as_sadf(path)
+            if archive or sar_text.sniff(head):
+                text, notes_in = export_archive(path) if archive else sar_text.as_sadf(path)
+            else:
+                text, notes_in, numbered = iostat.as_sadf(path, row_interval)
             f = io.StringIO(text)
         else:
             f = open_data(path)
@@ -184,11 +187,11 @@ def read_sadf(path, names_) -> RawCounters:
         idx = np.array([names_.counter(m if inst is None else f"{m}[{inst}]") for m in metrics], np.int32)
         pieces.append(Piece(np.frombuffer(g.hosts, np.int32).copy(), time, idx, vals.copy()))
     notes = list(notes_in)
-    if local and not text_report:  # sar's text says so itself
+    if local and not text_report and not numbered:  # sar's text and iostat's say so themselves
         notes.append(f"{path.name}: sadf's times without 'UTC' (sadf -t: each host's local time), read as UTC")
     if short:
         notes.append(f"{path.name}: {short:,} row{'s' if short != 1 else ''} with another number of fields than "
                      "their header skipped")
     if cut:
         notes.append(f"{path.name}: its last line is cut (no end of line): left out")
-    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes)
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, numbered=numbered)
