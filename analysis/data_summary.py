@@ -65,21 +65,32 @@ def _threads(path: Path) -> FileSummary:
                        float(t.max()) if len(t) else None, list(ts.notes))
 
 
-def _counters(path: Path) -> FileSummary:
+def _counters(path: Path, files: list[Path] | None = None) -> FileSummary:
+    """A counter file, or the ``files`` of a folder read whole by its tree (collectd's DataDir)."""
     from .counters import iostat, sadf, sar_text  # noqa: PLC0415
     from .counters.readers import counter_form, is_series_export, load_counters  # noqa: PLC0415
     from .inputs import read_head  # noqa: PLC0415
 
-    head = read_head(path)
+    first = files[0] if files else path
+    head = read_head(first)
     form = "sysstat archive" if sadf.is_archive(head) else "sar text report" if sar_text.sniff(head) else \
         "iostat report" if iostat.sniff(head) else \
-        "VictoriaMetrics export (JSON lines)" if is_series_export(head) else counter_form(path, head)[0]
-    cs = load_counters([path])
+        "VictoriaMetrics export (JSON lines)" if is_series_export(head) else counter_form(first, head)[0]
+    if files:
+        form = f"a folder of {count_of(len(files), 'files')}, each a {form}"
+    cs = load_counters(files or [path])
     holds = (f"{count_of(len(cs.servers), 'servers')} ({', '.join(cs.servers[:6])}{', ...' if len(cs.servers) > 6 else ''})"
              f" x {count_of(len(cs.counters), 'counters')} x {cs.n_points:,} points every {cs.interval:g} s")
     begin = float(cs.start) if cs.dated else None
     end = float(cs.seconds(cs.n_points - 1)) if cs.dated else None
     return FileSummary(str(path), "counters", form, holds, begin, end, list(cs.notes))
+
+
+def summarize_tree(kind: str, folder: Path, files: list[Path]) -> FileSummary:
+    """A folder whose files make one input by their place in it (collectd's DataDir), said as one."""
+    if kind == "counters":
+        return _counters(folder, files)
+    return FileSummary(str(folder), kind, f"a folder of {count_of(len(files), 'files')}", "read by perftriage report")
 
 
 def _spans(path: Path) -> FileSummary:

@@ -27,6 +27,7 @@ class Inputs:
     servers: list[str] = field(default_factory=list)  # running servers to query (prometheus+http://HOST:PORT)
     notes: list[str] = field(default_factory=list)  # files of a folder left out that a user would miss (empty ones)
     origins: dict[str, str] = field(default_factory=dict)  # a trace converted into a temporary folder -> its file
+    trees: dict[str, list[Path]] = field(default_factory=dict)  # a folder read whole by its tree (collectd's) -> its files
 
     def origin(self, trace: str) -> str | None:
         """The file a trace folder was converted from (a perf.data), if it was: None else."""
@@ -51,6 +52,16 @@ _SNIFFERS: list[tuple[str, callable]] = []
 #: Not the order the modules happen to be imported in: a file was read as another kind when a
 #: caller imported the counter readers first.
 KIND_ORDER = ("spans", "counters", "threads", "features")
+
+
+#: folders whose files make one input by their place in the tree (collectd's DataDir/HOST/PLUGIN/
+#: files): (kind, finder(folder) -> its files, or None when it is no such tree)
+_FOLDER_FINDERS: list[tuple[str, callable]] = []
+
+
+def register_folder_kind(kind: str, finder) -> None:
+    if all(f is not finder for _, f in _FOLDER_FINDERS):
+        _FOLDER_FINDERS.append((kind, finder))
 
 
 def register_file_kind(kind: str, sniffer) -> None:
@@ -209,6 +220,13 @@ def classify(paths) -> Inputs:
         if p.is_dir():
             if looks_like_ctf(p):
                 inputs.ctf.append(p)
+                continue
+            tree = next(((kind, files) for kind, finder in _FOLDER_FINDERS for files in [finder(p)] if files), None)
+            if tree is not None:
+                kind, files = tree
+                for f in files:
+                    inputs.add_file(kind, f)
+                inputs.trees[str(p)] = files
                 continue
             if not _add_folder(inputs, p):
                 # a dataset's folder (metric/, trace/, ...): its subfolders, one level down

@@ -380,6 +380,44 @@ def vmstat_lines(samples: int = 24, t0: str = "2026-11-28 10:00:00", zone: str |
     return lines
 
 
+def collectd_files(hosts: int = 4, samples: int = 60, t0: float = 1_795_860_000.0, step: int = 10,
+                   busy_from: int | None = None, store_rates: bool = False) -> dict[str, str]:
+    """collectd's CSV plugin's files as it writes them under its DataDir (``HOST/PLUGIN/TYPE-DAY``):
+    each host's cpu-0 jiffies (derive: integers since boot, or rates as decimals with
+    ``store_rates``), load (gauges, three data sources), memory used (a gauge) and eth0's octets
+    (rx and tx totals); host 1's CPU busy from sample ``busy_from`` on. Two days' files where the
+    samples cross midnight. Returns {relative path: text}."""
+    import datetime as dt
+
+    out: dict[str, list[str]] = {}
+
+    def add(host, plugin, type_, header, t, values):
+        day = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d")
+        lines = out.setdefault(f"{host}/{plugin}/{type_}-{day}", [header])
+        lines.append(",".join([f"{t:.3f}", *values]))
+
+    for h in range(hosts):
+        host = f"web-0{h}"
+        user = idle = octets = 0
+        for i in range(samples):
+            t = t0 + step * i + h * 0.01
+            busy = busy_from is not None and h == 1 and i >= busy_from
+            du = 100 * step * (0.1 + 0.01 * (i % 3) + (0.5 if busy else 0))
+            user, idle = user + du, idle + 100 * step - du
+            octets += 1_000_000 + 1000 * (i % 7)
+            if store_rates:
+                add(host, "cpu-0", "cpu-user", "epoch,value", t, [f"{du / step:.6f}"])
+                add(host, "cpu-0", "cpu-idle", "epoch,value", t, [f"{(100 * step - du) / step:.6f}"])
+            else:
+                add(host, "cpu-0", "cpu-user", "epoch,value", t, [f"{int(user)}"])
+                add(host, "cpu-0", "cpu-idle", "epoch,value", t, [f"{int(idle)}"])
+            add(host, "load", "load", "epoch,shortterm,midterm,longterm", t,
+                [f"{0.5 + (i % 5) / 10:.6f}", "0.500000", "0.400000"])
+            add(host, "memory", "memory-used", "epoch,value", t, [f"{2e9 + 1e6 * (i % 11):.6f}"])
+            add(host, "interface-eth0", "if_octets", "epoch,rx,tx", t, [str(octets), str(octets // 2)])
+    return {k: "\n".join(v) + "\n" for k, v in out.items()}
+
+
 def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
     (the Thread object, with their ids)."""
@@ -571,7 +609,16 @@ def features_csv(draw):
 @st.composite
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
-                                "export", "line_protocol", "dstat", "sar_text", "nmon", "vmstat", "iostat"]))
+                                "export", "line_protocol", "dstat", "sar_text", "nmon", "vmstat", "iostat",
+                                "collectd"]))
+    if fmt == "collectd":  # a collectd DataDir, a few of its files damaged as rows
+        files = {}
+        for rel, text in collectd_files(hosts=3, samples=20).items():
+            if draw(st.integers(0, 4)) == 0:
+                text = csv_bytes(draw(damaged_rows([ln.split(",") for ln in text.splitlines()], rounds=2))).decode(
+                    "utf-8", "surrogatepass")
+            files["csv/" + rel] = text.encode("utf-8", "surrogatepass")
+        return Case("counters", files, [*REPORT, "{in}/csv"], "collectd DataDir")
     if fmt == "iostat":  # iostat's real report, its lines damaged as words
         name, data = "web-01.txt", draw(damaged_recording("iostat/iostat-xt.txt.gz", " ", keep_first=True))
     elif fmt == "vmstat":  # vmstat's report, its rows damaged as words

@@ -45,12 +45,12 @@ from perftriage.analysis import perfmon
 from perftriage.analysis.columnar_csv import FROM_BYTES, polars_for, sorted_codes
 from perftriage.analysis.columnar_csv import frame as _frame
 from perftriage.analysis.errors import InputError, reading
-from perftriage.analysis.inputs import csv_rows, read_head, read_text, register_file_kind
+from perftriage.analysis.inputs import csv_rows, read_head, read_text, register_file_kind, register_folder_kind
 from perftriage.analysis.labelsets import counter_names, label_set, servers_of_series
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
-from . import dstat, influx, line_protocol, nmon, sadf, vmstat
+from . import collectd, dstat, influx, line_protocol, nmon, sadf, vmstat
 from .sadf import read_sadf
 from .cumulative import CUMULATIVE_ENDINGS, rate_cumulative
 from .table import DATED_FROM, CounterSet, Piece, RawCounters, align
@@ -883,6 +883,7 @@ _FORMS = (
     ("dstat / dool CSV", lambda p, h: dstat.sniff(h), lambda p, n, *_: dstat.read_dstat(p, n)),
     ("nmon recording", lambda p, h: nmon.sniff(h), lambda p, n, *_: nmon.read_nmon(p, n)),
     ("vmstat report", lambda p, h: vmstat.sniff(h), lambda p, n, _label, interval: vmstat.read_vmstat(p, n, interval)),
+    ("collectd CSV file", collectd.sniff, lambda p, n, *_: collectd.read_collectd(p, n)),
 )
 
 
@@ -980,3 +981,4 @@ def _sniff_perfmon(head: bytes) -> bool:
 
 
 register_file_kind("counters", lambda p, h: sniff_csv(p, h) or any(sniff(p, h) for _, sniff, _ in _FORMS))
+register_folder_kind("counters", collectd.tree_files)

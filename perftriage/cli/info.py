@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from .common import EXIT_CODES_HELP, EXIT_OK, EXIT_PARTIAL, Formatter
 from .numbers import number
@@ -30,7 +31,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from dataclasses import asdict  # noqa: PLC0415
 
-    from perftriage.analysis.data_summary import summarize_file  # noqa: PLC0415
+    from perftriage.analysis.data_summary import summarize_file, summarize_tree  # noqa: PLC0415
     from perftriage.analysis.errors import reading  # noqa: PLC0415
     from perftriage.analysis import spans  # noqa: F401, PLC0415 (the readers register their kinds of file)
     from perftriage.analysis.counters import readers  # noqa: F401, PLC0415
@@ -45,10 +46,17 @@ def run(args) -> int:
                                      "perftriage report or open)")
     inputs = classify(args.paths)
     files = []
+    in_trees = {str(f) for tree in inputs.trees.values() for f in tree}
     for kind, paths in inputs.files.items():
         for p in paths:
+            if str(p) in in_trees:
+                continue
             with reading(p, f"{kind} file"):
                 files.append(summarize_file(kind, p))
+        for folder, tree in inputs.trees.items():
+            if tree and tree[0] in paths:
+                with reading(folder, f"folder of {kind} files"):
+                    files.append(summarize_tree(kind, Path(folder), tree))
     if not inputs.ctf:
         if args.json:
             print(json.dumps({"files": [asdict(f) for f in files]}, indent=2))

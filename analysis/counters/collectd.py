@@ -1,0 +1,146 @@
+"""collectd's CSV plugin's files: ``DataDir/HOST/PLUGIN[-INSTANCE]/TYPE[-INSTANCE]-YYYY-MM-DD``, a
+file per host, plugin, type and day, each ``epoch,DS...`` (``epoch,value``, ``epoch,rx,tx``,
+``epoch,shortterm,midterm,longterm``) then a line per sample (``1795860000.123,42``).
+
+The server is the host's folder, a counter ``PLUGIN.TYPE`` with its data source where the type
+has several (``cpu-0.cpu-idle``, ``interface-eth0.if_octets.rx``, ``load.load.shortterm``); a
+day's file and the next day's of one counter are one series. collectd writes a gauge as a
+decimal number (``%lf``) and a counter or a derive (jiffies, bytes, packets since boot) as an
+integer, unless ``StoreRates`` turned it into a rate (a decimal again): a column of integers
+only is a total, read as its rate per second (``rate(interface-eth0.if_octets.rx)``), a restart
+counted from zero. ``nan`` is a missing sample.
+
+A tree of such files (the DataDir, a host's folder) is read whole when named (see ``tree_files``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import csv_rows
+from perftriage.analysis.units import count_of
+
+from .table import Piece, RawCounters
+
+#: a collectd CSV file's name: its type (and type instance) and its day
+FILE_NAME = re.compile(r"(?P<type>[A-Za-z0-9_.]+(?:-.+?)?)-(?P<day>\d{4}-\d\d-\d\d)$")
+_INTEGER = re.compile(r"-?\d+$")
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    return bool(FILE_NAME.match(Path(path).name)) and head.lstrip(b"\xef\xbb\xbf").startswith(b"epoch,")
+
+
+def tree_files(folder: Path, limit: int = 200_000) -> list[Path] | None:
+    """The collectd files of a DataDir (hosts' folders of plugins' folders) or of one host's
+    folder, or None when ``folder`` is no such tree (its first plugin folder's files are not
+    collectd's)."""
+    def is_plugin_dir(d: Path) -> bool:
+        try:
+            first = next((f for f in sorted(d.iterdir()) if f.is_file() and not f.name.startswith(".")), None)
+        except OSError:
+            return False
+        return first is not None and bool(FILE_NAME.match(first.name)) and _starts_with_epoch(first)
+
+    def dirs(d: Path) -> list[Path]:
+        try:
+            return [c for c in sorted(d.iterdir()) if c.is_dir() and not c.name.startswith(".")]
+        except OSError:
+            return []
+
+    subs = dirs(folder)
+    if not subs:
+        return None
+    plugin_dirs = [d for d in subs if is_plugin_dir(d)]
+    if not plugin_dirs:  # a DataDir: hosts' folders
+        hosts = [h for h in subs if any(is_plugin_dir(d) for d in dirs(h)[:5])]
+        if not hosts:
+            return None
+        plugin_dirs = [d for h in hosts for d in dirs(h) if is_plugin_dir(d)]
+    files = [f for d in plugin_dirs for f in sorted(d.iterdir())
+             if f.is_file() and FILE_NAME.match(f.name) and _starts_with_epoch(f)][:limit]
+    return files or None
+
+
+def _starts_with_epoch(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(6) == b"epoch,"
+    except OSError:
+        return False
+
+
+def read_collectd(path, names_) -> RawCounters:
+    """One collectd CSV file: its host's and its plugin's from its folders."""
+    path = Path(path)
+    m = FILE_NAME.match(path.name)
+    if m is None:
+        raise InputError(path, "not a collectd CSV file's name (TYPE[-INSTANCE]-YYYY-MM-DD)")
+    plugin = path.parent.name
+    host = path.parent.parent.name or plugin
+    rows, odd = [], 0
+    with csv_rows(path, encoding="utf-8-sig") as rd:
+        header = next(rd, None)
+        if not header or header[0].strip() != "epoch" or len(header) < 2:
+            raise InputError(path, "no collectd header (epoch,DS...)")
+        width = len(header)
+        for row in rd:
+            if not row:
+                continue
+            if len(row) != width:
+                odd += 1
+                continue
+            rows.append(row)
+    if not rows:  # a day's file just opened (collectd writes its header first): nothing yet
+        return RawCounters(names_.server_list, names_.counter_list, [], str(path),
+                           [f"{path}: {count_of(odd, 'lines')} of another width skipped"] if odd else [])
+    cols = list(zip(*rows))
+    time = np.full(len(rows), np.nan)
+    for i, x in enumerate(cols[0]):
+        try:
+            time[i] = float(x)
+        except ValueError:
+            odd += 1
+    ok = np.isfinite(time)
+    base = f"{plugin}.{m['type']}"
+    names, values, totals = [], [], 0
+    for j, ds in enumerate(header[1:], start=1):
+        raw = cols[j]
+        v = np.full(len(rows), np.nan)
+        for i, x in enumerate(raw):
+            try:
+                v[i] = float(x)
+            except ValueError:
+                pass
+        name = base if len(header) == 2 and ds.strip() == "value" else f"{base}.{ds.strip()}"
+        if all(_INTEGER.match(x.strip()) for x in raw if x.strip() and x.strip().lower() != "nan"):
+            v = _rate(time, v)  # a counter or a derive: a total since the host's boot
+            name = f"rate({name})"
+            totals += 1
+        names.append(name)
+        values.append(v)
+    server = names_.server(host)
+    piece = Piece(np.full(int(ok.sum()), server, np.int32), time[ok],
+                  np.array([names_.counter(n) for n in names], np.int32), np.column_stack(values)[ok])
+    notes = []
+    if odd:
+        notes.append(f"{path}: {count_of(odd, 'lines')} of another width or without a time skipped")
+    return RawCounters(names_.server_list, names_.counter_list, [piece], str(path), notes)
+
+
+def _rate(t: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Per second, from each sample to the next (the first: none; a fall: a restart, the value
+    itself counted from zero)."""
+    out = np.full(len(v), np.nan)
+    ok = np.flatnonzero(np.isfinite(v) & np.isfinite(t))
+    if len(ok) < 2:
+        return out
+    dv, dt = np.diff(v[ok]), np.diff(t[ok])
+    dv = np.where(dv < 0, v[ok][1:], dv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[ok[1:]] = np.where(dt > 0, dv / dt, np.nan)
+    return out
