@@ -418,6 +418,49 @@ def collectd_files(hosts: int = 4, samples: int = 60, t0: float = 1_795_860_000.
     return {k: "\n".join(v) + "\n" for k, v in out.items()}
 
 
+def otlp_metrics_lines(hosts: int = 4, samples: int = 30, t0: int = 1_795_860_000, step: int = 10,
+                       busy_from: int | None = None, delta: bool = False) -> list[str]:
+    """OpenTelemetry metrics as the collector's file exporter writes them (an export request a
+    line), from the host metrics receiver: system.cpu.utilization per state (a gauge),
+    system.network.io per direction (a monotonic sum, cumulative or ``delta``), system.memory.usage
+    (an up-down sum) and an http.server.duration histogram; host 1's user CPU 0.4 higher from
+    sample ``busy_from`` on."""
+    def attr(k, v):
+        return {"key": k, "value": {"stringValue": v}}
+
+    lines = []
+    io = [0] * hosts
+    for i in range(samples):
+        t = (t0 + step * i) * 10**9
+        groups = []
+        for h in range(hosts):
+            user = 0.1 + 0.01 * (i % 3) + (0.4 if busy_from is not None and h == 1 and i >= busy_from else 0)
+            sent = 1_000_000 + 1000 * (i % 7)
+            io[h] += sent
+            start = t - step * 10**9 if delta else t0 * 10**9
+            groups.append({
+                "resource": {"attributes": [attr("host.name", f"web-0{h}"), attr("service.name", "shop"),
+                                            attr("os.type", "linux")]},
+                "scopeMetrics": [{"scope": {"name": "hostmetricsreceiver"}, "metrics": [
+                    {"name": "system.cpu.utilization", "unit": "1", "gauge": {"dataPoints": [
+                        {"attributes": [attr("cpu", "cpu0"), attr("state", st)], "timeUnixNano": str(t),
+                         "asDouble": v} for st, v in (("user", user), ("idle", 0.85 - user))]}},
+                    {"name": "system.network.io", "unit": "By", "sum": {
+                        "aggregationTemporality": 1 if delta else 2, "isMonotonic": True, "dataPoints": [
+                            {"attributes": [attr("device", "eth0"), attr("direction", "transmit")],
+                             "startTimeUnixNano": str(start), "timeUnixNano": str(t),
+                             "asInt": str(sent if delta else io[h])}]}},
+                    {"name": "system.memory.usage", "unit": "By", "sum": {
+                        "aggregationTemporality": 2, "isMonotonic": False, "dataPoints": [
+                            {"attributes": [attr("state", "used")], "timeUnixNano": str(t),
+                             "asInt": str(2_000_000_000 + 1_000_000 * (i % 11))}]}},
+                    {"name": "http.server.duration", "unit": "ms", "histogram": {
+                        "aggregationTemporality": 2, "dataPoints": [
+                            {"timeUnixNano": str(t), "count": str(10 * i), "sum": 5.0 * i}]}}]}]})
+        lines.append(json.dumps({"resourceMetrics": groups}))
+    return lines
+
+
 def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
     (the Thread object, with their ids)."""
@@ -610,7 +653,15 @@ def features_csv(draw):
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
                                 "export", "line_protocol", "dstat", "sar_text", "nmon", "vmstat", "iostat",
-                                "collectd"]))
+                                "collectd", "otlp_metrics"]))
+    if fmt == "otlp_metrics":  # the collector's file exporter's lines, some damaged as documents, one cut
+        lines = otlp_metrics_lines(delta=draw(st.booleans()))
+        data = b"\n".join(dumps(draw(mutated(json.loads(ln), rounds=2))) if draw(st.integers(0, 3)) == 0 else
+                          ln.encode() for ln in lines)
+        if draw(st.booleans()):
+            data = data[: draw(st.integers(1, len(data)))]
+        name, data = maybe_gzip(draw, data, "metrics.json")
+        return Case("counters", {name: data}, [*REPORT, "{in}/" + name], "OTLP metrics")
     if fmt == "collectd":  # a collectd DataDir, a few of its files damaged as rows
         files = {}
         for rel, text in collectd_files(hosts=3, samples=20).items():

@@ -12,7 +12,7 @@ The server is the first tag naming one (``host``, ``instance``, ``pod``... as a 
 columns), else the file's name; a tag naming a server's kind (``service``, ``job``, ``role``...)
 makes the kinds of peers; a counter is ``MEASUREMENT.FIELD`` with the other tags that tell its
 series apart (``cpu.usage_user{cpu=cpu-total}``, ``net.bytes_recv{interface=eth0}``); a tag with
-one value over the file is left off. Rows whose value is no number (a string or boolean field)
+one value over a MEASUREMENT.FIELD's series is left off. Rows whose value is no number (a string or boolean field)
 are left out, with a note.
 """
 
@@ -138,21 +138,29 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
 
 
 def series_counters(path: Path, names_, series: list[tuple], sid: np.ndarray, time: np.ndarray, value: np.ndarray,
-                    kind_tag: str, notes: list[str], form: str) -> RawCounters:
-    """InfluxDB's values as counters, whichever form they came in: ``series`` each series'
-    (MEASUREMENT.FIELD, its tags as (name, value) pairs, its server tag, its kind tag; "" none),
-    ``sid``, ``time`` (unix seconds) and ``value`` each value's series, time and number. A tag
-    with one value over the file is left off the counters' names; a series with no server tag is
-    the file's."""
-    tag_values: dict[str, set] = {}
-    for _, own, _, _ in series:
+                    kind_tag: str, notes: list[str], form: str,
+                    naming: str = "MEASUREMENT.FIELD{the tags that tell its series apart}",
+                    closing: set[int] = frozenset()) -> RawCounters:
+    """InfluxDB's values as counters, whichever form they came in (OTLP metrics' too): ``series``
+    each series' (MEASUREMENT.FIELD, its tags as (name, value) pairs, its server tag, its kind tag;
+    "" none), ``sid``, ``time`` (unix seconds) and ``value`` each value's series, time and number.
+    A tag with one value over a name's series is left off that name's counters (a tag some of its
+    series lack is kept: it tells them apart); a series with no server tag is the file's.
+    ``naming``: how the note says the counters are named; ``closing``: the series whose name opened
+    a bracket that closes after its tags (``rate(NAME{...})``)."""
+    tag_values: dict[tuple[str, str], set] = {}  # (name, tag) -> its values over the name's series
+    with_tag: dict[tuple[str, str], int] = {}  # (name, tag) -> the name's series that have it
+    of_name: dict[str, int] = {}  # name -> its series
+    for base, own, _, _ in series:
+        of_name[base] = of_name.get(base, 0) + 1
         for name, v in own:
-            tag_values.setdefault(name, set()).add(v)
-    varying = {name for name, vals in tag_values.items() if len(vals) > 1}
+            tag_values.setdefault((base, name), set()).add(v)
+            with_tag[(base, name)] = with_tag.get((base, name), 0) + 1
+    varying = {key for key, vals in tag_values.items() if len(vals) > 1 or with_tag[key] < of_name[key[0]]}
     label = np.empty(len(series), np.int32)
     for n, (base, own, _, _) in enumerate(series):
-        parts = sorted(f"{name}={v}" for name, v in own if name in varying)
-        label[n] = names_.counter(base + ("{" + ",".join(parts) + "}" if parts else ""))
+        parts = sorted(f"{name}={v}" for name, v in own if (base, name) in varying)
+        label[n] = names_.counter(base + ("{" + ",".join(parts) + "}" if parts else "") + (")" if n in closing else ""))
     from .readers import server_of_file  # noqa: PLC0415 (readers imports this module)
 
     from_name = not any(s[2] for s in series)
@@ -166,8 +174,7 @@ def series_counters(path: Path, names_, series: list[tuple], sid: np.ndarray, ti
     bounds = np.flatnonzero(np.r_[True, counter[o][1:] != counter[o][:-1], True])
     pieces = [Piece(server[o[a:b]], time[o[a:b]], counter[o[a:a + 1]], value[o[a:b]][:, None])
               for a, b in zip(bounds[:-1], bounds[1:])]
-    notes.append(f"{path.name}: {form}: {count_of(len(set(label.tolist())), 'counters')} "
-                 "named MEASUREMENT.FIELD{the tags that tell its series apart}")
+    notes.append(f"{path.name}: {form}: {count_of(len(set(label.tolist())), 'counters')} named {naming}")
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, from_name)
 
 
