@@ -461,6 +461,25 @@ def otlp_metrics_lines(hosts: int = 4, samples: int = 30, t0: int = 1_795_860_00
     return lines
 
 
+def graphite_series(hosts: int = 4, samples: int = 30, t0: int = 1_795_860_000, step: int = 60,
+                    busy_from: int | None = None) -> list[dict]:
+    """Graphite's render API's JSON for ``servers.*.{cpu.user,cpu.system,memory.used}``: a series
+    a host and metric, ``[value, unix seconds]`` points, a null now and then; host 1's cpu.user 40
+    higher from point ``busy_from`` on."""
+    out = []
+    for h in range(hosts):
+        for metric in ("cpu.user", "cpu.system", "memory.used"):
+            pts = []
+            for i in range(samples):
+                v = {"cpu.user": 10 + (i * 7 + h) % 5 + (40 if busy_from is not None and h == 1 and i >= busy_from
+                                                         else 0),
+                     "cpu.system": 3 + (i + h) % 3, "memory.used": 2e9 + 1e6 * ((i + h) % 11)}[metric]
+                pts.append([None if i % 17 == 16 else v, t0 + step * i])
+            out.append({"target": f"servers.web{h:02d}.{metric}", "tags": {"name": f"servers.web{h:02d}.{metric}"},
+                        "datapoints": pts})
+    return out
+
+
 def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
     (the Thread object, with their ids)."""
@@ -653,7 +672,16 @@ def features_csv(draw):
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
                                 "export", "line_protocol", "dstat", "sar_text", "nmon", "vmstat", "iostat",
-                                "collectd", "otlp_metrics"]))
+                                "collectd", "otlp_metrics", "graphite"]))
+    if fmt == "graphite":  # Graphite's render API: its JSON damaged as a document, or its CSV as rows
+        series = graphite_series()
+        if draw(st.booleans()):
+            name, data = "render.json", dumps(draw(mutated(series, rounds=4)))
+        else:
+            rows = [[s["target"], time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)), "" if v is None else str(v)]
+                    for s in series for v, t in s["datapoints"]]
+            name, data = "render.csv", csv_bytes(draw(damaged_rows(rows)))
+        return Case("counters", {name: data}, [*REPORT, "{in}/" + name], "graphite " + name)
     if fmt == "otlp_metrics":  # the collector's file exporter's lines, some damaged as documents, one cut
         lines = otlp_metrics_lines(delta=draw(st.booleans()))
         data = b"\n".join(dumps(draw(mutated(json.loads(ln), rounds=2))) if draw(st.integers(0, 3)) == 0 else

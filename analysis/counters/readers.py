@@ -50,7 +50,7 @@ from perftriage.analysis.labelsets import counter_names, label_set, servers_of_s
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
-from . import collectd, dstat, influx, line_protocol, nmon, otlp_metrics, sadf, vmstat
+from . import collectd, dstat, graphite, influx, line_protocol, nmon, otlp_metrics, sadf, vmstat
 from .sadf import read_sadf
 from .cumulative import CUMULATIVE_ENDINGS, rate_cumulative
 from .table import DATED_FROM, CounterSet, Piece, RawCounters, align
@@ -886,6 +886,7 @@ _FORMS = (
     ("collectd CSV file", collectd.sniff, lambda p, n, *_: collectd.read_collectd(p, n)),
     ("OpenTelemetry metrics (OTLP JSON)", lambda p, h: otlp_metrics.sniff(h),
      lambda p, n, *_: otlp_metrics.read_otlp_metrics(p, n)),
+    ("Graphite render API output", lambda p, h: graphite.sniff(h), lambda p, n, *_: graphite.read_graphite(p, n)),
 )
 
 
