@@ -1157,7 +1157,7 @@ def test_series_without_peers_or_days_are_judged_against_the_hour_before(servers
     assert detect_over_time(_short(servers, own, spike=False)).intervals == []
 
 
-def _incident_window(step: bool, seed: int = 5):
+def _incident_window(step: bool, seed: int = 5, blip: bool = False):
     """15 minutes at one point a second of one host's table of ten services' metrics (RCAEval's
     form: SERVICE_METRIC columns), 8% noise; with ``step``, emailservice's CPU 0.9 higher and its
     latencies three times as long from +10:00."""
@@ -1169,14 +1169,18 @@ def _incident_window(step: bool, seed: int = 5):
     if step:
         v[4, 0, 600:] += 0.9
         v[4, 2:4, 600:] *= 3
+    if blip:  # one second of it, and of its latencies, alone
+        v[4, 0, 300] += 0.9
+        v[4, 2:4, 300] *= 3
     return from_cube(v.reshape(1, -1, 900), ["data"], [f"{s}service_{m}" for s in svcs for m in mets],
                      start=1_692_569_000, interval=1)
 
 
 def test_one_hosts_incident_window_of_minutes_is_judged_against_its_quarter_before():
     """Under four hours of data (an incident's window) and no peers: each point against the level
-    of the quarter of the data before it, where four hours were needed and nothing was found; the
-    host's own noise is no 'fleet median' (one server's median is its value)."""
+    of the quarter of the data before it, where four hours were needed and nothing was found, a
+    series counting where it stays beyond z for 3 points (a second's blip is none); the host's own
+    noise is no 'fleet median' (one server's median is its value)."""
     cs = _incident_window(step=True)
     findings = counter_findings(analyse_counters(cs))
     assert findings[0].title.startswith("data: emailservice_cpu, ") and "(+10:00)" in findings[0].title, \
@@ -1186,6 +1190,9 @@ def test_one_hosts_incident_window_of_minutes_is_judged_against_its_quarter_befo
     assert not any("fleet's median" in f.title for f in findings), [f.title for f in findings]
     quiet = counter_findings(analyse_counters(_incident_window(step=False)))
     assert quiet == [], [f.title for f in quiet]
+    # a second of it alone is no incident of a quarter of an hour (it stays beyond z for 3 points to count)
+    blip = counter_findings(analyse_counters(_incident_window(step=False, blip=True)))
+    assert blip == [], [f.title for f in blip]
     from perftriage.analysis.counters.over_time import detect_over_time
 
     assert any("against their level in the 3.8 min before" in n for n in detect_over_time(cs).notes)

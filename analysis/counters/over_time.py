@@ -337,14 +337,18 @@ def recent_level(v: np.ndarray, w: int) -> np.ndarray:
     return np.repeat(prev, w, axis=-1)[..., :T]
 
 
-def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers | None, recent: int = 0):
+def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers | None, recent: int = 0,
+           held_only: bool = False):
     """z (float32), 'the peers said it', 'a daily profile was used', each series' median, how
     many series were judged against the hour before, and where a server of its own kind did not
     move itself (None: nowhere; its z there is the others' movement, not its own), for a block of
     counters (against peers at the same time from three servers on), as the z it has there
     without the others' part (NaN elsewhere); and each series' departure from its peers in units of
     how far they lie from one another (None without peers or sustained). ``recent``: points in an
-    hour, when there are fewer than three days (0: none)."""
+    hour, when there are fewer than three days (0: none); ``held_only``: the data is an incident's
+    window (under four hours), where a series judged against the stretch before counts only where
+    it stays beyond z for ``window_run`` points (a count of runnable tasks at 2 for one second, 1
+    else, is no incident of a minute's recording; a step is)."""
     S, C, T = v.shape
     srt = np.sort(v, axis=2)  # the series' resolution, median and spread from one sort
     usual = median_of_sorted(srt)[..., 0]
@@ -424,6 +428,8 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
         if pick.any():
             x = v[pick]  # (n, T)
             zr = _robust(x - recent_level(x, recent), floor[pick], unit=unit[pick])
+            if held_only:
+                zr = np.where(held(zr > p.z, p.window_run), zr, np.minimum(zr, p.z))
             z[pick] = np.fmax(np.nan_to_num(z[pick]), zr)
             n_recent = int(pick.sum())
     return z, why_peer, daily_any, usual, n_recent, still, zx
@@ -455,7 +461,7 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
 
     def work(lo, hi):
         zb, wb, db, usual_all[:, lo:hi], n_recent[lo], still, zx = _block(v[:, lo:hi, :], p, days, period, peers,
-                                                                           recent)
+                                                                           recent, held_only=recent != hour)
         zb = np.nan_to_num(zb, nan=0.0, posinf=1e6)
         # a series beyond z at more than p.tail of its points has heavier tails than its robust
         # spread says (a latency that mostly sits still, then jumps at every burst): its z scaled

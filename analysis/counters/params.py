@@ -27,6 +27,8 @@ class TimeParams:
     max_intervals: int = 12  # intervals reported as findings (all are in the result)
     tail: float = 0.1  # share of a series' points that may lie beyond z (more: its z is scaled down)
     edge_run: int = 3  # on a view of call edges (edges.py), one edge beyond z this many points in a row flags it
+    window_run: int = 3  # in data of under four hours, a series without peers (judged against the stretch
+    # before) counts where it stays beyond z this many points in a row: a count at 2 for one second is no incident
     sustained: bool = True  # a series beyond z over one long stretch (more than `tail` of its points, mostly
     # in one run) is a level change of its own: the tail's scaling would cut it into pieces or hide it
     lone_point: bool = True  # an interval of one point needs 3 counters (or `need`, when more) beyond z at
