@@ -38,3 +38,14 @@ def number(text: str) -> float:
             return float(text.replace(",", "."))
         except ValueError:
             return np.nan
+
+
+def numbers(cells) -> np.ndarray:
+    """Cells as numbers (each as ``number`` reads it), NaN where a cell holds none or one that is
+    not finite: a column of a tool's output, whole at once where every cell is a plain number."""
+    try:
+        out = np.array(cells, dtype=np.float64)
+    except (ValueError, TypeError):
+        out = np.array([number(str(x)) for x in cells], dtype=np.float64)
+    out[~np.isfinite(out)] = np.nan
+    return out

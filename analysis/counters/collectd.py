@@ -23,6 +23,7 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import csv_rows
 from perftriage.analysis.units import count_of
+from perftriage.analysis.values import numbers
 
 from .table import Piece, RawCounters
 
@@ -99,23 +100,14 @@ def read_collectd(path, names_) -> RawCounters:
         return RawCounters(names_.server_list, names_.counter_list, [], str(path),
                            [f"{path}: {count_of(odd, 'lines')} of another width skipped"] if odd else [])
     cols = list(zip(*rows))
-    time = np.full(len(rows), np.nan)
-    for i, x in enumerate(cols[0]):
-        try:
-            time[i] = float(x)
-        except ValueError:
-            odd += 1
+    time = numbers(cols[0])
     ok = np.isfinite(time)
+    odd += int((~ok).sum())
     base = f"{plugin}.{m['type']}"
     names, values, totals = [], [], 0
     for j, ds in enumerate(header[1:], start=1):
         raw = cols[j]
-        v = np.full(len(rows), np.nan)
-        for i, x in enumerate(raw):
-            try:
-                v[i] = float(x)
-            except ValueError:
-                pass
+        v = numbers(raw)
         name = base if len(header) == 2 and ds.strip() == "value" else f"{base}.{ds.strip()}"
         if all(_INTEGER.match(x.strip()) for x in raw if x.strip() and x.strip().lower() != "nan"):
             v = _rate(time, v)  # a counter or a derive: a total since the host's boot

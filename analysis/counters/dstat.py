@@ -30,6 +30,7 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import csv_rows
 from perftriage.analysis.units import count_of
+from perftriage.analysis.values import numbers
 
 from .table import Piece, RawCounters
 
@@ -179,7 +180,7 @@ def read_dstat(path, names_) -> RawCounters:
         start = _start(run.date)
         zone = run.date.split()[4] if len(run.date.split()) > 4 else ""
         if "epoch" in lower:
-            time = _floats(cols[lower.index("epoch")])
+            time = numbers(cols[lower.index("epoch")])
             skip = {lower.index("epoch")} | ({lower.index("time")} if "time" in lower else set())
         elif "time" in lower:
             time = _clock_times(list(cols[lower.index("time")]), start, path)
@@ -199,7 +200,7 @@ def read_dstat(path, names_) -> RawCounters:
         for j in range(width):
             if j in skip:
                 continue
-            v = _floats(cols[j])
+            v = numbers(cols[j])
             if np.isnan(v).all() and any(cols[j]):
                 text_columns.add(names[j])  # a top-* plugin's process names
                 continue
@@ -227,14 +228,3 @@ def read_dstat(path, names_) -> RawCounters:
         notes.append(f"{path.name}: the host's local times ({', '.join(sorted(local))}) read as UTC")
     from_name = not any(r.host for r in runs)
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, from_name)
-
-
-def _floats(col) -> np.ndarray:
-    out = np.full(len(col), np.nan)
-    for i, x in enumerate(col):
-        try:
-            out[i] = float(x)
-        except ValueError:
-            pass
-    out[~np.isfinite(out)] = np.nan
-    return out

@@ -21,6 +21,7 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import csv_rows
 from perftriage.analysis.units import count_of
+from perftriage.analysis.values import numbers
 
 from .table import Piece, RawCounters
 
@@ -106,11 +107,7 @@ def read_nmon(path, names_) -> RawCounters:
         for i, (_, vals) in enumerate(lines):
             if len(vals) > width:
                 odd += 1
-            for j, x in enumerate(vals[:width]):
-                try:
-                    grid[i, j] = float(x)
-                except ValueError:
-                    pass
+            grid[i, :min(len(vals), width)] = numbers(vals[:width])
         cols = [j for j, n in enumerate(names) if n and np.isfinite(grid[:, j]).any()]
         if not cols:
             continue
