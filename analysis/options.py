@@ -42,6 +42,7 @@ class Options:
     rules: str | None = None  # threshold rules file (TOML or PAD's XML); default: rules.toml beside the counters
     server_label: str = "instance"  # Prometheus label naming the server
     counter_interval: float | None = None  # seconds between rows of counter files with numbered rows (--interval)
+    local_zone: str | None = None  # the zone of counter files' local times (--timezone; None: read as UTC)
     prometheus: PromRange | None = None  # what to ask a Prometheus server among the inputs (--match, --since...)
     findings: bool = True  # False: read and extract only (the features export needs no outliers or findings)
     jobs: int | None = None  # cores to use (--jobs); None: those this process may run on

@@ -253,7 +253,7 @@ def _run_counters(files, options: Options, result: TriageResult, progress: Progr
     if progress is not None and files:
         progress(Progress("reading counters", None, count_of(len(files), "files")))
     cs = load_counters(files, options.server_label, servers=_server_counters(servers, options, progress),
-                       row_interval=options.counter_interval)
+                       row_interval=options.counter_interval, local_zone=options.local_zone)
     result.report.notes.extend(cs.notes)
     ref = None
     if servers and options.prometheus is not None and options.prometheus.reference_since:
@@ -264,7 +264,8 @@ def _run_counters(files, options: Options, result: TriageResult, progress: Progr
         ref_inputs = classify(list(options.reference))
         ref_files = ref_inputs.files.get("counters", [])
         if ref_files:
-            ref = load_counters(ref_files, options.server_label, row_interval=options.counter_interval)
+            ref = load_counters(ref_files, options.server_label, row_interval=options.counter_interval,
+                                local_zone=options.local_zone)
             result.report.notes.extend(f"reference: {n}" for n in ref.notes)
         else:
             result.report.notes.append("--reference holds no counter file: no comparison between datasets")

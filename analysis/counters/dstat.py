@@ -227,4 +227,5 @@ def read_dstat(path, names_) -> RawCounters:
     if local:
         notes.append(f"{path.name}: the host's local times ({', '.join(sorted(local))}) read as UTC")
     from_name = not any(r.host for r in runs)
-    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, from_name)
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, from_name,
+                       local=bool(local))

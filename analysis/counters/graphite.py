@@ -142,4 +142,5 @@ def read_graphite(path, names_) -> RawCounters:
         hosts = sorted({n.split(".")[k] for n in names if len(n.split(".")) > k})
         notes.append(f"{path.name}: Graphite series; the server is part {k + 1} of their paths ({', '.join(hosts[:4])}"
                      f"{', ...' if len(hosts) > 4 else ''}), the counter the rest")
-    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, k is None)
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, k is None,
+                       local=any(n.endswith("read as UTC") for n in notes))

@@ -127,7 +127,7 @@ def read_nmon(path, names_) -> RawCounters:
     if bad_time:
         notes.append(f"{path.name}: {count_of(bad_time, 'snapshot times')} that {'is' if bad_time == 1 else 'are'} no "
                      f"time (ZZZZ lines): {'its snapshot' if bad_time == 1 else 'their snapshots'} left out")
-    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, not host)
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, not host, local=True)
 
 
 def _file_server(path: Path) -> str:

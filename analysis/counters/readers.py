@@ -317,7 +317,7 @@ def read_csv(path, interner: "_Names | None" = None, row_interval: float | None 
             raise InputError(path, "no numeric counter column besides time and server (nor counter and value columns)")
         pieces = [Piece(server, time, np.array(cidx, np.int32), np.column_stack(vals))]
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, s_i is None and not split,
-                       numbered)
+                       numbered, local=any(n.endswith("read as UTC") for n in notes))
 
 
 def _series_split(names: list[str]) -> tuple[list[str], list[str], str] | None:
@@ -897,11 +897,29 @@ def counter_form(path: Path, head: bytes):
                 ("counter CSV", lambda p, n, _label, interval: read_csv(p, n, interval)))
 
 
+def from_local(t: np.ndarray, zone: str) -> np.ndarray:
+    """Times read as UTC that were ``zone``'s local clock (an IANA name, Europe/Paris), moved to
+    UTC: each quarter of an hour by its own offset (summer time's too; the hour a clock repeats
+    when summer time ends read as its first)."""
+    import datetime as _dt  # noqa: PLC0415
+    from zoneinfo import ZoneInfo  # noqa: PLC0415
+
+    tz = ZoneInfo(zone)
+    q = np.floor(np.where(np.isfinite(t), t, 0) / 900).astype(np.int64)
+    uniq, inv = np.unique(q, return_inverse=True)
+    offset = np.array([tz.utcoffset(_dt.datetime(1970, 1, 1) + _dt.timedelta(seconds=int(k) * 900)).total_seconds()
+                       for k in uniq])
+    return t - offset[inv.ravel()]
+
+
 def load_counters(paths, server_label: str = "instance", interval: float | None = None,
-                  servers: list[RawCounters] = (), row_interval: float | None = None) -> CounterSet:
+                  servers: list[RawCounters] = (), row_interval: float | None = None,
+                  local_zone: str | None = None) -> CounterSet:
     """Read the files of one dataset (CSV and Prometheus JSON mixed) and align them, with the
     counters already fetched from ``servers`` (a running Prometheus's). ``row_interval``: seconds
-    between two rows of files whose rows are numbered, not timed (--interval)."""
+    between two rows of files whose rows are numbered, not timed (--interval); ``local_zone``: the
+    zone of the files whose times are a host's local clock (sar's, vmstat's, nmon's...; None: read
+    as UTC, as their notes say; --timezone)."""
     paths = [Path(p) for p in paths]
     if not paths and not servers:
         raise InputError(None, "no counter file given")
@@ -920,6 +938,10 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
         form, read = counter_form(p, read_head(p))
         with reading(p, form):
             raw = read(p, names_, server_label, row_interval)
+        if raw.local and local_zone:  # a host's local clock in the zone the user named
+            raw.pieces = [Piece(pc.server, from_local(pc.time, local_zone), pc.counters, pc.values) for pc in raw.pieces]
+            raw.notes = [n[:-len("read as UTC")] + f"read in {local_zone} (--timezone)" if n.endswith("read as UTC")
+                         else n for n in raw.notes]
         pieces += raw.pieces
         notes += raw.notes
         if raw.server_from_name:

@@ -194,4 +194,6 @@ def read_sadf(path, names_, row_interval: float | None = None) -> RawCounters:
                      "their header skipped")
     if cut:
         notes.append(f"{path.name}: its last line is cut (no end of line): left out")
-    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, numbered=numbered)
+    said_local = any(n.endswith("read as UTC") for n in notes)  # sadf -t's, sar's text, iostat's local times
+    return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, numbered=numbered,
+                       local=said_local)

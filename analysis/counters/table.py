@@ -47,6 +47,7 @@ class RawCounters:
     headerless: str = ""  # a CSV without a header: how its columns were read ("counters m1..m8")
     kinds: list[str] | None = None  # each server's kind from a column naming it ("": not named), if any
     kind_column: str = ""  # that column
+    local: bool = False  # its times were a host's local clock, read as UTC (load_counters' local_zone moves them)
 
     @property
     def n_samples(self) -> int:

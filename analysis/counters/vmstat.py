@@ -104,4 +104,5 @@ def read_vmstat(path, names_, row_interval: float | None = None) -> RawCounters:
     names = [f"{GROUPS[c]}.{c}" if c in GROUPS else c for c in columns]
     piece = Piece(np.full(len(rows), server, np.int32), time, np.array([names_.counter(n) for n in names], np.int32),
                   values)
-    return RawCounters(names_.server_list, names_.counter_list, [piece], str(path), notes, True, numbered=not timed)
+    return RawCounters(names_.server_list, names_.counter_list, [piece], str(path), notes, True, numbered=not timed,
+                       local=timed and zone.upper() not in ("UTC", "GMT"))

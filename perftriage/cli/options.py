@@ -93,6 +93,10 @@ def add_counter_options(p: argparse.ArgumentParser) -> None:
                    help="counter files whose rows are numbered, not timed (a first column idx, index, row or "
                         "sample, or no header at all: datasets published without timestamps): the time between "
                         "two rows, e.g. 5m")
+    g.add_argument("--timezone", metavar="ZONE",
+                   help="the zone of counter files whose times are a host's local clock (sar's and iostat's "
+                        "reports, vmstat -t, nmon, dstat, Grafana's and Graphite's CSV), e.g. Europe/Paris "
+                        "(default: read as UTC, said in a note)")
     g.add_argument("--server-label", default="instance", metavar="LABEL",
                    help="Prometheus label naming the server (default instance)")
     g.add_argument("--server-x", type=number(0, 1e9, lo_open=True), default=2.5, metavar="X",
@@ -303,6 +307,15 @@ def triage_options(args):
             if d is None or not d > 0:
                 raise Usage(f"--interval: {args.interval!r} is not a positive duration (30s, 5m, 1h)")
             opts.counter_interval = d
+        if args.timezone is not None:
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # noqa: PLC0415
+
+            try:
+                ZoneInfo(args.timezone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise Usage(f"--timezone: {args.timezone!r} is no time zone this host knows (an IANA name: "
+                            "Europe/Paris, America/New_York, UTC)") from None
+            opts.local_zone = args.timezone
         opts.prometheus = prometheus_range(args)
     if not args.paths:
         raise Usage("nothing to analyse: name a trace folder, a data file or a server (--prometheus URL)")
