@@ -164,12 +164,18 @@ class DayClock:
         return self.days * 86400.0 + tod
 
 
-def local_clock_to_epoch(day: _dt.date, seconds: np.ndarray) -> tuple[np.ndarray, str]:
+def zone_words(local_zone: str | None) -> str:
+    """The zone a host's clock is read in, as a note says it."""
+    return f"{local_zone} (--timezone)" if local_zone else "this machine's time zone"
+
+
+def local_clock_to_epoch(day: _dt.date, seconds: np.ndarray, zone: str | None = None) -> tuple[np.ndarray, str]:
     """Times printed by a tool on the host's clock (pidstat's, top's: a date and seconds into it,
     past 86400 on the days after) as seconds since the epoch, read in this machine's time zone:
-    perftriage runs on the host that recorded them, as a rule. Each distinct second is converted
-    on its own (a change to or from summer time within the data is kept). Also the zone, as said
-    in a note ('UTC+01:00', 'UTC')."""
+    perftriage runs on the host that recorded them, as a rule; or in ``zone`` (an IANA name the
+    user gave: --timezone). Each distinct second is converted on its own (a change to or from
+    summer time within the data is kept; a repeated hour read as its first). Also the zone's offset
+    at the first time, as said in a note ('UTC+01:00', 'UTC')."""
     import time as _time  # noqa: PLC0415
 
     secs = np.asarray(seconds, np.float64)
@@ -177,11 +183,21 @@ def local_clock_to_epoch(day: _dt.date, seconds: np.ndarray) -> tuple[np.ndarray
     uniq, inv = np.unique(whole, return_inverse=True)
     base = _dt.datetime(day.year, day.month, day.day)
     out = np.empty(len(uniq))
+    tz = None
+    if zone is not None:
+        from zoneinfo import ZoneInfo  # noqa: PLC0415
+
+        tz = ZoneInfo(zone)
     for i, s in enumerate(uniq.tolist()):
         t = base + _dt.timedelta(seconds=s)
-        out[i] = _time.mktime((t.year, t.month, t.day, t.hour, t.minute, t.second, 0, 0, -1))
+        out[i] = t.replace(tzinfo=tz).timestamp() if tz is not None else \
+            _time.mktime((t.year, t.month, t.day, t.hour, t.minute, t.second, 0, 0, -1))
     epoch = out[inv] + (secs - whole)
-    first = _time.localtime(float(epoch[0])) if len(epoch) else _time.localtime(0)
-    off = first.tm_gmtoff
+    if tz is not None:
+        off = int((base + _dt.timedelta(seconds=float(whole[0]) if len(whole) else 0)).replace(tzinfo=tz)
+                  .utcoffset().total_seconds())
+    else:
+        first = _time.localtime(float(epoch[0])) if len(epoch) else _time.localtime(0)
+        off = first.tm_gmtoff
     zone = "UTC" if off == 0 else f"UTC{'+' if off > 0 else '-'}{abs(off) // 3600:02d}:{abs(off) % 3600 // 60:02d}"
     return epoch, zone

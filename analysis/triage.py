@@ -196,7 +196,7 @@ def _run_threads(files, options: Options, result: TriageResult, progress: Progre
     if len(files) > 1:
         result.report.notes.append(f"{len(files)} thread metric files given: only {files[0]} is analysed")
     with reading(files[0], "thread metrics"):
-        ts = read_thread_metrics(files[0])
+        ts = read_thread_metrics(files[0], options.local_zone)
     _analyse_threads(ts, str(files[0]), options, result, progress)
 
 

@@ -52,3 +52,25 @@ def test_timezone_on_the_command_line(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "perftriage", "report", "--timezone", "Mars/Olympus", str(sar)],
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert bad.returncode != 0 and "--timezone: 'Mars/Olympus' is no time zone this host knows" in bad.stderr
+
+
+def test_timezone_reads_pidstats_and_tops_host_clock(tmp_path):
+    """pidstat and top print the host's clock, read in this machine's zone by default; with
+    --timezone, in the zone given (top's day from its file's last change, in that zone too)."""
+    import os
+    import shutil
+
+    from perftriage.analysis.threads.series import read_thread_metrics
+
+    data = ROOT / "tests" / "data"
+    top = tmp_path / "top-H.txt.gz"
+    shutil.copy(data / "top" / "top-H.txt.gz", top)
+    os.utime(top, (1_795_860_000, 1_795_860_000))  # written 2026-11-28 10:00 UTC, 19:00 in Tokyo
+    # pidstat dates its report: 16:16 on 2026-11-27 is 9 hours earlier in Tokyo; top prints times of
+    # day only (16:16), of the day its file was last written: in UTC, at 10:00, the day before (the
+    # 27th), in Tokyo, at 19:00, that day (the 28th): 16:16 JST on the 28th, 15 hours after 16:16 UTC
+    for path, hours in ((data / "pidstat" / "pidstat-h.txt.gz", 9), (top, -15)):
+        utc, tokyo = read_thread_metrics(path, "UTC"), read_thread_metrics(path, "Asia/Tokyo")
+        assert np.array_equal(utc.time - tokyo.time, np.full(len(utc.time), hours * 3600.0)), path
+        assert any(n.endswith("read in Asia/Tokyo (--timezone) (UTC+09:00)") for n in tokyo.notes), tokyo.notes
+        assert any("this machine's time zone" in n for n in read_thread_metrics(path).notes)

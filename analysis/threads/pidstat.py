@@ -35,7 +35,7 @@ import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
-from perftriage.analysis.timeparse import DayClock, local_clock_to_epoch
+from perftriage.analysis.timeparse import DayClock, local_clock_to_epoch, zone_words
 from perftriage.analysis.values import number as _number
 
 from .series import ThreadSeries, build, pool_name
@@ -138,7 +138,8 @@ class _Section:
             self.values.extend([_number(words[j]) for j in self.take])
 
 
-def read_pidstat(path) -> ThreadSeries:
+def read_pidstat(path, local_zone: str | None = None) -> ThreadSeries:
+    """``local_zone``: the zone of the host's clock (--timezone; None: this machine's)."""
     path = Path(path)
     with open_data(path) as f:
         first_line = f.readline()
@@ -235,7 +236,7 @@ def read_pidstat(path) -> ThreadSeries:
     time, code = all_t[first_of], all_k[first_of]
     zone = ""
     if on_clock:
-        time, zone = local_clock_to_epoch(day, time)
+        time, zone = local_clock_to_epoch(day, time, local_zone)
     info = np.array(names, dtype=object).reshape(len(names), 4)
     owner, task, procs, tnames = (info[code, j] for j in range(4))
     groups = {"machine": np.full(len(code), host, dtype=object),
@@ -249,7 +250,7 @@ def read_pidstat(path) -> ThreadSeries:
     # alike abstractions only: processes of one program, threads of one pool (as a kernel trace's)
     ts.kinds = {"process": "program", "pool": "pool"} if threaded else {"process": "program"}
     ts.notes.append(f"pidstat's report of {host}: {ts.n_threads} {'threads' if threaded else 'processes'}, "
-                    f"{len(mlist)} metrics" + (f"; its times are the host's clock, read in this machine's time zone "
+                    f"{len(mlist)} metrics" + (f"; its times are the host's clock, read in {zone_words(local_zone)} "
                                                f"({zone})" if zone else ""))
     if cut:
         ts.notes.append("its last line is cut (no end of line, as a recording stopped mid-write): left out")

@@ -388,18 +388,19 @@ def sniff_any(path: Path, head: bytes) -> bool:
     return sniff(path, head) or sniff_pidstat(path, head) or sniff_top(path, head) or sniff_perfmon(path, head)
 
 
-def read_thread_metrics(path) -> ThreadSeries:
+def read_thread_metrics(path, local_zone: str | None = None) -> ThreadSeries:
     """A thread metrics file, whichever its form: pidstat's report (pidstat.py), top's batch
-    output (top.py), a Windows performance counter log (perfmon.py), else a CSV."""
+    output (top.py), a Windows performance counter log (perfmon.py), else a CSV. ``local_zone``:
+    the zone of pidstat's and top's host clock (--timezone; None: this machine's)."""
     from .perfmon import read_perfmon_threads, sniff as sniff_perfmon  # noqa: PLC0415
     from .pidstat import read_pidstat, sniff as sniff_pidstat  # noqa: PLC0415
     from .top import read_top, sniff as sniff_top  # noqa: PLC0415
 
     head = read_head(path)
     if sniff_pidstat(Path(path), head):
-        return read_pidstat(path)
+        return read_pidstat(path, local_zone)
     if sniff_top(Path(path), head):
-        return read_top(path)
+        return read_top(path, local_zone)
     if sniff_perfmon(Path(path), head):
         return read_perfmon_threads(path)
     return read_csv(path)

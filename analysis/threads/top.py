@@ -22,7 +22,7 @@ import os
 import re
 import time
 from array import array
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +30,7 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.units import count_of
 from perftriage.analysis.inputs import open_data
-from perftriage.analysis.timeparse import DayClock, local_clock_to_epoch
+from perftriage.analysis.timeparse import DayClock, local_clock_to_epoch, zone_words
 from perftriage.analysis.values import number
 
 from .series import ThreadSeries, build, pool_name
@@ -53,7 +53,8 @@ def _number(x: str, kib: bool) -> float:
     return number(x)
 
 
-def read_top(path) -> ThreadSeries:
+def read_top(path, local_zone: str | None = None) -> ThreadSeries:
+    """``local_zone``: the zone of the host's clock (--timezone; None: this machine's)."""
     path = Path(path)
     try:
         end = os.stat(path).st_mtime
@@ -122,10 +123,17 @@ def read_top(path) -> ThreadSeries:
     t = np.frombuffer(tods, np.float64)
     # the day: the file was last written as the last block was, on this machine's clock (where
     # it was recorded, as a rule), the times of day read in its time zone
-    local = time.localtime(end)
-    end_tod = local.tm_hour * 3600 + local.tm_min * 60 + local.tm_sec
-    last_day = date(local.tm_year, local.tm_mon, local.tm_mday) - timedelta(days=int(t[-1] % 86400 > end_tod + 60))
-    when, zone = local_clock_to_epoch(last_day - timedelta(days=int(t[-1] // 86400)), t)
+    if local_zone:  # the file's last change on the host's clock, in the zone the user gave
+        from zoneinfo import ZoneInfo  # noqa: PLC0415
+
+        at = datetime.fromtimestamp(end, ZoneInfo(local_zone))
+        end_tod, end_day = at.hour * 3600 + at.minute * 60 + at.second, at.date()
+    else:
+        local = time.localtime(end)
+        end_tod = local.tm_hour * 3600 + local.tm_min * 60 + local.tm_sec
+        end_day = date(local.tm_year, local.tm_mon, local.tm_mday)
+    last_day = end_day - timedelta(days=int(t[-1] % 86400 > end_tod + 60))
+    when, zone = local_clock_to_epoch(last_day - timedelta(days=int(t[-1] // 86400)), t, local_zone)
     code = np.frombuffer(codes, np.int64)
     info = np.array(names, dtype=object).reshape(len(names), 2)
     ids, own = info[code, 0], info[code, 1]
@@ -138,8 +146,8 @@ def read_top(path) -> ThreadSeries:
     ts.kinds = {"pool": "pool"} if threads else {"process": "program"}
     ts.notes.append(f"top's output: {count_of(ts.n_threads, 'threads' if threads else 'processes')}, "
                     f"{count_of(len(metrics), 'metrics')}; "
-                    f"top prints the time of day only: dated by the file's last change, read in this machine's time "
-                    f"zone ({zone})")
+                    f"top prints the time of day only: dated by the file's last change, read in "
+                    f"{zone_words(local_zone)} ({zone})")
     if cut:
         ts.notes.append("its last line is cut (no end of line, as a recording stopped mid-write): left out")
     if bad:

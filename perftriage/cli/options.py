@@ -94,9 +94,10 @@ def add_counter_options(p: argparse.ArgumentParser) -> None:
                         "sample, or no header at all: datasets published without timestamps): the time between "
                         "two rows, e.g. 5m")
     g.add_argument("--timezone", metavar="ZONE",
-                   help="the zone of counter files whose times are a host's local clock (sar's and iostat's "
-                        "reports, vmstat -t, nmon, dstat, Grafana's and Graphite's CSV), e.g. Europe/Paris "
-                        "(default: read as UTC, said in a note)")
+                   help="the zone of files whose times are a host's local clock, e.g. Europe/Paris: counter "
+                        "files (sar's and iostat's reports, vmstat -t, nmon, dstat, Grafana's and Graphite's CSV; "
+                        "default: read as UTC, said in a note) and pidstat's and top's reports (default: this "
+                        "machine's zone)")
     g.add_argument("--server-label", default="instance", metavar="LABEL",
                    help="Prometheus label naming the server (default instance)")
     g.add_argument("--server-x", type=number(0, 1e9, lo_open=True), default=2.5, metavar="X",
