@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import subprocess
 import sys
 from pathlib import Path
@@ -71,8 +72,13 @@ def test_damaged_files_in_a_tree(tmp_path):
     lines[3] = lines[3].rsplit(",", 1)[0]  # a line cut
     f.write_text("\n".join(lines) + "\n")
     (data / "web-02" / "load" / "notes-2026-11-28").write_text("not collectd's\n")  # no header: not in the tree
+    rotated = data / "web-03" / "memory" / "memory-used-2026-11-28"  # a day's file compressed by logrotate
+    rotated.with_name(rotated.name + ".gz").write_bytes(gzip.compress(rotated.read_bytes()))
+    rotated.unlink()
     files = classify([str(data)]).files["counters"]
     assert not any(p.name.startswith("notes-") for p in files)
+    assert rotated.with_name(rotated.name + ".gz") in files
     cs = load_counters(files)
     assert cs.servers == ["web-00", "web-01", "web-02", "web-03"]
+    assert np.isfinite(cs.values[3, cs.counters.index("memory.memory-used")]).sum() >= 15
     assert any(n == f"{f}: 1 line of another width or without a time skipped" for n in cs.notes), cs.notes

@@ -21,14 +21,14 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import csv_rows
+from perftriage.analysis.inputs import csv_rows, read_head
 from perftriage.analysis.units import count_of
 from perftriage.analysis.values import numbers
 
 from .table import Piece, RawCounters
 
 #: a collectd CSV file's name: its type (and type instance) and its day
-FILE_NAME = re.compile(r"(?P<type>[A-Za-z0-9_.]+(?:-.+?)?)-(?P<day>\d{4}-\d\d-\d\d)$")
+FILE_NAME = re.compile(r"(?P<type>[A-Za-z0-9_.]+(?:-.+?)?)-(?P<day>\d{4}-\d\d-\d\d)(?:\.gz)?$")  # gzip: rotated
 _INTEGER = re.compile(r"-?\d+$")
 
 
@@ -69,9 +69,8 @@ def tree_files(folder: Path, limit: int = 200_000) -> list[Path] | None:
 
 def _starts_with_epoch(path: Path) -> bool:
     try:
-        with open(path, "rb") as fh:
-            return fh.read(6) == b"epoch,"
-    except OSError:
+        return read_head(path, 64).lstrip(b"\xef\xbb\xbf").startswith(b"epoch,")
+    except (OSError, InputError):
         return False
 
 
