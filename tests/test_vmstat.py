@@ -73,9 +73,10 @@ def test_damaged_reports(tmp_path):
     lines = vmstat_lines(samples=30)
     lines[10] = " ".join(lines[10].split()[:9])  # a row cut short
     lines[12] = lines[12].replace(" 0 ", " x ", 1)  # a cell that is no number
+    lines[14] = lines[14].rsplit(" ", 2)[0]  # its date and time cut off: the others' times still read
     cs = load_counters([_write(tmp_path / "cut.txt", lines)])
-    assert cs.n_points == 30
-    assert any("cut.txt: 2 rows of another number of columns than the header, or not numbers, skipped" == n
+    assert cs.n_points == 30 and not cs.numbered
+    assert any("cut.txt: 3 rows of another number of columns than the header, or not numbers, skipped" == n
                for n in cs.notes), cs.notes
     two = vmstat_lines(samples=5) + [ln.replace(" buff  cache", " inact active") for ln in vmstat_lines(samples=5)]
     for name, text, said in (("two.txt", two, "two vmstat reports in one file"),

@@ -69,7 +69,7 @@ def read_vmstat(path, names_, row_interval: float | None = None) -> RawCounters:
                 raise InputError(path, "a row before vmstat's two header lines (procs ---memory--- ..., r b swpd ...)")
             stamp = " ".join(words[-2:]) if len(words) >= 2 and _STAMP.match(" ".join(words[-2:])) else ""
             values = words[:-2] if stamp else words
-            if len(values) != len(columns):
+            if len(values) != len(columns) or (stamped and not stamp):  # -t: a row whose time is cut off
                 odd += 1
                 continue
             try:
@@ -93,8 +93,7 @@ def read_vmstat(path, names_, row_interval: float | None = None) -> RawCounters:
             notes.append(f"{path.name}: vmstat's times ({zone or 'no zone named'}: the host's local ones) read as UTC")
     elif not row_interval:
         raise InputError(path, "vmstat's report without times (vmstat -t prints them): give the delay it was run "
-                               "with, e.g. --interval 5" if not any(stamps) else
-                               f"{count_of(sum(not s for s in stamps), 'rows')} without the time the others have")
+                               "with, e.g. --interval 5")
     else:
         time = np.arange(len(rows), dtype=np.float64) * row_interval
     if odd:
