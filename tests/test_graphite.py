@@ -58,6 +58,13 @@ def test_damaged_render_output(tmp_path):
     p.write_text(json.dumps(series))
     cs = load_counters([p])
     assert any("render.json: 2 series or points that are no Graphite series" in n for n in cs.notes), cs.notes
+    rows = [[s["target"], time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)), "" if v is None else str(v)]
+            for s in graphite_series(samples=30) for v, t in s["datapoints"]]
+    rows[7][1] = "2026-11-28 10:0"  # a time cut: its row counted, the others read
+    csv_file = tmp_path / "render.csv"
+    csv_file.write_bytes(csv_bytes(rows))
+    cc = load_counters([csv_file])
+    assert cc.n_points == 30 and any("render.csv: 1 row that is no PATH,TIME,VALUE" in n for n in cc.notes), cc.notes
     bad = tmp_path / "bad.json"
     bad.write_text('[{"target": "a.b", "datapoints": [[1, 1795860000]]}, {"target"')
     with pytest.raises(InputError) as err:

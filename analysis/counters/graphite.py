@@ -29,6 +29,7 @@ from .table import Piece, RawCounters
 
 _CSV_ROW = re.compile(rb"[^,\n]+,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,[^,\n]*\r?$", re.MULTILINE)
 _HOSTLIKE = re.compile(r"[0-9_-]")
+_WHEN = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")  # the CSV's time, as Graphite writes it
 
 
 def sniff(head: bytes) -> bool:
@@ -36,7 +37,8 @@ def sniff(head: bytes) -> bool:
     if h.startswith(b"[") and b'"target"' in h and b'"datapoints"' in h:
         return True
     lines = [ln for ln in head.split(b"\n")[:20] if ln.strip()][:-1] or head.split(b"\n")[:1]
-    return bool(lines) and all(_CSV_ROW.match(ln) for ln in lines) and b"." in lines[0].split(b",")[0]
+    return bool(lines) and sum(bool(_CSV_ROW.match(ln)) for ln in lines) >= 0.8 * len(lines) \
+        and b"." in lines[0].split(b",")[0]
 
 
 def server_part(paths: list[str]) -> int | None:
@@ -90,14 +92,14 @@ def _series(path: Path) -> tuple[list[str], list[np.ndarray], list[np.ndarray], 
             times.append(np.asarray(t))
             values.append(np.asarray(v))
         if bad:
-            notes.append(f"{path.name}: {count_of(bad, 'series or points')} that are no Graphite series (target, "
-                         "datapoints) skipped")
+            notes.append(f"{path.name}: {count_of(bad, 'series or points')} that {'is' if bad == 1 else 'are'} no "
+                         "Graphite series (target, datapoints) skipped")
         return names, times, values, notes
     by_name: dict[str, tuple[list, list]] = {}
     odd = 0
     with csv_rows(path, encoding="utf-8-sig") as rd:
         for row in rd:
-            if len(row) != 3:
+            if len(row) != 3 or not _WHEN.fullmatch(row[1].strip()):  # a row cut, a time that is none
                 odd += bool(row)
                 continue
             t, v = by_name.setdefault(row[0], ([], []))
@@ -108,7 +110,8 @@ def _series(path: Path) -> tuple[list[str], list[np.ndarray], list[np.ndarray], 
                 v.append(np.nan)
                 odd += 1
     if odd:
-        notes.append(f"{path.name}: {count_of(odd, 'rows')} that are no PATH,TIME,VALUE skipped or left empty")
+        notes.append(f"{path.name}: {count_of(odd, 'rows')} that {'is' if odd == 1 else 'are'} no PATH,TIME,VALUE "
+                     "skipped or left empty")
     names = list(by_name)
     times = [column_to_seconds(by_name[n][0], path, blanks=True) for n in names]
     notes.append(f"{path.name}: Graphite's CSV times (the server's local ones) read as UTC")

@@ -162,8 +162,8 @@ def read_otlp_metrics(path, names_) -> RawCounters:
     keep &= np.isfinite(value)
     notes = []
     if bad:
-        notes.append(f"{path.name}: {count_of(bad, 'records')} that are no OTLP metric or data point (a line cut, a "
-                     "field missing) skipped")
+        notes.append(f"{path.name}: {count_of(bad, 'records')} that {'is' if bad == 1 else 'are'} no OTLP metric or data "
+                     "point (a line cut, a field missing) skipped")
     if skipped_names:
         notes.append(f"{path.name}: {count_of(len(skipped_names), 'metrics')} of histograms or summaries left out: "
                      f"{', '.join(sorted(skipped_names)[:4])}{', ...' if len(skipped_names) > 4 else ''}")
