@@ -91,6 +91,8 @@ def test_damaged_and_untimed_reports(tmp_path):
     assert numbered.numbered and numbered.start == 1 and numbered.n_points == 11 and numbered.counters == timed.counters
     np.testing.assert_array_equal(numbered.values, timed.values)
     assert not any("read as UTC" in n for n in numbered.notes), numbered.notes
+    days = load_counters([plain], row_interval=10 * 86400)  # reports ten days apart: past a month, still read
+    assert days.n_points == 11 and days.interval == 10 * 86400
     first = tmp_path / "first.txt"  # one report only: the averages since boot
     first.write_text("\n".join(_text("iostat-xt.txt.gz").splitlines()[:9]) + "\n")
     with pytest.raises(InputError) as err:

@@ -89,8 +89,8 @@ def as_sadf(path: Path, row_interval: float | None = None) -> tuple[str, list[st
                         raise InputError(path, "iostat's report without times (iostat -t prints them): give the "
                                                "delay it was run with, e.g. --interval 5")
                     reports += 1
-                    secs = round((reports - 1) * row_interval)
-                    stamp = f"1970-01-{1 + secs // 86400:02d} {secs // 3600 % 24:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
+                    stamp = (_dt.datetime(1970, 1, 1) + _dt.timedelta(seconds=round((reports - 1) * row_interval))
+                             ).strftime("%Y-%m-%d %H:%M:%S")
                 continue
             if section is None:
                 odd += 1
