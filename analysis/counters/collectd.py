@@ -103,7 +103,7 @@ def read_collectd(path, names_) -> RawCounters:
     ok = np.isfinite(time)
     odd += int((~ok).sum())
     base = f"{plugin}.{m['type']}"
-    names, values, totals = [], [], 0
+    names, values = [], []
     for j, ds in enumerate(header[1:], start=1):
         raw = cols[j]
         v = numbers(raw)
@@ -111,7 +111,6 @@ def read_collectd(path, names_) -> RawCounters:
         if all(_INTEGER.match(x.strip()) for x in raw if x.strip() and x.strip().lower() != "nan"):
             v = _rate(time, v)  # a counter or a derive: a total since the host's boot
             name = f"rate({name})"
-            totals += 1
         names.append(name)
         values.append(v)
     server = names_.server(host)

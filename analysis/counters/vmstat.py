@@ -46,12 +46,12 @@ def read_vmstat(path, names_, row_interval: float | None = None) -> RawCounters:
     columns: list[str] | None = None
     zone = ""
     rows, stamps = [], []
-    odd = headers = 0  # headers: vmstat repeats its two lines every screenful
+    odd = 0
     expect_columns = stamped = False
     with open_data(path) as f:
         for line in f:
             if _GROUPS_LINE.match(line.strip()):
-                expect_columns, headers = True, headers + 1
+                expect_columns = True  # vmstat repeats its two header lines every screenful
                 stamped = "timestamp" in line  # -t: the columns line ends with the zone
                 continue
             words = line.split()
