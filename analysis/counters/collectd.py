@@ -25,6 +25,7 @@ from perftriage.analysis.inputs import csv_rows, read_head
 from perftriage.analysis.units import count_of
 from perftriage.analysis.values import numbers
 
+from .cumulative import sample_rates
 from .table import Piece, RawCounters
 
 #: a collectd CSV file's name: its type (and type instance) and its day
@@ -109,7 +110,7 @@ def read_collectd(path, names_) -> RawCounters:
         v = numbers(raw)
         name = base if len(header) == 2 and ds.strip() == "value" else f"{base}.{ds.strip()}"
         if all(_INTEGER.match(x.strip()) for x in raw if x.strip() and x.strip().lower() != "nan"):
-            v = _rate(time, v)  # a counter or a derive: a total since the host's boot
+            v = sample_rates(time, v)  # a counter or a derive: a total since the host's boot
             name = f"rate({name})"
         names.append(name)
         values.append(v)
@@ -120,17 +121,3 @@ def read_collectd(path, names_) -> RawCounters:
     if odd:
         notes.append(f"{path}: {count_of(odd, 'lines')} of another width or without a time skipped")
     return RawCounters(names_.server_list, names_.counter_list, [piece], str(path), notes)
-
-
-def _rate(t: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Per second, from each sample to the next (the first: none; a fall: a restart, the value
-    itself counted from zero)."""
-    out = np.full(len(v), np.nan)
-    ok = np.flatnonzero(np.isfinite(v) & np.isfinite(t))
-    if len(ok) < 2:
-        return out
-    dv, dt = np.diff(v[ok]), np.diff(t[ok])
-    dv = np.where(dv < 0, v[ok][1:], dv)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out[ok[1:]] = np.where(dt > 0, dv / dt, np.nan)
-    return out

@@ -102,6 +102,22 @@ def per_second(x: np.ndarray, interval: float) -> np.ndarray:
         return np.where(has & (gap > 0), rise / np.where(gap > 0, gap, 1.0), np.nan)
 
 
+def sample_rates(t: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """A total's samples (in time order) as rates per second, from each sample to the next (the
+    first: none; a fall: a restart, the value itself counted from zero; NaN where a time or a value
+    is missing or no time passed): a reader's series, before any grid (collectd's files, OTLP's
+    cumulative sums)."""
+    out = np.full(len(v), np.nan)
+    ok = np.flatnonzero(np.isfinite(v) & np.isfinite(t))
+    if len(ok) < 2:
+        return out
+    dv, dt = np.diff(v[ok]), np.diff(t[ok])
+    dv = np.where(dv < 0, v[ok][1:], dv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[ok[1:]] = np.where(dt > 0, dv / dt, np.nan)
+    return out
+
+
 def rate_cumulative(cs: CounterSet) -> list[str]:
     """Turn ``cs``'s counters that only grow into rates per second, in place (renamed
     ``rate(NAME)``); their former names, with a note in ``cs.notes``."""

@@ -24,6 +24,7 @@ from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
 from perftriage.analysis.units import count_of
 
+from .cumulative import sample_rates
 from .influx import series_counters
 from .table import RawCounters
 
@@ -145,21 +146,19 @@ def read_otlp_metrics(path, names_) -> RawCounters:
     value = np.asarray(values)
     ids = np.asarray(sid, np.int64)
     begin = np.asarray(starts)
-    keep = np.ones(len(time), bool)
-    for i in rated:  # monotonic sums: rates per second
-        at = np.flatnonzero(ids == i)
-        at = at[np.argsort(time[at], kind="stable")]
+    order = np.lexsort((time, ids))  # each series' points together, in time order: grouped once
+    bounds = np.flatnonzero(np.r_[True, ids[order][1:] != ids[order][:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        at = order[a:b]
+        if int(ids[at[0]]) not in rated:
+            continue
+        # a monotonic sum: its rate per second
         if np.isfinite(begin[at]).all():  # delta: each point its own interval's
             span = time[at] - begin[at]
             value[at] = np.where(span > 0, value[at] / np.where(span > 0, span, 1), np.nan)
             continue
-        dv = np.diff(value[at])
-        dv = np.where(dv < 0, value[at][1:], dv)  # a restart: counted from zero
-        dt = np.diff(time[at])
-        rates = np.where(dt > 0, dv / np.where(dt > 0, dt, 1), np.nan)
-        keep[at[0]] = False  # the first point of a cumulative series has no rate
-        value[at[1:]] = rates
-    keep &= np.isfinite(value)
+        value[at] = sample_rates(time[at], value[at])  # cumulative: the first point has none (dropped below)
+    keep = np.isfinite(value)
     notes = []
     if bad:
         notes.append(f"{path.name}: {count_of(bad, 'records')} that {'is' if bad == 1 else 'are'} no OTLP metric or data "
