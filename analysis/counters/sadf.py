@@ -113,13 +113,14 @@ def read_sadf(path, names_, row_interval: float | None = None) -> RawCounters:
     try:
         with open_data(path, binary=True) as raw:
             head = raw.read(4096)
-        archive, text_report = is_archive(head), sar_text.sniff(head) or iostat.sniff(head)
+        archive, sar_report = is_archive(head), sar_text.sniff(head)
+        text_report = sar_report or iostat.sniff(head)
         numbered = False
-        if archive or text_report:
-            if archive or sar_text.sniff(head):
-                text, notes_in = export_archive(path) if archive else sar_text.as_sadf(path)
-            else:
-                text, notes_in, numbered = iostat.as_sadf(path, row_interval)
+        if archive or sar_report:
+            text, notes_in = export_archive(path) if archive else sar_text.as_sadf(path)
+            f = io.StringIO(text)
+        elif text_report:
+            text, notes_in, numbered = iostat.as_sadf(path, row_interval)
             f = io.StringIO(text)
         else:
             f = open_data(path)
