@@ -12,7 +12,7 @@ from pathlib import Path
 from perftriage.analysis.errors import InputError
 
 from .jaeger import _MISSING, _add, _process
-from .jsonfile import load_bytes
+from .jsonfile import json_or_lines
 from .table import SpanBuilder
 
 
@@ -22,23 +22,13 @@ def sniff(path: Path, head: bytes) -> bool:
         and b'"resourceSpans"' not in h
 
 
-def _documents(path: Path, raw: bytes) -> list:
-    """The span documents of a file: a JSON array, a search's answer, or one document a line."""
-    text = raw.decode("utf-8-sig", "replace")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError:
-        doc = None
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        out, bad = [], 0
-        for ln in lines:
-            try:
-                out.append(json.loads(ln))
-            except json.JSONDecodeError:
-                bad += 1
-        if not out:
-            raise InputError(path, "not valid JSON, nor a JSON document a line") from None
-        return out + [None] * bad  # a line cut or damaged: counted as such
+def _documents(path: Path) -> list:
+    """The span documents of a file: a JSON array, a search's answer, or one document a line (a
+    line cut or damaged: None, counted as such)."""
+    docs, whole = json_or_lines(path)
+    if not whole:
+        return docs
+    doc = docs[0]
     if isinstance(doc, dict):
         hits = doc.get("hits")
         doc = hits.get("hits") if isinstance(hits, dict) else [doc]
@@ -50,7 +40,7 @@ def _documents(path: Path, raw: bytes) -> list:
 def read(path: Path, b: SpanBuilder) -> None:
     b.status_known = True  # a span that failed carries an error tag
     procs: dict = {}
-    for d in _documents(path, load_bytes(path)):
+    for d in _documents(path):
         if isinstance(d, dict) and isinstance(d.get("_source"), dict):
             d = d["_source"]
         if not isinstance(d, dict):

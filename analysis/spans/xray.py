@@ -22,10 +22,9 @@ import json
 import re
 from pathlib import Path
 
-from perftriage.analysis.errors import InputError
 
 from .ids import to_id64
-from .jsonfile import load_bytes
+from .jsonfile import json_or_lines
 from .table import SpanBuilder
 
 _ID_IN_PATH = re.compile(r"(?<=/)(?:\d+|[0-9a-fA-F-]{16,})(?=/|$)")
@@ -38,21 +37,9 @@ def sniff(path: Path, head: bytes) -> bool:
          and b'"resourceSpans"' not in h)
 
 
-def _documents(path: Path, raw: bytes) -> list:
+def _documents(path: Path) -> list:
     """The file's segment documents (parsed), and None for each that is not one."""
-    text = raw.decode("utf-8-sig", "replace")
-    try:
-        docs = [json.loads(text)]
-    except json.JSONDecodeError:
-        docs = []
-        for ln in text.splitlines():
-            if ln.strip():
-                try:
-                    docs.append(json.loads(ln))
-                except json.JSONDecodeError:
-                    docs.append(None)  # a line cut or damaged
-        if not any(d is not None for d in docs):
-            raise InputError(path, "not valid JSON, nor a JSON document a line") from None
+    docs, _ = json_or_lines(path)
     out = []
     for d in docs:
         if isinstance(d, dict) and isinstance(d.get("Traces"), list):  # a page of batch-get-traces
@@ -98,7 +85,7 @@ def _replica(doc: dict, service: str) -> str:
 def read(path: Path, b: SpanBuilder) -> None:
     b.status_known = True  # fault and error flags
     in_progress = 0
-    for doc in _documents(path, load_bytes(path)):
+    for doc in _documents(path):
         if not isinstance(doc, dict):
             b.problem("unparsable", "an X-Ray segment document that is not an object (a line cut or damaged)")
             continue
