@@ -64,3 +64,51 @@ def test_segment_documents_one_a_line_and_damaged_ones(tmp_path):
     whole = read_spans([_batch(tmp_path / "batch.json", traces=20)])
     # lost: a frontend's segment and its call (line 3), a DynamoDB segment (5), a cart's and its call (7)
     assert len(t) == len(whole) - 5
+
+
+def _streamed(docs: list[dict]) -> list[dict]:
+    """The documents as an SDK streams a long request's: each segment's subsegments sent as
+    documents of their own (type subsegment, their trace and parent ids beside), nested ones too."""
+    out = []
+
+    def send(sub: dict, parent: str, trace: str) -> None:
+        inner = sub.get("subsegments", [])
+        out.append({**{k: v for k, v in sub.items() if k != "subsegments"}, "type": "subsegment",
+                    "trace_id": trace, "parent_id": parent})
+        for s in inner:
+            send(s, sub["id"], trace)
+
+    for d in docs:
+        out.append({k: v for k, v in d.items() if k != "subsegments"})
+        for s in d.get("subsegments", []):
+            send(s, d["id"], d["trace_id"])
+    return out
+
+
+def test_subsegments_sent_on_their_own_are_their_segments_service_and_replica(tmp_path):
+    docs = [json.loads(s["Document"]) for t in xray_segments(traces=40, slow_from=20) for s in t["Segments"]]
+    for d in docs:  # a level more: the DynamoDB call under a span of the cart's own
+        for s in d.get("subsegments", []):
+            if s["name"] == "DynamoDB":
+                d["subsegments"] = [{"id": "c" + s["id"][1:], "name": "load", "start_time": s["start_time"],
+                                     "end_time": s["end_time"], "subsegments": [s]}]
+    whole = tmp_path / "nested.jsonl"
+    whole.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    streamed = _streamed(docs)
+    assert len(streamed) == len(docs) + 3 * 40  # the frontend's call, the cart's load and its DynamoDB call
+    p = tmp_path / "streamed.jsonl"
+    p.write_text("".join(json.dumps(d) + "\n" for d in streamed[::-1]))  # a parent after its children
+    t, w = read_spans([p]), read_spans([whole])
+    assert t.problems.total() == 0 and len(t) == len(w) == 40 * 6
+    assert sorted(t.services) == sorted(w.services) == ["DynamoDB", "cart", "frontend"]
+    assert sorted(t.methods) == sorted(w.methods) and "cart:DynamoDB.GetItem" in t.methods
+    assert sorted(t.replicas) == sorted(w.replicas)
+    calls = np.flatnonzero(np.array([t.methods[m] == "cart:DynamoDB.GetItem" for m in t.method]))
+    assert {t.replicas[r] for r in t.replica[calls]} == {"i-0cart0", "i-0cart1"}
+    assert {t.methods[m] for m in t.method[t.parent[calls]]} == {"cart:load"}
+    # a subsegment whose segment is not in the inputs: of its own name, read all the same
+    orphan = dict(streamed[1], parent_id="ffffffffffffffff", id="eeeeeeeeeeeeeeee")
+    q = tmp_path / "orphan.jsonl"
+    q.write_text(json.dumps(orphan) + "\n")
+    o = read_spans([q])
+    assert len(o) == 1 and o.services == [orphan["name"]], (o.services, orphan)

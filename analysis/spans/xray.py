@@ -10,7 +10,10 @@ container, the EKS pod; else the service); its operation the request's method an
 nested to any depth, are spans of the same service and replica, their operation the AWS call
 (``DynamoDB.GetItem``), the remote request (``GET api.example.com``) or their name; a segment
 whose ``parent_id`` is a subsegment of another service (a downstream call, or the segment X-Ray
-infers for an AWS resource) is that call's child. A segment is failed when its ``fault`` flag
+infers for an AWS resource) is that call's child. A subsegment sent as a document of its own
+(``"type": "subsegment"``, as an SDK streams a long request's) is a span of the service and replica
+of the segment its ``parent_id`` leads to, through other such documents; of its own name where that
+segment is not in the inputs. A segment is failed when its ``fault`` flag
 is set (a 5xx), a subsegment (a call out) when ``fault`` or ``error`` is (a 4xx answer to
 a call is the caller's failure). A segment still in progress (no ``end_time``) is left out,
 counted.
@@ -82,19 +85,62 @@ def _replica(doc: dict, service: str) -> str:
     return service
 
 
+def _owners(docs: list) -> tuple[dict, dict]:
+    """Each id's (service, replica) where a segment holds it, and each subsegment document's
+    parent id: what a subsegment sent on its own is resolved through."""
+    owner: dict = {}
+    up: dict = {}
+
+    def hold(doc: dict, who: tuple, depth: int = 0) -> None:
+        if isinstance(doc.get("id"), str):
+            owner[doc["id"]] = who
+        subs = doc.get("subsegments")
+        if isinstance(subs, list) and depth < 64:
+            for sub in subs:
+                if isinstance(sub, dict):
+                    hold(sub, who, depth + 1)
+
+    for doc in docs:
+        if not isinstance(doc, dict) or not isinstance(doc.get("id"), str):
+            continue
+        if doc.get("type") == "subsegment":
+            up[doc["id"]] = doc.get("parent_id")
+        else:
+            service = str(doc.get("name", "?"))
+            hold(doc, (service, _replica(doc, service)))
+    return owner, up
+
+
+def _owner(doc: dict, owner: dict, up: dict) -> tuple | None:
+    """The (service, replica) of the segment a subsegment document's parent ids lead to."""
+    at = doc.get("parent_id")
+    for _ in range(64):
+        if not isinstance(at, str):
+            return None
+        if at in owner:
+            return owner[at]
+        if at not in up:
+            return None
+        at = up[at]
+    return None
+
+
 def read(path: Path, b: SpanBuilder) -> None:
     b.status_known = True  # fault and error flags
     in_progress = 0
-    for doc in _documents(path):
+    docs = _documents(path)
+    owner, up = _owners(docs)
+    for doc in docs:
         if not isinstance(doc, dict):
             b.problem("unparsable", "an X-Ray segment document that is not an object (a line cut or damaged)")
             continue
         if doc.get("in_progress") and doc.get("end_time") is None:
             in_progress += 1
             continue
+        segment = doc.get("type") != "subsegment"
         service = str(doc.get("name", "?"))
-        _add(b, doc, str(doc.get("trace_id", "")), service, _replica(doc, service), segment=doc.get("type")
-             != "subsegment")
+        service, replica = (None if segment else _owner(doc, owner, up)) or (service, _replica(doc, service))
+        _add(b, doc, str(doc.get("trace_id", "")), service, replica, segment=segment)
     if in_progress:
         b.notes.append(f"{path.name}: {in_progress:,} X-Ray segment{'s' if in_progress != 1 else ''} still in "
                        "progress (no end time) left out")
