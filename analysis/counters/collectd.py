@@ -8,14 +8,18 @@ day's file and the next day's of one counter are one series. collectd writes a g
 decimal number (``%lf``) and a counter or a derive (jiffies, bytes, packets since boot) as an
 integer, unless ``StoreRates`` turned it into a rate (a decimal again): a column of integers
 only is a total, read as its rate per second (``rate(interface-eth0.if_octets.rx)``), a restart
-counted from zero. ``nan`` is a missing sample.
+counted from zero, its day's first sample from the last of the day before when that file lies
+beside it (else none). ``nan`` is a missing sample.
 
 A tree of such files (the DataDir, a host's folder) is read whole when named (see ``tree_files``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import gzip
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -96,6 +100,9 @@ def read_collectd(path, names_) -> RawCounters:
                 odd += 1
                 continue
             rows.append(row)
+    if rows and not _ends_whole(path):  # its last line cut (a write under way): its number may be short
+        rows.pop()
+        odd += 1
     if not rows:  # a day's file just opened (collectd writes its header first): nothing yet
         return RawCounters(names_.server_list, names_.counter_list, [], str(path),
                            [f"{path}: {count_of(odd, 'lines')} of another width skipped"] if odd else [])
@@ -105,12 +112,18 @@ def read_collectd(path, names_) -> RawCounters:
     odd += int((~ok).sum())
     base = f"{plugin}.{m['type']}"
     names, values = [], []
+    before = None  # the day before's last sample: the first one's base, where a total is
     for j, ds in enumerate(header[1:], start=1):
         raw = cols[j]
         v = numbers(raw)
         name = base if len(header) == 2 and ds.strip() == "value" else f"{base}.{ds.strip()}"
         if all(_INTEGER.match(x.strip()) for x in raw if x.strip() and x.strip().lower() != "nan"):
-            v = sample_rates(time, v)  # a counter or a derive: a total since the host's boot
+            if before is None:
+                before = _day_before(path, m, width, time) or ()
+            if before:  # a counter or a derive: a total since the host's boot
+                v = sample_rates(np.r_[before[0], time], np.r_[before[j], v])[1:]
+            else:
+                v = sample_rates(time, v)
             name = f"rate({name})"
         names.append(name)
         values.append(v)
@@ -121,3 +134,51 @@ def read_collectd(path, names_) -> RawCounters:
     if odd:
         notes.append(f"{path}: {count_of(odd, 'lines')} of another width or without a time skipped")
     return RawCounters(names_.server_list, names_.counter_list, [piece], str(path), notes)
+
+
+def _ends_whole(path: Path) -> bool:
+    """Whether a plain file ends with a line's end (a rotated one is whole)."""
+    if path.name.endswith(".gz"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.seek(0, 2) == 0 or (f.seek(-1, 2) >= 0 and f.read(1) in (b"\n", b"\r"))
+    except OSError:
+        return True
+
+
+def _day_before(path: Path, m: re.Match, width: int, time: np.ndarray) -> tuple | None:
+    """The last sample (its time, then its values) of the day before's file of ``path``'s counter,
+    where that file lies beside it (plain or rotated) with the same columns and ends before
+    ``path``'s first sample; else None."""
+    try:
+        day = dt.date.fromisoformat(m["day"]) - dt.timedelta(days=1)
+    except (ValueError, OverflowError):
+        return None
+    first = time[np.isfinite(time)]
+    if not len(first):
+        return None
+    for name in (f"{m['type']}-{day.isoformat()}", f"{m['type']}-{day.isoformat()}.gz"):
+        other = path.with_name(name)
+        try:
+            if name.endswith(".gz"):
+                with gzip.open(other, "rb") as f:
+                    tail = f.read()[-4096:]
+            else:
+                with open(other, "rb") as f:
+                    f.seek(max(0, f.seek(0, 2) - 4096))
+                    tail = f.read()
+        except (OSError, EOFError, zlib.error):
+            continue
+        lines = tail.decode("utf-8", "replace").splitlines()[1:]  # the first: the header, or cut
+        if not tail.endswith(b"\n"):
+            lines = lines[:-1]  # the last cut (a write under way): its number may be short
+        for line in reversed(lines):
+            cells = line.strip().split(",")
+            if len(cells) != width:
+                continue
+            row = numbers(cells)
+            if np.isfinite(row[0]) and row[0] < first[0]:
+                return tuple(row)
+            return None
+    return None
