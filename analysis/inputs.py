@@ -64,6 +64,18 @@ def register_folder_kind(kind: str, finder) -> None:
         _FOLDER_FINDERS.append((kind, finder))
 
 
+#: files of one kind that hold another too (a Windows counter log of a process's threads and of
+#: its machine's other objects): (kind, sniffer(path, head) -> whether the file holds it too)
+_ALSO: list[tuple[str, callable]] = []
+
+
+def register_also_kind(kind: str, sniffer) -> None:
+    """A file another kind's sniffer took may hold ``kind`` too, where ``sniffer`` says so: it is
+    then read by both (its reader of ``kind`` leaves out what the other reads)."""
+    if all(f is not sniffer for _, f in _ALSO):
+        _ALSO.append((kind, sniffer))
+
+
 def register_file_kind(kind: str, sniffer) -> None:
     if all(k != kind for k, _ in _SNIFFERS):
         _SNIFFERS.append((kind, sniffer))
@@ -181,16 +193,28 @@ def open_data(path, newline: str | None = None, encoding: str = "utf-8", binary:
 
 
 def sniff_file(path: Path) -> str | None:
+    """The kind of data a file holds (the first its sniffers find), or None."""
+    kinds = sniff_kinds(path)
+    return kinds[0] if kinds else None
+
+
+def sniff_kinds(path: Path) -> list[str]:
+    """The kinds of data a file holds: the first its sniffers find, then those it holds too
+    (``register_also_kind``); none when no sniffer knows it."""
     head = read_head(path)
     if not head.strip():
         raise InputError(path, "file is empty")
-    for kind, sniffer in _SNIFFERS:
+
+    def says(sniffer) -> bool:
         try:
-            if sniffer(path, head):
-                return kind
+            return bool(sniffer(path, head))
         except Exception:  # noqa: BLE001 (a sniffer that cannot make sense of the bytes says no: a bare CR,
-            continue  # binary data; the reader of the kind that says yes gives the one-line errors)
-    return None
+            return False  # binary data; the reader of the kind that says yes gives the one-line errors)
+
+    first = next((kind for kind, sniffer in _SNIFFERS if says(sniffer)), None)
+    if first is None:
+        return []
+    return [first] + [kind for kind, sniffer in _ALSO if kind != first and says(sniffer)]
 
 
 def read_text(path: Path) -> str:
@@ -278,12 +302,13 @@ def classify(paths) -> Inputs:
             if lost:
                 inputs.notes.append(f"partial data: {p}: {lost}")
             continue
-        kind = sniff_file(p)
-        if kind is None:
+        kinds = sniff_kinds(p)
+        if not kinds:
             if _header_only(p):
                 raise InputError(p, "no data rows under the header")
             raise InputError(p, "unrecognised input: not a CTF trace folder nor a data file perftriage reads")
-        inputs.add_file(kind, p)
+        for kind in kinds:
+            inputs.add_file(kind, p)
     return inputs
 
 
@@ -321,14 +346,14 @@ def _add_folder(inputs: Inputs, folder: Path) -> int:
     for child in sorted(folder.iterdir()):
         if child.is_file() and not child.name.startswith("."):
             try:
-                kind = sniff_file(child)
+                found = sniff_kinds(child)
             except InputError as exc:
-                kind = None
+                found = []
                 if exc.problem == "file is empty":
                     empty.append(child.name)
-            if kind:
+            for kind in found:
                 inputs.add_file(kind, child)
-                kinds += 1
+            kinds += bool(found)
     if kinds and empty:
         inputs.notes.append(f"{folder}: {', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''} "
                             f"{'is' if len(empty) == 1 else 'are'} empty: left out")

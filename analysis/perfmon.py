@@ -32,16 +32,26 @@ def sniff(head: bytes) -> bool:
     return head.lstrip(b"\xef\xbb\xbf").lstrip()[:12].lstrip(b'"').startswith(b"(PDH-CSV")
 
 
-def threads_in(head: bytes) -> int:
-    """How many threads (``Thread(process/N)`` instances) a log's header names: a log of a
-    process's threads is the thread analysis's, any other a fleet's counters."""
+def _header_paths(head: bytes) -> list:
     first = head.decode("utf-8-sig", "replace").split("\n", 1)[0]
     try:
         cells = next(csv.reader([first]))
     except (csv.Error, StopIteration):
-        return 0
-    return len({(p.machine, p.instance) for p in map(parse_path, cells[1:])
-                if p is not None and p.object == "Thread" and "/" in p.instance})
+        return []
+    return [p for p in map(parse_path, cells[1:]) if p is not None]
+
+
+def threads_in(head: bytes) -> int:
+    """How many threads (``Thread(process/N)`` instances) a log's header names: a log of a
+    process's threads is the thread analysis's, any other a fleet's counters."""
+    return len({(p.machine, p.instance) for p in _header_paths(head) if p.is_thread})
+
+
+def others_in(head: bytes) -> int:
+    """How many of a log's counters are not a thread's (``Processor(_Total)\\% Processor Time``,
+    ``Process(w3wp)\\Handle Count``): a log of a process's threads that has them holds its
+    machine's counters too."""
+    return sum(not p.is_thread for p in _header_paths(head))
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,11 @@ class CounterPath:
     object: str
     instance: str  # "" for an object without instances
     counter: str
+
+    @property
+    def is_thread(self) -> bool:
+        """A counter of one thread of a process (``Thread(w3wp/12)``), not of the whole object."""
+        return self.object == "Thread" and "/" in self.instance
 
     @property
     def name(self) -> str:

@@ -480,12 +480,14 @@ def graphite_series(hosts: int = 4, samples: int = 30, t0: int = 1_795_860_000, 
     return out
 
 
-def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24):
+def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24, machine: bool = False):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
-    (the Thread object, with their ids)."""
+    (the Thread object, with their ids), and with ``machine`` its machine's CPU and free memory
+    beside them."""
     if threads:
         cols = [f"\\\\WEB01\\Thread(w3wp/{i})\\{c}" for i in range(machines)
                 for c in ("% Processor Time", "Context Switches/sec", "ID Thread", "ID Process")]
+        cols += ["\\\\WEB01\\Processor(_Total)\\% Processor Time", "\\\\WEB01\\Memory\\Available MBytes"] * machine
     else:
         cols = [f"\\\\WEB0{m}\\{c}" for m in range(machines)
                 for c in ("Processor(_Total)\\% Processor Time", "Memory\\Available MBytes")]
@@ -495,6 +497,8 @@ def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24):
         for m in range(machines):
             row += ([f"{10 + (i * 7 + m) % 11:.3f}", f"{200 + m}", str(4000 + 4 * m), "4242"] if threads else
                     [f"{30 + (i * 7 + m) % 11:.6f}", " " if i == 3 else f"{4000 + m}"])
+        if threads and machine:
+            row += [f"{30 + i % 5:.3f}", f"{4000 - i}"]
         rows.append(row)
     return rows
 
@@ -832,8 +836,8 @@ def thread_csv(draw):
     fmt = draw(st.sampled_from(["long", "wide", "pidstat", "perfmon"]))
     if fmt == "pidstat":
         return draw(pidstat_report())
-    if fmt == "perfmon":  # a Windows performance counter log of a process's threads
-        rows = draw(damaged_rows(pdh_rows(threads=True)))
+    if fmt == "perfmon":  # a Windows performance counter log of a process's threads, and its machine's counters
+        rows = draw(damaged_rows(pdh_rows(threads=True, machine=draw(st.booleans()))))
         name, data = maybe_gzip(draw, csv_bytes(rows), "threads.csv")
         return Case("thread_csv", {name: data}, [*REPORT, "{in}/" + name, "--replicates", "10"], f"{fmt} {name}")
     rows = thread_rows()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +16,8 @@ from perftriage.analysis.counters.readers import load_counters
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import classify
 from perftriage.analysis.perfmon import parse_path
+
+from conftest import ROOT
 
 T0 = dt.datetime(2026, 11, 27, 8, 0, 0)  # local time, Pacific (bias 480 minutes): 16:00 UTC
 
@@ -134,3 +138,43 @@ def test_counter_paths_are_parsed_as_windows_writes_them():
     assert parse_path("\\Memory\\Available MBytes").name == "Memory\\Available MBytes"
     assert parse_path("\\\\H\\Thread(w3wp/12)\\ID Thread").instance == "w3wp/12"
     assert parse_path("(PDH-CSV 4.0)") is None and parse_path("cpu") is None
+
+
+def _threads_and_machine(path, n=360):
+    """w3wp's threads (as _threads) and, beside them, the machine's CPU, free memory and w3wp's
+    private bytes, every 5 s: those bytes 400 MB higher from sample 300 on (a leak's step)."""
+    threads = list(csv.reader(_threads(path, n=n).read_text().splitlines()))
+    rng = np.random.default_rng(3)
+    extra = ["\\\\WEB01\\Processor(_Total)\\% Processor Time", "\\\\WEB01\\Memory\\Available MBytes",
+             "\\\\WEB01\\Process(w3wp)\\Private Bytes"]
+    rows = [r + [f"{rng.normal(30, 2):.4f}", f"{rng.normal(4000, 30):.0f}",
+                 f"{rng.normal(9e8, 5e6) + (4e8 if k >= 300 else 0):.0f}"] for k, r in enumerate(threads[1:])]
+    return _log(path, threads[0][0], threads[0][1:] + extra, rows)
+
+
+def test_a_thread_log_with_its_machines_counters_is_read_by_both_analyses(tmp_path):
+    """A log of w3wp's threads that holds the machine's other counters too (Performance Monitor's
+    usual set) goes to the thread analysis for its threads and to the counters for the rest."""
+    from perftriage.analysis.threads.series import read_thread_metrics
+
+    p = _threads_and_machine(tmp_path / "w3wp.csv")
+    files = classify([str(p)]).files
+    assert files["threads"] == [p] and files["counters"] == [p]
+    ts = read_thread_metrics(p)
+    assert ts.metrics == ["% Processor Time", "Context Switches/sec"] and len(ts.ids) == 9
+    assert "its 3 counters of other objects than threads are read as its machine's counters" in ts.notes, ts.notes
+    cs = load_counters([p])
+    assert cs.servers == ["WEB01"] and cs.counters == ["Processor(_Total)\\% Processor Time",
+                                                       "Memory\\Available MBytes", "Process(w3wp)\\Private Bytes"]
+    assert "w3wp.csv: its threads' counters (Thread(process/N)) are read by the thread analysis, the others as " \
+        "counters" in cs.notes, cs.notes
+    # a log of threads alone is the thread analysis's only
+    alone = _threads(tmp_path / "alone.csv")
+    assert "counters" not in classify([str(alone)]).files
+    # the report: the leak's step among the counters, the busy thread among the threads
+    out = subprocess.run([sys.executable, "-m", "perftriage", "report", str(p)], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    summary = out.stdout.split("## Summary", 1)[1].split("## Findings", 1)[0]
+    assert "| counters | WEB01: Process(w3wp)\\Private Bytes at another level since 2026-11-27 08:25:00" in summary
+    assert "| threads | Thread 4020: % Processor Time" in summary, summary

@@ -45,7 +45,8 @@ from perftriage.analysis import perfmon
 from perftriage.analysis.columnar_csv import FROM_BYTES, polars_for, sorted_codes
 from perftriage.analysis.columnar_csv import frame as _frame
 from perftriage.analysis.errors import InputError, reading
-from perftriage.analysis.inputs import csv_rows, read_head, read_text, register_file_kind, register_folder_kind
+from perftriage.analysis.inputs import (csv_rows, read_head, read_text, register_also_kind, register_file_kind,
+                                        register_folder_kind)
 from perftriage.analysis.labelsets import counter_names, label_set, servers_of_series
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
@@ -877,7 +878,7 @@ _FORMS = (
     ("sadf -d export", sadf.sniff, lambda p, n, _label, interval: read_sadf(p, n, interval)),
     ("InfluxDB CSV (a Flux result)", influx.sniff,
      lambda p, n, *_: influx.read_influx(p, n, SERVER_NAMES, KIND_NAMES, _norm)),
-    ("Windows performance counter log (PDH-CSV)", lambda p, h: _sniff_perfmon(h), lambda p, n, *_: read_perfmon(p, n)),
+    ("Windows performance counter log (PDH-CSV)", lambda p, h: perfmon.sniff(h), lambda p, n, *_: read_perfmon(p, n)),
     ("InfluxDB line protocol", lambda p, h: line_protocol.sniff(h),
      lambda p, n, *_: line_protocol.read_line_protocol(p, n, SERVER_NAMES, KIND_NAMES, _norm)),
     ("dstat / dool CSV", lambda p, h: dstat.sniff(h), lambda p, n, *_: dstat.read_dstat(p, n)),
@@ -985,9 +986,13 @@ def read_perfmon(path: Path, names_: "_Names") -> RawCounters:
     counter path's machine its server (the file's name where the log names none), its counter the
     rest of the path ('Processor(_Total)\\% Processor Time')."""
     log = perfmon.read_log(path)
+    threads = {(p.machine, p.instance) for p in log.paths if p.is_thread}
     by_machine: dict[str, list[int]] = {}
     for j, p in enumerate(log.paths):
-        by_machine.setdefault(p.machine, []).append(j)
+        if not (p.is_thread and len(threads) >= 2):  # a process's threads: the thread analysis's
+            by_machine.setdefault(p.machine, []).append(j)
+    if not by_machine:
+        raise InputError(path, "a performance counter log of threads only: no counter of its machine")
     pieces = []
     for machine, cols in by_machine.items():
         server = names_.server(machine or server_of_file(path))
@@ -996,14 +1001,19 @@ def read_perfmon(path: Path, names_: "_Names") -> RawCounters:
     notes = log.notes + [f"{path.name}: a Windows performance counter log (PDH-CSV) of "
                          f"{count_of(len(by_machine), 'machines')}; its times written on {log.zone!r} read as UTC by "
                          "the log's bias"]
+    if len(threads) >= 2:
+        notes.append(f"{path.name}: its threads' counters (Thread(process/N)) are read by the thread analysis, "
+                     "the others as counters")
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, "" in by_machine)
 
 
-def _sniff_perfmon(head: bytes) -> bool:
-    """A performance counter log of a fleet's counters (one of a process's threads is the thread
-    analysis's)."""
-    return perfmon.sniff(head) and perfmon.threads_in(head) < 2
+def _thread_log(head: bytes) -> bool:
+    """A performance counter log of a process's threads: the thread analysis's (its machine's
+    other counters, where it has them, are read as counters too)."""
+    return perfmon.sniff(head) and perfmon.threads_in(head) >= 2
 
 
-register_file_kind("counters", lambda p, h: sniff_csv(p, h) or any(sniff(p, h) for _, sniff, _ in _FORMS))
+register_file_kind("counters", lambda p, h: not _thread_log(h)
+                   and (sniff_csv(p, h) or any(sniff(p, h) for _, sniff, _ in _FORMS)))
+register_also_kind("counters", lambda p, h: _thread_log(h) and perfmon.others_in(h) > 0)
 register_folder_kind("counters", collectd.tree_files)

@@ -17,6 +17,7 @@ import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.perfmon import read_log, threads_in
+from perftriage.analysis.units import count_of
 from perftriage.analysis.perfmon import sniff as sniff_pdh
 
 from .series import ThreadSeries, build
@@ -40,7 +41,7 @@ def read_perfmon_threads(path) -> ThreadSeries:
     log = read_log(path)
     by_instance: dict[tuple[str, str], dict[str, int]] = {}
     for j, p in enumerate(log.paths):
-        if p.object == "Thread" and "/" in p.instance:
+        if p.is_thread:
             by_instance.setdefault((p.machine, p.instance), {})[p.counter] = j
     if len(by_instance) < MIN_THREADS:
         raise InputError(path, "a performance counter log without the counters of two threads or more "
@@ -77,4 +78,8 @@ def read_perfmon_threads(path) -> ThreadSeries:
     ts.notes += log.notes
     ts.notes.append(f"a Windows performance counter log (PDH-CSV) of {ts.n_threads} threads, {len(metrics)} "
                     f"counters each; its times written on {log.zone!r} read as UTC by the log's bias")
+    others = sum(not p.is_thread for p in log.paths)
+    if others:
+        ts.notes.append(f"its {count_of(others, 'counters')} of other objects than threads are read as its "
+                        "machine's counters")
     return ts
