@@ -298,9 +298,15 @@ def test_perf_kernel_and_lttng_user_space_of_one_run_are_read_as_one(tmp_path):
     starts = np.flatnonzero(names == "ust_php:request_entry")
     sleeps = np.flatnonzero(names == "syscall_entry_clock_nanosleep")
     assert len(starts) == 200 and len(sleeps) >= 200
-    for i in starts:  # the request's sleep is its first system call: after its marker, within 200 us
+    # the request's sleep is its first system call: after its marker, within 200 us (19 in 20 at
+    # least: a thread preempted between the two, on this shared machine under a full test run,
+    # once took 1.2 ms; clocks apart by as little as that would put every sleep out)
+    lag = []
+    for i in starts:
         after = sleeps[(chunk.tid[sleeps] == chunk.tid[i]) & (chunk.ts[sleeps] >= chunk.ts[i])]
-        assert len(after) and chunk.ts[after[0]] - chunk.ts[i] < 200_000
+        assert len(after)
+        lag.append(chunk.ts[after[0]] - chunk.ts[i])
+    assert np.mean(np.array(lag) < 200_000) >= 0.95 and max(lag) < 50_000_000, sorted(lag)[-10:]
     res = run_triage([str(p) for p in paths])
     ft = res.features
     slow = ft.fields["uri"] == "/slow"
