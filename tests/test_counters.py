@@ -561,8 +561,8 @@ def test_numbered_rows_are_read_with_the_users_interval_and_told_as_times_since_
     monkeypatch.setattr(readers, "POLARS_FROM_BYTES", 0)
     assert np.array_equal(load_counters(files, row_interval=300).values, cs.values, equal_nan=True)
     fs = counter_findings(analyse_counters(cs))
-    hit = next(f for f in fs if f.subject == "srv-2" and "unusual from" in f.title)
-    assert "+20:50:00 (row 250)" in hit.title and "1970" not in " ".join(f.title + " ".join(f.evidence) for f in fs)
+    hit = next(f for f in fs if f.subject == "srv-2" and " from +20:50:00 (row 250)" in f.title)  # at another level
+    assert "to +23:15:00 (row 279)" in hit.title and "1970" not in " ".join(f.title + " ".join(f.evidence) for f in fs)
 
     # not numbered rows: a gap in the numbers, a text cell; numbered and timed files together: refused
     gap = _write(tmp_path / "gap.csv", "idx,a,b\n0,1,2\n2,1,2\n3,1,2\n")
@@ -909,6 +909,32 @@ def test_a_fleet_of_one_counter_flags_a_server_on_it_alone():
     ot = detect_over_time(cs)
     assert ot.min_counters == 1
     assert any(iv.server == 3 and iv.start <= 102 and iv.end >= 107 for iv in ot.intervals)
+
+
+@pytest.mark.parametrize("length,found", [(300, True), (40, True), (15, False)])
+def test_one_counter_held_at_another_level_for_a_while_is_a_level_change(length, found):
+    """Six servers' ten counters of noise (SMD's form: values in [0, 1], rows a minute apart),
+    server 3's m8 two whole ranges up for ``length`` points of 3,000 (1% to 10% of the data): no
+    interval takes one counter under `strong` (12) alone and no tail scales it, so it was said
+    nowhere. One level change of that counter now, from its start to its end, where it held 24
+    points or more; a short one (15 points) is not one (a queue's spike of a quarter of an hour)."""
+    from perftriage.analysis.counters.over_time import detect_over_time
+    from perftriage.analysis.counters.params import TimeParams
+
+    v = np.random.default_rng(1).random((6, 10, 3000))
+    v[3, 7, 2000:2000 + length] += 2
+    cs = from_cube(v, [f"machine-1-{i + 1}" for i in range(6)], [f"m{j + 1}" for j in range(10)], start=1.6e9,
+                   interval=60)
+    ca = analyse_counters(cs)
+    changes = [(lc.server, lc.start, lc.end, [c for c, *_ in lc.counters]) for lc in ca.over_time.changes]
+    if not found:
+        assert changes == [] and not counter_findings(ca), changes
+        return
+    ((s, a, b, cols),) = changes
+    assert s == 3 and cols == [7] and abs(a - 2000) <= 3 and abs(b - (2000 + length - 1)) <= 3, changes
+    first = counter_findings(ca)[0]
+    assert first.subject == "machine-1-4" and first.title.startswith("machine-1-4: m8 at another level from ")
+    assert not detect_over_time(cs, TimeParams(short_stretch=0)).changes  # as it was: said nowhere
 
 
 @pytest.mark.parametrize("days,frac", [(4, 0.3), (2, 0.6), (4, 0.15)])

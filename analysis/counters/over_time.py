@@ -97,10 +97,11 @@ def _runs(f: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return idx, np.r_[0, cuts + 1], np.r_[cuts, len(idx) - 1]
 
 
-def _stretches(z: np.ndarray, p: TimeParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _stretches(z: np.ndarray, p: TimeParams, min_len: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Of each row of ``z`` (n, T), the one run (gaps of a hundredth of the series or ``p.gap``
     bridged) that holds half of its points beyond z or more, is beyond z at half its points or
-    more, and spans ``p.tail`` of the series: (the rows that have one, its first and last point).
+    more, and spans ``p.tail`` of the series (or ``min_len`` points): (the rows that have one, its
+    first and last point).
     None for a row beyond z here and there (bursts, a heavy tail). Half, not all: a daily profile
     learnt over days that hold the change puts the same hours of the days before beyond z too.
     All rows at once: a run's bounds from the beyond-z points of every row in one pass."""
@@ -121,7 +122,8 @@ def _stretches(z: np.ndarray, p: TimeParams) -> tuple[np.ndarray, np.ndarray, np
     total = np.bincount(row, minlength=n)[r_row[best]]
     h, a, b = held[best], t[first[best]], t[last[best]]
     length = b - a + 1
-    ok = (h >= 0.5 * total) & (length >= p.tail * T) & (h >= 0.5 * length)  # bursts bridged are no level
+    span = p.tail * T if min_len is None else min_len
+    ok = (h >= 0.5 * total) & (length >= span) & (h >= 0.5 * length)  # bursts bridged are no level
     return r_row[best][ok], a[ok], b[ok]
 
 
@@ -478,14 +480,21 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
         if p.sustained:  # before the scaling: beyond z over one long stretch is a level change, no tail
             found: list[tuple[int, int, int, int, float]] = []
 
-            def long_runs(ix, rows):  # the (server, counter) ``ix`` whose rows of z hold one long stretch
-                k, fa, fb = _stretches(rows, p)
+            def long_runs(ix, rows, min_len=None):  # the (server, counter) ``ix`` whose rows of z hold one long stretch
+                k, fa, fb = _stretches(rows, p, min_len)
                 return [(int(ix[k_, 0]), lo + int(ix[k_, 1]), a_, b_, float(np.median(rows[k_, a_:b_ + 1])))
                         for k_, a_, b_ in zip(k.tolist(), fa.tolist(), fb.tolist())]
 
             sc = np.argwhere(q[..., 0] > p.z)
             if len(sc):  # the series beyond z at more than p.tail of their points
                 found += long_runs(sc, zb[sc[:, 0], sc[:, 1]])
+            if p.short_stretch > 0:  # and the others beyond z long enough, if mostly in one stretch: a level
+                # held for a while (a step of one counter over 1% of a month's data: no interval takes one
+                # counter alone under `strong`, no tail scales it; at 24 points, none in the ASD fleet nor in
+                # the generated healthy fleets, at 12 one in each: ASD's in a labelled segment)
+                few = np.argwhere((q[..., 0] <= p.z) & ((zb > p.z).sum(axis=2) >= p.short_stretch))
+                if len(few):
+                    found += long_runs(few, zb[few[:, 0], few[:, 1]], p.short_stretch)
             if zx is not None:  # and away from its peers by their spread over one long stretch, above or below
                 # the few away that long (told on 500 points a series, with room; then on all of theirs)
                 some = np.nan_to_num(np.abs(zx[:, :, ::max(1, T // 500)]), nan=0.0, posinf=1e6)

@@ -31,6 +31,9 @@ class TimeParams:
     # before) counts where it stays beyond z this many points in a row: a count at 2 for one second is no incident
     sustained: bool = True  # a series beyond z over one long stretch (more than `tail` of its points, mostly
     # in one run) is a level change of its own: the tail's scaling would cut it into pieces or hide it
+    short_stretch: int = 24  # ... and over one stretch of this many points or more, however short against the
+    # data, where the series is quiet elsewhere (the stretch holds half its points beyond z): a level it held
+    # for a while, one counter alone (0: only stretches of `tail` of the data)
     lone_point: bool = True  # an interval of one point needs 3 counters (or `need`, when more) beyond z at
     # once, or one half as far again as that counter went anywhere else, on any server (False: any flagged
     # point is an interval)
