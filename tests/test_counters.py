@@ -1183,6 +1183,26 @@ def test_series_without_peers_or_days_are_judged_against_the_hour_before(servers
     assert detect_over_time(_short(servers, own, spike=False)).intervals == []
 
 
+@pytest.mark.parametrize("servers,seed,rise,start,length", [(1, 0, 40, 840, 120), (1, 0, 40, 840, 30), (2, 1, 40, 840, 30),
+                                                             (1, 2, -40, 300, 120), (1, 1, 60, 600, 240)])
+def test_a_step_without_peers_is_judged_against_the_level_before_it_to_its_end(servers, seed, rise, start, length):
+    """A day of one-minute points of one host (or two: no peers), its counters swinging with the
+    day; one counter 40 higher (13 noise sds) for half an hour to four hours. Against the hour
+    before, the step was unusual for its first hour only, and its return, the hour after it ended,
+    was said instead where the day's swing made it the sharper move (half an hour at +14:00 said
+    as '+15:00 to +15:59'). Against the last usual hour's level: one level change, the step's."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(1440)
+    v = 50 + 20 * np.sin(2 * np.pi * t / 1440 + seed) + rng.normal(0, 3, (servers, 10, 1440))
+    v[0, 3, start:start + length] += rise
+    cs = from_cube(v, [f"h{i}" for i in range(servers)], [f"c{j}" for j in range(10)], start=1.7e9, interval=60)
+    ot = analyse_counters(cs).over_time
+    said = [(lc.server, lc.start, lc.end, [c for c, *_ in lc.counters]) for lc in ot.changes]
+    said += [(iv.server, iv.start, iv.end, [c for c, *_ in iv.counters]) for iv in ot.intervals]
+    assert len(said) == 1 and said[0][0] == 0 and said[0][3] == [3], said
+    assert abs(said[0][1] - start) <= 3 and abs(said[0][2] - (start + length - 1)) <= 3, said
+
+
 def _incident_window(step: bool, seed: int = 5, blip: bool = False):
     """15 minutes at one point a second of one host's table of ten services' metrics (RCAEval's
     form: SERVICE_METRIC columns), 8% noise; with ``step``, emailservice's CPU 0.9 higher and its

@@ -168,6 +168,7 @@ class OverTime:
 
 ONSET_GAIN = 0.8  # share of a series' variance a fitted step or hinge must explain to date a level change
 HABIT = 3  # separate departures from its median that make their size a series' usual move (_robust)
+HOLD_BLOCKS = 3  # a series judged against the hour before keeps its last usual hour's level this many hours at most
 
 
 def _resolution(srt: np.ndarray) -> np.ndarray:
@@ -326,16 +327,40 @@ def before(points: int, interval: float) -> str:
     return f"the {sec / 60:.2g} min before" if sec >= 60 else f"the {sec:.2g} s before"
 
 
-def recent_level(v: np.ndarray, w: int) -> np.ndarray:
+def recent_level(v: np.ndarray, w: int, scale: np.ndarray | None = None, z: float = 4.0,
+                 hold: int = HOLD_BLOCKS) -> np.ndarray:
     """(..., T): for each point, the median of the block of ``w`` points before its own block
-    (blocks of ``w`` from the first point; the first block: its own median)."""
+    (blocks of ``w`` from the first point; the first block: its own median). With ``scale`` (...,),
+    the median of the last usual block before it: a block whose median lies beyond ``z`` scales
+    from that level is not one, for up to ``hold`` blocks in a row (then its level is the new
+    one, until a block nearer the level before it: a return, judged against that level). Judged
+    against the block before, a two-hour step of one counter was unusual for its first hour only,
+    and again, wrongly, for the hour after it ended (its return against the step's level)."""
     *lead, T = v.shape
     nb = -(-T // w)
     pad = np.full((*lead, nb * w), np.nan)
     pad[..., :T] = v
     bm = nanmedian(pad.reshape(*lead, nb, w), axis=-1)  # (..., nb)
-    prev = np.concatenate([bm[..., :1], bm[..., :-1]], axis=-1)
-    prev = np.where(np.isnan(prev), bm, prev)
+    if scale is None:
+        prev = np.concatenate([bm[..., :1], bm[..., :-1]], axis=-1)
+        prev = np.where(np.isnan(prev), bm, prev)
+    else:
+        prev = np.empty_like(bm)
+        base = bm[..., 0].copy()
+        former = np.full(base.shape, np.nan)  # the level before one taken after ``hold`` unusual blocks
+        odd_run = np.zeros(base.shape, int)
+        with np.errstate(invalid="ignore"):
+            for b in range(nb):
+                prev[..., b] = np.where(np.isnan(base), bm[..., b], base)
+                back = np.abs(bm[..., b] - former) < np.abs(bm[..., b] - prev[..., b])  # nearer the level before
+                prev[..., b] = np.where(back, former, prev[..., b])  # a return: judged against that level
+                odd = (np.abs(bm[..., b] - prev[..., b]) > z * scale) & ~back
+                odd_run = np.where(odd, odd_run + 1, 0)
+                late = odd_run > hold
+                former = np.where(back, np.nan, np.where(late, prev[..., b], former))
+                take = (~odd | late) & np.isfinite(bm[..., b])
+                base = np.where(take, bm[..., b], base)
+                odd_run[late] = 0
     return np.repeat(prev, w, axis=-1)[..., :T]
 
 
@@ -429,7 +454,12 @@ def _block(v: np.ndarray, p: TimeParams, days: bool, period: int, peers: Peers |
         pick = alone & np.isfinite(v).any(axis=2)
         if pick.any():
             x = v[pick]  # (n, T)
-            zr = _robust(x - recent_level(x, recent), floor[pick], unit=unit[pick])
+            _, sc = _robust(x - recent_level(x, recent), floor[pick], with_mad=True, unit=unit[pick])
+            # against the last usual block's level (a block half z of those scales from it is not one,
+            # for up to HOLD_BLOCKS): a step's later hours against the level before it, its return
+            # against that level too, not the step's (a two-hour step of one counter was said as its
+            # first hour, or as the hour after it, when the day's swing made its return the sharper move)
+            zr = _robust(x - recent_level(x, recent, np.fmax(sc, unit[pick]), p.z / 2), floor[pick], unit=unit[pick])
             if held_only:
                 zr = np.where(held(zr > p.z, p.window_run), zr, np.minimum(zr, p.z))
             z[pick] = np.fmax(np.nan_to_num(z[pick]), zr)
@@ -524,8 +554,9 @@ def detect_over_time(cs: CounterSet, params: TimeParams | None = None, peers: Pe
         notes.append(f"{T} points over {T * cs.interval / 86400:.1f} days: fewer than 3 days, so each series is "
                      "judged against its peers only (its own history would flag its daily cycle)"
                      + (f"; {count_of(alone_series, 'series')} without peers (fewer than 3 servers, or a counter no other "
-                        f"server has) against their level in {before(recent, cs.interval)} (a sudden change shows, "
-                        "a daily swing hardly does)" if alone_series else
+                        f"server has) against their level in {before(recent, cs.interval)} (the last usual one: a "
+                        "step is judged against the level before it to its end; a sudden change shows, a daily swing "
+                        "hardly does)" if alone_series else
                         "" if S >= 3 else f"; too few points to judge {count_of(S, 'servers')} without peers against "
                         "their recent level (24 needed)"))
     if S < 3 and days:
