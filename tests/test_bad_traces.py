@@ -73,6 +73,21 @@ def test_text_metadata_with_bad_syntax_names_the_trace(copy_trace):
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("old,new", [(b"align = 8", b"align = 0"), (b"size = 64", b"size = 24")])
+def test_packet_fields_of_an_impossible_width_or_alignment_are_one_line(copy_trace, old, new):
+    """A bit flipped in packetized metadata (fuzzing found both): the first integer type aligned
+    on 0 bits divided by zero, one 24 bits wide (3 bytes) was a KeyError in the stream check;
+    an internal error either way. Now those fields are not read by perftriage, and babeltrace2's
+    error is the one line."""
+    t = copy_trace("tracevizlab-php-ust")
+    raw = (t / "metadata").read_bytes()
+    assert old in raw
+    (t / "metadata").write_bytes(raw.replace(old, new, 1))  # the same length: the packets stay whole
+    with pytest.raises(InputError) as e:
+        CtfReader([t])
+    assert str(t) in str(e.value) and "\n" not in str(e.value).strip(), str(e.value)
+
+
 def test_truncated_stream_is_salvaged_and_reported(copy_trace):
     t = copy_trace("tracevizlab-wget-k-20180802-115043")
     stream = t / "kernel" / "k_3"
