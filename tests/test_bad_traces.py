@@ -88,6 +88,22 @@ def test_packet_fields_of_an_impossible_width_or_alignment_are_one_line(copy_tra
     assert str(t) in str(e.value) and "\n" not in str(e.value).strip(), str(e.value)
 
 
+def test_a_clock_offset_with_a_damaged_leading_digit_is_one_line(copy_trace):
+    """'offset = 0457...989' (a 1 flipped to 0): an octal literal in C, with 8s and 9s, none at
+    all; read as Python's int(x, 0) it was an internal error. Now not a clock origin, and
+    babeltrace2's error the one line."""
+    from perftriage.analysis.ctf.metadata import c_integer
+
+    assert (c_integer("0x1F"), c_integer("017"), c_integer("-12"), c_integer("0"), c_integer("0457111225177515989")) \
+        == (31, 15, -12, 0, None)
+    t = copy_trace("tc-many-threads")
+    raw = (t / "metadata").read_bytes()
+    (t / "metadata").write_bytes(raw.replace(b"offset = 1457111225177515989", b"offset = 0457111225177515989", 1))
+    with pytest.raises(InputError) as e:
+        CtfReader([t])
+    assert str(t) in str(e.value) and "\n" not in str(e.value).strip(), str(e.value)
+
+
 def test_truncated_stream_is_salvaged_and_reported(copy_trace):
     t = copy_trace("tracevizlab-wget-k-20180802-115043")
     stream = t / "kernel" / "k_3"

@@ -86,6 +86,23 @@ _EVENT_NAME = re.compile(r'event\s*\{[^}]*?\bname\s*=\s*"([^"]+)"', re.S)
 _CLOCK = re.compile(r"\bclock\s*\{(.*?)\}\s*;", re.S)
 
 
+def c_integer(text: str) -> int | None:
+    """A TSDL integer literal as C reads it: ``0x`` hexadecimal, a leading 0 octal, else decimal;
+    None where it is none (``0457...9``, an octal with a 9: a damaged digit)."""
+    neg = text.startswith("-")
+    digits = text[neg:]
+    try:
+        if digits[:2].lower() == "0x":
+            v = int(digits[2:], 16)
+        elif len(digits) > 1 and digits[0] == "0":
+            v = int(digits[1:], 8)
+        else:
+            v = int(digits, 10)
+    except ValueError:
+        return None
+    return -v if neg else v
+
+
 def clock_origin_ns(text: str) -> int | None:
     """Nanoseconds from the origin of the trace's clock to its zero, when the trace has one clock
     counting nanoseconds (what LTTng writes: ``freq = 1000000000``, ``offset_s``, ``offset``);
@@ -99,7 +116,7 @@ def clock_origin_ns(text: str) -> int | None:
         m = re.search(rf"\b{name}\s*=\s*(-?(?:0x[0-9a-fA-F]+|\d+))\s*;", body)
         if m is None:
             return default if re.search(rf"\b{name}\s*=", body) is None else None
-        return int(m.group(1), 0)
+        return c_integer(m.group(1))
 
     freq, offset_s, offset = num("freq", 1_000_000_000), num("offset_s", 0), num("offset", 0)
     if freq != 1_000_000_000 or offset_s is None or offset is None:
