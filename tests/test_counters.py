@@ -603,6 +603,14 @@ def test_files_without_a_header_read_as_the_published_ones(tmp_path):
            "counters m1..m19 (numbered from 1)" in cs.notes
     titles = [f.title for f in counter_findings(analyse_counters(cs))]
     assert titles == [f.title for f in counter_findings(analyse_counters(ref))] and len(titles) > 3
+    # plain numbers are read whole by numpy's parser (_headerless_numbers): the same as row by row
+    import perftriage.analysis.counters.readers as readers
+
+    assert readers._headerless_numbers(files[0]) is not None
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(readers, "_headerless_numbers", lambda path: None)
+        slow = load_counters(files, row_interval=300)
+    assert slow.counters == cs.counters and np.array_equal(slow.values, cs.values, equal_nan=True)
     # a first column of unix times, a damaged cell, a row of another width
     rows = [f"{1_700_000_000 + 60 * k},{k % 5},{'x' if k == 7 else k}" for k in range(300)]
     timed = _write(tmp_path / "web-01.txt", "\n".join(rows[:50] + ["1,2"] + rows[50:]) + "\n")
@@ -611,6 +619,11 @@ def test_files_without_a_header_read_as_the_published_ones(tmp_path):
     assert not cs.numbered and cs.start == 1_700_000_000 and cs.interval == 60 and cs.counters == ["m1", "m2"]
     assert np.isnan(cs.values[0, 1, 7]) and cs.values[0, 1, 8] == 8
     assert any("web-01.txt: 1 row with another number of fields than most skipped" in n for n in cs.notes)
+    assert readers._headerless_numbers(timed) is None  # the careful path said so
+    plain = _write(tmp_path / "web-02.txt", "\n".join(r.replace(",x", ",7") for r in rows) + "\n")
+    assert readers._headerless_numbers(plain) is not None
+    cs = load_counters([plain])
+    assert cs.start == 1_700_000_000 and cs.interval == 60 and cs.counters == ["m1", "m2"] and cs.values[0, 1, 7] == 7
     # a growing counter first is no clock: its steps are uneven
     grow = _write(tmp_path / "db-01.txt", "\n".join(f"{2_000_000_000 + k * k},{k % 3}" for k in range(100)) + "\n")
     with pytest.raises(InputError, match="has no header and no time column"):
