@@ -480,6 +480,31 @@ def graphite_series(hosts: int = 4, samples: int = 30, t0: int = 1_795_860_000, 
     return out
 
 
+def cloudwatch_metric_data(hosts: int = 6, samples: int = 288, t0: int = 1_795_860_000, step: int = 300,
+                           busy_from: int | None = None, labels: str = "dynamic") -> dict:
+    """``aws cloudwatch get-metric-data`` output for EC2 instances' CPUUtilization, NetworkIn and
+    a still StatusCheckFailed: labelled as ``${PROP('Dim.InstanceId')} ${PROP('MetricName')}``
+    (``labels="dynamic"``), or each metric a SEARCH expression of its own whose series CloudWatch
+    labels by instance alone (``"search"``: Ids cpu, net, check); newest first, as CloudWatch lists
+    them, ISO 8601 with +00:00 as the CLI prints them; instance 2's CPU 45 points higher from
+    sample ``busy_from`` on."""
+    results = []
+    stamps = [time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(t0 + step * i)) for i in range(samples)][::-1]
+    for metric, sid in (("CPUUtilization", "cpu"), ("NetworkIn", "net"), ("StatusCheckFailed", "check")):
+        for h in range(hosts):
+            inst = f"i-0{h:02d}a7c3e9b1f5d2{h:02d}"
+            vals = []
+            for i in range(samples):
+                v = {"CPUUtilization": 20 + (i * 7 + h) % 6 + (45 if busy_from is not None and h == 2 and i >= busy_from
+                                                             else 0),
+                     "NetworkIn": 5e6 + 1e5 * ((i + h) % 9), "StatusCheckFailed": 0.0}[metric]
+                vals.append(float(v))
+            label = f"{inst} {metric}" if labels == "dynamic" else inst
+            results.append({"Id": f"m{len(results)}" if labels == "dynamic" else sid, "Label": label,
+                            "Timestamps": stamps, "Values": vals[::-1], "StatusCode": "Complete"})
+    return {"MetricDataResults": results, "Messages": []}
+
+
 def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24, machine: bool = False):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
     (the Thread object, with their ids), and with ``machine`` its machine's CPU and free memory
@@ -676,7 +701,13 @@ def features_csv(draw):
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
                                 "export", "line_protocol", "dstat", "sar_text", "nmon", "vmstat", "iostat",
-                                "collectd", "otlp_metrics", "graphite"]))
+                                "collectd", "otlp_metrics", "graphite", "cloudwatch"]))
+    if fmt == "cloudwatch":  # get-metric-data's output damaged as a document, or cut
+        doc = cloudwatch_metric_data(hosts=3, samples=30, labels=draw(st.sampled_from(["dynamic", "search"])))
+        data = dumps(draw(mutated(doc, rounds=4)))
+        if draw(st.booleans()):
+            data = data[: draw(st.integers(1, len(data)))]
+        return Case("counters", {"cw.json": data}, [*REPORT, "{in}/cw.json"], "CloudWatch get-metric-data")
     if fmt == "graphite":  # Graphite's render API: its JSON damaged as a document, or its CSV as rows
         series = graphite_series()
         if draw(st.booleans()):

@@ -41,10 +41,10 @@ def sniff(head: bytes) -> bool:
         and b"." in lines[0].split(b",")[0]
 
 
-def server_part(paths: list[str]) -> int | None:
-    """The index of the part of the dotted ``paths`` that names their server (see the module's
-    notes), or None."""
-    split = [p.split(".") for p in paths]
+def server_part(paths: list[str], sep: str = ".") -> int | None:
+    """The index of the part of the dotted ``paths`` (parts split at ``sep``) that names their
+    server (see the module's notes), or None."""
+    split = [p.split(sep) for p in paths]
     best = []
     for k in range(max((len(s) for s in split), default=0)):
         rests: dict[tuple, set] = {}

@@ -51,7 +51,7 @@ from perftriage.analysis.labelsets import counter_names, label_set, servers_of_s
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
-from . import collectd, dstat, graphite, influx, line_protocol, nmon, otlp_metrics, sadf, vmstat
+from . import cloudwatch, collectd, dstat, graphite, influx, line_protocol, nmon, otlp_metrics, sadf, vmstat
 from .sadf import read_sadf
 from .cumulative import CUMULATIVE_ENDINGS, rate_cumulative
 from .table import DATED_FROM, CounterSet, Piece, RawCounters, align
@@ -911,6 +911,8 @@ _FORMS = (
     ("OpenTelemetry metrics (OTLP JSON)", lambda p, h: otlp_metrics.sniff(h),
      lambda p, n, *_: otlp_metrics.read_otlp_metrics(p, n)),
     ("Graphite render API output", lambda p, h: graphite.sniff(h), lambda p, n, *_: graphite.read_graphite(p, n)),
+    ("Amazon CloudWatch metric data (JSON)", lambda p, h: cloudwatch.sniff(h),
+     lambda p, n, *_: cloudwatch.read_cloudwatch(p, n)),
 )
 
 
