@@ -118,6 +118,24 @@ def sample_rates(t: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
+def rate_series(time: np.ndarray, value: np.ndarray, ids: np.ndarray, begin: np.ndarray, rated: set[int]) -> None:
+    """The values of the series in ``rated`` (by ``ids``, each value's series) as rates per second,
+    in place: where every point of a series has its interval's start (``begin``, NaN else: a delta
+    sum, a count over each interval), its value over that interval; else a total's samples, from
+    each to the next (sample_rates: the first has none, NaN). A reader's points in any order."""
+    order = np.lexsort((time, ids))  # each series' points together, in time order: grouped once
+    bounds = np.flatnonzero(np.r_[True, ids[order][1:] != ids[order][:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        at = order[a:b]
+        if int(ids[at[0]]) not in rated:
+            continue
+        if np.isfinite(begin[at]).all():  # delta: each point its own interval's
+            span = time[at] - begin[at]
+            value[at] = np.where(span > 0, value[at] / np.where(span > 0, span, 1), np.nan)
+            continue
+        value[at] = sample_rates(time[at], value[at])
+
+
 def rate_cumulative(cs: CounterSet) -> list[str]:
     """Turn ``cs``'s counters that only grow into rates per second, in place (renamed
     ``rate(NAME)``); their former names, with a note in ``cs.notes``."""

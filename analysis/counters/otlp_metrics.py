@@ -24,7 +24,7 @@ from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
 from perftriage.analysis.units import count_of
 
-from .cumulative import sample_rates
+from .cumulative import rate_series
 from .influx import series_counters
 from .table import RawCounters
 
@@ -145,19 +145,7 @@ def read_otlp_metrics(path, names_) -> RawCounters:
     time = np.asarray(times)
     value = np.asarray(values)
     ids = np.asarray(sid, np.int64)
-    begin = np.asarray(starts)
-    order = np.lexsort((time, ids))  # each series' points together, in time order: grouped once
-    bounds = np.flatnonzero(np.r_[True, ids[order][1:] != ids[order][:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        at = order[a:b]
-        if int(ids[at[0]]) not in rated:
-            continue
-        # a monotonic sum: its rate per second
-        if np.isfinite(begin[at]).all():  # delta: each point its own interval's
-            span = time[at] - begin[at]
-            value[at] = np.where(span > 0, value[at] / np.where(span > 0, span, 1), np.nan)
-            continue
-        value[at] = sample_rates(time[at], value[at])  # cumulative: the first point has none (dropped below)
+    rate_series(time, value, ids, np.asarray(starts), rated)  # monotonic sums (a cumulative one's first point: none)
     keep = np.isfinite(value)
     notes = []
     if bad:
