@@ -505,6 +505,45 @@ def cloudwatch_metric_data(hosts: int = 6, samples: int = 288, t0: int = 1_795_8
     return {"MetricDataResults": results, "Messages": []}
 
 
+def gcp_time_series(hosts: int = 5, samples: int = 240, t0: int = 1_795_860_000, step: int = 60,
+                    busy_from: int | None = None) -> dict:
+    """Cloud Monitoring's timeSeries.list response for GCE instances: CPU utilization (a GAUGE, the
+    instance's name a metric label), bytes received (a DELTA over each minute, int64 as strings),
+    disk operations since boot (CUMULATIVE) and the load balancer's latencies (a distribution);
+    newest points first, as the API lists them; instance 1's CPU 0.5 higher from ``busy_from`` on."""
+    def iso(t):
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+    out = []
+    for h in range(hosts):
+        name, iid = f"web-{h}", str(7_000_000_000_000_000 + h)
+        res = {"type": "gce_instance", "labels": {"project_id": "shop", "instance_id": iid, "zone": f"europe-west1-{'bcd'[h % 3]}"}}
+        cpu, rx, ops = [], [], []
+        total = 10_000 * h
+        for i in range(samples):
+            t = t0 + step * i
+            cpu.append({"interval": {"startTime": iso(t), "endTime": iso(t)},
+                        "value": {"doubleValue": 0.2 + 0.01 * ((i * 7 + h) % 5)
+                                  + (0.5 if busy_from is not None and h == 1 and i >= busy_from else 0)}})
+            rx.append({"interval": {"startTime": iso(t - step), "endTime": iso(t)},
+                       "value": {"int64Value": str(600_000 + 6_000 * ((i + h) % 4))}})
+            total += 1200 + 60 * (i % 3)
+            ops.append({"interval": {"startTime": iso(t0 - 86400), "endTime": iso(t)}, "value": {"int64Value": str(total)}})
+        out += [{"metric": {"type": "compute.googleapis.com/instance/cpu/utilization", "labels": {"instance_name": name}},
+                 "resource": res, "metricKind": "GAUGE", "valueType": "DOUBLE", "points": cpu[::-1]},
+                {"metric": {"type": "compute.googleapis.com/instance/network/received_bytes_count",
+                            "labels": {"instance_name": name, "loadbalanced": "false"}},
+                 "resource": res, "metricKind": "DELTA", "valueType": "INT64", "points": rx[::-1]},
+                {"metric": {"type": "agent.googleapis.com/disk/operation_count",
+                            "labels": {"device": "sda", "direction": "read"}},
+                 "resource": res, "metricKind": "CUMULATIVE", "valueType": "INT64", "points": ops[::-1]}]
+    out.append({"metric": {"type": "loadbalancing.googleapis.com/https/total_latencies", "labels": {}},
+                "resource": {"type": "https_lb_rule", "labels": {"url_map_name": "shop"}}, "metricKind": "DELTA",
+                "valueType": "DISTRIBUTION", "points": [{"interval": {"startTime": iso(t0), "endTime": iso(t0 + step)},
+                                                         "value": {"distributionValue": {"count": "10"}}}]})
+    return {"timeSeries": out, "unit": ""}
+
+
 def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24, machine: bool = False):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
     (the Thread object, with their ids), and with ``machine`` its machine's CPU and free memory
@@ -701,7 +740,12 @@ def features_csv(draw):
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
                                 "export", "line_protocol", "dstat", "sar_text", "nmon", "vmstat", "iostat",
-                                "collectd", "otlp_metrics", "graphite", "cloudwatch"]))
+                                "collectd", "otlp_metrics", "graphite", "cloudwatch", "gcp"]))
+    if fmt == "gcp":  # Cloud Monitoring's timeSeries.list response damaged as a document, or cut
+        data = dumps(draw(mutated(gcp_time_series(hosts=3, samples=20), rounds=4)))
+        if draw(st.booleans()):
+            data = data[: draw(st.integers(1, len(data)))]
+        return Case("counters", {"ts.json": data}, [*REPORT, "{in}/ts.json"], "Cloud Monitoring time series")
     if fmt == "cloudwatch":  # get-metric-data's output damaged as a document, or cut
         doc = cloudwatch_metric_data(hosts=3, samples=30, labels=draw(st.sampled_from(["dynamic", "search"])))
         data = dumps(draw(mutated(doc, rounds=4)))

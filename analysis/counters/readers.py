@@ -51,7 +51,8 @@ from perftriage.analysis.labelsets import counter_names, label_set, servers_of_s
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
-from . import cloudwatch, collectd, dstat, graphite, influx, line_protocol, nmon, otlp_metrics, sadf, vmstat
+from . import (cloudwatch, collectd, dstat, gcp_monitoring, graphite, influx, line_protocol, nmon, otlp_metrics,
+               sadf, vmstat)
 from .sadf import read_sadf
 from .cumulative import CUMULATIVE_ENDINGS, rate_cumulative
 from .table import DATED_FROM, CounterSet, Piece, RawCounters, align
@@ -913,6 +914,8 @@ _FORMS = (
     ("Graphite render API output", lambda p, h: graphite.sniff(h), lambda p, n, *_: graphite.read_graphite(p, n)),
     ("Amazon CloudWatch metric data (JSON)", lambda p, h: cloudwatch.sniff(h),
      lambda p, n, *_: cloudwatch.read_cloudwatch(p, n)),
+    ("Google Cloud Monitoring time series (JSON)", lambda p, h: gcp_monitoring.sniff(h),
+     lambda p, n, *_: gcp_monitoring.read_gcp_monitoring(p, n)),
 )
 
 
