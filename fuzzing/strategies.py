@@ -544,6 +544,35 @@ def gcp_time_series(hosts: int = 5, samples: int = 240, t0: int = 1_795_860_000,
     return {"timeSeries": out, "unit": ""}
 
 
+def azure_metrics(vm: str, samples: int = 240, t0: int = 1_795_860_000, step: int = 60, busy_from: int | None = None,
+                  k: int = 0) -> dict:
+    """``az monitor metrics list`` output for one VM: Percentage CPU (average), Available Memory
+    Bytes, and Disk Read Bytes per LUN (a dimension, total); its CPU 40 points higher from
+    ``busy_from`` on."""
+    rid = f"/subscriptions/0000/resourceGroups/shop/providers/Microsoft.Compute/virtualMachines/{vm}"
+    stamps = [time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(t0 + step * i)) for i in range(samples)]
+
+    def metric(name, unit, series):
+        return {"id": f"{rid}/providers/Microsoft.Insights/metrics/{name}", "name": {"localizedValue": name,
+                "value": name}, "unit": unit, "errorCode": "Success", "resourceGroup": "shop",
+                "type": "Microsoft.Insights/metrics", "timeseries": series}
+
+    def data(agg, f):
+        return [{"timeStamp": s, **{a: (f(i) if a == agg else None) for a in ("average", "count", "maximum",
+                                                                               "minimum", "total")}}
+                for i, s in enumerate(stamps)]
+
+    cpu = data("average", lambda i: 12 + (i * 7 + k) % 5 + (40 if busy_from is not None and i >= busy_from else 0))
+    mem = data("average", lambda i: 6e9 + 1e7 * ((i + k) % 7))
+    disk = [{"metadatavalues": [{"name": {"localizedValue": "LUN", "value": "LUN"}, "value": str(lun)}],
+             "data": data("total", lambda i: 1e6 * (lun + 1) + 1e4 * (i % 3))} for lun in (0, 1)]
+    return {"cost": 0, "interval": "PT1M", "namespace": "Microsoft.Compute/virtualMachines",
+            "resourceregion": "westeurope", "timespan": f"{stamps[0]}/{stamps[-1]}",
+            "value": [metric("Percentage CPU", "Percent", [{"metadatavalues": [], "data": cpu}]),
+                      metric("Available Memory Bytes", "Bytes", [{"metadatavalues": [], "data": mem}]),
+                      metric("Disk Read Bytes", "Bytes", disk)]}
+
+
 def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24, machine: bool = False):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
     (the Thread object, with their ids), and with ``machine`` its machine's CPU and free memory
@@ -740,7 +769,12 @@ def features_csv(draw):
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
                                 "export", "line_protocol", "dstat", "sar_text", "nmon", "vmstat", "iostat",
-                                "collectd", "otlp_metrics", "graphite", "cloudwatch", "gcp"]))
+                                "collectd", "otlp_metrics", "graphite", "cloudwatch", "gcp", "azure"]))
+    if fmt == "azure":  # az monitor metrics list's output, a VM a document one a line, damaged or cut
+        data = b"\n".join(dumps(draw(mutated(azure_metrics(f"vm-{k}", samples=20, k=k), rounds=3))) for k in range(3))
+        if draw(st.booleans()):
+            data = data[: draw(st.integers(1, len(data)))]
+        return Case("counters", {"azure.json": data}, [*REPORT, "{in}/azure.json"], "Azure Monitor metrics")
     if fmt == "gcp":  # Cloud Monitoring's timeSeries.list response damaged as a document, or cut
         data = dumps(draw(mutated(gcp_time_series(hosts=3, samples=20), rounds=4)))
         if draw(st.booleans()):

@@ -51,7 +51,7 @@ from perftriage.analysis.labelsets import counter_names, label_set, servers_of_s
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
-from . import (cloudwatch, collectd, dstat, gcp_monitoring, graphite, influx, line_protocol, nmon, otlp_metrics,
+from . import (azure_monitor, cloudwatch, collectd, dstat, gcp_monitoring, graphite, influx, line_protocol, nmon, otlp_metrics,
                sadf, vmstat)
 from .sadf import read_sadf
 from .cumulative import CUMULATIVE_ENDINGS, rate_cumulative
@@ -916,6 +916,8 @@ _FORMS = (
      lambda p, n, *_: cloudwatch.read_cloudwatch(p, n)),
     ("Google Cloud Monitoring time series (JSON)", lambda p, h: gcp_monitoring.sniff(h),
      lambda p, n, *_: gcp_monitoring.read_gcp_monitoring(p, n)),
+    ("Azure Monitor metrics (JSON)", lambda p, h: azure_monitor.sniff(h),
+     lambda p, n, *_: azure_monitor.read_azure_monitor(p, n)),
 )
 
 
