@@ -58,7 +58,7 @@ def fmt_clock(ns: int) -> str:
 
 #: nouns whose singular is not the plural less its final "s"
 _SINGULAR = {"processes": "process", "categories": "category", "replicas": "replica", "analyses": "analysis",
-             "matches": "match", "classes": "class", "series": "series"}
+             "matches": "match", "classes": "class", "series": "series", "queries": "query", "entries": "entry"}
 
 
 def singular(noun: str) -> str:

@@ -98,6 +98,7 @@ def test_counts_and_ratios_read_as_words():
     assert count_of(1, "processes", "outlying") == "1 outlying process"
     assert count_of(1, "categories") == "1 category" and count_of(1, "read calls") == "1 read call"
     assert count_of(1_200, "requests") == "1,200 requests" and singular("series") == "series"
+    assert count_of(1, "queries") == "1 query" and count_of(1, "entries") == "1 entry"
     assert [fmt_ratio(x) for x in (1.44, 24.4, 2388.9)] == ["1.4x", "24x", "2,389x"]
 
 
