@@ -573,6 +573,31 @@ def azure_metrics(vm: str, samples: int = 240, t0: int = 1_795_860_000, step: in
                       metric("Disk Read Bytes", "Bytes", disk)]}
 
 
+def datadog_query(hosts: int = 5, samples: int = 240, t0: int = 1_795_860_000, step: int = 60,
+                  busy_from: int | None = None) -> list[dict]:
+    """Datadog's query API answers for ``avg:system.cpu.user{*} by {host}`` and
+    ``avg:system.disk.in_use{*} by {host,device}``: a series a host (and device), ``[ms, value]``
+    points, a null now and then; host 2's CPU 40 points higher from ``busy_from`` on."""
+    def answer(metric, query, tagsets, f):
+        series = []
+        for tags in tagsets:
+            h = int(tags[0].rsplit("-", 1)[1])
+            pts = [[float((t0 + step * i) * 1000), None if i % 23 == 22 else f(h, i, tags)] for i in range(samples)]
+            series.append({"metric": metric, "display_name": metric, "scope": ",".join(tags), "tag_set": tags,
+                           "pointlist": pts, "aggr": "avg", "expression": query, "interval": step, "length": samples,
+                           "start": t0 * 1000, "end": (t0 + step * (samples - 1)) * 1000, "unit": None})
+        return {"status": "ok", "res_type": "time_series", "series": series, "query": query,
+                "from_date": t0 * 1000, "to_date": (t0 + step * samples) * 1000, "message": "", "group_by": ["host"]}
+
+    hosts_ = [[f"host:web-{h}"] for h in range(hosts)]
+    disks = [[f"host:web-{h}", f"device:/dev/sd{d}"] for h in range(hosts) for d in "ab"]
+    return [answer("system.cpu.user", "avg:system.cpu.user{*} by {host}", hosts_,
+                   lambda h, i, _: 15.0 + (i * 7 + h) % 5 + (40 if busy_from is not None and h == 2 and i >= busy_from
+                                                             else 0)),
+            answer("system.disk.in_use", "avg:system.disk.in_use{*} by {host,device}", disks,
+                   lambda h, i, tags: 0.4 + (0.1 if tags[1].endswith("b") else 0) + 0.001 * (i % 3))]
+
+
 def pdh_rows(machines: int = 4, threads: bool = False, samples: int = 24, machine: bool = False):
     """A Windows performance counter log (PDH-CSV): a fleet's counters, or a process's threads
     (the Thread object, with their ids), and with ``machine`` its machine's CPU and free memory
@@ -769,7 +794,12 @@ def features_csv(draw):
 def counters(draw):
     fmt = draw(st.sampled_from(["csv", "csv", "prometheus", "sadf", "influx", "id_rows", "grafana", "perfmon",
                                 "export", "line_protocol", "dstat", "sar_text", "nmon", "vmstat", "iostat",
-                                "collectd", "otlp_metrics", "graphite", "cloudwatch", "gcp", "azure"]))
+                                "collectd", "otlp_metrics", "graphite", "cloudwatch", "gcp", "azure", "datadog"]))
+    if fmt == "datadog":  # Datadog's query API answers, one a line, damaged or cut
+        data = b"\n".join(dumps(draw(mutated(a, rounds=3))) for a in datadog_query(hosts=3, samples=20))
+        if draw(st.booleans()):
+            data = data[: draw(st.integers(1, len(data)))]
+        return Case("counters", {"dd.json": data}, [*REPORT, "{in}/dd.json"], "Datadog query answers")
     if fmt == "azure":  # az monitor metrics list's output, a VM a document one a line, damaged or cut
         data = b"\n".join(dumps(draw(mutated(azure_metrics(f"vm-{k}", samples=20, k=k), rounds=3))) for k in range(3))
         if draw(st.booleans()):

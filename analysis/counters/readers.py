@@ -51,7 +51,7 @@ from perftriage.analysis.labelsets import counter_names, label_set, servers_of_s
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
 from perftriage.analysis.units import count_of
 
-from . import (azure_monitor, cloudwatch, collectd, dstat, gcp_monitoring, graphite, influx, line_protocol, nmon, otlp_metrics,
+from . import (azure_monitor, cloudwatch, collectd, datadog, dstat, gcp_monitoring, graphite, influx, line_protocol, nmon, otlp_metrics,
                sadf, vmstat)
 from .sadf import read_sadf
 from .cumulative import CUMULATIVE_ENDINGS, rate_cumulative
@@ -918,6 +918,7 @@ _FORMS = (
      lambda p, n, *_: gcp_monitoring.read_gcp_monitoring(p, n)),
     ("Azure Monitor metrics (JSON)", lambda p, h: azure_monitor.sniff(h),
      lambda p, n, *_: azure_monitor.read_azure_monitor(p, n)),
+    ("Datadog metrics (query API JSON)", lambda p, h: datadog.sniff(h), lambda p, n, *_: datadog.read_datadog(p, n)),
 )
 
 
