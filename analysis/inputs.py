@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import os
 import stat
 import zlib
@@ -367,3 +368,33 @@ def _header_only(path: Path) -> bool:
         return False
     lines = [ln for ln in head.decode("utf-8", "replace").splitlines() if ln.strip()]
     return len(lines) == 1 and any(sep in lines[0] for sep in ",;\t")
+
+
+def load_bytes(path: Path) -> bytes:
+    """The file's bytes (decompressed), for a decoder of its own; an error reading it is one line."""
+    try:
+        with open_data(path, binary=True) as f:
+            return f.read()
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+
+
+def json_or_lines(path: Path) -> tuple[list, bool]:
+    """A file that is one JSON document, or one a line (NDJSON: a search's dump, an exporter's
+    file): its documents, each line that is no JSON (cut, damaged) a None in its place; and
+    whether it was one document. No document at all is one line naming the file."""
+    text = load_bytes(path).decode("utf-8-sig", "replace")
+    try:
+        return [json.loads(text)], True
+    except json.JSONDecodeError:
+        pass
+    docs = []
+    for ln in text.splitlines():
+        if ln.strip():
+            try:
+                docs.append(json.loads(ln))
+            except json.JSONDecodeError:
+                docs.append(None)
+    if not any(d is not None for d in docs):
+        raise InputError(path, "not valid JSON, nor a JSON document a line")
+    return docs, False

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import json_or_lines
 from perftriage.analysis.timeparse import column_to_seconds
 from perftriage.analysis.units import count_of
 
@@ -38,8 +39,6 @@ def sniff(head: bytes) -> bool:
 def _metrics(path: Path) -> tuple[list[tuple[str, dict]], int]:
     """Each metric with the resource id it is of (from the batch API's entry where it says it);
     how many documents were no Azure Monitor answer."""
-    from perftriage.analysis.spans.jsonfile import json_or_lines  # noqa: PLC0415 (the JSON files' reader's helper)
-
     docs, _ = json_or_lines(path)
     out, bad = [], 0
     for d in docs:

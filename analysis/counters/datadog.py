@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import json_or_lines
 from perftriage.analysis.units import count_of
 
 from .influx import series_counters
@@ -46,8 +47,6 @@ def _tags(s: dict) -> list[tuple[str, str]]:
 
 def read_datadog(path, names_) -> RawCounters:
     """``names_``: the dataset's server and counter names (readers._Names)."""
-    from perftriage.analysis.spans.jsonfile import json_or_lines  # noqa: PLC0415 (the JSON files' reader's helper)
-
     path = Path(path)
     docs, _ = json_or_lines(path)
     series: dict[tuple, int] = {}

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import json_or_lines
 from perftriage.analysis.timeparse import column_to_seconds
 from perftriage.analysis.units import count_of
 
@@ -42,8 +43,6 @@ def sniff(head: bytes) -> bool:
 
 
 def _documents(path: Path) -> list:
-    from perftriage.analysis.spans.jsonfile import json_or_lines  # noqa: PLC0415 (the JSON files' reader's helper)
-
     docs, _ = json_or_lines(path)
     out = []
     for d in docs:

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import json_or_lines
 
 from .jaeger import _MISSING, _add, _process
-from .jsonfile import json_or_lines
 from .table import SpanBuilder
 
 

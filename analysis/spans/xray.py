@@ -25,9 +25,9 @@ import json
 import re
 from pathlib import Path
 
+from perftriage.analysis.inputs import json_or_lines
 
 from .ids import to_id64
-from .jsonfile import json_or_lines
 from .table import SpanBuilder
 
 _ID_IN_PATH = re.compile(r"(?<=/)(?:\d+|[0-9a-fA-F-]{16,})(?=/|$)")

@@ -21,9 +21,10 @@ from typing import Any
 import msgspec
 
 from perftriage.analysis.errors import InputError
+from perftriage.analysis.inputs import load_bytes
 
 from .ids import is_empty_id, to_id64
-from .jsonfile import load_bytes, load_json
+from .jsonfile import load_json
 from .table import SpanBuilder
 
 REPLICA_TAGS = ("hostname", "host", "k8s.pod.name", "service.instance.id")
