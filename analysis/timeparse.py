@@ -32,11 +32,26 @@ _GO_TIME = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?) ([+-]\d\d)
                       r"(?: m=[+-]\d+(?:\.\d+)?)?")
 
 
+#: a US English locale's date and 12-hour time, as the Azure portal's and Excel's CSV exports write
+#: them ("11/27/2026, 10:00:00.123 AM"): month first (the AM/PM says the locale), UTC unless the
+#: time says otherwise
+_US_TIME = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4}),?\s+(\d{1,2}):(\d\d)(?::(\d\d)(\.\d+)?)?\s*([AaPp])\.?[Mm]\.?")
+
+
 def parse_iso_ns(text: str) -> int:
+    """One time as ns since the epoch: ISO 8601 (UTC unless it says its offset), Go's way of
+    printing one, or a US locale's date with a 12-hour time (_US_TIME)."""
     t = text.strip()
     go = _GO_TIME.fullmatch(t)
     if go:  # the offset tells the time; the zone's name and the monotonic reading add nothing
         t = f"{go[1]}{go[2]}:{go[3]}"
+    us = _US_TIME.fullmatch(t)
+    if us:
+        mo, d, y, h, mi, sec, frac, half = us.groups()
+        h = int(h) % 12 + (12 if half.upper() == "P" else 0)
+        if int(us[4]) > 12:
+            raise ValueError(f"time {text!r}: no 12-hour time")
+        t = f"{int(y):04d}-{int(mo):02d}-{int(d):02d}T{h:02d}:{mi}:{sec or '00'}{frac or ''}"
     t = t.replace("Z", "+00:00")
     frac_ns = 0
     if "." in t:

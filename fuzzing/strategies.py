@@ -225,6 +225,37 @@ def span_csv_rows():
     return rows
 
 
+def app_insights_rows(requests: int = 1500, slow_from: int | None = None, t0: float = 1_795_860_000.0) -> list[list[str]]:
+    """Application Insights' requests and dependencies as the Azure portal exports a Log Analytics
+    query (union requests, dependencies): "timestamp [UTC]" in the US locale's 12-hour form,
+    operation_Id the trace, operation_ParentId the parent (the trace's id for its root request),
+    cloud_RoleName and cloud_RoleInstance the service and its instance, duration in ms, success.
+    A frontend's request, its call to the cart, the cart's request on one of two instances; the
+    second instance 80 ms slower from request ``slow_from`` on."""
+    import random
+
+    r = random.Random(1)
+    rows = [["timestamp [UTC]", "id", "name", "success", "resultCode", "duration", "operation_Id",
+             "operation_ParentId", "cloud_RoleName", "cloud_RoleInstance", "itemType"]]
+    for k in range(requests):
+        op = f"{r.getrandbits(128):032x}"
+        req, dep, creq = (f"{r.getrandbits(64):016x}" for _ in range(3))
+        inst = k % 2
+        cart = 20 + r.random() * 5 + (80 if slow_from is not None and inst == 1 and k >= slow_from else 0)
+
+        def ts(ms):
+            t = t0 + k + ms / 1000
+            return time.strftime("%m/%d/%Y, %I:%M:%S", time.gmtime(t)) + f".{int(round(t % 1 * 1000)):03d} " + \
+                time.strftime("%p", time.gmtime(t))
+
+        rows += [[ts(0), req, "GET /cart", "True", "200", f"{cart + 15:.3f}", op, op, "frontend", f"frontend-{k % 3}",
+                  "request"],
+                 [ts(5), dep, "GET cart/items", "True", "200", f"{cart + 2:.3f}", op, req, "frontend",
+                  f"frontend-{k % 3}", "dependency"],
+                 [ts(6), creq, "GET /items", "True", "200", f"{cart:.3f}", op, dep, "cart", f"cart-{inst}", "request"]]
+    return rows
+
+
 def rpc_id_rows():
     """The seed traces as Alibaba's call-graph table (v2021 header): each call as its caller and
     its callee logged it, the database call by the caller only."""
@@ -772,9 +803,10 @@ def with_failures(doc, fmt: str) -> None:
 
 @st.composite
 def span_csv(draw):
-    fmt = draw(st.sampled_from(["span_csv", "span_csv", "clouddiag_log", "rpc_ids"]))
+    fmt = draw(st.sampled_from(["span_csv", "span_csv", "clouddiag_log", "rpc_ids", "app_insights"]))
     seed, name = {"span_csv": (span_csv_rows(), "spans.csv"), "clouddiag_log": (clouddiag_rows(), "calls.log"),
-                  "rpc_ids": (rpc_id_rows(), "MSCallGraph_0.csv")}[fmt]
+                  "rpc_ids": (rpc_id_rows(), "MSCallGraph_0.csv"),
+                  "app_insights": (app_insights_rows(requests=8), "query_data.csv")}[fmt]
     rows = draw(damaged_rows(seed))
     newline = draw(st.sampled_from(["\n", "\r\n", "\r"]))
     name, data = maybe_gzip(draw, csv_bytes(rows, newline), name)

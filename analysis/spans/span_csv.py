@@ -50,15 +50,17 @@ from .status import StatusScheme
 from .table import Labels, SpanBuilder
 
 NAMES = {
-    "trace": ("traceid", "trace", "requestid", "request", "tracecontext"),
+    # (Application Insights' requests and dependencies: operation_Id, id, operation_ParentId,
+    # cloud_RoleName, cloud_RoleInstance, "timestamp [UTC]", duration in ms, success)
+    "trace": ("traceid", "trace", "requestid", "request", "tracecontext", "operationid"),
     "span": ("spanid", "span", "id", "mid"),
-    "parent": ("parentid", "parentspanid", "parent", "callermid", "parentspan", "pid"),
-    "service": ("service", "servicename", "svc", "component", "app", "application"),
+    "parent": ("parentid", "parentspanid", "parent", "callermid", "parentspan", "pid", "operationparentid"),
+    "service": ("service", "servicename", "svc", "component", "app", "application", "cloudrolename", "rolename"),
     "replica": ("replica", "instance", "serviceinstanceid", "instanceid", "pod", "podname", "host", "hostname",
-                "node", "container", "containerid", "cmdbid", "hostip", "ip"),
+                "node", "container", "containerid", "cmdbid", "hostip", "ip", "cloudroleinstance", "roleinstance"),
     "name": ("operation", "operationname", "name", "spanname", "method", "endpoint", "rpc", "interface", "url",
              "calltype"),
-    "start": ("start", "starttime", "timestamp", "ts", "begin", "starttimeunixnano"),
+    "start": ("start", "starttime", "timestamp", "ts", "begin", "starttimeunixnano", "timestamputc"),
     "end": ("end", "endtime", "finish", "endtimeunixnano"),
     "duration": ("duration", "latency", "elapsed", "durationtime", "elapsedtime"),
     # the span's outcome (status.py reads it): OpenTelemetry's status, an error flag, HTTP or gRPC codes
