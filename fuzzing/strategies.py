@@ -183,6 +183,44 @@ def xray_segments(traces: int = 40, slow_from: int | None = None, t0: float = 1_
     return out
 
 
+def elastic_apm_documents(traces: int = 400, slow_from: int | None = None, t0: float = 1_795_860_000.0) -> list[dict]:
+    """Elastic APM's documents as Elasticsearch holds them (processor.event transaction or span,
+    timestamp.us, durations in µs): a frontend's request on one of two hosts, its call to the
+    cart (a span), the cart's transaction under that call on one of two hosts with its database
+    query (a span), and an error document now and then; the second cart host 40 ms slower from
+    trace ``slow_from`` on."""
+    out = []
+    for k in range(traces):
+        tid = f"{k:032x}"
+        ids = [f"{(k * 8 + j + 1):016x}" for j in range(4)]
+        us = int(t0 * 1e6) + k * 500_000
+        extra = 40_000 if slow_from is not None and k >= slow_from and k % 2 == 1 else 0
+        front = {"host": {"hostname": f"web-{k % 2}"}, "service": {"name": "frontend"}}
+        cart = {"host": {"hostname": f"cart-{k % 2}"}, "service": {"name": "cart"}}
+        out += [{"@timestamp": "", "processor": {"name": "transaction", "event": "transaction"},
+                 "observer": {"type": "apm-server"}, "trace": {"id": tid}, "timestamp": {"us": us}, **front,
+                 "transaction": {"id": ids[0], "name": "GET /cart", "type": "request", "duration": {"us": 30_000 + extra}},
+                 "event": {"outcome": "success"}},
+                {"processor": {"name": "transaction", "event": "span"}, "trace": {"id": tid}, "parent": {"id": ids[0]},
+                 "timestamp": {"us": us + 2_000}, **front, "transaction": {"id": ids[0]},
+                 "span": {"id": ids[1], "name": "GET cart", "type": "external", "duration": {"us": 25_000 + extra}},
+                 "event": {"outcome": "success"}},
+                {"processor": {"name": "transaction", "event": "transaction"}, "trace": {"id": tid},
+                 "parent": {"id": ids[1]}, "timestamp": {"us": us + 3_000}, **cart,
+                 "transaction": {"id": ids[2], "name": "GET /items", "type": "request", "duration": {"us": 20_000 + extra}},
+                 "event": {"outcome": "failure" if k % 25 == 24 else "success"}},
+                {"processor": {"name": "transaction", "event": "span"}, "trace": {"id": tid}, "parent": {"id": ids[2]},
+                 "timestamp": {"us": us + 4_000}, **cart, "transaction": {"id": ids[2]},
+                 "span": {"id": ids[3], "name": "SELECT FROM items", "type": "db", "duration": {"us": 10_000 + extra}},
+                 "event": {"outcome": "success"}}]
+        if k % 50 == 49:
+            out.append({"processor": {"name": "error", "event": "error"}, "trace": {"id": tid}, **cart,
+                        "error": {"exception": [{"message": "boom"}]}, "timestamp": {"us": us + 5_000}})
+    for d in out:
+        d.pop("@timestamp", None)
+    return out
+
+
 def jaeger_span_documents(ui: dict) -> list[dict]:
     """The spans of a Jaeger UI export as its Elasticsearch storage holds them: one document per
     span, its process inline, its start in ms beside (startTimeMillis)."""
@@ -735,8 +773,14 @@ REPORT = ["report", "-q", "-o", "{out}"]
 @st.composite
 def spans_json(draw):
     fmt = draw(st.sampled_from(["otlp", "otlp_lines", "jaeger", "jaeger_docs", "zipkin", "zipkin_v1", "deep", "raw",
-                                "tempo", "xray"]))
-    if fmt == "xray":  # batch-get-traces output, its documents (JSON in JSON) damaged as values or as text
+                                "tempo", "xray", "elastic_apm"]))
+    if fmt == "elastic_apm":  # Elastic APM's documents as a search's hits, or elasticdump's lines, damaged
+        docs = draw(mutated(elastic_apm_documents(traces=6), rounds=4))
+        if draw(st.booleans()):
+            data, name = dumps({"hits": {"total": {"value": len(docs)}, "hits": [{"_source": d} for d in docs]}}), "apm.json"
+        else:
+            data, name = b"\n".join(dumps({"_index": "apm", "_source": d}) for d in docs), "apm.ndjson"
+    elif fmt == "xray":  # batch-get-traces output, its documents (JSON in JSON) damaged as values or as text
         traces = xray_segments(traces=6)
         for t in traces:
             for seg in t["Segments"]:
