@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .units import DATED_FROM, count_of, fmt_timestamp, fmt_when
+from .units import DATED_FROM, count_of, first_of, fmt_timestamp, fmt_when
 
 
 @dataclass
@@ -58,7 +58,7 @@ def _threads(path: Path) -> FileSummary:
     ts = read_thread_metrics(path)
     levels = " -> ".join(ts.levels())
     holds = (f"{count_of(ts.n_threads, 'threads')} x {count_of(len(ts.metrics), 'metrics')} "
-             f"({', '.join(ts.metrics[:8])}{', ...' if len(ts.metrics) > 8 else ''}), {len(ts.time):,} samples; "
+             f"({first_of(ts.metrics, 8)}), {len(ts.time):,} samples; "
              f"levels {levels}")
     t = ts.time[np.isfinite(ts.time)]
     return FileSummary(str(path), "threads", form, holds, float(t.min()) if len(t) else None,
@@ -79,7 +79,7 @@ def _counters(path: Path, files: list[Path] | None = None) -> FileSummary:
     if files:
         form = f"a folder of {count_of(len(files), 'files')}, each a {form}"
     cs = load_counters(files or [path])
-    holds = (f"{count_of(len(cs.servers), 'servers')} ({', '.join(cs.servers[:6])}{', ...' if len(cs.servers) > 6 else ''})"
+    holds = (f"{count_of(len(cs.servers), 'servers')} ({first_of(cs.servers, 6)})"
              f" x {count_of(len(cs.counters), 'counters')} x {cs.n_points:,} points every {cs.interval:g} s")
     begin = float(cs.start) if cs.dated else None
     end = float(cs.seconds(cs.n_points - 1)) if cs.dated else None
@@ -101,8 +101,8 @@ def _spans(path: Path) -> FileSummary:
     sp = spans.read_spans([path])
     status = "no status" if sp.error is None else f"{int(sp.error.sum()):,} failed"
     holds = (f"{len(sp):,} spans of {count_of(len(sp.traces), 'requests')}, "
-             f"{count_of(len(sp.services), 'services')} ({', '.join(sp.services[:6])}"
-             f"{', ...' if len(sp.services) > 6 else ''}), {count_of(len(sp.methods), 'methods')}; {status}")
+             f"{count_of(len(sp.services), 'services')} ({first_of(sp.services, 6)}), "
+             f"{count_of(len(sp.methods), 'methods')}; {status}")
     begin = float(sp.start.min()) / 1e9 if len(sp) else None
     end = float(sp.end.max()) / 1e9 if len(sp) else None
     return FileSummary(str(path), "spans", form, holds, begin, end, list(sp.notes) + sp.problems.lines())

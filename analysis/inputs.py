@@ -398,3 +398,19 @@ def json_or_lines(path: Path) -> tuple[list, bool]:
     if not any(d is not None for d in docs):
         raise InputError(path, "not valid JSON, nor a JSON document a line")
     return docs, False
+
+
+def json_records(path: Path, key: str | None = None) -> list:
+    """The records of a JSON file of one document or one a line (json_or_lines): an array's items,
+    a document's ``key`` array's items (a page of an API's answer), else the document itself; a
+    damaged line a None in its place."""
+    docs, _ = json_or_lines(path)
+    out = []
+    for d in docs:
+        if key is not None and isinstance(d, dict) and isinstance(d.get(key), list):
+            out.extend(d[key])
+        elif isinstance(d, list):
+            out.extend(d)
+        else:
+            out.append(d)
+    return out

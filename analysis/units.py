@@ -73,6 +73,18 @@ def count_of(n: int, noun: str, adjective: str = "") -> str:
     return f"{n:,} {adjective + ' ' if adjective else ''}{singular(noun) if n == 1 else noun}"
 
 
+def count_that(n: int, noun: str) -> str:
+    """'1 line that is', '3 lines that are' (``noun`` in the plural): a note's count of what a
+    reader skipped, before what they are not ('... no JSON (cut) skipped')."""
+    return f"{count_of(n, noun)} that {'is' if n == 1 else 'are'}"
+
+
+def first_of(items, k: int) -> str:
+    """The first ``k`` of ``items`` in a note, '...' for the rest: 'web-01, web-02, ...'."""
+    items = list(items)
+    return ", ".join(map(str, items[:k])) + (", ..." if len(items) > k else "")
+
+
 def fmt_ratio(x: float) -> str:
     """How many times: '1.4x', '24x', '2,389x' (no decimals where they would not be read)."""
     if x >= 100:

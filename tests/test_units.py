@@ -99,6 +99,10 @@ def test_counts_and_ratios_read_as_words():
     assert count_of(1, "categories") == "1 category" and count_of(1, "read calls") == "1 read call"
     assert count_of(1_200, "requests") == "1,200 requests" and singular("series") == "series"
     assert count_of(1, "queries") == "1 query" and count_of(1, "entries") == "1 entry"
+    from perftriage.analysis.units import count_that, first_of
+
+    assert count_that(1, "lines") == "1 line that is" and count_that(3, "lines") == "3 lines that are"
+    assert first_of(["a", "b", "c"], 3) == "a, b, c" and first_of(["a", "b", "c"], 2) == "a, b, ..."
     assert [fmt_ratio(x) for x in (1.44, 24.4, 2388.9)] == ["1.4x", "24x", "2,389x"]
 
 

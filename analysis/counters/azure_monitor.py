@@ -22,7 +22,7 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import json_or_lines
 from perftriage.analysis.timeparse import column_to_seconds
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_of, count_that, first_of
 
 from .influx import series_counters
 from .table import RawCounters
@@ -110,7 +110,7 @@ def read_azure_monitor(path, names_) -> RawCounters:
                     sid.append(i)
     notes = []
     if bad:
-        notes.append(f"{path.name}: {count_of(bad, 'records')} that {'is' if bad == 1 else 'are'} no Azure Monitor "
+        notes.append(f"{path.name}: {count_that(bad, 'records')} no Azure Monitor "
                      "metric, series or point skipped")
     if failed:
         notes.append(f"partial data: {path.name}: Azure Monitor answered {count_of(len(failed), 'metrics')} with an "
@@ -120,7 +120,7 @@ def read_azure_monitor(path, names_) -> RawCounters:
                                "minimum or count)")
     shown = sorted({f"{k} in {v}" for k, v in units.items() if v not in ("Unspecified", "Count")})
     if shown:
-        notes.append(f"{path.name}: {', '.join(shown[:6])}{', ...' if len(shown) > 6 else ''}")
+        notes.append(f"{path.name}: {first_of(shown, 6)}")
     time = column_to_seconds(stamps, path, blanks=True)
     value = np.asarray(values, dtype=np.float64)
     ids = np.asarray(sid, np.int64)

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import json_or_lines
+from perftriage.analysis.inputs import json_records
 from perftriage.analysis.timeparse import column_to_seconds
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_of, count_that, first_of
 
 from .graphite import server_part
 from .table import Piece, RawCounters
@@ -40,21 +40,12 @@ def sniff(head: bytes) -> bool:
     return h[:1] in (b"{", b"[") and (b'"MetricDataResults"' in h or (b'"Datapoints"' in h and b'"Label"' in h))
 
 
-def _documents(path: Path) -> list:
-    """The file's JSON documents: one, or one a line (pages written one after another)."""
-    docs, _ = json_or_lines(path)
-    out = []
-    for d in docs:
-        out.extend(d if isinstance(d, list) else [d])
-    return out
-
-
 def _series(path: Path) -> tuple[list[tuple[str, str, list, list]], list[str], str]:
     """Each series' (label, id, times, values), notes, and the form ('data' or 'statistics')."""
     series: list[tuple[str, str, list, list]] = []
     notes: list[str] = []
     partial, bad, form = set(), 0, ""
-    for doc in _documents(path):
+    for doc in json_records(path):  # pages one after another, or one a line
         if not isinstance(doc, dict):
             bad += 1
             continue
@@ -97,7 +88,7 @@ def _series(path: Path) -> tuple[list[tuple[str, str, list, list]], list[str], s
         else:
             bad += 1
     if bad:
-        notes.append(f"{path.name}: {count_of(bad, 'series or points')} that {'is' if bad == 1 else 'are'} no "
+        notes.append(f"{path.name}: {count_that(bad, 'series or points')} no "
                      "CloudWatch metric data skipped")
     if partial:
         notes.append(f"partial data: {path.name}: CloudWatch gave {count_of(len(partial), 'series')} in part only "
@@ -153,5 +144,5 @@ def read_cloudwatch(path, names_) -> RawCounters:
     else:
         hosts = sorted({lab.split(" ")[k] for lab in labels if len(lab.split(" ")) > k})
         notes.append(f"{path.name}: CloudWatch metric data; the server is word {k + 1} of the labels "
-                     f"({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''}), the counter the rest")
+                     f"({first_of(hosts, 4)}), the counter the rest")
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, k is None)

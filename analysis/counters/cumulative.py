@@ -29,7 +29,7 @@ import re
 
 import numpy as np
 
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_of, first_of
 
 from .table import CounterSet
 
@@ -149,5 +149,5 @@ def rate_cumulative(cs: CounterSet) -> list[str]:
     if rated:
         cs.notes.append(f"{count_of(len(rated), 'counters')} named and growing as totals (since each server's "
                         "start: compared by their rate, not their level) read as rates per second (rate(NAME)): "
-                        f"{', '.join(rated[:6])}{', ...' if len(rated) > 6 else ''}")
+                        f"{first_of(rated, 6)}")
     return rated

@@ -19,7 +19,7 @@ import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import json_or_lines
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_of, count_that
 
 from .influx import series_counters
 from .table import RawCounters
@@ -85,7 +85,7 @@ def read_datadog(path, names_) -> RawCounters:
                 sid.append(i)
     notes = []
     if bad:
-        notes.append(f"{path.name}: {count_of(bad, 'records')} that {'is' if bad == 1 else 'are'} no Datadog series "
+        notes.append(f"{path.name}: {count_that(bad, 'records')} no Datadog series "
                      "or point skipped")
     if errors:
         notes.append(f"partial data: {path.name}: Datadog answered {count_of(len(errors), 'queries')} with an "

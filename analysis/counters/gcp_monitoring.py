@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import json_or_lines
+from perftriage.analysis.inputs import json_records
 from perftriage.analysis.timeparse import column_to_seconds
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_of, count_that, first_of
 
 from .cumulative import rate_series
 from .influx import series_counters
@@ -40,19 +40,6 @@ SERVER_LABELS = ("instance_name", "pod_name", "pod", "node_name", "host", "hostn
 def sniff(head: bytes) -> bool:
     h = head.lstrip()[:8192]
     return h[:1] in (b"{", b"[") and (b'"timeSeries"' in h or (b'"metricKind"' in h and b'"points"' in h))
-
-
-def _documents(path: Path) -> list:
-    docs, _ = json_or_lines(path)
-    out = []
-    for d in docs:
-        if isinstance(d, dict) and isinstance(d.get("timeSeries"), list):
-            out.extend(d["timeSeries"])
-        elif isinstance(d, list):
-            out.extend(d)
-        else:
-            out.append(d)
-    return out
 
 
 def _labels(block) -> dict[str, str]:
@@ -80,7 +67,7 @@ def read_gcp_monitoring(path, names_) -> RawCounters:
     rated: set[int] = set()
     ends, begins, values, sid = [], [], [], []
     bad, distributions = 0, set()
-    docs = _documents(path)
+    docs = json_records(path, "timeSeries")  # pages, or a list of time series
     # an instance's id -> its name, from the series that have both (compute's metrics name the
     # instance, the agent's only give its resource's id)
     named: dict[str, str] = {}
@@ -133,11 +120,11 @@ def read_gcp_monitoring(path, names_) -> RawCounters:
     keep = np.isfinite(value) & np.isfinite(time)
     notes = []
     if bad:
-        notes.append(f"{path.name}: {count_of(bad, 'series or points')} that {'is' if bad == 1 else 'are'} no Cloud "
+        notes.append(f"{path.name}: {count_that(bad, 'series or points')} no Cloud "
                      "Monitoring time series or point with a number skipped")
     if distributions:
         notes.append(f"{path.name}: {count_of(len(distributions), 'metrics')} of distributions left out: "
-                     f"{', '.join(sorted(distributions)[:4])}{', ...' if len(distributions) > 4 else ''}")
+                     f"{first_of(sorted(distributions), 4)}")
     ordered = sorted(series.items(), key=lambda kv: kv[1])
     return series_counters(path, names_, [k for k, _ in ordered], ids[keep], time[keep], value[keep], "", notes,
                            "Google Cloud Monitoring time series", naming="TYPE{the labels that tell its series apart}",

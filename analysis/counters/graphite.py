@@ -23,7 +23,7 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import csv_rows, open_data
 from perftriage.analysis.timeparse import column_to_seconds
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_that, first_of
 
 from .table import Piece, RawCounters
 
@@ -92,7 +92,7 @@ def _series(path: Path) -> tuple[list[str], list[np.ndarray], list[np.ndarray], 
             times.append(np.asarray(t))
             values.append(np.asarray(v))
         if bad:
-            notes.append(f"{path.name}: {count_of(bad, 'series or points')} that {'is' if bad == 1 else 'are'} no "
+            notes.append(f"{path.name}: {count_that(bad, 'series or points')} no "
                          "Graphite series (target, datapoints) skipped")
         return names, times, values, notes
     by_name: dict[str, tuple[list, list]] = {}
@@ -110,7 +110,7 @@ def _series(path: Path) -> tuple[list[str], list[np.ndarray], list[np.ndarray], 
                 v.append(np.nan)
                 odd += 1
     if odd:
-        notes.append(f"{path.name}: {count_of(odd, 'rows')} that {'is' if odd == 1 else 'are'} no PATH,TIME,VALUE "
+        notes.append(f"{path.name}: {count_that(odd, 'rows')} no PATH,TIME,VALUE "
                      "skipped or left empty")
     names = list(by_name)
     times = [column_to_seconds(by_name[n][0], path, blanks=True) for n in names]
@@ -143,7 +143,7 @@ def read_graphite(path, names_) -> RawCounters:
                      "path a counter of one server, the file's")
     else:
         hosts = sorted({n.split(".")[k] for n in names if len(n.split(".")) > k})
-        notes.append(f"{path.name}: Graphite series; the server is part {k + 1} of their paths ({', '.join(hosts[:4])}"
-                     f"{', ...' if len(hosts) > 4 else ''}), the counter the rest")
+        notes.append(f"{path.name}: Graphite series; the server is part {k + 1} of their paths ({first_of(hosts, 4)}), "
+                     "the counter the rest")
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, k is None,
                        local=any(n.endswith("read as UTC") for n in notes))

@@ -28,7 +28,7 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import csv_rows
 from perftriage.analysis.timeparse import column_to_seconds
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_of, count_that
 
 from .table import Piece, RawCounters
 
@@ -130,7 +130,7 @@ def read_influx(path, names_, server_names: tuple[str, ...], kind_names: tuple[s
         notes.append(f"{path.name}: {short:,} row{'s' if short != 1 else ''} with another number of fields than "
                      "their table's header skipped")
     if strings:
-        notes.append(f"{path.name}: {count_of(strings, 'values')} that {'is' if strings == 1 else 'are'} no number "
+        notes.append(f"{path.name}: {count_that(strings, 'values')} no number "
                      "(string or boolean fields) left out")
     time = column_to_seconds(times, path)
     return series_counters(path, names_, list(series), np.frombuffer(sid, np.int64), time,

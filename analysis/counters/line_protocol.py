@@ -28,7 +28,7 @@ import numpy as np
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
 from perftriage.analysis.timeparse import UNIT_NS, epoch_unit
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_of, count_that
 
 from .influx import series_counters
 
@@ -161,13 +161,13 @@ def read_line_protocol(path, names_, server_names: tuple[str, ...], kind_names: 
                                "FIELD=VALUE TIMESTAMP)" + (f"; first line not read: {first_bad[:60]!r}" if bad else ""))
     notes = []
     if bad:
-        notes.append(f"{path.name}: {count_of(bad, 'lines')} that {'is' if bad == 1 else 'are'} no point of line "
+        notes.append(f"{path.name}: {count_that(bad, 'lines')} no point of line "
                      f"protocol skipped (the first: {first_bad[:60]!r})")
     if untimed:
         notes.append(f"{path.name}: {count_of(untimed, 'points')} without a timestamp left out (their time was "
                      "the database's when they were written)")
     if strings:
-        notes.append(f"{path.name}: {count_of(strings, 'values')} that {'is' if strings == 1 else 'are'} no number "
+        notes.append(f"{path.name}: {count_that(strings, 'values')} no number "
                      "(string or boolean fields) left out")
     stamp = np.frombuffer(stamps, np.int64)
     unit = epoch_unit(float(np.abs(stamp).max()))

@@ -20,7 +20,7 @@ import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import csv_rows
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_of, count_that
 from perftriage.analysis.values import numbers
 
 from .table import Piece, RawCounters
@@ -125,7 +125,7 @@ def read_nmon(path, names_) -> RawCounters:
         notes.append(f"{path.name}: {count_of(odd, 'lines')} out of place (values before their section's header, "
                      "more values than its columns, a header again) skipped or cut")
     if bad_time:
-        notes.append(f"{path.name}: {count_of(bad_time, 'snapshot times')} that {'is' if bad_time == 1 else 'are'} no "
+        notes.append(f"{path.name}: {count_that(bad_time, 'snapshot times')} no "
                      f"time (ZZZZ lines): {'its snapshot' if bad_time == 1 else 'their snapshots'} left out")
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes, not host, local=True)
 

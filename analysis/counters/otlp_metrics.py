@@ -22,7 +22,7 @@ import numpy as np
 
 from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import open_data
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_of, count_that, first_of
 
 from .cumulative import rate_series
 from .influx import series_counters
@@ -149,11 +149,11 @@ def read_otlp_metrics(path, names_) -> RawCounters:
     keep = np.isfinite(value)
     notes = []
     if bad:
-        notes.append(f"{path.name}: {count_of(bad, 'records')} that {'is' if bad == 1 else 'are'} no OTLP metric or data "
+        notes.append(f"{path.name}: {count_that(bad, 'records')} no OTLP metric or data "
                      "point (a line cut, a field missing) skipped")
     if skipped_names:
         notes.append(f"{path.name}: {count_of(len(skipped_names), 'metrics')} of histograms or summaries left out: "
-                     f"{', '.join(sorted(skipped_names)[:4])}{', ...' if len(skipped_names) > 4 else ''}")
+                     f"{first_of(sorted(skipped_names), 4)}")
     ordered = sorted(series.items(), key=lambda kv: kv[1])
     keys = [(f"rate({k[0]}" if i in rated else k[0], *k[1:]) for k, i in ordered]
     return series_counters(path, names_, keys, ids[keep], time[keep], value[keep], kind_tag, notes,

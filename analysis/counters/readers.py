@@ -49,7 +49,7 @@ from perftriage.analysis.inputs import (csv_rows, open_data, read_head, read_tex
                                         register_file_kind, register_folder_kind)
 from perftriage.analysis.labelsets import counter_names, label_set, servers_of_series
 from perftriage.analysis.timeparse import column_to_seconds as to_seconds
-from perftriage.analysis.units import count_of
+from perftriage.analysis.units import count_of, count_that, first_of
 
 from . import (azure_monitor, cloudwatch, collectd, datadog, dstat, gcp_monitoring, graphite, influx, line_protocol, nmon, otlp_metrics,
                sadf, vmstat)
@@ -876,7 +876,7 @@ def read_prometheus(path, server_label: str = "instance", interner: "_Names | No
     if not pieces:
         raise InputError(path, f"no series with samples and a {server_label!r} label")
     if cut:
-        notes.append(f"{path.name}: {count_of(cut, 'lines')} that {'is' if cut == 1 else 'are'} no JSON (cut or "
+        notes.append(f"{path.name}: {count_that(cut, 'lines')} no JSON (cut or "
                      f"damaged): {'its series' if cut == 1 else 'their series'} left out")
     return RawCounters(names_.server_list, names_.counter_list, pieces, str(path), notes)
 
@@ -985,14 +985,14 @@ def load_counters(paths, server_label: str = "instance", interval: float | None 
         raise InputError(numbered[0], f"its rows are numbered, while {timed[0]} has times: they cannot be aligned "
                                       "(give the files of one kind)")
     for how, names in headerless.items():
-        notes.append(f"{len(names)} file{'s' if len(names) != 1 else ''} without a header ({', '.join(names[:3])}"
-                     f"{', ...' if len(names) > 3 else ''}): {how} (numbered from 1)")
+        notes.append(f"{len(names)} file{'s' if len(names) != 1 else ''} without a header ({first_of(names, 3)}): "
+                     f"{how} (numbered from 1)")
     if numbered:
         notes.append(f"rows numbered, not timed: {_secs_text(row_interval)} apart (--interval); times are since the "
                      "start only")
     if by_name:
         notes.append(f"{len(by_name)} file{'s' if len(by_name) != 1 else ''} without a server column: each is the "
-                     f"server named after it ({', '.join(by_name[:5])}{', ...' if len(by_name) > 5 else ''})")
+                     f"server named after it ({first_of(by_name, 5)})")
     sources = [str(p) for p in paths] + [raw.source for raw in servers]
     source = sources[0] if len(sources) == 1 else \
         f"{paths[0].parent} ({len(paths)} files)" if not servers else f"{', '.join(sources[:3])}"
