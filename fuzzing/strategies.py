@@ -221,6 +221,36 @@ def elastic_apm_documents(traces: int = 400, slow_from: int | None = None, t0: f
     return out
 
 
+def skywalking_traces(traces: int = 400, slow_from: int | None = None, t0_ms: int = 1_795_860_000_000) -> list[dict]:
+    """SkyWalking's queryTrace answers: a frontend's segment (its Entry span, its Exit call to the
+    cart), the cart's segment (its Entry span referring to that Exit span, a Local span, an Exit
+    to Redis) on one of two instances; the second 40 ms slower from trace ``slow_from`` on; every
+    20th cart request an error."""
+    out = []
+    for k in range(traces):
+        tid = f"{k:x}.{k * 7}.{t0_ms + k}"
+        fseg, cseg = f"f{k:x}.1.{t0_ms + k}", f"c{k:x}.1.{t0_ms + k}"
+        t = t0_ms + 500 * k
+        extra = 40 if slow_from is not None and k >= slow_from and k % 2 == 1 else 0
+        fe = {"serviceCode": "frontend", "serviceInstanceName": f"frontend-{k % 2}@10.0.0.{k % 2}"}
+        ce = {"serviceCode": "cart", "serviceInstanceName": f"cart-{k % 2}@10.0.1.{k % 2}"}
+        spans = [{"traceId": tid, "segmentId": fseg, "spanId": 0, "parentSpanId": -1, "refs": [], **fe,
+                  "endpointName": "GET:/cart", "startTime": t, "endTime": t + 30 + extra, "type": "Entry",
+                  "isError": False, "layer": "Http", "component": "SpringMVC"},
+                 {"traceId": tid, "segmentId": fseg, "spanId": 1, "parentSpanId": 0, "refs": [], **fe,
+                  "endpointName": "/items", "startTime": t + 2, "endTime": t + 26 + extra, "type": "Exit",
+                  "peer": "cart:8080", "isError": False},
+                 {"traceId": tid, "segmentId": cseg, "spanId": 0, "parentSpanId": -1, **ce,
+                  "refs": [{"traceId": tid, "parentSegmentId": fseg, "parentSpanId": 1, "type": "CROSS_PROCESS"}],
+                  "endpointName": "GET:/items", "startTime": t + 3, "endTime": t + 24 + extra, "type": "Entry",
+                  "isError": k % 20 == 19},
+                 {"traceId": tid, "segmentId": cseg, "spanId": 1, "parentSpanId": 0, "refs": [], **ce,
+                  "endpointName": "Redis/GET", "startTime": t + 5, "endTime": t + 9, "type": "Exit", "peer": "redis:6379",
+                  "isError": False}]
+        out.append({"data": {"trace": {"spans": spans}}})
+    return out
+
+
 def jaeger_span_documents(ui: dict) -> list[dict]:
     """The spans of a Jaeger UI export as its Elasticsearch storage holds them: one document per
     span, its process inline, its start in ms beside (startTimeMillis)."""
@@ -773,8 +803,10 @@ REPORT = ["report", "-q", "-o", "{out}"]
 @st.composite
 def spans_json(draw):
     fmt = draw(st.sampled_from(["otlp", "otlp_lines", "jaeger", "jaeger_docs", "zipkin", "zipkin_v1", "deep", "raw",
-                                "tempo", "xray", "elastic_apm"]))
-    if fmt == "elastic_apm":  # Elastic APM's documents as a search's hits, or elasticdump's lines, damaged
+                                "tempo", "xray", "elastic_apm", "skywalking"]))
+    if fmt == "skywalking":  # queryTrace answers one a line, damaged
+        data, name = b"\n".join(dumps(draw(mutated(a, rounds=2))) for a in skywalking_traces(traces=6)), "sw.json"
+    elif fmt == "elastic_apm":  # Elastic APM's documents as a search's hits, or elasticdump's lines, damaged
         docs = draw(mutated(elastic_apm_documents(traces=6), rounds=4))
         if draw(st.booleans()):
             data, name = dumps({"hits": {"total": {"value": len(docs)}, "hits": [{"_source": d} for d in docs]}}), "apm.json"

@@ -1,5 +1,5 @@
 """Request tracing spans: readers for OTLP JSON, Jaeger JSON (the UI's export, or the span
-documents its storage holds), Zipkin v2 JSON, AWS X-Ray traces, Elastic APM documents, span CSV, call-graph tables of rpcids (Alibaba's)
+documents its storage holds), Zipkin v2 JSON, AWS X-Ray traces, Elastic APM documents, SkyWalking traces, span CSV, call-graph tables of rpcids (Alibaba's)
 and the CloudDiag log format, into one columnar :class:`SpanTable`."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from pathlib import Path
 
 from perftriage.analysis.inputs import read_head, register_file_kind
 
-from . import clouddiag_log, elastic_apm, jaeger, jaeger_docs, otlp, rpc_ids, span_csv, xray, zipkin
+from . import clouddiag_log, elastic_apm, jaeger, jaeger_docs, otlp, rpc_ids, skywalking, span_csv, xray, zipkin
 from .table import SpanBuilder, SpanTable
 
 FORMATS = {
+    "skywalking": skywalking,  # first: its spans have a traceId, as Zipkin's do
     "otlp": otlp,
     "jaeger": jaeger,
     "jaeger-docs": jaeger_docs,
@@ -27,6 +28,7 @@ FORMATS = {
 FORMAT_NAMES = {"otlp": "OTLP JSON file", "jaeger": "Jaeger JSON file",
                 "jaeger-docs": "Jaeger span documents (Elasticsearch / OpenSearch)", "zipkin": "Zipkin JSON file",
                 "xray": "AWS X-Ray traces", "elastic-apm": "Elastic APM documents (Elasticsearch)",
+                "skywalking": "SkyWalking traces (query API)",
                 "clouddiag-log": "CloudDiag log", "rpc-ids": "call-graph table of rpcids",
                 "span-csv": "span CSV"}
 
@@ -57,7 +59,7 @@ def read_spans(paths, columns: dict[str, str] | None = None, jobs: int | None = 
         head = read_head(p)
         fmt = sniff_format(p, head)
         if fmt is None:
-            raise InputError(p, "not a span file perftriage reads (OTLP/Jaeger/Zipkin/X-Ray/Elastic APM JSON, span CSV, "
+            raise InputError(p, "not a span file perftriage reads (OTLP/Jaeger/Zipkin/X-Ray/Elastic APM/SkyWalking JSON, span CSV, "
                                 "call-graph table of rpcids, CloudDiag log)")
         with reading(p, FORMAT_NAMES[fmt]):
             if fmt == "span-csv":
