@@ -88,6 +88,26 @@ def test_packet_fields_of_an_impossible_width_or_alignment_are_one_line(copy_tra
     assert str(t) in str(e.value) and "\n" not in str(e.value).strip(), str(e.value)
 
 
+@pytest.mark.parametrize("where", [b"request_entry", b'hostname = "'])
+def test_a_name_in_the_metadata_that_is_no_utf8_is_read_replaced(copy_trace, where):
+    """A byte flipped in packetized metadata made an event's name bytes that are no UTF-8: the C
+    decoder's strict decoding raised UnicodeDecodeError ('internal error', found by the
+    damaged_inputs evaluation). Now read with U+FFFD in its place, as the environment's strings
+    (a hostname) are: the trace is read and reported (its requests cannot pair up: their start
+    marker's name is damaged)."""
+    t = copy_trace("tracevizlab-php-ust")
+    raw = (t / "metadata").read_bytes()
+    i = raw.index(where) + len(where) + (2 - len(where) if where == b"request_entry" else 1)
+    (t / "metadata").write_bytes(raw[:i] + b"\xf0" + raw[i + 1:])  # the same length: the packets stay whole
+    out = subprocess.run([sys.executable, "-m", "perftriage", "info", str(t)], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300)
+    assert out.returncode == 0 and "internal error" not in out.stderr, out.stderr[-600:]
+    assert "\ufffd" in out.stdout, out.stdout[-600:]
+    rep = subprocess.run([sys.executable, "-m", "perftriage", "report", "-q", str(t)], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300)
+    assert rep.returncode in (0, 4) and "## Summary" in rep.stdout, rep.stderr[-600:]
+
+
 def test_a_clock_offset_with_a_damaged_leading_digit_is_one_line(copy_trace):
     """'offset = 0457...989' (a 1 flipped to 0): an octal literal in C, with 8s and 9s, none at
     all; read as Python's int(x, 0) it was an internal error. Now not a clock origin, and

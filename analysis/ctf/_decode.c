@@ -549,6 +549,14 @@ static int nested(Decoder *self, const Member *m, const bt_field *top, int64_t r
 
 /* ---- messages ---------------------------------------------------------------------------- */
 
+/* A name or a string from a trace's metadata as text (None for none): bytes that are no UTF-8
+ * (damaged metadata) replaced, where decoding them strictly raised UnicodeDecodeError out of run(). */
+static PyObject *text_of(const char *s) {
+    if (!s)
+        return Py_NewRef(Py_None);
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
 static PyObject *env_dict(const bt_trace *trace) {
     PyObject *d = PyDict_New();
     if (!d)
@@ -565,16 +573,19 @@ static PyObject *env_dict(const bt_trace *trace) {
         else if (vt == BT_VALUE_TYPE_UNSIGNED_INTEGER)
             pv = PyLong_FromUnsignedLongLong(bt_value_integer_unsigned_get(v));
         else if (vt == BT_VALUE_TYPE_STRING)
-            pv = PyUnicode_DecodeUTF8(bt_value_string_get(v), strlen(bt_value_string_get(v)), "surrogateescape");
+            pv = text_of(bt_value_string_get(v));
         else if (vt == BT_VALUE_TYPE_REAL)
             pv = PyFloat_FromDouble(bt_value_real_get(v));
         else
             pv = PyUnicode_FromString("?");
-        if (!pv || PyDict_SetItemString(d, name, pv) < 0) {
+        PyObject *key = pv ? text_of(name) : NULL;
+        if (!key || PyDict_SetItem(d, key, pv) < 0) {
+            Py_XDECREF(key);
             Py_XDECREF(pv);
             Py_DECREF(d);
             return NULL;
         }
+        Py_DECREF(key);
         Py_DECREF(pv);
     }
     return d;
@@ -609,7 +620,7 @@ static PyObject *members_of(const bt_field_class *fc) {
             kind = "double";
         else if (is_type(t, BT_FIELD_CLASS_TYPE_SINGLE_PRECISION_REAL))
             kind = "single";
-        PyObject *item = Py_BuildValue("(ss)", bt_field_class_structure_member_get_name(mem), kind);
+        PyObject *item = Py_BuildValue("(Ns)", text_of(bt_field_class_structure_member_get_name(mem)), kind);
         if (!item) {
             Py_DECREF(out);
             return NULL;
@@ -628,7 +639,7 @@ static PyObject *describe_class(const bt_event_class *ec) {
     PyObject *out = NULL;
     if (ctx && payload) {
         const char *name = bt_event_class_get_name(ec);
-        out = Py_BuildValue("(iKzKiOO)", R_PLAN, (unsigned long long)(uintptr_t)ec, name,
+        out = Py_BuildValue("(iKNKiOO)", R_PLAN, (unsigned long long)(uintptr_t)ec, text_of(name),
                             (unsigned long long)(uintptr_t)bt_stream_class_borrow_trace_class_const(sc),
                             (int)bt_stream_class_supports_packets(sc), ctx, payload);
     }
@@ -961,8 +972,8 @@ static PyObject *decoder_run(Decoder *self, PyObject *args) {
         case R_STREAM: {
             const bt_stream *stream = bt_message_stream_beginning_borrow_stream_const(out.msg);
             PyObject *env = env_dict(bt_stream_borrow_trace_const(stream));
-            PyObject *res = env ? Py_BuildValue("(iKzN)", R_STREAM, (unsigned long long)trace_class_of_stream(stream),
-                                                bt_stream_get_name(stream), env) : NULL;
+            PyObject *res = env ? Py_BuildValue("(iKNN)", R_STREAM, (unsigned long long)trace_class_of_stream(stream),
+                                                text_of(bt_stream_get_name(stream)), env) : NULL;
             bt_message_put_ref(out.msg);
             return res;
         }
