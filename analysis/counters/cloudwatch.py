@@ -28,6 +28,7 @@ from perftriage.analysis.errors import InputError
 from perftriage.analysis.inputs import json_records
 from perftriage.analysis.timeparse import column_to_seconds
 from perftriage.analysis.units import count_of, count_that, first_of
+from perftriage.analysis.values import numbers
 
 from .graphite import server_part
 from .table import Piece, RawCounters
@@ -96,17 +97,6 @@ def _series(path: Path) -> tuple[list[tuple[str, str, list, list]], list[str], s
     return series, notes, form
 
 
-def _numbers(values: list) -> np.ndarray:
-    out = np.full(len(values), np.nan)
-    for i, v in enumerate(values):
-        try:
-            out[i] = float(v)
-        except (TypeError, ValueError, OverflowError):
-            pass
-    out[~np.isfinite(out)] = np.nan
-    return out
-
-
 def read_cloudwatch(path, names_) -> RawCounters:
     """``names_``: the dataset's server and counter names (readers._Names)."""
     from .readers import server_of_file  # noqa: PLC0415 (readers imports this module)
@@ -130,7 +120,7 @@ def read_cloudwatch(path, names_) -> RawCounters:
         else:
             server, counter = own, f"{lab} ({sid})" if seen[lab] > 1 and sid else lab
         t = column_to_seconds([s if isinstance(s, str) else "" for s in stamps], path, blanks=True)
-        v = _numbers(values)
+        v = numbers(values)
         ok = np.isfinite(t) & np.isfinite(v)
         cut += int((~np.isfinite(t)).sum())
         if ok.any():  # (newest first, as CloudWatch lists them: the grid puts each in its place)
