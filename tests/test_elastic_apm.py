@@ -53,9 +53,11 @@ def test_documents_one_a_line_with_dotted_fields_and_damage(tmp_path):
     docs[5].pop("transaction.duration.us", None)
     docs[5].pop("span.duration.us", None)
     lines[5] = json.dumps(docs[5])
+    docs[6].pop("trace.id")  # no trace: not read as one of its own
+    lines[6] = json.dumps(docs[6])
     p = tmp_path / "apm.ndjson"
     p.write_text("\n".join(lines) + "\n")
     assert classify([str(p)]).files["spans"] == [p]
     t = read_spans([p])
-    assert t.problems.unparsable == 2, t.problems
-    assert len(t) == 80 - 2 and sorted(t.services) == ["cart", "frontend"]
+    assert t.problems.unparsable == 3, t.problems
+    assert len(t) == 80 - 3 and sorted(t.services) == ["cart", "frontend"] and len(t.traces) == 20
