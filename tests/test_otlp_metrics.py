@@ -30,13 +30,19 @@ def test_the_file_exporters_metrics_read_as_counters_and_the_busy_host_named(tmp
     assert cs.servers == ["web-00", "web-01", "web-02", "web-03"] and cs.interval == 10
     assert cs.kinds == ["shop"] * 4 and cs.kind_column == "service.name"
     # a gauge per attribute set (the one-valued cpu attribute left off), a monotonic sum as its
-    # rate (cumulative: from point to point; delta: over its own interval), an up-down sum a level
-    assert sorted(cs.counters) == ["rate(system.network.io)", "system.cpu.utilization{state=idle}",
+    # rate (cumulative: from point to point; delta: over its own interval), an up-down sum a level,
+    # a histogram its count's rate and its mean
+    assert sorted(cs.counters) == ["http.server.duration.mean", "rate(http.server.duration.count)",
+                                   "rate(system.network.io)", "system.cpu.utilization{state=idle}",
                                    "system.cpu.utilization{state=user}", "system.memory.usage"], cs.counters
     io = cs.values[:, cs.counters.index("rate(system.network.io)"), :]
     assert np.nanmedian(io) == pytest.approx(100_300, rel=0.01)  # (1e6 + ~3,000) bytes per 10 s
     assert np.isnan(io[:, 0]).all() != delta  # a cumulative series' first point has no rate; a delta's has
-    assert any("1 metric of histograms or summaries left out: http.server.duration" in n for n in cs.notes)
+    # 10 requests more every 10 s, 5 ms more in all: 1 a second, 0.5 ms each
+    assert np.nanmedian(cs.values[:, cs.counters.index("rate(http.server.duration.count)"), :]) == pytest.approx(1)
+    assert np.nanmedian(cs.values[:, cs.counters.index("http.server.duration.mean"), :]) == pytest.approx(0.5)
+    assert any("1 metric of histograms or summaries read as their count's rate (rate(NAME.count)) and their mean "
+               "over each interval (NAME.mean): http.server.duration" in n for n in cs.notes), cs.notes
     first = first_finding_row(p)
     assert "| web-01: system.cpu.utilization{state=" in first and "since 2026-11-28 10:20:00 UTC" in first, first
 
@@ -55,4 +61,34 @@ def test_damaged_exports(tmp_path):
     p = _write(tmp_path / "hist.json", only)
     with pytest.raises(InputError) as err:
         load_counters([p])
-    assert str(err.value) == f"{p}: no gauge or sum data point in these OTLP metrics"
+    # (a histogram without its temporality: neither cumulative nor delta, not read)
+    assert str(err.value) == f"{p}: no gauge, sum or histogram data point in these OTLP metrics"
+
+
+def test_delta_histograms_and_summaries_read_as_their_rate_and_mean(tmp_path):
+    """A delta exponential histogram (each point its interval's count and sum) and a summary
+    (cumulative): each its count's rate and its mean; a point without its sum adds to the count's
+    rate only."""
+    def point(t, count, total, start=None):
+        dp = {"timeUnixNano": str((T0 + t) * 10**9), "count": str(count), "attributes": []}
+        if total is not None:
+            dp["sum"] = total
+        if start is not None:
+            dp["startTimeUnixNano"] = str((T0 + start) * 10**9)
+        return dp
+
+    lines = []
+    for i in range(1, 40):
+        t = 10 * i
+        lines.append(json.dumps({"resourceMetrics": [{"resource": {"attributes": [
+            {"key": "host.name", "value": {"stringValue": "api-1"}}]}, "scopeMetrics": [{"metrics": [
+                {"name": "rpc.duration", "exponentialHistogram": {"aggregationTemporality": 1, "dataPoints": [
+                    point(t, 20, None if i == 7 else 20 * (3.0 if i >= 30 else 1.5), start=t - 10)]}},
+                {"name": "db.latency", "summary": {"dataPoints": [point(t, 5 * i, 10.0 * i)]}}]}]}]}))
+    cs = load_counters([_write(tmp_path / "h.json", lines)])
+    assert sorted(cs.counters) == ["db.latency.mean", "rate(db.latency.count)", "rate(rpc.duration.count)",
+                                   "rpc.duration.mean"]
+    mean = cs.values[0, cs.counters.index("rpc.duration.mean")]
+    assert mean[0] == pytest.approx(1.5) and mean[-1] == pytest.approx(3.0) and np.isnan(mean[6])  # no sum there
+    assert np.nanmedian(cs.values[0, cs.counters.index("rate(rpc.duration.count)")]) == pytest.approx(2.0)
+    assert np.nanmedian(cs.values[0, cs.counters.index("db.latency.mean")]) == pytest.approx(2.0)  # 10 ms / 5

@@ -9,8 +9,10 @@ cpu=cpu0,state=user}``; an attribute with one value over a name's series left of
 are: influx.series_counters). A gauge and a sum that is not monotonic (an up-down counter) are
 levels; a monotonic sum is read as its rate per second, ``rate(NAME{...})``: a cumulative one
 from each point to the next (a restart counted from zero), a delta one as its value over its
-own interval. Histograms and summaries are left out, said (their count and sum say little a
-level does not). Times are nanoseconds since the epoch (UTC).
+own interval. A histogram (explicit or exponential) or a summary is its count's rate,
+``rate(NAME.count{...})``, and its mean over each interval, ``NAME.mean{...}`` (its sum's rate
+over its count's: a latency histogram's mean latency; its buckets are not read). Times are
+nanoseconds since the epoch (UTC).
 """
 
 from __future__ import annotations
@@ -74,6 +76,37 @@ def _documents(path: Path):
                 yield None  # a line cut (a file exporter stopped mid-write)
 
 
+def _histogram(hist: dict, name: str, server: str, kind: str, temporality: int, series: dict, rated: set,
+               means: set, pairs: list, times: list, values: list, sid: list, starts: list) -> int:
+    """A histogram's (or a summary's) points as two series: ``rate(NAME.count`` (rated) and
+    ``NAME.mean``, whose points hold the sum until its rate is divided by the count's (``pairs``);
+    how many points were no such point."""
+    bad = 0
+    for dp in hist.get("dataPoints") or []:
+        try:
+            t = int(dp["timeUnixNano"]) / 1e9
+            count = float(dp["count"])
+            total = float(dp["sum"]) if dp.get("sum") is not None else None
+            t0 = int(dp.get("startTimeUnixNano") or 0) / 1e9
+        except (KeyError, TypeError, ValueError):
+            bad += 1
+            continue
+        own = tuple(sorted(_attributes(dp.get("attributes")).items()))
+        begin = t0 if temporality == _DELTA and t0 else np.nan
+        for suffix, v, group in ((".mean", total, means), (".count", count, rated)):
+            if v is None or not np.isfinite(v):
+                continue
+            i = series.setdefault((name + suffix, own, server, kind), len(series))
+            group.add(i)
+            if suffix == ".count" and total is not None and np.isfinite(total):
+                pairs.append((len(times) - 1, len(times)))
+            times.append(t)
+            values.append(v)
+            sid.append(i)
+            starts.append(begin)
+    return bad
+
+
 def read_otlp_metrics(path, names_) -> RawCounters:
     """``names_``: the dataset's server and counter names (readers._Names)."""
     path = Path(path)
@@ -83,7 +116,9 @@ def read_otlp_metrics(path, names_) -> RawCounters:
     starts: list[float] = []  # a delta point's start (its interval), NaN else
     kind_tag = ""
     bad = 0
-    skipped_names: set[str] = set()
+    histograms: set[str] = set()
+    means: set[int] = set()  # the series of histograms' means: their sums' points until the end
+    pairs: list[tuple[int, int]] = []  # (a sum's point, its count's point): the mean there
     docs = 0
     for doc in _documents(path):
         docs += 1
@@ -112,11 +147,21 @@ def read_otlp_metrics(path, names_) -> RawCounters:
                         data = m["sum"]
                         monotonic = bool(data.get("isMonotonic"))
                         temporality = int(data.get("aggregationTemporality") or 0)
-                    if not isinstance(data, dict):
-                        if any(k in m for k in ("histogram", "exponentialHistogram", "summary")):
-                            skipped_names.add(name)
+                    form = next((k for k in ("histogram", "exponentialHistogram", "summary")
+                                 if isinstance(m.get(k), dict)), None) if data is None else None
+                    if form is not None:  # its count and sum, as a monotonic sum's (a summary's: cumulative)
+                        hist = m[form]
+                        temporality = _CUMULATIVE if form == "summary" else \
+                            int(hist.get("aggregationTemporality") or 0)
+                        if temporality in (_CUMULATIVE, _DELTA):
+                            bad += _histogram(hist, name, server, kind, temporality, series, rated, means, pairs,
+                                              times, values, sid, starts)
+                            histograms.add(name)
                         else:
                             bad += 1
+                        continue
+                    if not isinstance(data, dict):
+                        bad += 1
                         continue
                     rate = monotonic and temporality in (_CUMULATIVE, _DELTA)
                     for dp in data.get("dataPoints") or []:
@@ -141,19 +186,24 @@ def read_otlp_metrics(path, names_) -> RawCounters:
                         sid.append(i)
                         starts.append(t0 if rate and temporality == _DELTA and t0 else np.nan)
     if not times:
-        raise InputError(path, "no gauge or sum data point in these OTLP metrics" if docs else "empty")
+        raise InputError(path, "no gauge, sum or histogram data point in these OTLP metrics" if docs else "empty")
     time = np.asarray(times)
     value = np.asarray(values)
     ids = np.asarray(sid, np.int64)
-    rate_series(time, value, ids, np.asarray(starts), rated)  # monotonic sums (a cumulative one's first point: none)
+    rate_series(time, value, ids, np.asarray(starts), rated | means)  # monotonic sums, histograms' counts and sums
+    if pairs:  # a histogram's mean over each interval: its sum's rate over its count's
+        at_sum, at_count = np.asarray(pairs).T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value[at_sum] = np.where(value[at_count] > 0, value[at_sum] / value[at_count], np.nan)
     keep = np.isfinite(value)
     notes = []
     if bad:
         notes.append(f"{path.name}: {count_that(bad, 'records')} no OTLP metric or data "
                      "point (a line cut, a field missing) skipped")
-    if skipped_names:
-        notes.append(f"{path.name}: {count_of(len(skipped_names), 'metrics')} of histograms or summaries left out: "
-                     f"{first_of(sorted(skipped_names), 4)}")
+    if histograms:
+        notes.append(f"{path.name}: {count_of(len(histograms), 'metrics')} of histograms or summaries read as their "
+                     f"count's rate (rate(NAME.count)) and their mean over each interval (NAME.mean): "
+                     f"{first_of(sorted(histograms), 4)}")
     ordered = sorted(series.items(), key=lambda kv: kv[1])
     keys = [(f"rate({k[0]}" if i in rated else k[0], *k[1:]) for k, i in ordered]
     return series_counters(path, names_, keys, ids[keep], time[keep], value[keep], kind_tag, notes,
