@@ -125,6 +125,5 @@ def read_azure_monitor(path, names_) -> RawCounters:
     value = np.asarray(values, dtype=np.float64)
     ids = np.asarray(sid, np.int64)
     keep = np.isfinite(value) & np.isfinite(time)
-    ordered = sorted(series.items(), key=lambda kv: kv[1])
-    return series_counters(path, names_, [k for k, _ in ordered], ids[keep], time[keep], value[keep], "", notes,
+    return series_counters(path, names_, list(series), ids[keep], time[keep], value[keep], "", notes,
                            "Azure Monitor metrics", naming="METRIC{the dimensions that tell its series apart}")

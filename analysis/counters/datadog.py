@@ -53,12 +53,9 @@ def read_datadog(path, names_) -> RawCounters:
     times, values, sid = [], [], []
     bad, errors = 0, []
     for doc in docs:
-        if isinstance(doc, dict) and doc.get("status") == "error":
-            errors.append(str(doc.get("error") or "?")[:120])
-            continue
         found = doc.get("series") if isinstance(doc, dict) else doc if isinstance(doc, list) else None
-        if isinstance(doc, dict) and doc.get("error") and not found:  # an answer with no series, its error said
-            errors.append(str(doc["error"])[:120])
+        if isinstance(doc, dict) and (doc.get("status") == "error" or doc.get("error") and not found):
+            errors.append(str(doc.get("error") or "?")[:120])  # an error answer (with no series): said
             continue
         if not isinstance(found, list):
             bad += 1
@@ -96,6 +93,5 @@ def read_datadog(path, names_) -> RawCounters:
         raise InputError(path, "no Datadog series with a point (series of metric and pointlist)"
                          + (f": {errors[0]}" if errors else ""))
     ids = np.asarray(sid, np.int64)
-    ordered = sorted(series.items(), key=lambda kv: kv[1])
-    return series_counters(path, names_, [k for k, _ in ordered], ids[keep], time[keep], value[keep], "", notes,
+    return series_counters(path, names_, list(series), ids[keep], time[keep], value[keep], "", notes,
                            "Datadog metrics", naming="METRIC{the tags that tell its series apart}")

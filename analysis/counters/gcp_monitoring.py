@@ -125,7 +125,6 @@ def read_gcp_monitoring(path, names_) -> RawCounters:
     if distributions:
         notes.append(f"{path.name}: {count_of(len(distributions), 'metrics')} of distributions left out: "
                      f"{first_of(sorted(distributions), 4)}")
-    ordered = sorted(series.items(), key=lambda kv: kv[1])
-    return series_counters(path, names_, [k for k, _ in ordered], ids[keep], time[keep], value[keep], "", notes,
+    return series_counters(path, names_, list(series), ids[keep], time[keep], value[keep], "", notes,
                            "Google Cloud Monitoring time series", naming="TYPE{the labels that tell its series apart}",
                            closing=rated)

@@ -204,8 +204,7 @@ def read_otlp_metrics(path, names_) -> RawCounters:
         notes.append(f"{path.name}: {count_of(len(histograms), 'metrics')} of histograms or summaries read as their "
                      f"count's rate (rate(NAME.count)) and their mean over each interval (NAME.mean): "
                      f"{first_of(sorted(histograms), 4)}")
-    ordered = sorted(series.items(), key=lambda kv: kv[1])
-    keys = [(f"rate({k[0]}" if i in rated else k[0], *k[1:]) for k, i in ordered]
+    keys = [(f"rate({k[0]}" if i in rated else k[0], *k[1:]) for k, i in series.items()]  # ids in insertion order
     return series_counters(path, names_, keys, ids[keep], time[keep], value[keep], kind_tag, notes,
                           "OpenTelemetry metrics (OTLP JSON)", naming="NAME{the attributes that tell its series apart}",
                           closing=rated)
