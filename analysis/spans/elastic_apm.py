@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perftriage.analysis.inputs import json_or_lines
 from perftriage.analysis.timeparse import parse_iso_ns
 
 from .ids import to_id64
+from .jsonfile import search_documents
 from .table import SpanBuilder
 
 REPLICA_FIELDS = ("host.hostname", "host.name", "kubernetes.pod.name", "container.id", "service.node.name")
@@ -44,20 +44,10 @@ def _get(doc: dict, dotted: str, default=_MISSING):
     return cur
 
 
-def _documents(path: Path) -> list:
-    docs, whole = json_or_lines(path)
-    if whole:
-        doc = docs[0]
-        if isinstance(doc, dict) and isinstance(doc.get("hits"), dict):
-            doc = doc["hits"].get("hits")
-        docs = doc if isinstance(doc, list) else [doc]
-    return [d["_source"] if isinstance(d, dict) and isinstance(d.get("_source"), dict) else d for d in docs]
-
-
 def read(path: Path, b: SpanBuilder) -> None:
     b.status_known = True  # event.outcome
     other = 0
-    for d in _documents(path):
+    for d in search_documents(path) or [None]:  # (a file of no documents: one unreadable)
         if not isinstance(d, dict):
             b.problem("unparsable", "an Elastic APM document that is not an object (a line cut or damaged)")
             continue

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 from perftriage.analysis.errors import InputError
-from perftriage.analysis.inputs import json_or_lines
 
 from .jaeger import _MISSING, _add, _process
+from .jsonfile import search_documents
 from .table import SpanBuilder
 
 
@@ -25,24 +25,16 @@ def sniff(path: Path, head: bytes) -> bool:
 def _documents(path: Path) -> list:
     """The span documents of a file: a JSON array, a search's answer, or one document a line (a
     line cut or damaged: None, counted as such)."""
-    docs, whole = json_or_lines(path)
-    if not whole:
-        return docs
-    doc = docs[0]
-    if isinstance(doc, dict):
-        hits = doc.get("hits")
-        doc = hits.get("hits") if isinstance(hits, dict) else [doc]
-    if not isinstance(doc, list):
+    docs = search_documents(path)
+    if docs is None:
         raise InputError(path, "not Jaeger span documents (an array, a search's hits, or one a line)")
-    return doc
+    return docs
 
 
 def read(path: Path, b: SpanBuilder) -> None:
     b.status_known = True  # a span that failed carries an error tag
     procs: dict = {}
     for d in _documents(path):
-        if isinstance(d, dict) and isinstance(d.get("_source"), dict):
-            d = d["_source"]
         if not isinstance(d, dict):
             b.problem("unparsable", "a Jaeger span document that is not an object (a line cut or damaged)")
             continue
