@@ -602,6 +602,12 @@ def _run_ctf_on(cluster, inputs: Inputs, options: Options, result: TriageResult,
     except MissingDependency as exc:
         result.report.notes.append(str(exc))
         return
+    except InputError as exc:  # a trace perftriage converted (a perf.data): its file named, not the folder made of it
+        source = inputs.origin(exc.path) if exc.path else None
+        if source is None:
+            raise
+        raise InputError(source, f"a perf recording that this host's perf converted to CTF, unreadable: {exc.problem}"
+                         ) from None
     summary, graphs = passed.results[0], passed.results[1]
     report = result.report
     read_error, requests_read = passed.error, passed.results[2] if len(passed.results) > 2 else None

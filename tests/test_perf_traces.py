@@ -382,6 +382,31 @@ def test_perfs_own_threads_are_the_tracers():
     assert [tasks.role(g, t) for t in (10, 11, 12)] == [tasks.TRACER, tasks.TRACER, tasks.USER]
 
 
+def test_a_converted_recording_that_cannot_be_read_is_named_by_its_file(tmp_path, monkeypatch):
+    """perf converted a damaged perf.data into a CTF folder babeltrace2 cannot read (a packet of
+    impossible sizes): the one line named the temporary folder perftriage made, a path the user
+    never gave (the damaged-recording test below failed so once, now and then); now the file."""
+    import perftriage.analysis.triage as triage
+    from perftriage.analysis.errors import InputError
+    from perftriage.analysis.inputs import Inputs
+
+    data, folder = tmp_path / "perf.data", tmp_path / "perftriage-perf-x" / "perf.data.ctf"
+    inputs = Inputs(paths=[str(data)], ctf=[folder], origins={str(folder): str(data)})
+
+    def fails(paths, *args, **kwargs):
+        raise InputError(folder, "no stream file holds a single whole packet: packet at byte 0 declares impossible sizes")
+
+    monkeypatch.setattr(triage, "read_once", fails)
+    with pytest.raises(InputError) as err:
+        triage._run_ctf(inputs, Options(), triage.TriageResult(inputs, Options()), None)
+    assert err.value.path == str(data) and str(folder) not in str(err.value)
+    assert "a perf recording that this host's perf converted to CTF, unreadable: no stream file holds" in str(err.value)
+    other = tmp_path / "trace"  # a trace the user gave: its own error, as it was
+    monkeypatch.setattr(triage, "read_once", lambda *a, **k: (_ for _ in ()).throw(InputError(other, "damaged")))
+    with pytest.raises(InputError, match=r"trace: damaged$"):
+        triage._run_ctf(Inputs(paths=[str(other)], ctf=[other]), Options(), triage.TriageResult(inputs, Options()), None)
+
+
 @needs_bt2
 @pytest.mark.skipif(not _can_record(), reason="perf cannot record here (root, tracefs)")
 def test_a_damaged_perf_recording_is_partial_data_or_one_line(tmp_path):
